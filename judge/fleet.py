@@ -1,0 +1,313 @@
+"""A client for a fleet of OpenAI-compatible judge servers (vLLM), in plain asyncio + httpx.
+
+No Django here: the `score` command and the Celery workers share it.
+
+Policy, in one place:
+- each endpoint takes at most `concurrency` requests in flight; a query goes to the least-loaded
+  healthy endpoint, preferring another one than the endpoint its previous attempt failed on;
+- transport errors, timeouts, 5xx, 408/429 and unparseable replies are retried with exponential
+  backoff and jitter, up to `max_attempts` attempts in all; other 4xx mean the request itself is
+  wrong, so retrying cannot help and the query fails at once;
+- `failure_threshold` consecutive transport/5xx/timeout failures take an endpoint out; it is
+  then probed with `GET /v1/models` until it answers 200, and put back;
+- when every endpoint is out, queries wait for one to come back, for at most `down_wait`
+  seconds from the moment the last one went out; then they raise FleetUnavailable naming each
+  endpoint and its last error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+SIMULATOR_FINGERPRINT = "judge-simulator"
+
+
+class FleetUnavailable(RuntimeError):
+    """Every judge endpoint has been down for longer than the fleet is allowed to wait."""
+
+
+@dataclass
+class JudgeAnswer:
+    value: Any = None  # what the parse callback returned; None when the query failed
+    raw: str | None = None  # the reply text of the last attempt that got one
+    error: str | None = None  # why the query failed, None on success
+    endpoint: str | None = None  # base URL of the last attempt
+    attempts: int = 0
+    latency_ms: float | None = None  # of the last attempt
+    simulated: bool = False  # the reply came from the judge simulator
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(eq=False)
+class Endpoint:
+    base_url: str
+    capacity: int
+    in_flight: int = 0
+    healthy: bool = True
+    consecutive_failures: int = 0
+    last_error: str | None = None
+    served: int = 0
+    failed: int = 0
+    probe_task: asyncio.Task | None = field(default=None, repr=False)
+
+    @property
+    def load(self) -> float:
+        return self.in_flight / self.capacity
+
+
+class _Retry(Exception):
+    def __init__(self, error: str, *, endpoint_fault: bool, raw: str | None = None):
+        super().__init__(error)
+        self.error = error
+        self.endpoint_fault = endpoint_fault
+        self.raw = raw
+
+
+class _Fatal(Exception):
+    def __init__(self, error: str, raw: str | None = None):
+        super().__init__(error)
+        self.error = error
+        self.raw = raw
+
+
+class JudgeFleet:
+    """Use as `async with JudgeFleet([...], model=...) as fleet: await fleet.ask(...)`."""
+
+    def __init__(
+        self,
+        base_urls: list[str],
+        *,
+        model: str,
+        api_key: str | None = None,
+        concurrency: int = 32,
+        timeout: float = 120.0,
+        max_attempts: int = 5,
+        sampling: dict | None = None,
+        failure_threshold: int = 3,
+        probe_interval: float = 1.0,
+        probe_interval_max: float = 15.0,
+        down_wait: float = 600.0,
+        backoff_base: float = 0.5,
+        backoff_max: float = 10.0,
+    ):
+        if not base_urls:
+            raise ValueError("the judge fleet needs at least one base URL")
+        if concurrency < 1 or max_attempts < 1:
+            raise ValueError("concurrency and max_attempts must be at least 1")
+        self.endpoints = [Endpoint(url.rstrip("/"), concurrency) for url in base_urls]
+        self.model = model
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.sampling = {"temperature": 0.0} if sampling is None else dict(sampling)
+        self.failure_threshold = failure_threshold
+        self.probe_interval = probe_interval
+        self.probe_interval_max = probe_interval_max
+        self.down_wait = down_wait
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._cond: asyncio.Condition | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._all_down_since: float | None = None
+
+    @property
+    def capacity(self) -> int:
+        return sum(e.capacity for e in self.endpoints)
+
+    async def __aenter__(self) -> JudgeFleet:
+        self._cond = asyncio.Condition()
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self._client = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
+            limits=httpx.Limits(
+                max_connections=self.capacity + len(self.endpoints),
+                max_keepalive_connections=self.capacity + len(self.endpoints),
+            ),
+        )
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        for endpoint in self.endpoints:
+            if endpoint.probe_task is not None:
+                endpoint.probe_task.cancel()
+        await self._client.aclose()
+
+    # --- dispatch -----------------------------------------------------------------------
+
+    async def _acquire(self, avoid: Endpoint | None) -> Endpoint:
+        async with self._cond:
+            while True:
+                free = [e for e in self.endpoints if e.healthy and e.in_flight < e.capacity]
+                if free:
+                    preferred = [e for e in free if e is not avoid] or free
+                    chosen = min(preferred, key=lambda e: (e.load, e.in_flight))
+                    chosen.in_flight += 1
+                    return chosen
+                if any(e.healthy for e in self.endpoints):
+                    await self._cond.wait()
+                    continue
+                if self._all_down_since is None:
+                    self._all_down_since = time.monotonic()
+                    log.warning(
+                        "all %d judge endpoints are down (%s); waiting up to %.0f s for one "
+                        "to answer GET /v1/models",
+                        len(self.endpoints), self._describe_down(), self.down_wait,
+                    )
+                remaining = self._all_down_since + self.down_wait - time.monotonic()
+                if remaining <= 0:
+                    raise FleetUnavailable(
+                        f"every judge endpoint has been down for {self.down_wait:.0f} s: "
+                        f"{self._describe_down()}"
+                    )
+                try:
+                    await asyncio.wait_for(self._cond.wait(), remaining)
+                except TimeoutError:
+                    continue
+
+    def _describe_down(self) -> str:
+        return "; ".join(f"{e.base_url}: {e.last_error or 'no answer'}" for e in self.endpoints)
+
+    async def _release(self, endpoint: Endpoint) -> None:
+        async with self._cond:
+            endpoint.in_flight -= 1
+            self._cond.notify()
+
+    async def _mark_failure(self, endpoint: Endpoint, error: str) -> None:
+        endpoint.consecutive_failures += 1
+        endpoint.failed += 1
+        endpoint.last_error = error
+        if endpoint.healthy and endpoint.consecutive_failures >= self.failure_threshold:
+            endpoint.healthy = False
+            log.warning("judge endpoint %s taken out after %d failures in a row (last: %s)",
+                        endpoint.base_url, endpoint.consecutive_failures, error)
+            endpoint.probe_task = asyncio.create_task(self._probe(endpoint))
+
+    async def _probe(self, endpoint: Endpoint) -> None:
+        interval = self.probe_interval
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                response = await self._client.get(
+                    f"{endpoint.base_url}/v1/models", timeout=min(10.0, self.timeout)
+                )
+                if response.status_code == 200:
+                    break
+                endpoint.last_error = f"probe: HTTP {response.status_code}"
+            except httpx.HTTPError as exc:
+                endpoint.last_error = f"probe: {_describe(exc)}"
+            interval = min(interval * 2, self.probe_interval_max)
+        log.warning("judge endpoint %s answers again; back in the fleet", endpoint.base_url)
+        async with self._cond:
+            endpoint.healthy = True
+            endpoint.consecutive_failures = 0
+            endpoint.probe_task = None
+            self._all_down_since = None
+            self._cond.notify_all()
+
+    # --- one query ----------------------------------------------------------------------
+
+    async def ask(self, messages: list[dict], parse: Callable[[str], Any]) -> JudgeAnswer:
+        """Send one chat completion; `parse(text)` turns the reply into a value, or raises
+        ValueError for a reply without a usable answer, which is then retried."""
+        answer = JudgeAnswer()
+        avoid: Endpoint | None = None
+        payload = {"model": self.model, "messages": messages, **self.sampling}
+        while answer.attempts < self.max_attempts:
+            endpoint = await self._acquire(avoid)
+            answer.attempts += 1
+            answer.endpoint = endpoint.base_url
+            started = time.monotonic()
+            try:
+                text, simulated = await self._post(endpoint, payload)
+                answer.latency_ms = (time.monotonic() - started) * 1000
+                answer.raw, answer.simulated = text, simulated
+                try:
+                    answer.value = parse(text)
+                except ValueError as exc:
+                    raise _Retry(f"unparseable reply: {exc}", endpoint_fault=False) from None
+                endpoint.consecutive_failures = 0
+                endpoint.served += 1
+                answer.error = None
+                return answer
+            except _Retry as retry:
+                answer.latency_ms = (time.monotonic() - started) * 1000
+                answer.error = retry.error
+                if retry.raw is not None:
+                    answer.raw = retry.raw
+                if retry.endpoint_fault:
+                    await self._mark_failure(endpoint, retry.error)
+            except _Fatal as fatal:
+                answer.latency_ms = (time.monotonic() - started) * 1000
+                answer.error, answer.raw = fatal.error, fatal.raw
+                return answer
+            finally:
+                await self._release(endpoint)
+            avoid = endpoint
+            if answer.attempts < self.max_attempts:
+                await asyncio.sleep(self._backoff(answer.attempts))
+        answer.error = f"no valid answer after {answer.attempts} attempt(s); last: {answer.error}"
+        return answer
+
+    async def _post(self, endpoint: Endpoint, payload: dict) -> tuple[str, bool]:
+        try:
+            response = await self._client.post(
+                f"{endpoint.base_url}/v1/chat/completions", json=payload
+            )
+        except httpx.TimeoutException:
+            raise _Retry(f"timeout after {self.timeout:g} s", endpoint_fault=True) from None
+        except httpx.HTTPError as exc:
+            raise _Retry(_describe(exc), endpoint_fault=True) from None
+        status = response.status_code
+        if status >= 500:
+            raise _Retry(f"HTTP {status}: {response.text[:200]}", endpoint_fault=True,
+                         raw=response.text[:2000])
+        if status in (408, 429):
+            raise _Retry(f"HTTP {status} (busy)", endpoint_fault=False)
+        if status >= 400:
+            raise _Fatal(f"HTTP {status}: {response.text[:500]}", raw=response.text[:2000])
+        try:
+            body = response.json()
+            text = body["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Retry("unparseable reply: not an OpenAI chat completion",
+                         endpoint_fault=False, raw=response.text[:2000]) from None
+        simulated = (
+            body.get("system_fingerprint") == SIMULATOR_FINGERPRINT
+            or response.headers.get("x-judge-simulator") is not None
+        )
+        return text if isinstance(text, str) else "", simulated
+
+    def _backoff(self, attempt: int) -> float:
+        delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        return delay * random.uniform(0.5, 1.0)
+
+    def summary(self) -> list[dict]:
+        return [
+            {
+                "endpoint": e.base_url,
+                "healthy": e.healthy,
+                "served": e.served,
+                "failed_attempts": e.failed,
+                "last_error": e.last_error,
+            }
+            for e in self.endpoints
+        ]
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:300]

@@ -1,0 +1,81 @@
+import asyncio
+import signal
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judge.simulator import DEFAULT_MODEL, NOTICE, SimulatorConfig, serve
+
+
+def _ports(value: str) -> list[int]:
+    try:
+        ports = [int(p) for p in value.split(",") if p.strip()]
+    except ValueError:
+        raise CommandError(f"--ports {value!r}: give comma-separated port numbers") from None
+    if not ports or any(not 0 < p < 65536 for p in ports) or len(set(ports)) != len(ports):
+        raise CommandError(f"--ports {value!r}: give distinct port numbers from 1 to 65535")
+    return ports
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the judge SIMULATOR (not a real model): an HTTP server speaking vLLM's OpenAI API "
+        "(POST /v1/chat/completions, GET /v1/models, GET /health) whose MMAE verdicts are "
+        "hashes of the input, for development, tests, benchmarks and the demo. Scores it "
+        "produces are simulated."
+    )
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--ports", default="8001,8002", help="comma-separated ports")
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--latency-ms", type=float, default=200.0,
+                            help="time each request holds its slot")
+        parser.add_argument("--slots", type=int, default=32,
+                            help="requests in progress per port; the rest wait, as in vLLM")
+        parser.add_argument("--fail-rate", type=float, default=0.0,
+                            help="share of requests answered with HTTP 500")
+        parser.add_argument("--garbage-rate", type=float, default=0.0,
+                            help="share of replies that hold no parseable verdict")
+        parser.add_argument("--slow-rate", type=float, default=0.0,
+                            help="share of requests that take --slow-ms instead")
+        parser.add_argument("--slow-ms", type=float, default=30000.0)
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--model", default=DEFAULT_MODEL, help="served model name")
+        parser.add_argument("--record", action="store_true",
+                            help="list every answered query at GET /simulator/stats (tests)")
+
+    def handle(self, *args, **options):
+        ports = _ports(options["ports"])
+        try:
+            config = SimulatorConfig(
+                latency_ms=options["latency_ms"], slots=options["slots"],
+                fail_rate=options["fail_rate"], garbage_rate=options["garbage_rate"],
+                slow_rate=options["slow_rate"], slow_ms=options["slow_ms"],
+                seed=options["seed"], model=options["model"], record=options["record"],
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        asyncio.run(self._run(ports, config, options["host"]))
+
+    async def _run(self, ports, config, host):
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        ready = asyncio.Event()
+        server = asyncio.create_task(serve(ports, config, host=host, ready=ready, stop=stop))
+        ready_or_failed = asyncio.create_task(ready.wait())
+        await asyncio.wait({server, ready_or_failed}, return_when=asyncio.FIRST_COMPLETED)
+        if server.done():
+            ready_or_failed.cancel()
+            try:
+                server.result()
+            except OSError as exc:
+                raise CommandError(f"cannot listen: {exc}") from None
+            return
+        urls = ",".join(f"http://{host}:{p}" for p in ports)
+        self.stdout.write(f"{NOTICE}\nlistening on {urls} (slots {config.slots}, latency "
+                          f"{config.latency_ms:g} ms, model {config.model})\n"
+                          f"--base_urls \"{urls}\"", ending="\n")
+        self.stdout.flush()
+        await server

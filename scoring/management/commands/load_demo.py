@@ -1,0 +1,40 @@
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from scoring import synthetic
+from scoring.services import BenchmarkFileError, benchmark_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Make the synthetic demo benchmark (generated text and tones, labelled synthetic) and "
+        "its demo submissions under VAR_DIR/demo, and import it as `mmae-demo`. Idempotent."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--samples", type=int, default=40)
+        parser.add_argument("--root", type=Path, default=None)
+        parser.add_argument("--slug", default="mmae-demo")
+
+    def handle(self, *args, **options):
+        root = options["root"] or settings.VAR_DIR / "demo"
+        meta = root / "MMAE-meta.json"
+        if not meta.exists():
+            synthetic.write_benchmark(root, options["samples"], seed=7)
+            samples = json.loads(meta.read_text())
+            for number, name in enumerate(("demo-system-a", "demo-system-b"), start=1):
+                synthetic.write_system(root, samples, name=name, seed=number,
+                                       fmt="jsonl" if number == 2 else "predictions")
+        try:
+            benchmark, created = benchmark_import(
+                kind="mmae", path=meta, audio_root=root, slug=options["slug"],
+                title="MMAE demo (synthetic data)", synthetic=True,
+            )
+        except BenchmarkFileError as exc:
+            raise CommandError(str(exc)) from None
+        state = "imported" if created else "already loaded"
+        self.stdout.write(f"demo benchmark {benchmark} {state}; submissions to try are in "
+                          f"{root / 'systems'}")

@@ -1,0 +1,85 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from config.env import parse_base_urls
+from judge.fleet import FleetUnavailable
+from scoring.scorer import InputError, ScoreConfig, score
+
+
+class Command(BaseCommand):
+    help = (
+        "Score an MMAE submission with a judge fleet (drop-in for the official evaluator). "
+        "Writes results.jsonl, per_sample.json, taxonomy.json and run.json to --output_dir; "
+        "run again on the same folder to resume after a crash or Ctrl-C."
+    )
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--meta", type=Path, required=True, help="MMAE-meta.json")
+        parser.add_argument("--predictions", type=Path, required=True,
+                            help="predictions.json or submission.jsonl")
+        parser.add_argument("--audio_root", type=Path, required=True,
+                            help="folder that relative audio paths resolve against")
+        parser.add_argument("--base_urls", required=True,
+                            help="comma-separated judge base URLs, e.g. http://127.0.0.1:8001")
+        parser.add_argument("--output_dir", type=Path, required=True)
+        parser.add_argument("--concurrency", type=int, default=32,
+                            help="requests in flight per endpoint")
+        parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+        parser.add_argument("--max_attempts", type=int, default=5,
+                            help="attempts per query before it counts as a failed vote")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the choice shuffles")
+        parser.add_argument("--model", default="Qwen3-Omni-30B-A3B-Instruct",
+                            help="served model name of the judge")
+        parser.add_argument("--api_key", default=None)
+        parser.add_argument("--temperature", type=float, default=0.0)
+        parser.add_argument("--max_tokens", type=int, default=1024)
+        parser.add_argument("--down_wait", type=float, default=600.0,
+                            help="seconds to wait for a judge when every endpoint is down")
+
+    def handle(self, *args, **o):
+        if o["concurrency"] < 1 or o["max_attempts"] < 1 or o["timeout"] <= 0:
+            raise CommandError("--concurrency and --max_attempts must be at least 1, "
+                               "--timeout above 0")
+        try:
+            base_urls = parse_base_urls(o["base_urls"], name="--base_urls")
+        except Exception as exc:
+            raise CommandError(str(exc)) from None
+        if not base_urls:
+            raise CommandError("--base_urls names no endpoint")
+        config = ScoreConfig(
+            meta=o["meta"], predictions=o["predictions"], audio_root=o["audio_root"],
+            base_urls=base_urls, output_dir=o["output_dir"], concurrency=o["concurrency"],
+            timeout=o["timeout"], max_attempts=o["max_attempts"], seed=o["seed"],
+            model=o["model"], api_key=o["api_key"], down_wait=o["down_wait"],
+            sampling={"temperature": o["temperature"], "max_tokens": o["max_tokens"]},
+        )
+        out = o["output_dir"]
+
+        def progress(done, total):
+            return tqdm(total=total, initial=done, unit="query", desc="judging",
+                        dynamic_ncols=True, smoothing=0.05)
+
+        try:
+            run = score(config, progress=progress)
+        except InputError as exc:
+            raise CommandError(f"nothing was sent to the judge:\n{exc}") from None
+        except FleetUnavailable as exc:
+            raise CommandError(f"{exc}\nanswers so far are kept in {out}; run the same command "
+                               "again to resume") from None
+        except KeyboardInterrupt:
+            raise CommandError(f"interrupted; answers so far are kept in {out}; run the same "
+                               "command again to resume") from None
+        overall = json.loads((out / "taxonomy.json").read_text())["overall"]
+        figures = "  ".join(
+            f"{k} {overall[k]:.2f}" if overall[k] is not None else f"{k} -"
+            for k in ("IFR", "CR", "EMR")
+        )
+        self.stdout.write(f"{overall['n']} samples ({len(run['missing'])} missing), "
+                          f"{run['queries']} queries ({run['failed_queries']} failed): {figures}")
+        if run["simulated"]:
+            self.stdout.write("NOTE: the judge was the simulator; these scores are simulated.")
+        self.stdout.write(f"wrote {out}/results.jsonl, per_sample.json, taxonomy.json, run.json")
