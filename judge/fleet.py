@@ -174,7 +174,8 @@ class JudgeFleet:
                         f"{self._describe_down()}"
                     )
                 try:
-                    await asyncio.wait_for(self._cond.wait(), remaining)
+                    async with asyncio.timeout(remaining):
+                        await self._cond.wait()
                 except TimeoutError:
                     continue
 

@@ -204,9 +204,8 @@ def make_app(state: PortState) -> web.Application:
             return _error(500, "simulated internal server error")
         roll -= config.fail_rate
         slow = state.rng.random() < config.slow_rate
+        state.counts["slow"] += slow
         await asyncio.sleep((config.slow_ms if slow else config.latency_ms) / 1000)
-        if slow:
-            state.counts["slow"] += 1
         if roll < config.garbage_rate:
             state.counts["garbage"] += 1
             content = _GARBAGE[number % len(_GARBAGE)]

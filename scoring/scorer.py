@@ -211,6 +211,7 @@ async def ask_all(
     finally:
         for task in workers:
             task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
 
 
 def per_sample_rows(plan_: Plan, answers: dict[tuple, dict]) -> list[dict]:

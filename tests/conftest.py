@@ -1,0 +1,107 @@
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scoring import synthetic
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+class Simulator:
+    """A judge simulator in its own process, as `manage.py judge_simulator` runs it."""
+
+    def __init__(self, *args: str, ports: list[int] | None = None):
+        self.ports = ports or free_ports(2)
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "judge_simulator", "--record",
+             "--ports", ",".join(map(str, self.ports)), *args],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"simulator exited: {self.process.stdout.read()}")
+            try:
+                if all(httpx.get(f"{u}/health", timeout=1).status_code == 200
+                       for u in self.urls):
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("simulator did not start")
+
+    @property
+    def base_urls(self) -> str:
+        return ",".join(self.urls)
+
+    def stats(self) -> list[dict]:
+        return [httpx.get(f"{u}/simulator/stats", timeout=10).json() for u in self.urls]
+
+    def completions(self) -> int:
+        return sum(s["completions"] for s in self.stats())
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def simulator_factory():
+    started = []
+
+    def start(*args, ports=None):
+        sim = Simulator(*args, ports=ports)
+        started.append(sim)
+        return sim
+
+    yield start
+    for sim in started:
+        sim.stop()
+
+
+@pytest.fixture
+def demo_set(tmp_path):
+    """A small synthetic benchmark with two systems' submissions, one in each format."""
+    root = tmp_path / "mmae"
+    meta = synthetic.write_benchmark(root, 14, seed=3)
+    samples = json.loads(meta.read_text())
+    return {
+        "root": root,
+        "meta": meta,
+        "samples": samples,
+        "predictions": synthetic.write_system(root, samples, name="sys-a", seed=5, missing=2),
+        "jsonl": synthetic.write_system(root, samples, name="sys-b", seed=6, fmt="jsonl"),
+    }
+
+
+def run_manage(*args: str, timeout: float = 300, env: dict | None = None):
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True,
+        timeout=timeout, env={**os.environ, **(env or {})},
+    )

@@ -1,0 +1,234 @@
+"""The fleet client against small in-process OpenAI-compatible servers over loopback HTTP."""
+
+import asyncio
+import json
+import time
+
+import pytest
+from aiohttp import web
+
+from judge.fleet import FleetUnavailable, JudgeFleet
+from tests.conftest import free_ports
+
+GOOD = json.dumps({"reason": "r", "choice": "A"})
+
+
+def completion(content):
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+
+
+class FakeJudge:
+    """An endpoint whose behaviour a test sets: `reply(n)` gives (status, content, delay)."""
+
+    def __init__(self, reply=lambda n: (200, GOOD, 0.0), models_ok=lambda: True):
+        self.reply = reply
+        self.models_ok = models_ok
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.probes = 0
+        self.port = free_ports(1)[0]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.runner = None
+
+    async def _completions(self, request):
+        await request.json()
+        self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            status, content, delay = self.reply(self.calls)
+            await asyncio.sleep(delay)
+        finally:
+            self.in_flight -= 1
+        if status != 200:
+            return web.Response(status=status, text="boom")
+        return web.json_response(completion(content))
+
+    async def _models(self, request):
+        self.probes += 1
+        return web.json_response({"data": []}, status=200 if self.models_ok() else 503)
+
+    async def start(self):
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+        return self
+
+    async def stop(self):
+        await self.runner.cleanup()
+
+
+def parse(text):
+    value = json.loads(text)
+    if value.get("choice") not in ("A", "B"):
+        raise ValueError("no letter")
+    return value["choice"]
+
+
+def fleet(*urls, **options):
+    options = {"model": "judge", "concurrency": 4, "timeout": 5, "max_attempts": 3,
+               "backoff_base": 0.01, "probe_interval": 0.05, "down_wait": 5, **options}
+    return JudgeFleet(list(urls), **options)
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def test_each_endpoint_takes_at_most_its_cap_in_flight():
+    async def main():
+        judge = await FakeJudge(lambda n: (200, GOOD, 0.05)).start()
+        async with fleet(judge.url, concurrency=3) as f:
+            answers = await asyncio.gather(*(f.ask([], parse) for _ in range(12)))
+        await judge.stop()
+        return judge, answers
+
+    judge, answers = run(main())
+    assert judge.max_in_flight == 3
+    assert [a.value for a in answers] == ["A"] * 12
+
+
+def test_work_spreads_to_the_least_loaded_endpoint():
+    async def main():
+        a = await FakeJudge(lambda n: (200, GOOD, 0.1)).start()
+        b = await FakeJudge(lambda n: (200, GOOD, 0.1)).start()
+        async with fleet(a.url, b.url, concurrency=4) as f:
+            await asyncio.gather(*(f.ask([], parse) for _ in range(8)))
+        await a.stop()
+        await b.stop()
+        return a, b
+
+    a, b = run(main())
+    assert (a.calls, b.calls) == (4, 4)
+    assert (a.max_in_flight, b.max_in_flight) == (4, 4)
+
+
+def test_a_5xx_is_retried_on_another_endpoint_and_recorded():
+    async def main():
+        bad = await FakeJudge(lambda n: (500, "", 0.0)).start()
+        good = await FakeJudge().start()
+        async with fleet(bad.url, good.url) as f:
+            answer = await f.ask([], parse)
+        await bad.stop()
+        await good.stop()
+        return bad, good, answer
+
+    bad, good, answer = run(main())
+    assert answer.ok and answer.value == "A"
+    assert (answer.attempts, answer.endpoint) == (2, good.url)
+    assert answer.latency_ms is not None and answer.latency_ms >= 0
+    assert (bad.calls, good.calls) == (1, 1)
+
+
+def test_an_unparseable_reply_is_retried_then_counted_as_failed():
+    async def main():
+        judge = await FakeJudge(lambda n: (200, "I think it is A", 0.0)).start()
+        async with fleet(judge.url, max_attempts=3) as f:
+            answer = await f.ask([], parse)
+        await judge.stop()
+        return judge, answer
+
+    judge, answer = run(main())
+    assert judge.calls == 3
+    assert answer.value is None and answer.attempts == 3
+    assert answer.error.startswith("no valid answer after 3 attempt(s); last: unparseable reply")
+    assert answer.raw == "I think it is A"
+
+
+def test_a_bad_request_is_not_retried():
+    async def main():
+        judge = await FakeJudge(lambda n: (400, "", 0.0)).start()
+        async with fleet(judge.url) as f:
+            answer = await f.ask([], parse)
+        await judge.stop()
+        return judge, answer
+
+    judge, answer = run(main())
+    assert judge.calls == 1 and answer.attempts == 1
+    assert answer.error == "HTTP 400: boom"
+
+
+def test_a_timeout_is_retried():
+    async def main():
+        judge = await FakeJudge(lambda n: (200, GOOD, 2.0 if n == 1 else 0.0)).start()
+        async with fleet(judge.url, timeout=0.3) as f:
+            answer = await f.ask([], parse)
+        await judge.stop()
+        return answer
+
+    answer = run(main())
+    assert answer.ok and answer.attempts == 2
+
+
+def test_a_failing_endpoint_is_taken_out_probed_and_put_back():
+    state = {"models_ok": False}
+
+    async def main():
+        flaky = await FakeJudge(lambda n: (500, "", 0.0),
+                                models_ok=lambda: state["models_ok"]).start()
+        good = await FakeJudge().start()
+        async with fleet(flaky.url, good.url, concurrency=1, failure_threshold=3,
+                         max_attempts=5) as f:
+            for _ in range(6):
+                await f.ask([], parse)
+            flaky_endpoint = f.endpoints[0]
+            out = (flaky_endpoint.healthy, flaky.calls)
+            for _ in range(6):  # while it is out, nothing is sent to it
+                assert (await f.ask([], parse)).endpoint == good.url
+            await asyncio.sleep(0.3)  # probes keep failing meanwhile
+            assert not flaky_endpoint.healthy
+            calls_while_out = flaky.calls
+            flaky.reply = lambda n: (200, GOOD, 0.0)
+            state["models_ok"] = True
+            deadline = time.monotonic() + 5
+            while not flaky_endpoint.healthy and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            back = flaky_endpoint.healthy
+        await flaky.stop()
+        await good.stop()
+        return out, calls_while_out, back, flaky.probes
+
+    (healthy, calls), calls_while_out, back, probes = run(main())
+    assert healthy is False and calls == 3
+    assert calls_while_out == 3
+    assert back is True and probes >= 2
+
+
+def test_when_every_endpoint_is_down_work_waits_for_one_to_come_back():
+    port = free_ports(1)[0]
+
+    async def main():
+        judge = FakeJudge()
+        judge.port, judge.url = port, f"http://127.0.0.1:{port}"
+        async with fleet(judge.url, failure_threshold=1, max_attempts=10, down_wait=20) as f:
+            ask = asyncio.create_task(f.ask([], parse))
+            await asyncio.sleep(1.0)
+            assert not ask.done() and not f.endpoints[0].healthy
+            await judge.start()
+            answer = await ask
+        await judge.stop()
+        return answer
+
+    answer = run(main())
+    assert answer.ok and answer.value == "A"
+
+
+def test_the_wait_is_bounded_and_names_every_endpoint(caplog):
+    a, b = (f"http://127.0.0.1:{p}" for p in free_ports(2))
+
+    async def main():
+        async with fleet(a, b, failure_threshold=1, max_attempts=10, down_wait=1.0) as f:
+            started = time.monotonic()
+            with pytest.raises(FleetUnavailable) as info:
+                await f.ask([], parse)
+            return time.monotonic() - started, str(info.value)
+
+    elapsed, message = run(main())
+    assert 0.9 < elapsed < 10
+    assert message.startswith("every judge endpoint has been down for 1 s: ")
+    assert f"{a}: " in message and f"{b}: " in message and "ConnectError" in message
+    assert "all 2 judge endpoints are down" in caplog.text

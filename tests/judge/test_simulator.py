@@ -1,0 +1,117 @@
+"""The judge simulator as a real server process, over loopback HTTP."""
+
+import concurrent.futures
+import json
+import time
+
+import httpx
+import pytest
+
+from scoring import mmae
+from tests.conftest import run_manage
+
+MODEL = "Qwen3-Omni-30B-A3B-Instruct"
+
+
+def query(question="Is a dog audible?", choices=("Yes", "No", "None of the above"),
+          audio="data:audio/wav;base64,AAAA", model=MODEL):
+    return {"model": model, "messages": [
+        {"role": "system", "content": mmae.SYSTEM_PROMPT},
+        {"role": "user", "content": [
+            {"type": "text", "text": "<audio output>: "},
+            {"type": "audio_url", "audio_url": {"url": audio}},
+            {"type": "text", "text": mmae.query_text(question, choices)},
+        ]},
+    ]}
+
+
+def post(url, body, timeout=30):
+    return httpx.post(f"{url}/v1/chat/completions", json=body, timeout=timeout)
+
+
+def test_it_speaks_vllms_api_and_says_it_is_a_simulator(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1")
+    url = sim.urls[0]
+    assert httpx.get(f"{url}/health").status_code == 200
+    models = httpx.get(f"{url}/v1/models").json()
+    assert models["data"][0]["id"] == MODEL
+    assert models["data"][0]["owned_by"] == "judge-simulator"
+    response = post(url, query())
+    body = response.json()
+    assert response.headers["x-judge-simulator"] == "1"
+    assert body["system_fingerprint"] == "judge-simulator"
+    assert "not a real model" in body["simulator"]
+    letter, reason = mmae.parse_reply(body["choices"][0]["message"]["content"], 3)
+    assert letter in "ABC" and reason.startswith("Simulated judge, not a model")
+
+
+def test_an_unknown_model_is_a_404_as_in_vllm(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1")
+    response = post(sim.urls[0], query(model="other"))
+    assert response.status_code == 404
+    assert "does not exist" in response.json()["message"]
+
+
+def test_verdicts_are_deterministic_and_vary_across_systems(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--seed", "4")
+
+    def letters(audio):
+        return [post(sim.urls[0], query(f"Question {i}?", ("P", "Q", "R", "S"), audio))
+                .json()["choices"][0]["message"]["content"] for i in range(30)]
+
+    first = letters("data:audio/wav;base64,SYSTEMA")
+    assert letters("data:audio/wav;base64,SYSTEMA") == first
+    assert letters("data:audio/wav;base64,SYSTEMB") != first
+    picked = {json.loads(c)["choice"] for c in first}
+    assert len(picked) > 1
+
+
+def test_at_most_slots_requests_are_served_at_once(simulator_factory):
+    sim = simulator_factory("--latency-ms", "200", "--slots", "4")
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        codes = list(pool.map(lambda i: post(sim.urls[0], query(f"q{i}")).status_code,
+                              range(12)))
+    elapsed = time.monotonic() - started
+    assert codes == [200] * 12
+    assert 0.6 <= elapsed < 2.0  # 12 requests through 4 slots of 200 ms: three waves
+
+
+def test_it_injects_http_500s(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--fail-rate", "1")
+    response = post(sim.urls[0], query())
+    assert response.status_code == 500
+    assert "simulated internal server error" in response.json()["message"]
+
+
+def test_it_injects_unparseable_replies(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--garbage-rate", "1")
+    for _ in range(4):
+        content = post(sim.urls[0], query()).json()["choices"][0]["message"]["content"]
+        with pytest.raises(mmae.ReplyError):
+            mmae.parse_reply(content, 3)
+
+
+def test_it_injects_slow_replies(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--slow-rate", "1", "--slow-ms", "1200")
+    started = time.monotonic()
+    assert post(sim.urls[0], query()).status_code == 200
+    assert time.monotonic() - started >= 1.2
+    assert sim.stats()[0]["slow"] == 1
+
+
+def test_its_help_says_it_is_a_simulator():
+    result = run_manage("judge_simulator", "--help")
+    assert "SIMULATOR (not a real model)" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--fail-rate", "1.5"], "fail_rate must be between 0 and 1"),
+    (["--ports", "80a"], "give comma-separated port numbers"),
+    (["--ports", "8001,8001"], "give distinct port numbers"),
+    (["--slots", "0"], "slots must be at least 1"),
+])
+def test_bad_options_are_refused(args, message):
+    result = run_manage("judge_simulator", *args, timeout=60)
+    assert result.returncode != 0
+    assert message in result.stderr
