@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class Endpoint:
     served: int = 0
     failed: int = 0
     probe_task: asyncio.Task | None = field(default=None, repr=False)
+    lanes: list = field(default_factory=list, repr=False)  # idle one-connection clients
 
     @property
     def load(self) -> float:
@@ -120,7 +122,7 @@ class JudgeFleet:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self._cond: asyncio.Condition | None = None
-        self._client: httpx.AsyncClient | None = None
+        self._client: httpx.AsyncClient | None = None  # for probes
         self._all_down_since: float | None = None
 
     @property
@@ -129,26 +131,33 @@ class JudgeFleet:
 
     async def __aenter__(self) -> JudgeFleet:
         self._cond = asyncio.Condition()
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-            limits=httpx.Limits(
-                max_connections=self.capacity + len(self.endpoints),
-                max_keepalive_connections=self.capacity + len(self.endpoints),
-            ),
-        )
+        # Each in-flight slot gets its own one-connection client (a "lane"): httpcore scans
+        # every connection of a pool on each request, which made one shared pool of 64+
+        # connections cost several milliseconds of CPU per query.
+        options = {
+            "headers": {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
+            "timeout": httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
+            "verify": ssl.create_default_context(),
+        }
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        for endpoint in self.endpoints:
+            endpoint.lanes = [httpx.AsyncClient(limits=one, **options)
+                              for _ in range(endpoint.capacity)]
+        self._client = httpx.AsyncClient(**options)
         return self
 
     async def __aexit__(self, *exc_info) -> None:
         for endpoint in self.endpoints:
             if endpoint.probe_task is not None:
                 endpoint.probe_task.cancel()
+        for endpoint in self.endpoints:
+            for lane in endpoint.lanes:
+                await lane.aclose()
         await self._client.aclose()
 
     # --- dispatch -----------------------------------------------------------------------
 
-    async def _acquire(self, avoid: Endpoint | None) -> Endpoint:
+    async def _acquire(self, avoid: Endpoint | None) -> tuple[Endpoint, httpx.AsyncClient]:
         async with self._cond:
             while True:
                 free = [e for e in self.endpoints if e.healthy and e.in_flight < e.capacity]
@@ -156,7 +165,7 @@ class JudgeFleet:
                     preferred = [e for e in free if e is not avoid] or free
                     chosen = min(preferred, key=lambda e: (e.load, e.in_flight))
                     chosen.in_flight += 1
-                    return chosen
+                    return chosen, chosen.lanes.pop()
                 if any(e.healthy for e in self.endpoints):
                     await self._cond.wait()
                     continue
@@ -182,9 +191,10 @@ class JudgeFleet:
     def _describe_down(self) -> str:
         return "; ".join(f"{e.base_url}: {e.last_error or 'no answer'}" for e in self.endpoints)
 
-    async def _release(self, endpoint: Endpoint) -> None:
+    async def _release(self, endpoint: Endpoint, lane: httpx.AsyncClient) -> None:
         async with self._cond:
             endpoint.in_flight -= 1
+            endpoint.lanes.append(lane)
             self._cond.notify()
 
     async def _mark_failure(self, endpoint: Endpoint, error: str) -> None:
@@ -228,12 +238,12 @@ class JudgeFleet:
         avoid: Endpoint | None = None
         payload = {"model": self.model, "messages": messages, **self.sampling}
         while answer.attempts < self.max_attempts:
-            endpoint = await self._acquire(avoid)
+            endpoint, lane = await self._acquire(avoid)
             answer.attempts += 1
             answer.endpoint = endpoint.base_url
             started = time.monotonic()
             try:
-                text, simulated = await self._post(endpoint, payload)
+                text, simulated = await self._post(endpoint, lane, payload)
                 answer.latency_ms = (time.monotonic() - started) * 1000
                 answer.raw, answer.simulated = text, simulated
                 try:
@@ -256,16 +266,17 @@ class JudgeFleet:
                 answer.error, answer.raw = fatal.error, fatal.raw
                 return answer
             finally:
-                await self._release(endpoint)
+                await self._release(endpoint, lane)
             avoid = endpoint
             if answer.attempts < self.max_attempts:
                 await asyncio.sleep(self._backoff(answer.attempts))
         answer.error = f"no valid answer after {answer.attempts} attempt(s); last: {answer.error}"
         return answer
 
-    async def _post(self, endpoint: Endpoint, payload: dict) -> tuple[str, bool]:
+    async def _post(self, endpoint: Endpoint, lane: httpx.AsyncClient,
+                    payload: dict) -> tuple[str, bool]:
         try:
-            response = await self._client.post(
+            response = await lane.post(
                 f"{endpoint.base_url}/v1/chat/completions", json=payload
             )
         except httpx.TimeoutException:
