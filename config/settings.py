@@ -96,6 +96,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing folder
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media"))).resolve()
 MEDIA_URL = "/media/"
 STORAGES = {

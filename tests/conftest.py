@@ -71,6 +71,15 @@ class Simulator:
                 self.process.wait()
 
 
+@pytest.fixture(autouse=True)
+def _plain_static_files(settings):
+    """Pages render without running collectstatic (production uses the manifest storage)."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
 @pytest.fixture
 def simulator_factory():
     started = []
