@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_htmx",
     "judge",
     "scoring",
     "submissions",
@@ -44,6 +45,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -109,6 +111,38 @@ STORAGES = {
         )
     },
 }
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "submissions:list"
+LOGOUT_REDIRECT_URL = "leaderboard:home"
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "leaderboard@localhost")
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "submissions.auth.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "UNAUTHENTICATED_RESPONSE_STATUS": 401,
+}
+
+# Uploads: anything above FILE_UPLOAD_MAX_MEMORY_SIZE streams to a temporary file.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+FILE_UPLOAD_TEMP_DIR = None
+SUBMISSION_MAX_UPLOAD_BYTES = env_int("SUBMISSION_MAX_UPLOAD_BYTES", 4 * 1024**3, minimum=1)
+SUBMISSION_MAX_FILES = env_int("SUBMISSION_MAX_FILES", 10_000, minimum=1)
+SUBMISSION_MAX_UNPACKED_BYTES = env_int("SUBMISSION_MAX_UNPACKED_BYTES", 8 * 1024**3, minimum=1)
+SUBMISSION_MAX_AUDIO_SECONDS = env_int("SUBMISSION_MAX_AUDIO_SECONDS", 300, minimum=1)
+SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)
+SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
+
+# Scoring pipeline: items per batch (one Celery task), and how long a claimed batch may go
+# without a heartbeat before the sweeper hands it to another worker.
+SCORING_BATCH_ITEMS = env_int("SCORING_BATCH_ITEMS", 10, minimum=1)
+SCORING_HEARTBEAT_SECONDS = env_int("SCORING_HEARTBEAT_SECONDS", 10, minimum=1)
+SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
+SCORING_SEED = env_int("SCORING_SEED", 0)
 
 # The default judge fleet: comma-separated OpenAI-compatible base URLs (vLLM servers).
 JUDGE_BASE_URLS = parse_base_urls(env_str("JUDGE_BASE_URLS", "http://127.0.0.1:8001"))

@@ -77,3 +77,151 @@ class Criterion(models.Model):
 
     def __str__(self):
         return f"{self.item.key}#{self.index}"
+
+
+class ScoringRun(models.Model):
+    """One scoring of a set of outputs on a benchmark version, with the judge it used.
+
+    Work is split into batches of items (RunBatch) that workers claim; every answer is a row
+    under a unique (run, criterion, round), so a redelivered batch adds nothing twice.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        SCORING = "scoring"
+        AGGREGATING = "aggregating"
+        FINISHED = "finished"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE = (Status.QUEUED, Status.SCORING, Status.AGGREGATING)
+
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="runs")
+    audio_root = models.CharField(max_length=1000)  # the outputs' folder
+    outputs = models.JSONField(default=dict)  # item key -> output path under audio_root
+    missing = models.JSONField(default=dict)  # item key -> why it has no usable output
+    judge_model = models.CharField(max_length=200)
+    base_urls = models.JSONField(default=list)
+    prompt_sha256 = models.CharField(max_length=64)
+    rounds = models.PositiveSmallIntegerField()
+    seed = models.IntegerField(default=0)
+    sampling = models.JSONField(default=dict)
+    max_attempts = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    status_times = models.JSONField(default=dict)  # status -> ISO time it was entered
+    error = models.TextField(blank=True)
+    total_queries = models.PositiveIntegerField(default=0)
+    simulated = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # Serves queue positions: active runs in creation order.
+            models.Index(fields=["status", "created_at"], name="run_status_created"),
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"run {self.pk} of {self.benchmark} ({self.status})"
+
+
+class RunBatch(models.Model):
+    """A slice of a run's items: the unit a worker claims, scores and marks done."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        CLAIMED = "claimed"
+        DONE = "done"
+
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="batches")
+    index = models.PositiveIntegerField()
+    item_keys = models.JSONField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    claims = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="batch_run_index"),
+        ]
+        indexes = [
+            # Serves the sweeper: claimed batches whose heartbeat went stale.
+            models.Index(fields=["status", "heartbeat_at"], name="batch_status_heartbeat"),
+        ]
+
+    def __str__(self):
+        return f"batch {self.index} of run {self.run_id}"
+
+
+class Answer(models.Model):
+    """One judge query's outcome (SPEC section 6 results.jsonl, one line)."""
+
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="answers")
+    criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="+")
+    round = models.PositiveSmallIntegerField()
+    choices = models.JSONField()  # as presented
+    correct_letter = models.CharField(max_length=1)
+    choice = models.CharField(max_length=1, null=True, blank=True)
+    correct = models.BooleanField()
+    reason = models.TextField(null=True, blank=True)
+    raw = models.TextField(null=True, blank=True)
+    error = models.TextField(null=True, blank=True)
+    endpoint = models.CharField(max_length=300, null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField()
+    latency_ms = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # The idempotence of scoring: a redelivered batch cannot add a second answer.
+            # Also serves loading a run's answers and counting progress.
+            models.UniqueConstraint(fields=["run", "criterion", "round"],
+                                    name="answer_run_criterion_round"),
+        ]
+
+    def __str__(self):
+        return f"answer {self.criterion_id}/{self.round} of run {self.run_id}"
+
+
+class ItemResult(models.Model):
+    """Per-sample figures of a run (SPEC section 6 per_sample.json, one object)."""
+
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="item_results")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    ifr = models.FloatField(null=True)
+    cr = models.FloatField(null=True)
+    em = models.PositiveSmallIntegerField()
+    rubric_scores = models.JSONField()
+    missing = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item"], name="itemresult_run_item"),
+        ]
+
+    def __str__(self):
+        return f"{self.item_id} in run {self.run_id}"
+
+
+class SliceResult(models.Model):
+    """Aggregate figures of a run over one bucket of one dimension (SPEC section 5)."""
+
+    OVERALL = "overall"
+
+    run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="slices")
+    dimension = models.CharField(max_length=50)  # "overall" with bucket ""
+    bucket = models.CharField(max_length=200, blank=True)
+    n = models.PositiveIntegerField()
+    ifr = models.FloatField(null=True)
+    cr = models.FloatField(null=True)
+    emr = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            # Also serves reading a run's slices for the board and the API.
+            models.UniqueConstraint(fields=["run", "dimension", "bucket"],
+                                    name="slice_run_dimension_bucket"),
+        ]
+
+    def __str__(self):
+        return f"{self.dimension}/{self.bucket} of run {self.run_id}"

@@ -1,0 +1,141 @@
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from scoring.models import Benchmark, ScoringRun
+
+
+class ApiToken(models.Model):
+    """A personal API token. Only a hash of the key is stored; the key is shown once."""
+
+    PREFIX_LENGTH = 8
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=PREFIX_LENGTH)
+    key_hash = models.CharField(max_length=64, unique=True)  # serves every authentication
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix}…)"
+
+    @staticmethod
+    def hash_key(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, *, user, name: str) -> tuple["ApiToken", str]:
+        key = secrets.token_hex(20)
+        token = cls.objects.create(user=user, name=name, prefix=key[: cls.PREFIX_LENGTH],
+                                   key_hash=cls.hash_key(key))
+        return token, key
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class ModelEntry(models.Model):
+    """A model (system) as its author describes it; its submissions are scored on boards."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="model_entries")
+    name = models.CharField(max_length=200)
+    organisation = models.CharField(max_length=200, blank=True)
+    link = models.URLField(blank=True, help_text="paper or code")
+    parameters = models.CharField(max_length=50, blank=True, help_text="e.g. 7B")
+    licence = models.CharField(max_length=100, blank=True)
+    open_weights = models.BooleanField(default=False)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="modelentry_owner_name"),
+        ]
+        verbose_name = "model"
+
+    def __str__(self):
+        return self.name
+
+
+class SubmissionQuerySet(models.QuerySet):
+    def in_flight(self):
+        """Submissions still being handled: uploaded, validating, or with an active run."""
+        return self.filter(
+            Q(status__in=[Submission.Status.UPLOADED, Submission.Status.VALIDATING])
+            | Q(status=Submission.Status.QUEUED, current_run__status__in=ScoringRun.ACTIVE)
+        )
+
+    def counting_for_quota(self):
+        """Rejected submissions and those that failed on our side cost no quota."""
+        return self.exclude(status=Submission.Status.REJECTED).exclude(
+            current_run__status=ScoringRun.Status.FAILED
+        )
+
+
+class Submission(models.Model):
+    """An author's predictions for one benchmark version, and where they stand.
+
+    Until it is queued the submission's own status tells its state; from then on its current
+    scoring run's status does (see `state`).
+    """
+
+    class Status(models.TextChoices):
+        UPLOADED = "uploaded"
+        VALIDATING = "validating"
+        REJECTED = "rejected"
+        QUEUED = "queued"  # handed to scoring: current_run carries the state
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="submissions")
+    model = models.ForeignKey(ModelEntry, on_delete=models.CASCADE, related_name="submissions")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT,
+                                  related_name="submissions")
+    public = models.BooleanField(default=False)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.UPLOADED)
+    status_times = models.JSONField(default=dict)
+    report = models.JSONField(default=dict)  # the validation report
+    coverage = models.FloatField(null=True, blank=True)  # share of items with an output
+    files_dir = models.CharField(max_length=500, blank=True)  # under MEDIA_ROOT
+    current_run = models.ForeignKey(ScoringRun, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    runs = models.ManyToManyField(ScoringRun, blank=True, related_name="submissions")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SubmissionQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            # Serves an author's list and the daily quota count.
+            models.Index(fields=["owner", "created_at"], name="submission_owner_created"),
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"submission {self.pk} ({self.model} on {self.benchmark})"
+
+    @property
+    def state(self) -> str:
+        if self.status == self.Status.QUEUED and self.current_run is not None:
+            return self.current_run.status
+        return self.status
+
+    @property
+    def partial(self) -> bool:
+        return self.coverage is not None and self.coverage < 1.0
+
+    def mark(self, status: str) -> None:
+        """Enter a status, recording when (the caller saves)."""
+        self.status = status
+        self.status_times = {**self.status_times, status: timezone.now().isoformat()}
