@@ -1,8 +1,9 @@
 """`make run`: the whole system on the embedded default, with nothing but Python.
 
 Migrates the SQLite database, loads the synthetic demo benchmark, starts the judge simulator
-(unless JUDGE_BASE_URLS names a real fleet) and the web server on 127.0.0.1:$PORT, and stops
-them all on Ctrl-C or when any of them exits.
+(unless JUDGE_BASE_URLS names a real fleet), a Celery worker with its beat scheduler on kombu's
+filesystem broker, and the web server on 127.0.0.1:$PORT; stops them all on Ctrl-C or when any
+of them exits.
 """
 
 import os
@@ -31,6 +32,11 @@ def main() -> int:
     subprocess.run(manage("migrate", "--noinput", "-v", "0"), env=env, check=True)
     subprocess.run(manage("collectstatic", "--noinput", "-v", "0"), env=env, check=True)
     subprocess.run(manage("load_demo"), env=env, check=True)
+    processes.append(("worker", subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat", "--loglevel",
+         "INFO", "--concurrency", "2", "--schedule",
+         os.path.join(env.get("VAR_DIR", "var"), "celerybeat-schedule")],
+        env=env)))
     processes.append(("web", subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
          "--workers", "2", "--threads", "4", "--access-logfile", "-"],

@@ -134,6 +134,8 @@ SUBMISSION_MAX_UPLOAD_BYTES = env_int("SUBMISSION_MAX_UPLOAD_BYTES", 4 * 1024**3
 SUBMISSION_MAX_FILES = env_int("SUBMISSION_MAX_FILES", 10_000, minimum=1)
 SUBMISSION_MAX_UNPACKED_BYTES = env_int("SUBMISSION_MAX_UNPACKED_BYTES", 8 * 1024**3, minimum=1)
 SUBMISSION_MAX_AUDIO_SECONDS = env_int("SUBMISSION_MAX_AUDIO_SECONDS", 300, minimum=1)
+SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 1800,
+                                              minimum=2)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)
 SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
 
@@ -142,6 +144,8 @@ SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
 SCORING_BATCH_ITEMS = env_int("SCORING_BATCH_ITEMS", 10, minimum=1)
 SCORING_HEARTBEAT_SECONDS = env_int("SCORING_HEARTBEAT_SECONDS", 10, minimum=1)
 SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
+SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 3600, minimum=2)
+SCORING_FLEET_RETRY_SECONDS = env_int("SCORING_FLEET_RETRY_SECONDS", 30, minimum=1)
 SCORING_SEED = env_int("SCORING_SEED", 0)
 
 # The default judge fleet: comma-separated OpenAI-compatible base URLs (vLLM servers).
@@ -151,6 +155,8 @@ JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
 JUDGE_CONCURRENCY = env_int("JUDGE_CONCURRENCY", 32, minimum=1)
 JUDGE_TIMEOUT = env_int("JUDGE_TIMEOUT", 120, minimum=1)
 JUDGE_MAX_ATTEMPTS = env_int("JUDGE_MAX_ATTEMPTS", 5, minimum=1)
+# How long a batch waits for a judge when every endpoint is down before it is handed back.
+JUDGE_DOWN_WAIT = env_int("JUDGE_DOWN_WAIT", 300, minimum=1)
 
 # Celery: Redis in production; kombu's filesystem transport (no server) by default.
 REDIS_URL = env_str("REDIS_URL", "")
@@ -170,9 +176,22 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {"visibility_timeout": 3600}
 )
+if CELERY_BROKER_URL.startswith("filesystem"):
+    (CELERY_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
+    (CELERY_BROKER_DIR / "processed").mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stale-scoring-work": {
+        "task": "scoring.tasks.sweep",
+        "schedule": env_int("SCORING_SWEEP_SECONDS", 30, minimum=1),
+    },
+    "retry-lost-validations": {
+        "task": "submissions.tasks.sweep_validations",
+        "schedule": 300,
+    },
+}
 
 LOGGING = {
     "version": 1,

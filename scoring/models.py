@@ -137,6 +137,7 @@ class RunBatch(models.Model):
     index = models.PositiveIntegerField()
     item_keys = models.JSONField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     claims = models.PositiveIntegerField(default=0)
@@ -160,14 +161,16 @@ class Answer(models.Model):
     run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="answers")
     criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="+")
     round = models.PositiveSmallIntegerField()
+    # Text fields are nullable on purpose: results.jsonl tells null (no letter, no error)
+    # from an empty string (an empty reply).
     choices = models.JSONField()  # as presented
     correct_letter = models.CharField(max_length=1)
-    choice = models.CharField(max_length=1, null=True, blank=True)
+    choice = models.CharField(max_length=1, null=True, blank=True)  # noqa: DJ001
     correct = models.BooleanField()
-    reason = models.TextField(null=True, blank=True)
-    raw = models.TextField(null=True, blank=True)
-    error = models.TextField(null=True, blank=True)
-    endpoint = models.CharField(max_length=300, null=True, blank=True)
+    reason = models.TextField(null=True, blank=True)  # noqa: DJ001
+    raw = models.TextField(null=True, blank=True)  # noqa: DJ001
+    error = models.TextField(null=True, blank=True)  # noqa: DJ001
+    endpoint = models.CharField(max_length=300, null=True, blank=True)  # noqa: DJ001
     attempts = models.PositiveSmallIntegerField()
     latency_ms = models.FloatField(null=True, blank=True)
 

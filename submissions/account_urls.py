@@ -1,3 +1,21 @@
-from django.urls import path  # noqa: F401
+from django.contrib.auth import views as auth_views
+from django.urls import path
 
-urlpatterns = []
+from submissions import accounts
+
+urlpatterns = [
+    path("accounts/signup/", accounts.signup, name="signup"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password-reset/", auth_views.PasswordResetView.as_view(),
+         name="password_reset"),
+    path("accounts/password-reset/sent/", auth_views.PasswordResetDoneView.as_view(),
+         name="password_reset_done"),
+    path("accounts/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(),
+         name="password_reset_complete"),
+    path("accounts/tokens/", accounts.tokens, name="tokens"),
+    path("accounts/tokens/<int:pk>/revoke/", accounts.token_revoke, name="token_revoke"),
+    path("api/token/", accounts.TokenObtainApi.as_view(), name="api_token"),
+]

@@ -72,8 +72,10 @@ class Simulator:
 
 
 @pytest.fixture(autouse=True)
-def _plain_static_files(settings):
-    """Pages render without running collectstatic (production uses the manifest storage)."""
+def _test_settings(settings):
+    """Pages render without running collectstatic (production uses the manifest storage);
+    the cast's passwords hash fast."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
@@ -114,3 +116,24 @@ def run_manage(*args: str, timeout: float = 300, env: dict | None = None):
         [sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True,
         timeout=timeout, env={**os.environ, **(env or {})},
     )
+
+
+# The cast: each user logs in with CAST_PASSWORD.
+CAST_PASSWORD = "pw-correct-horse-1"
+
+
+@pytest.fixture
+def author(db, django_user_model):
+    return django_user_model.objects.create_user("author", "author@example.com", CAST_PASSWORD)
+
+
+@pytest.fixture
+def other_author(db, django_user_model):
+    return django_user_model.objects.create_user("other_author", "other@example.com",
+                                                 CAST_PASSWORD)
+
+
+@pytest.fixture
+def staff(db, django_user_model):
+    return django_user_model.objects.create_user("staff", "staff@example.com", CAST_PASSWORD,
+                                                 is_staff=True)

@@ -1,0 +1,70 @@
+"""Celery tasks of the scoring pipeline: thin wrappers that take ids and call scoring.runs.
+
+Every task is acks_late and short (a batch is SCORING_BATCH_ITEMS items), far below the
+broker's visibility timeout, and safe to run twice: claims are conditional UPDATEs and answers
+sit under a unique constraint.
+"""
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+
+from judge.fleet import FleetUnavailable
+from scoring import runs
+
+log = logging.getLogger(__name__)
+
+def enqueue_run(run_id: int) -> None:
+    """After the current transaction commits, queue every pending batch of a run."""
+    transaction.on_commit(lambda: _enqueue_batches(run_id))
+
+
+def _enqueue_batches(run_id: int) -> None:
+    batch_ids = runs.pending_batch_ids(run_id)
+    runs.batches_enqueued(batch_ids)
+    for batch_id in batch_ids:
+        score_batch.delay(batch_id)
+    if not batch_ids and runs.run_try_aggregate(run_id):
+        aggregate_run.delay(run_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def score_batch(batch_id: int) -> None:
+    """Score one batch; the last batch of a run to finish queues the aggregation.
+
+    If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batch is handed back and
+    queued again SCORING_FLEET_RETRY_SECONDS later: an outage delays a run, never fails it.
+    """
+    try:
+        scored = runs.batch_score(batch_id, runs.JudgeSettings.from_settings())
+    except FleetUnavailable as exc:
+        log.warning("batch %s handed back: %s", batch_id, exc)
+        runs.batches_enqueued([batch_id])
+        score_batch.apply_async((batch_id,), countdown=settings.SCORING_FLEET_RETRY_SECONDS)
+        return
+    if scored:
+        run_id = runs.RunBatch.objects.values_list("run_id", flat=True).get(id=batch_id)
+        if runs.run_try_aggregate(run_id):
+            aggregate_run.delay(run_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def aggregate_run(run_id: int) -> None:
+    try:
+        runs.run_aggregate(run_id)
+    except Exception as exc:
+        runs.run_fail(run_id, f"aggregation failed: {type(exc).__name__}: {exc}")
+        raise
+
+
+@shared_task(ignore_result=True)
+def sweep() -> None:
+    """Periodic: hand stale or stranded work out again (see scoring.runs.sweep)."""
+    batch_ids, run_ids = runs.sweep()
+    runs.batches_enqueued(batch_ids)
+    for batch_id in batch_ids:
+        score_batch.delay(batch_id)
+    for run_id in run_ids:
+        aggregate_run.delay(run_id)

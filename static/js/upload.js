@@ -1,0 +1,40 @@
+// Send the upload form with XMLHttpRequest so the page can show upload progress; the server
+// answers with the status page (after a redirect) or with the form and its errors.
+(function () {
+  const form = document.getElementById("upload-form");
+  if (!form) return;
+  const box = document.getElementById("upload-progress");
+  const fill = box.querySelector(".fill");
+  const label = box.querySelector(".label");
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    const request = new XMLHttpRequest();
+    const started = Date.now();
+    box.hidden = false;
+    form.querySelector("button[type=submit]").disabled = true;
+    request.upload.addEventListener("progress", function (e) {
+      if (!e.lengthComputable) return;
+      const share = e.loaded / e.total;
+      const seconds = (Date.now() - started) / 1000;
+      const eta = share > 0 ? Math.round(seconds / share - seconds) : null;
+      fill.style.width = (100 * share).toFixed(1) + "%";
+      label.textContent = (100 * share).toFixed(0) + "% uploaded" +
+        (eta !== null && share < 1 ? ", about " + eta + " s left" : ", checking…");
+    });
+    request.addEventListener("load", function () {
+      if (request.status < 300 && request.responseURL !== window.location.href) {
+        window.location.assign(request.responseURL);
+      } else {
+        document.open();
+        document.write(request.responseText);
+        document.close();
+      }
+    });
+    request.addEventListener("error", function () {
+      label.textContent = "The upload failed (connection lost). Try again.";
+      form.querySelector("button[type=submit]").disabled = false;
+    });
+    request.open("POST", form.action || window.location.href);
+    request.send(new FormData(form));
+  });
+})();

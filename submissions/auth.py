@@ -1,0 +1,38 @@
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+
+from submissions.models import ApiToken
+
+# Recording every use would write a row per API request; once a minute is precise enough.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class ApiTokenAuthentication(TokenAuthentication):
+    """`Authorization: Token KEY` against ApiToken, which stores only a hash of each key."""
+
+    keyword = "Token"
+    model = ApiToken
+
+    def authenticate_credentials(self, key):
+        try:
+            token = ApiToken.objects.select_related("user").get(key_hash=ApiToken.hash_key(key))
+        except ApiToken.DoesNotExist:
+            raise AuthenticationFailed("Invalid token.") from None
+        if not token.active:
+            raise AuthenticationFailed("Token revoked.")
+        if not token.user.is_active:
+            raise AuthenticationFailed("User inactive or deleted.")
+        record_use(token)
+        return token.user, token
+
+
+def record_use(token: ApiToken) -> None:
+    """Set last_used_at unless it was set within the last minute (one conditional UPDATE)."""
+    now = timezone.now()
+    stale = Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    if ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now):
+        token.last_used_at = now

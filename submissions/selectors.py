@@ -1,0 +1,81 @@
+"""Reads that serve submission pages and the API."""
+
+from __future__ import annotations
+
+from django.db.models import Count
+from django.http import Http404
+from django.utils import timezone
+
+from scoring.models import Answer, Benchmark, ScoringRun
+from submissions.models import Submission
+
+
+def submission_for(user, pk) -> Submission:
+    """The one access-checked lookup of a submission for its author's pages, API and files.
+
+    The owner and staff see it; anyone else, signed in or not, gets 404 as if it did not exist.
+    """
+    if not user.is_authenticated:
+        raise Http404("no such submission")
+    queryset = Submission.objects.select_related("model", "benchmark", "current_run")
+    if not user.is_staff:
+        queryset = queryset.filter(owner=user)
+    try:
+        return queryset.get(pk=pk)
+    except (Submission.DoesNotExist, ValueError, TypeError):
+        raise Http404("no such submission") from None
+
+
+def submissions_of(user):
+    return (Submission.objects.filter(owner=user)
+            .select_related("model", "benchmark", "current_run").order_by("-created_at"))
+
+
+def benchmark_latest(slug: str) -> Benchmark | None:
+    return Benchmark.objects.filter(slug=slug).order_by("-version").first()
+
+
+def benchmark_choices() -> list[tuple[str, str]]:
+    latest: dict[str, Benchmark] = {}
+    for benchmark in Benchmark.objects.order_by("slug", "-version"):
+        latest.setdefault(benchmark.slug, benchmark)
+    return [(b.slug, f"{b.title} (v{b.version})") for b in latest.values()]
+
+
+def _failure_kind(error: str) -> str:
+    text = error.split("; last: ", 1)[-1]
+    for prefix, kind in (("timeout", "timeout"), ("HTTP 5", "server error (5xx)"),
+                         ("HTTP 4", "refused request (4xx)"),
+                         ("unparseable reply", "unparseable reply")):
+        if text.startswith(prefix):
+            return kind
+    return "connection error"
+
+
+def run_progress(run: ScoringRun | None) -> dict:
+    """Queries done of total, rate, ETA, queue position and failed queries by kind."""
+    if run is None:
+        return {"done": 0, "total": 0, "percent": 0, "eta_seconds": None,
+                "queue_position": None, "failures": {}}
+    done = Answer.objects.filter(run=run).count()
+    total = run.total_queries
+    eta = None
+    started = run.status_times.get(ScoringRun.Status.SCORING)
+    if run.status == ScoringRun.Status.SCORING and started and done:
+        elapsed = (timezone.now() - timezone.datetime.fromisoformat(started)).total_seconds()
+        if elapsed > 0:
+            eta = round((total - done) / (done / elapsed))
+    position = None
+    if run.status == ScoringRun.Status.QUEUED:
+        position = ScoringRun.objects.filter(
+            status__in=ScoringRun.ACTIVE, created_at__lt=run.created_at).count() + 1
+    failures: dict[str, int] = {}
+    for row in (Answer.objects.filter(run=run, error__isnull=False)
+                .values("error").annotate(n=Count("id"))):
+        kind = _failure_kind(row["error"])
+        failures[kind] = failures.get(kind, 0) + row["n"]
+    return {
+        "done": done, "total": total,
+        "percent": round(100 * done / total, 1) if total else 100.0,
+        "eta_seconds": eta, "queue_position": position, "failures": failures,
+    }

@@ -1,0 +1,215 @@
+"""Workflows of a submission: create (with quotas), validate, cancel."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+from django.utils import timezone
+
+from scoring import runs
+from scoring.models import Benchmark, Item
+from scoring.predictions import PredictionError, parse_predictions
+from scoring.tasks import enqueue_run
+from submissions.models import ModelEntry, Submission
+from submissions.validation import limits_from_settings, validate_upload
+
+log = logging.getLogger(__name__)
+
+METADATA_FIELDS = ("organisation", "link", "parameters", "licence", "open_weights",
+                   "description")
+
+
+class SubmissionRefused(ValueError):
+    """An upload refused before anything is stored; `problems` names each reason."""
+
+    def __init__(self, problems: list[str], *, quota: bool = False):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+        self.quota = quota
+
+
+def quota_left(user) -> dict:
+    """What the user may still submit: today (rolling 24 h) and at once."""
+    mine = Submission.objects.filter(owner=user)
+    today = mine.counting_for_quota().filter(
+        created_at__gte=timezone.now() - timedelta(days=1)).count()
+    in_flight = mine.in_flight().count()
+    return {
+        "per_day": settings.SUBMISSIONS_PER_DAY,
+        "today": max(0, settings.SUBMISSIONS_PER_DAY - today),
+        "in_flight_limit": settings.SUBMISSIONS_IN_FLIGHT,
+        "in_flight": max(0, settings.SUBMISSIONS_IN_FLIGHT - in_flight),
+    }
+
+
+def _quota_problems(user) -> list[str]:
+    left = quota_left(user)
+    problems = []
+    if left["today"] <= 0:
+        problems.append(f"daily quota reached: {left['per_day']} submissions in 24 hours")
+    if left["in_flight"] <= 0:
+        problems.append(f"{left['in_flight_limit']} submission(s) are still being scored; "
+                        "wait for one to finish")
+    return problems
+
+
+def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[str]:
+    name = Path(predictions.name).name
+    try:
+        text = predictions.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return [f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
+    finally:
+        predictions.seek(0)
+    keys = set(Item.objects.filter(benchmark=benchmark).values_list("key", flat=True))
+    try:
+        parse_predictions(text, name=name, known_ids=keys)
+    except PredictionError as exc:
+        return exc.problems
+    return []
+
+
+def _save(upload: UploadedFile, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / name, "wb") as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+
+
+def _upload_name(upload: UploadedFile, fallback: str) -> str:
+    name = Path(upload.name or fallback).name
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".")
+    return safe or fallback
+
+
+def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
+                      public: bool, predictions: UploadedFile | None,
+                      archive: UploadedFile | None) -> Submission:
+    """Store an upload and queue its validation; refuse it whole, storing nothing, when the
+    quota is used up or the predictions file is plainly wrong."""
+    quota = _quota_problems(user)
+    if quota:
+        raise SubmissionRefused(quota, quota=True)
+    problems = []
+    if predictions is None and archive is None:
+        problems.append("upload a predictions file and an archive of the edited audio, or "
+                        "one archive holding both")
+    for upload in (predictions, archive):
+        if upload is not None and upload.size > settings.SUBMISSION_MAX_UPLOAD_BYTES:
+            problems.append(f"{Path(upload.name).name}: {upload.size} bytes is above the "
+                            f"limit of {settings.SUBMISSION_MAX_UPLOAD_BYTES}")
+    if predictions is not None and not problems:
+        problems.extend(_check_predictions(predictions, benchmark))
+    if problems:
+        raise SubmissionRefused(problems)
+    folder = None
+    try:
+        with transaction.atomic():
+            model, _ = ModelEntry.objects.update_or_create(
+                owner=user, name=model_name,
+                defaults={k: metadata[k] for k in METADATA_FIELDS if k in metadata})
+            submission = Submission(owner=user, model=model, benchmark=benchmark,
+                                    public=public)
+            submission.mark(Submission.Status.UPLOADED)
+            submission.save()
+            submission.files_dir = f"submissions/{submission.pk}"
+            folder = Path(settings.MEDIA_ROOT) / submission.files_dir / "upload"
+            if predictions is not None:
+                _save(predictions, folder, "predictions-" + _upload_name(predictions, "p.json"))
+            if archive is not None:
+                _save(archive, folder, "archive-" + _upload_name(archive, "audio.zip"))
+            submission.save(update_fields=["files_dir"])
+            from submissions.tasks import validate_submission
+
+            transaction.on_commit(lambda: validate_submission.delay(submission.pk))
+    except BaseException:
+        if folder is not None:
+            shutil.rmtree(folder.parent, ignore_errors=True)
+        raise
+    return submission
+
+
+def _upload_files(folder: Path) -> tuple[Path | None, Path | None]:
+    files = list(folder.iterdir()) if folder.exists() else []
+    predictions = next((f for f in files if f.name.startswith("predictions-")), None)
+    archive = next((f for f in files if f.name.startswith("archive-")), None)
+    return predictions, archive
+
+
+def submission_validate(submission_id: int) -> bool:
+    """Validate an uploaded submission; reject it (keeping no files) or queue its scoring."""
+    submission = Submission.objects.select_related("benchmark").get(id=submission_id)
+    times = {**submission.status_times, "validating": timezone.now().isoformat()}
+    if not Submission.objects.filter(id=submission_id, status=Submission.Status.UPLOADED) \
+            .update(status=Submission.Status.VALIDATING, status_times=times):
+        return False
+    submission.refresh_from_db()
+    root = Path(settings.MEDIA_ROOT) / submission.files_dir
+    audio_dir = root / "audio"
+    shutil.rmtree(audio_dir, ignore_errors=True)
+    audio_dir.mkdir(parents=True)
+    predictions, archive = _upload_files(root / "upload")
+    keys = list(submission.benchmark.items.order_by("position").values_list("key", flat=True))
+    result = validate_upload(item_keys=keys, predictions=predictions, archive=archive,
+                             audio_dir=audio_dir, limits=limits_from_settings())
+    submission.report = result.report()
+    if not result.ok:
+        _reject(submission, root)
+        return True
+    if archive is not None:
+        archive.unlink()  # its contents are unpacked under audio/
+    with transaction.atomic():
+        run = runs.run_create(benchmark=submission.benchmark, audio_root=str(audio_dir),
+                              outputs=result.outputs, missing=result.missing,
+                              judge=runs.JudgeSettings.from_settings(),
+                              seed=settings.SCORING_SEED)
+        submission.current_run = run
+        submission.coverage = result.coverage
+        submission.mark(Submission.Status.QUEUED)
+        submission.save()
+        submission.runs.add(run)
+        enqueue_run(run.id)
+    return True
+
+
+def _reject(submission: Submission, root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    submission.files_dir = ""
+    submission.mark(Submission.Status.REJECTED)
+    submission.save()
+
+
+def submission_fail_validation(submission_id: int, why: str) -> None:
+    """Validation itself broke: reject with the reason (it costs the author no quota)."""
+    submission = Submission.objects.get(id=submission_id)
+    submission.report = {**submission.report,
+                         "errors": [f"internal error while validating: {why}"]}
+    _reject(submission, Path(settings.MEDIA_ROOT) / submission.files_dir)
+
+
+def submission_cancel(submission: Submission) -> bool:
+    if submission.current_run_id is None:
+        return False
+    return runs.run_cancel(submission.current_run_id)
+
+
+def validations_to_retry(now=None) -> list[int]:
+    """Uploads whose validation was lost (a killed worker): back to uploaded, listed."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.SUBMISSION_VALIDATION_STALE_SECONDS)
+    ids = []
+    for submission in Submission.objects.filter(
+            status__in=[Submission.Status.UPLOADED, Submission.Status.VALIDATING],
+            created_at__lt=stale):
+        entered = submission.status_times.get(submission.status, "")
+        if entered < stale.isoformat():
+            Submission.objects.filter(id=submission.id, status=submission.status) \
+                .update(status=Submission.Status.UPLOADED)
+            ids.append(submission.id)
+    return ids

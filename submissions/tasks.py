@@ -1,0 +1,25 @@
+"""Celery tasks of submissions: thin wrappers over submissions.services."""
+
+import logging
+
+from celery import shared_task
+
+from submissions import services
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def validate_submission(submission_id: int) -> None:
+    try:
+        services.submission_validate(submission_id)
+    except Exception as exc:
+        log.exception("validation of submission %s broke", submission_id)
+        services.submission_fail_validation(submission_id, f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(ignore_result=True)
+def sweep_validations() -> None:
+    """Periodic: validate again the uploads whose validation was lost with its worker."""
+    for submission_id in services.validations_to_retry():
+        validate_submission.delay(submission_id)

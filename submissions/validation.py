@@ -1,0 +1,492 @@
+"""Upload validation of a submission (SPEC section 2), with no database access.
+
+An upload is a predictions file (predictions.json or submission.jsonl) plus an archive (.zip or
+.tar.gz) of the edited audio, or one archive holding both. The archive is checked whole before
+anything is extracted, then extracted member by member into `audio_dir`, counting the bytes
+actually written since headers can lie. Every problem names the file and the entry, and the
+sample id where there is one. Input audio always comes from the benchmark, never from here.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import stat
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import soundfile
+from django.conf import settings
+
+from scoring.predictions import Prediction, PredictionError, parse_predictions
+
+PREDICTION_NAMES = ("predictions.json", "submission.jsonl")
+# A real predictions file is a few MB; this only keeps a hostile one from filling memory.
+MAX_PREDICTIONS_BYTES = 256 * 1024**2
+# libsndfile's names: WAVEX is WAVE_FORMAT_EXTENSIBLE, which float and multichannel WAVs use.
+AUDIO_FORMATS = {"WAV", "WAVEX", "FLAC"}
+CHUNK_BYTES = 1024**2
+BLOCK_SAMPLES = 2**18  # per read when scanning samples, over all channels
+# Folders that archivers add on their own; they do not count against a top-level wrapper.
+ARCHIVER_FOLDERS = {"__MACOSX"}
+ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError,
+                  zlib.error, OSError, RuntimeError, NotImplementedError, ValueError)
+NOTHING_UPLOADED = ("nothing uploaded: send a predictions file and an archive of the edited "
+                    "audio, or one archive holding both")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_files: int  # members in the archive
+    max_unpacked_bytes: int  # total bytes once unpacked
+    max_audio_seconds: float
+
+
+def limits_from_settings() -> Limits:
+    return Limits(max_files=settings.SUBMISSION_MAX_FILES,
+                  max_unpacked_bytes=settings.SUBMISSION_MAX_UNPACKED_BYTES,
+                  max_audio_seconds=float(settings.SUBMISSION_MAX_AUDIO_SECONDS))
+
+
+@dataclass
+class ValidationResult:
+    errors: list[str] = field(default_factory=list)  # any error rejects the whole submission
+    outputs: dict[str, str] = field(default_factory=dict)  # key -> path relative to audio_dir
+    missing: dict[str, str] = field(default_factory=dict)  # key -> why it has no output
+    warnings: list[str] = field(default_factory=list)
+    n_items: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def coverage(self) -> float:
+        return len(self.outputs) / self.n_items if self.n_items else 0.0
+
+    def report(self) -> dict:
+        return {"errors": list(self.errors), "warnings": list(self.warnings),
+                "missing": dict(self.missing), "n_items": self.n_items,
+                "n_outputs": len(self.outputs), "coverage": self.coverage}
+
+
+def validate_upload(*, item_keys: list[str], predictions: Path | None, archive: Path | None,
+                    audio_dir: Path, limits: Limits) -> ValidationResult:
+    """Check an upload, extracting the archive under the empty folder `audio_dir`."""
+    result = ValidationResult(n_items=len(item_keys))
+    if predictions is None and archive is None:
+        result.errors.append(NOTHING_UPLOADED)
+        return result
+    unpacked = _unpack(archive, audio_dir, limits, result.errors) if archive is not None else None
+    source = _predictions_source(predictions, unpacked, audio_dir, result.errors)
+    parsed = _read_predictions(source, item_keys, result.errors) if source else None
+    if parsed is None or (archive is not None and unpacked is None):
+        return result
+    _match_outputs(parsed, source, unpacked, result)
+    _check_outputs(parsed, source, audio_dir, limits, result)
+    _summarise(item_keys, parsed, source, unpacked, result)
+    return result
+
+
+# --- the archive ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str  # as the archive stores it
+    kind: str  # "file", "dir", "link", "special" or "encrypted"
+    size: int  # declared unpacked size
+    handle: object  # ZipInfo or TarInfo
+
+
+@dataclass(frozen=True)
+class _Unpacked:
+    name: str  # the archive's file name, for messages
+    files: frozenset[str]  # regular files, normalised paths relative to audio_dir
+    wrapper: str | None  # the one top-level folder every member sits under, if any
+
+
+class _ZipReader:
+    """A zip whose member count is read from its end record before the central directory is
+    parsed, since a hostile directory of millions of entries would fill memory."""
+
+    declared_members: int
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.archive: zipfile.ZipFile | None = None
+        with open(path, "rb") as handle:
+            end = zipfile._EndRecData(handle)  # the stdlib's own reader of that record
+        self.declared_members = end[zipfile._ECD_ENTRIES_TOTAL] if end else 0
+
+    def entries(self) -> Iterator[_Entry]:
+        self.archive = zipfile.ZipFile(self.path)
+        for info in self.archive.infolist():
+            yield _Entry(info.filename, _zip_kind(info), info.file_size, info)
+
+    def open(self, entry: _Entry):
+        return self.archive.open(entry.handle)
+
+    def close(self) -> None:
+        if self.archive is not None:
+            self.archive.close()
+
+
+class _TarReader:
+    """A gzip-compressed tar, listed lazily so that a listing can stop at the first excess."""
+
+    declared_members = 0  # unknown until listed
+
+    def __init__(self, path: Path):
+        self.archive = tarfile.open(path, mode="r:gz")
+
+    def entries(self) -> Iterator[_Entry]:
+        while (info := self.archive.next()) is not None:
+            yield _Entry(info.name, _tar_kind(info), info.size, info)
+
+    def open(self, entry: _Entry):
+        return self.archive.extractfile(entry.handle)
+
+    def close(self) -> None:
+        self.archive.close()
+
+
+def _zip_kind(info: zipfile.ZipInfo) -> str:
+    # Unix-made zips (create_system 3) keep the file type in the high bits; 0 means none given.
+    kind = stat.S_IFMT(info.external_attr >> 16) if info.create_system == 3 else 0
+    if info.flag_bits & 0x1:
+        return "encrypted"
+    if info.is_dir() or kind == stat.S_IFDIR:
+        return "dir"
+    if kind == stat.S_IFLNK:
+        return "link"
+    return "file" if kind in (0, stat.S_IFREG) else "special"
+
+
+def _tar_kind(info: tarfile.TarInfo) -> str:
+    if info.isreg():
+        return "file"
+    if info.isdir():
+        return "dir"
+    return "link" if info.issym() or info.islnk() else "special"
+
+
+def _reader_for(path: Path):
+    """A reader chosen by the file's content (never its extension), or None."""
+    if zipfile.is_zipfile(path):
+        return _ZipReader(path)
+    with open(path, "rb") as handle:
+        if handle.read(2) != b"\x1f\x8b":  # gzip's magic number
+            return None
+    try:
+        return _TarReader(path)
+    except (tarfile.ReadError, EOFError, OSError, zlib.error):
+        return None  # gzip, but not a tar inside
+
+
+@contextmanager
+def _open_archive(path: Path):
+    reader = _reader_for(path)
+    try:
+        yield reader
+    finally:
+        if reader is not None:
+            reader.close()
+
+
+def _unpack(archive: Path, audio_dir: Path, limits: Limits, errors: list[str]):
+    """Check then extract the archive; None (with the errors added) when it is refused."""
+    name = archive.name
+    problems: list[str] = []
+    try:
+        with _open_archive(archive) as reader:
+            if reader is None:
+                errors.append(f"{name}: not a .zip or .tar.gz archive")
+                return None
+            entries, problems = _list_entries(reader, name, limits)
+            problems = problems or _extract(reader, entries, audio_dir, limits, name)
+    except ARCHIVE_ERRORS as exc:
+        problems = [f"{name}: damaged archive: {_why(exc)}"]
+    errors.extend(problems)
+    if problems:
+        return None
+    files = frozenset(p for e in entries if e.kind == "file" and (p := _member_path(e.name)))
+    return _Unpacked(name=name, files=files, wrapper=_wrapper(files))
+
+
+def _list_entries(reader, name: str, limits: Limits) -> tuple[list[_Entry], list[str]]:
+    """Every entry and every reason to refuse the archive, found before extracting anything."""
+    entries: list[_Entry] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    declared = 0
+    if reader.declared_members > limits.max_files:
+        return entries, [_too_many(name, limits)]
+    for entry in reader.entries():
+        entries.append(entry)
+        declared += max(entry.size, 0)
+        if len(entries) > limits.max_files:
+            return entries, [_too_many(name, limits)]
+        if declared > limits.max_unpacked_bytes:
+            return entries, [_too_big(name, limits)]
+        problems.extend(_entry_problems(entry, name, seen))
+    return entries, problems
+
+
+def _too_many(name: str, limits: Limits) -> str:
+    return f"{name}: more than {limits.max_files} members (the limit)"
+
+
+def _too_big(name: str, limits: Limits) -> str:
+    return f"{name}: unpacks to more than {limits.max_unpacked_bytes} bytes (the limit)"
+
+
+def _entry_problems(entry: _Entry, name: str, seen: set[str]) -> list[str]:
+    where = f"{name}: member {entry.name!r}"
+    path = _member_path(entry.name)
+    if path is None:
+        return [f"{where}: absolute paths and '..' are not allowed in an archive"]
+    if entry.kind == "link":
+        return [f"{where}: links (symbolic or hard) are not allowed in an archive"]
+    if entry.kind == "special":
+        return [f"{where}: devices and fifos are not allowed in an archive"]
+    if entry.kind == "encrypted":
+        return [f"{where}: encrypted members are not supported"]
+    if entry.kind == "file" and path in seen:
+        return [f"{where}: appears more than once"]
+    seen.add(path)
+    return []
+
+
+def _unsafe(path: str) -> bool:
+    """Absolute (either convention), or with a '..' part: it could land outside the archive."""
+    return ("\0" in path or path.startswith(("/", "\\")) or bool(re.match(r"[A-Za-z]:", path))
+            or ".." in re.split(r"[/\\]", path))
+
+
+def _member_path(name: str) -> str | None:
+    """A member's normalised relative path; "" for the root itself; None when unsafe."""
+    if _unsafe(name):
+        return None
+    normal = posixpath.normpath(name) if name else "."
+    return "" if normal == "." else normal
+
+
+def _wrapper(files: frozenset[str]) -> str | None:
+    tops = {f.split("/", 1)[0] for f in files} - ARCHIVER_FOLDERS
+    if len(tops) != 1:
+        return None
+    top = tops.pop()
+    return top if top not in files else None
+
+
+def _extract(reader, entries: list[_Entry], audio_dir: Path, limits: Limits,
+             name: str) -> list[str]:
+    """Extract one member at a time; stop at the first problem, returned as its message."""
+    root = audio_dir.resolve()
+    budget = limits.max_unpacked_bytes
+    for entry in entries:
+        relative = _member_path(entry.name)
+        if not relative:
+            continue
+        target = (root / relative).resolve()
+        if target == root or not target.is_relative_to(root):
+            return [f"{name}: member {entry.name!r}: points outside the archive"]
+        try:
+            written = _extract_one(reader, entry, target, budget)
+        except OSError as exc:
+            return [f"{name}: member {entry.name!r}: cannot be extracted: {_why(exc)}"]
+        if written is None:
+            return [f"{_too_big(name, limits)}, more than its headers declare (at member "
+                    f"{entry.name!r})"]
+        budget -= written
+    return []
+
+
+def _extract_one(reader, entry: _Entry, target: Path, budget: int) -> int | None:
+    """Bytes written for one member, or None (and no file) when it goes over `budget`."""
+    if entry.kind == "dir":
+        target.mkdir(parents=True, exist_ok=True)
+        return 0
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with reader.open(entry) as source, open(target, "xb") as sink:
+        written = _copy_limited(source, sink, budget)
+    if written is None:
+        target.unlink()
+    return written
+
+
+def _copy_limited(source, sink, budget: int) -> int | None:
+    """Copy in chunks; None as soon as more than `budget` bytes come out of `source`."""
+    written = 0
+    while chunk := source.read(CHUNK_BYTES):
+        written += len(chunk)
+        if written > budget:
+            return None
+        sink.write(chunk)
+    return written
+
+
+def _why(exc: BaseException) -> str:
+    """An exception's reason without file-system paths, which are not the author's business."""
+    text = getattr(exc, "strerror", None) or getattr(exc, "error_string", None) or str(exc)
+    return str(text).splitlines()[0][:200] if text else type(exc).__name__
+
+
+# --- the predictions file ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Source:
+    name: str  # for messages
+    path: Path
+    member: str | None = None  # its path inside the archive, when it came in one
+
+    @property
+    def folder(self) -> str | None:
+        return posixpath.dirname(self.member) if self.member else None
+
+
+def _predictions_source(predictions: Path | None, unpacked: _Unpacked | None, audio_dir: Path,
+                        errors: list[str]) -> _Source | None:
+    if predictions is not None:
+        return _Source(name=predictions.name, path=predictions)
+    if unpacked is None:
+        return None
+    found = sorted(f for f in unpacked.files if posixpath.basename(f) in PREDICTION_NAMES)
+    if len(found) == 1:
+        return _Source(name=found[0], path=audio_dir / found[0], member=found[0])
+    if found:
+        errors.append(f"{unpacked.name}: holds {len(found)} predictions files "
+                      f"({', '.join(found)}): keep exactly one")
+    else:
+        errors.append(f"{unpacked.name}: holds no predictions.json or submission.jsonl; put "
+                      "one in the archive or upload it beside the archive")
+    return None
+
+
+def _read_predictions(source: _Source, item_keys: list[str],
+                      errors: list[str]) -> list[Prediction] | None:
+    try:
+        if source.path.stat().st_size > MAX_PREDICTIONS_BYTES:
+            errors.append(f"{source.name}: larger than {MAX_PREDICTIONS_BYTES} bytes")
+            return None
+        text = source.path.read_bytes().decode("utf-8-sig")
+        return parse_predictions(text, name=source.name, known_ids=set(item_keys))
+    except OSError as exc:
+        errors.append(f"{source.name}: cannot be read: {_why(exc)}")
+    except UnicodeDecodeError as exc:
+        errors.append(f"{source.name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except PredictionError as exc:
+        errors.extend(exc.problems)
+    return None
+
+
+def _prediction_place(source: _Source, prediction: Prediction) -> str:
+    return f"{source.name} {prediction.where} (id {prediction.sample_id})"
+
+
+def _archive_path(raw: str) -> str | None:
+    """A prediction's path normalised inside the archive, or None when it points outside."""
+    path = raw.removeprefix("file://")
+    return None if _unsafe(path) else posixpath.normpath(path)
+
+
+def _candidates(path: str, source: _Source, unpacked: _Unpacked) -> list[str]:
+    """Where a prediction's file may be: from the root, the wrapper, the predictions' folder."""
+    bases = ["", unpacked.wrapper or "", source.folder or ""]
+    return [posixpath.normpath(posixpath.join(base, path)) for base in bases]
+
+
+def _match_outputs(parsed: list[Prediction], source: _Source, unpacked: _Unpacked | None,
+                   result: ValidationResult) -> None:
+    for prediction in parsed:
+        path = _archive_path(prediction.audio_path)
+        if path is None:
+            result.errors.append(f"{_prediction_place(source, prediction)}: "
+                                 f"{prediction.audio_path!r}: paths outside the archive are "
+                                 "not allowed")
+            continue
+        found = [c for c in _candidates(path, source, unpacked) if c in unpacked.files] \
+            if unpacked else []
+        if found:
+            result.outputs[prediction.sample_id] = found[0]
+        else:
+            result.missing[prediction.sample_id] = (f"{prediction.audio_path}: file not in "
+                                                    "the archive")
+
+
+# --- the audio files -----------------------------------------------------------------------
+
+
+def _check_outputs(parsed: list[Prediction], source: _Source, audio_dir: Path, limits: Limits,
+                   result: ValidationResult) -> None:
+    for prediction in parsed:
+        relative = result.outputs.get(prediction.sample_id)
+        if relative is None:
+            continue
+        why = _audio_problem(audio_dir / relative, limits.max_audio_seconds)
+        if why:
+            result.errors.append(f"{_prediction_place(source, prediction)}: {relative}: {why}")
+
+
+def _audio_problem(path: Path, max_seconds: float) -> str | None:
+    """None when `path` is usable output audio, else why not (the whole file is read)."""
+    try:
+        with soundfile.SoundFile(str(path)) as audio:
+            return _header_problem(audio, max_seconds) or _samples_problem(audio)
+    except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
+        return f"not readable as WAV or FLAC audio ({_why(exc)})"
+
+
+def _header_problem(audio: soundfile.SoundFile, max_seconds: float) -> str | None:
+    if audio.format not in AUDIO_FORMATS:
+        return f"{audio.format_info} audio; only WAV and FLAC are accepted"
+    if audio.frames == 0:
+        return "empty audio (no frames)"
+    seconds = audio.frames / audio.samplerate
+    if seconds > max_seconds:
+        return f"{seconds:.2f} s long, above the limit of {max_seconds:g} s"
+    return None
+
+
+def _samples_problem(audio: soundfile.SoundFile) -> str | None:
+    """Read block by block, so that a long file is never held whole."""
+    frames = max(1, BLOCK_SAMPLES // audio.channels)
+    for block in audio.blocks(blocksize=frames, dtype="float64", always_2d=True):
+        if not np.isfinite(block).all():
+            return "contains NaN or infinite samples"
+    return None
+
+
+# --- summary -------------------------------------------------------------------------------
+
+
+def _summarise(item_keys: list[str], parsed: list[Prediction], source: _Source,
+               unpacked: _Unpacked | None, result: ValidationResult) -> None:
+    predicted = {p.sample_id for p in parsed}
+    why = {**result.missing, **{k: "no prediction" for k in item_keys if k not in predicted}}
+    result.missing = {k: why[k] for k in item_keys if k in why}
+    result.outputs = {k: result.outputs[k] for k in item_keys if k in result.outputs}
+    if unpacked is None:
+        result.warnings.append(f"no archive uploaded: none of the {len(parsed)} predictions "
+                               "has its audio, so every item counts as missing")
+    else:
+        _warn_unreferenced(unpacked, source, result)
+    if result.missing:
+        result.warnings.append(f"{len(result.missing)} of {result.n_items} items have no "
+                               "output and will score 0 on every rubric")
+
+
+def _warn_unreferenced(unpacked: _Unpacked, source: _Source, result: ValidationResult) -> None:
+    extra = sorted(unpacked.files - set(result.outputs.values()) - {source.member})
+    if extra:
+        shown = ", ".join(extra[:3]) + (", ..." if len(extra) > 3 else "")
+        result.warnings.append(f"{unpacked.name}: {len(extra)} file(s) not referenced by any "
+                               f"prediction ({shown})")

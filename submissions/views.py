@@ -1,0 +1,67 @@
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from submissions import selectors
+from submissions.api import file_response
+from submissions.forms import SubmissionForm
+from submissions.services import (
+    METADATA_FIELDS,
+    SubmissionRefused,
+    quota_left,
+    submission_cancel,
+    submission_create,
+)
+
+
+@login_required
+def submission_list(request):
+    return render(request, "submissions/list.html", {
+        "submissions": selectors.submissions_of(request.user),
+        "quota": quota_left(request.user),
+    })
+
+
+@login_required
+def upload(request):
+    form = SubmissionForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            submission = submission_create(
+                user=request.user, benchmark=data["benchmark"], model_name=data["model_name"],
+                metadata={k: data[k] for k in METADATA_FIELDS}, public=data["public"],
+                predictions=data["predictions"], archive=data["audio"],
+            )
+        except SubmissionRefused as exc:
+            for problem in exc.problems:
+                form.add_error(None, problem)
+        else:
+            return redirect("submissions:detail", pk=submission.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "submissions/upload.html",
+                  {"form": form, "quota": quota_left(request.user)}, status=status)
+
+
+def _detail_context(request, pk):
+    submission = selectors.submission_for(request.user, pk)
+    return {"submission": submission, "progress": selectors.run_progress(submission.current_run)}
+
+
+def submission_detail(request, pk):
+    return render(request, "submissions/detail.html", _detail_context(request, pk))
+
+
+def submission_progress(request, pk):
+    """The live part of the status page, polled by htmx while the submission is active."""
+    return render(request, "submissions/_progress.html", _detail_context(request, pk))
+
+
+def submission_file(request, pk, name):
+    return file_response(selectors.submission_for(request.user, pk), name)
+
+
+@require_POST
+def submission_cancel_view(request, pk):
+    submission_cancel(selectors.submission_for(request.user, pk))
+    return redirect("submissions:detail", pk=pk)

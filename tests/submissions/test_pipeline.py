@@ -1,0 +1,191 @@
+"""The pipeline end to end: API upload, a real Celery worker on Redis, PostgreSQL, simulator."""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+import redis
+from django.db import connection
+from rest_framework.test import APIClient
+
+from config.celery import app as celery_app
+from scoring.models import Answer, RunBatch, ScoringRun
+from scoring.services import benchmark_import
+from scoring.synthetic import write_benchmark, write_system
+from submissions.models import ApiToken, Submission
+from tests.conftest import ROOT, free_ports
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+BROKER = "redis://127.0.0.1:6379/15"
+
+
+@pytest.fixture
+def broker():
+    redis.Redis.from_url(BROKER).flushdb()
+    celery_app.conf.broker_url = BROKER
+    celery_app.conf.broker_transport_options = {"visibility_timeout": 3600}
+    yield BROKER
+    redis.Redis.from_url(BROKER).flushdb()
+
+
+class Worker:
+    """`celery worker --beat` in its own process group, killable with SIGKILL."""
+
+    def __init__(self, env: dict, log_path):
+        self.env, self.log_path = env, log_path
+        self.process = None
+
+    def start(self):
+        log = open(self.log_path, "a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat",
+             "--concurrency", "1", "--loglevel", "INFO",
+             "--schedule", str(self.log_path.parent / "beat-schedule")],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        return self
+
+    def kill(self):
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def stack(tmp_path, broker, settings, author):
+    """A benchmark, a submission's files, and the environment a worker needs."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.SCORING_BATCH_ITEMS = 3
+    bench_root = tmp_path / "bench"
+    meta = write_benchmark(bench_root, 18, seed=4)
+    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=bench_root,
+                                    slug="mmae", synthetic=True)
+    samples = json.loads(meta.read_text())
+    predictions = write_system(bench_root, samples, name="sys", seed=9, fmt="jsonl", missing=1)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for sample in samples[:-1]:
+            relative = f"systems/sys/{sample['id']}.wav"
+            archive.write(bench_root / relative, relative)
+    ports = free_ports(2)
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "REDIS_URL": BROKER, "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "JUDGE_BASE_URLS": ",".join(f"http://127.0.0.1:{p}" for p in ports),
+        "JUDGE_CONCURRENCY": "8", "JUDGE_TIMEOUT": "10", "JUDGE_DOWN_WAIT": "2",
+        "SCORING_BATCH_ITEMS": "3", "SCORING_HEARTBEAT_SECONDS": "1",
+        "SCORING_STALE_SECONDS": "4", "SCORING_SWEEP_SECONDS": "2",
+        "SCORING_FLEET_RETRY_SECONDS": "1",
+    }
+    settings.JUDGE_BASE_URLS = env["JUDGE_BASE_URLS"].split(",")
+    workers = []
+
+    def worker():
+        workers.append(Worker(env, tmp_path / "worker.log").start())
+        return workers[-1]
+
+    _, key = ApiToken.issue(user=author, name="test")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    yield {"benchmark": benchmark, "predictions": predictions, "archive": buffer.getvalue(),
+           "ports": ports, "worker": worker, "client": client, "samples": samples,
+           "log": tmp_path / "worker.log"}
+    for w in workers:
+        w.stop()
+
+
+def upload(stack):
+    archive = io.BytesIO(stack["archive"])
+    archive.name = "audio.zip"
+    with open(stack["predictions"], "rb") as predictions:
+        response = stack["client"].post("/api/submissions/", {
+            "benchmark": "mmae", "model_name": "Pipeline Model", "predictions": predictions,
+            "audio": archive, "public": "true"}, format="multipart")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def wait_for(predicate, timeout, what, log=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    tail = log.read_text()[-3000:] if log and log.exists() else ""
+    raise AssertionError(f"timed out waiting for {what}\n{tail}")
+
+
+def state(submission_id):
+    return Submission.objects.select_related("current_run").get(id=submission_id).state
+
+
+def check_finished(stack, submission_id):
+    submission = Submission.objects.select_related("current_run").get(id=submission_id)
+    run = submission.current_run
+    answers = Answer.objects.filter(run=run)
+    keys = set(answers.values_list("criterion_id", "round"))
+    assert answers.count() == len(keys) == run.total_queries > 0
+    assert run.simulated is True
+    assert submission.coverage == pytest.approx(17 / 18)
+    response = stack["client"].get(f"/api/submissions/{submission_id}/files/results.jsonl")
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    assert response.status_code == 200 and len(lines) == run.total_queries
+    taxonomy = json.loads(b"".join(stack["client"].get(
+        f"/api/submissions/{submission_id}/files/taxonomy.json").streaming_content))
+    assert taxonomy["overall"]["n"] == 18
+    return run
+
+
+def test_a_worker_killed_mid_run_costs_one_batch_and_the_run_finishes(stack, simulator_factory):
+    simulator_factory("--latency-ms", "150", "--slots", "4", ports=stack["ports"])
+    worker = stack["worker"]()
+    submission_id = upload(stack)
+    wait_for(lambda: state(submission_id) == "scoring"
+             and Answer.objects.filter(run__submissions__id=submission_id).count() >= 60,
+             90, "scoring to be under way", stack["log"])
+    worker.kill()
+    run = Submission.objects.get(id=submission_id).current_run
+    assert RunBatch.objects.filter(run=run, status=RunBatch.Status.CLAIMED).exists()
+    before = Answer.objects.filter(run=run).count()
+    assert before < run.total_queries
+
+    stack["worker"]()
+    wait_for(lambda: state(submission_id) == "finished", 180, "the run to finish",
+             stack["log"])
+    run = check_finished(stack, submission_id)
+    assert RunBatch.objects.filter(run=run).exclude(status=RunBatch.Status.DONE).count() == 0
+    assert RunBatch.objects.filter(run=run, claims__gt=1).exists()  # the lost batch, redone
+
+
+def test_the_fleet_down_for_a_while_delays_the_run_which_then_finishes(stack,
+                                                                      simulator_factory):
+    stack["worker"]()
+    submission_id = upload(stack)
+    wait_for(lambda: state(submission_id) in ("queued", "scoring"), 60, "the run to queue",
+             stack["log"])
+    time.sleep(6)  # every endpoint refuses connections meanwhile
+    run = Submission.objects.get(id=submission_id).current_run
+    assert ScoringRun.objects.get(id=run.id).status in ("queued", "scoring")
+    assert Answer.objects.filter(run=run).count() == 0
+    simulator_factory("--latency-ms", "20", "--slots", "8", ports=stack["ports"])
+    wait_for(lambda: state(submission_id) == "finished", 180, "the run to finish",
+             stack["log"])
+    check_finished(stack, submission_id)
+    assert "handed back" in stack["log"].read_text()

@@ -1,0 +1,120 @@
+"""Creating and validating submissions, quotas; the worker's part is called directly here."""
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from scoring.models import Criterion, RunBatch, ScoringRun
+from submissions.models import ModelEntry, Submission
+from submissions.services import (
+    SubmissionRefused,
+    quota_left,
+    submission_validate,
+)
+
+
+def media_files():
+    root = Path(settings.MEDIA_ROOT)
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) \
+        if root.exists() else []
+
+
+def test_an_upload_is_stored_then_validated_into_a_queued_run(author, make_submission):
+    submission = make_submission(author)
+    assert submission.status == "uploaded"
+    assert len(media_files()) == 2
+    assert submission_validate(submission.id) is True
+    submission.refresh_from_db()
+    assert submission.state == "queued"
+    assert submission.coverage == 1.0
+    run = submission.current_run
+    assert list(submission.runs.all()) == [run]
+    assert run.total_queries == 3 * Criterion.objects.filter(item__benchmark=run.benchmark).count()
+    assert RunBatch.objects.filter(run=run).count() == 1  # 6 items, 10 per batch
+    assert set(run.outputs) == {i.key for i in run.benchmark.items.all()}
+    assert all(f.startswith(f"submissions/{submission.id}/") for f in media_files())
+    assert not any("archive-" in f for f in media_files())  # unpacked, then removed
+
+
+def test_validation_runs_once(author, make_submission):
+    submission = make_submission(author)
+    assert submission_validate(submission.id) is True
+    assert submission_validate(submission.id) is False
+    assert ScoringRun.objects.count() == 1
+
+
+def test_an_invalid_audio_file_rejects_keeps_no_files_and_costs_no_quota(author, make_submission,
+                                                                       small_bench, settings):
+    settings.SUBMISSIONS_PER_DAY = 1
+    sample_id = small_bench["samples"][0]["id"]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(f"systems/sys/{sample_id}.wav", b"RIFF....WAVE not audio")
+    submission = make_submission(author, archive=buffer.getvalue())
+    submission_validate(submission.id)
+    submission.refresh_from_db()
+    assert submission.state == "rejected"
+    assert any(sample_id in e for e in submission.report["errors"])
+    assert media_files() == []
+    assert submission.current_run is None and ScoringRun.objects.count() == 0
+    assert quota_left(author)["today"] == 1
+    make_submission(author)  # the quota still allows one
+
+
+def test_a_predictions_file_with_unknown_ids_is_refused_and_nothing_is_stored(author,
+                                                                            make_submission):
+    with pytest.raises(SubmissionRefused) as info:
+        make_submission(author, predictions=b'{"id": "nope", "audio_path": "a.wav"}\n')
+    assert info.value.problems == [
+        "submission.jsonl line 1: unknown id 'nope' (not in the benchmark)"]
+    assert Submission.objects.count() == ModelEntry.objects.count() == 0
+    assert media_files() == []
+
+
+def test_a_predictions_file_with_bad_json_is_refused_naming_the_line(author, make_submission):
+    with pytest.raises(SubmissionRefused) as info:
+        make_submission(author, predictions=b'{"id": "x"\n')
+    assert info.value.problems[0].startswith("submission.jsonl line 1: invalid JSON")
+    assert Submission.objects.count() == 0
+
+
+def test_the_daily_quota_refuses_and_says_so(author, make_submission, settings):
+    settings.SUBMISSIONS_PER_DAY = 1
+    make_submission(author)
+    with pytest.raises(SubmissionRefused) as info:
+        make_submission(author)
+    assert info.value.quota is True
+    assert info.value.problems == ["daily quota reached: 1 submissions in 24 hours"]
+    assert Submission.objects.count() == 1
+
+
+def test_the_in_flight_quota_counts_unfinished_submissions(author, make_submission, settings):
+    settings.SUBMISSIONS_IN_FLIGHT = 1
+    first = make_submission(author)
+    with pytest.raises(SubmissionRefused, match="still being scored"):
+        make_submission(author)
+    submission_validate(first.id)
+    ScoringRun.objects.update(status=ScoringRun.Status.FINISHED)
+    make_submission(author)
+
+
+def test_a_run_that_failed_on_our_side_costs_no_quota(author, make_submission, settings):
+    settings.SUBMISSIONS_PER_DAY = 1
+    first = make_submission(author)
+    submission_validate(first.id)
+    ScoringRun.objects.update(status=ScoringRun.Status.FAILED, error="judge broke")
+    assert quota_left(author)["today"] == 1
+
+
+def test_missing_outputs_make_a_partial_submission(author, make_submission, small_bench):
+    lines = small_bench["jsonl"].decode().splitlines()[:4]
+    submission = make_submission(author, predictions=("\n".join(lines) + "\n").encode())
+    submission_validate(submission.id)
+    submission.refresh_from_db()
+    assert submission.state == "queued"
+    assert submission.coverage == pytest.approx(4 / 6) and submission.partial
+    assert set(submission.report["missing"]) == {s["id"] for s in small_bench["samples"][4:]}
+    assert len(submission.current_run.outputs) == 4

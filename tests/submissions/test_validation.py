@@ -1,0 +1,504 @@
+"""Upload validation (submissions/validation.py): pure, so no database is needed."""
+
+import io
+import json
+import stat
+import tarfile
+import warnings
+import wave
+import zipfile
+
+import numpy as np
+import pytest
+import soundfile
+
+from scoring.synthetic import write_wav
+from submissions.validation import (
+    Limits,
+    ValidationResult,
+    _copy_limited,
+    limits_from_settings,
+    validate_upload,
+)
+
+KEYS = ["a1", "b2", "c3"]
+LIMITS = Limits(max_files=50, max_unpacked_bytes=5_000_000, max_audio_seconds=5.0)
+
+
+@pytest.fixture
+def upload(tmp_path):
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def audio_dir(tmp_path):
+    folder = tmp_path / "work" / "audio"
+    folder.mkdir(parents=True)
+    return folder
+
+
+@pytest.fixture
+def wav(tmp_path):
+    """The bytes of a short valid WAV."""
+    path = tmp_path / "tone.wav"
+    write_wav(path, seconds=0.1, frequency=440, seed=1)
+    return path.read_bytes()
+
+
+def sound_bytes(data, *, fmt="WAV", subtype=None, samplerate=16000) -> bytes:
+    buffer = io.BytesIO()
+    soundfile.write(buffer, np.asarray(data), samplerate, format=fmt, subtype=subtype)
+    return buffer.getvalue()
+
+
+def empty_wav() -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as handle:
+        handle.setnchannels(1)
+        handle.setsampwidth(2)
+        handle.setframerate(16000)
+        handle.writeframes(b"")
+    return buffer.getvalue()
+
+
+def make_zip(path, members: dict) -> object:
+    """A zip; a member's value is its bytes, or a ZipInfo-ready (info, bytes) pair."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # duplicate names are made on purpose
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, data in members.items():
+                info, data = data if isinstance(data, tuple) else (name, data)
+                archive.writestr(info, data)
+    return path
+
+
+def make_tgz(path, members: dict) -> object:
+    """A .tar.gz; a member's value is its bytes, or a prepared TarInfo (links, devices)."""
+    with tarfile.open(path, "w:gz") as archive:
+        for name, data in members.items():
+            if isinstance(data, tarfile.TarInfo):
+                archive.addfile(data)
+                continue
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def official(sample_id, path):
+    return {"id": sample_id, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "edit"},
+                                     {"type": "audio", "audio_url": f"wav/{sample_id}/1.wav"}]},
+        {"role": "assistant", "content": [{"type": "audio", "audio_url": path}]},
+    ]}
+
+
+def predictions_json(folder, paths: dict, name="predictions.json"):
+    path = folder / name
+    path.write_text(json.dumps([official(k, v) for k, v in paths.items()]))
+    return path
+
+
+def jsonl_text(paths: dict) -> str:
+    return "".join(json.dumps({"id": k, "audio_path": v}) + "\n" for k, v in paths.items())
+
+
+def submission_jsonl(folder, paths: dict, name="submission.jsonl"):
+    path = folder / name
+    path.write_text(jsonl_text(paths))
+    return path
+
+
+def run(audio_dir, *, predictions=None, archive=None, limits=LIMITS, keys=KEYS):
+    return validate_upload(item_keys=keys, predictions=predictions, archive=archive,
+                           audio_dir=audio_dir, limits=limits)
+
+
+def strays(tmp_path):
+    """Files written anywhere but the upload folder and audio_dir."""
+    kept = (tmp_path / "upload", tmp_path / "work" / "audio")
+    return [p for p in tmp_path.rglob("*")
+            if p.is_file() and not any(p.is_relative_to(k) for k in kept)
+            and p.name != "tone.wav"]
+
+
+def rejected(result, audio_dir, tmp_path) -> list[str]:
+    """The errors of a refused archive, after checking that nothing was extracted."""
+    assert not result.ok
+    assert list(audio_dir.iterdir()) == []
+    assert strays(tmp_path) == []
+    return result.errors
+
+
+ALL = {k: f"audio/{k}.wav" for k in KEYS}
+
+
+class TestHappyPaths:
+    def test_it_accepts_predictions_json_with_a_zip(self, upload, audio_dir, wav):
+        archive = make_zip(upload / "audio.zip", {f"audio/{k}.wav": wav for k in KEYS})
+        result = run(audio_dir, predictions=predictions_json(upload, ALL), archive=archive)
+        assert (result.errors, result.warnings, result.missing) == ([], [], {})
+        assert result.outputs == ALL
+        assert result.ok and result.coverage == 1.0
+        assert (audio_dir / "audio" / "b2.wav").read_bytes() == wav
+
+    def test_it_accepts_submission_jsonl_with_a_tar_gz(self, upload, audio_dir, wav):
+        archive = make_tgz(upload / "audio.tar.gz", {f"./audio/{k}.wav": wav for k in KEYS})
+        result = run(audio_dir, predictions=submission_jsonl(upload, ALL), archive=archive)
+        assert (result.errors, result.warnings) == ([], [])
+        assert result.outputs == ALL
+
+    def test_it_tells_the_archive_type_by_content_not_extension(self, upload, audio_dir, wav):
+        archive = make_tgz(upload / "audio.zip", {f"audio/{k}.wav": wav for k in KEYS})
+        result = run(audio_dir, predictions=submission_jsonl(upload, ALL), archive=archive)
+        assert result.ok and result.outputs == ALL
+
+    def test_it_finds_the_predictions_inside_one_archive(self, upload, audio_dir, wav):
+        text = jsonl_text({"a1": "audio/a1.wav", "b2": "sys/audio/b2.wav", "c3": "c3.wav"})
+        archive = make_zip(upload / "all.zip", {
+            "sys/submission.jsonl": text.encode(), "sys/audio/a1.wav": wav,
+            "sys/audio/b2.wav": wav, "c3.wav": wav, "README.txt": b"notes"})
+        result = run(audio_dir, archive=archive)
+        assert result.errors == []
+        assert result.outputs == {"a1": "sys/audio/a1.wav", "b2": "sys/audio/b2.wav",
+                                  "c3": "c3.wav"}
+        assert result.warnings == ["all.zip: 1 file(s) not referenced by any prediction "
+                                   "(README.txt)"]
+
+    def test_it_accepts_paths_under_a_top_level_folder(self, upload, audio_dir, wav):
+        members = {f"my-system/audio/{k}.wav": wav for k in KEYS}
+        archive = make_zip(upload / "audio.zip", {**members, "my-system/": b"",
+                                                  "__MACOSX/my-system/._x": b"junk"})
+        result = run(audio_dir, predictions=predictions_json(upload, ALL), archive=archive)
+        assert result.errors == []
+        assert result.outputs == {k: f"my-system/audio/{k}.wav" for k in KEYS}
+
+    def test_it_reports_partial_coverage_with_missing_items(self, upload, audio_dir, wav):
+        archive = make_zip(upload / "audio.zip", {"audio/a1.wav": wav})
+        predictions = submission_jsonl(upload, {"a1": "audio/a1.wav", "b2": "audio/b2.wav"})
+        result = run(audio_dir, predictions=predictions, archive=archive)
+        assert result.ok
+        assert result.outputs == {"a1": "audio/a1.wav"}
+        assert result.missing == {"b2": "audio/b2.wav: file not in the archive",
+                                  "c3": "no prediction"}
+        assert result.coverage == pytest.approx(1 / 3)
+        assert result.warnings == ["2 of 3 items have no output and will score 0 on every "
+                                   "rubric"]
+
+    def test_it_accepts_flac(self, upload, audio_dir):
+        flac = sound_bytes(np.zeros(1600, dtype="int16"), fmt="FLAC")
+        archive = make_zip(upload / "audio.zip", {"a1.flac": flac})
+        result = run(audio_dir, predictions=submission_jsonl(upload, {"a1": "a1.flac"}),
+                     archive=archive, keys=["a1"])
+        assert result.errors == [] and result.outputs == {"a1": "a1.flac"}
+
+    def test_predictions_without_an_archive_are_all_missing_not_an_error(self, upload,
+                                                                         audio_dir):
+        result = run(audio_dir, predictions=submission_jsonl(upload, {"a1": "audio/a1.wav"}))
+        assert result.ok and result.outputs == {}
+        assert result.missing == {"a1": "audio/a1.wav: file not in the archive",
+                                  "b2": "no prediction", "c3": "no prediction"}
+        assert result.warnings[0] == ("no archive uploaded: none of the 1 predictions has its "
+                                      "audio, so every item counts as missing")
+
+    def test_the_report_is_json(self, upload, audio_dir, wav):
+        archive = make_zip(upload / "audio.zip", {"audio/a1.wav": wav, "extra.wav": wav})
+        result = run(audio_dir, predictions=submission_jsonl(upload, {"a1": "audio/a1.wav"}),
+                     archive=archive)
+        report = json.loads(json.dumps(result.report()))
+        assert report["n_items"] == 3 and report["n_outputs"] == 1
+        assert report["coverage"] == pytest.approx(1 / 3)
+        assert report["missing"] == {"b2": "no prediction", "c3": "no prediction"}
+        assert report["errors"] == []
+        assert "audio.zip: 1 file(s) not referenced by any prediction (extra.wav)" \
+            in report["warnings"]
+
+    def test_limits_come_from_settings_when_called(self, settings):
+        settings.SUBMISSION_MAX_FILES = 7
+        settings.SUBMISSION_MAX_UNPACKED_BYTES = 1234
+        settings.SUBMISSION_MAX_AUDIO_SECONDS = 9
+        assert limits_from_settings() == Limits(7, 1234, 9.0)
+
+    def test_an_empty_result_has_no_coverage(self):
+        assert ValidationResult(n_items=0).coverage == 0.0
+
+
+class TestUploadShape:
+    def test_nothing_uploaded_is_an_error(self, audio_dir):
+        assert run(audio_dir).errors == [
+            "nothing uploaded: send a predictions file and an archive of the edited audio, "
+            "or one archive holding both"]
+
+    def test_an_archive_without_predictions_is_refused(self, upload, audio_dir, wav):
+        archive = make_zip(upload / "audio.zip", {"audio/a1.wav": wav})
+        assert run(audio_dir, archive=archive).errors == [
+            "audio.zip: holds no predictions.json or submission.jsonl; put one in the archive "
+            "or upload it beside the archive"]
+
+    def test_an_archive_with_two_predictions_files_is_refused(self, upload, audio_dir, wav):
+        text = jsonl_text({"a1": "a1.wav"}).encode()
+        archive = make_zip(upload / "all.zip", {"a/submission.jsonl": text, "a1.wav": wav,
+                                                "b/predictions.json": b"[]"})
+        assert run(audio_dir, archive=archive).errors == [
+            "all.zip: holds 2 predictions files (a/submission.jsonl, b/predictions.json): "
+            "keep exactly one"]
+
+
+class TestPredictionsFile:
+    def test_a_file_that_is_not_utf8_is_refused(self, upload, audio_dir):
+        path = upload / "submission.jsonl"
+        path.write_bytes(b'{"id": "a1", "audio_path": "\xff.wav"}\n')
+        assert run(audio_dir, predictions=path).errors == [
+            "submission.jsonl: not UTF-8 text (invalid start byte at byte 28)"]
+
+    def test_invalid_json_names_the_line(self, upload, audio_dir):
+        path = upload / "submission.jsonl"
+        path.write_text('{"id": "a1", "audio_path": "a1.wav"}\n{"id": \n')
+        assert run(audio_dir, predictions=path).errors == [
+            "submission.jsonl line 2: invalid JSON at column 8: Expecting value"]
+
+    def test_unknown_and_duplicate_ids_are_all_reported(self, upload, audio_dir):
+        path = submission_jsonl(upload, {"a1": "a1.wav", "zz": "zz.wav"})
+        path.write_text(path.read_text() + jsonl_text({"a1": "again.wav"}))
+        assert run(audio_dir, predictions=path).errors == [
+            "submission.jsonl line 2: unknown id 'zz' (not in the benchmark)",
+            "submission.jsonl line 3: duplicate id 'a1', first on line 1"]
+
+    def test_faults_inside_an_archive_name_its_member(self, upload, audio_dir, wav):
+        archive = make_zip(upload / "all.zip", {"sys/submission.jsonl": b'{"id": "zz", '
+                                                b'"audio_path": "a.wav"}\n', "a.wav": wav})
+        assert run(audio_dir, archive=archive).errors == [
+            "sys/submission.jsonl line 1: unknown id 'zz' (not in the benchmark)"]
+
+    def test_predictions_faults_are_reported_with_archive_faults(self, upload, audio_dir):
+        path = upload / "submission.jsonl"
+        path.write_text("{oops}\n")
+        archive = upload / "audio.zip"
+        archive.write_text("not an archive")
+        assert run(audio_dir, predictions=path, archive=archive).errors == [
+            "audio.zip: not a .zip or .tar.gz archive",
+            "submission.jsonl line 1: invalid JSON at column 2: Expecting property name "
+            "enclosed in double quotes"]
+
+    @pytest.mark.parametrize("path", ["/etc/passwd", "../a1.wav", "audio/../../a1.wav",
+                                      "file:///etc/passwd", "C:\\audio\\a1.wav"])
+    def test_a_path_outside_the_archive_is_refused(self, upload, audio_dir, wav, path):
+        archive = make_zip(upload / "audio.zip", {"a1.wav": wav})
+        result = run(audio_dir, predictions=submission_jsonl(upload, {"b2": "b2.wav",
+                                                                      "a1": path}),
+                     archive=archive)
+        assert result.errors == [f"submission.jsonl line 2 (id a1): {path!r}: paths outside "
+                                 "the archive are not allowed"]
+
+    def test_a_path_outside_the_archive_is_refused_in_predictions_json(self, upload,
+                                                                        audio_dir):
+        result = run(audio_dir, predictions=predictions_json(upload, {"c3": "/tmp/x.wav"}))
+        assert result.errors == ["predictions.json entry 0 (id c3): '/tmp/x.wav': paths "
+                                 "outside the archive are not allowed"]
+
+
+class TestArchiveRefusedBeforeExtraction:
+    def test_a_file_that_is_no_archive_is_refused(self, upload, audio_dir, tmp_path):
+        archive = upload / "audio.zip"
+        archive.write_bytes(b"RIFF....WAVE")
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == ["audio.zip: not a .zip or .tar.gz archive"]
+
+    def test_an_uncompressed_tar_is_refused(self, upload, audio_dir, tmp_path, wav):
+        archive = upload / "audio.tar"
+        with tarfile.open(archive, "w") as tar:
+            info = tarfile.TarInfo("a1.wav")
+            info.size = len(wav)
+            tar.addfile(info, io.BytesIO(wav))
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == ["audio.tar: not a .zip or .tar.gz archive"]
+
+    @pytest.mark.parametrize("name", ["../evil.wav", "audio/../../evil.wav", "/tmp/evil.wav",
+                                      "..\\evil.wav"])
+    def test_traversal_in_a_zip_is_refused(self, upload, audio_dir, tmp_path, wav, name):
+        archive = make_zip(upload / "audio.zip", {"a1.wav": wav, name: wav})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == [f"audio.zip: member {name!r}: absolute paths and '..' are not "
+                          "allowed in an archive"]
+
+    def test_traversal_in_a_tar_is_refused(self, upload, audio_dir, tmp_path, wav):
+        archive = make_tgz(upload / "audio.tgz", {"../evil.wav": wav, "/abs.wav": wav})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == [
+            "audio.tgz: member '../evil.wav': absolute paths and '..' are not allowed in an "
+            "archive",
+            "audio.tgz: member '/abs.wav': absolute paths and '..' are not allowed in an "
+            "archive"]
+
+    def test_a_symlink_in_a_zip_is_refused(self, upload, audio_dir, tmp_path):
+        info = zipfile.ZipInfo("a1.wav")
+        info.create_system = 3
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive = make_zip(upload / "audio.zip", {"a1.wav": (info, "/etc/passwd")})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == ["audio.zip: member 'a1.wav': links (symbolic or hard) are not "
+                          "allowed in an archive"]
+
+    def test_a_device_in_a_zip_is_refused(self, upload, audio_dir, tmp_path):
+        info = zipfile.ZipInfo("dev")
+        info.create_system = 3
+        info.external_attr = (stat.S_IFCHR | 0o666) << 16
+        archive = make_zip(upload / "audio.zip", {"dev": (info, b"")})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == ["audio.zip: member 'dev': devices and fifos are not allowed in an "
+                          "archive"]
+
+    @pytest.mark.parametrize("kind, message", [
+        (tarfile.SYMTYPE, "links (symbolic or hard) are not allowed in an archive"),
+        (tarfile.LNKTYPE, "links (symbolic or hard) are not allowed in an archive"),
+        (tarfile.FIFOTYPE, "devices and fifos are not allowed in an archive"),
+        (tarfile.CHRTYPE, "devices and fifos are not allowed in an archive"),
+        (tarfile.BLKTYPE, "devices and fifos are not allowed in an archive"),
+    ])
+    def test_links_and_devices_in_a_tar_are_refused(self, upload, audio_dir, tmp_path, wav,
+                                                    kind, message):
+        info = tarfile.TarInfo("b2.wav")
+        info.type = kind
+        info.linkname = "/etc/passwd" if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE) else ""
+        archive = make_tgz(upload / "audio.tar.gz", {"a1.wav": wav, "b2.wav": info})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == [f"audio.tar.gz: member 'b2.wav': {message}"]
+
+    @pytest.mark.parametrize("make, name", [(make_zip, "audio.zip"), (make_tgz, "audio.tgz")])
+    def test_too_many_members_are_refused(self, upload, audio_dir, tmp_path, wav, make, name):
+        archive = make(upload / name, {f"{k}.wav": wav for k in KEYS})
+        limits = Limits(max_files=2, max_unpacked_bytes=10**9, max_audio_seconds=5)
+        errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
+        assert errors == [f"{name}: more than 2 members (the limit)"]
+
+    def test_a_zip_bomb_is_refused_by_its_declared_size(self, upload, audio_dir, tmp_path):
+        archive = make_zip(upload / "bomb.zip", {"a1.wav": bytes(20_000_000)})
+        assert archive.stat().st_size < 100_000
+        limits = Limits(max_files=10, max_unpacked_bytes=1_000_000, max_audio_seconds=5)
+        errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
+        assert errors == ["bomb.zip: unpacks to more than 1000000 bytes (the limit)"]
+
+    def test_a_tar_bomb_is_refused_by_its_declared_size(self, upload, audio_dir, tmp_path):
+        archive = make_tgz(upload / "bomb.tgz", {"a.wav": bytes(3_000_000),
+                                                 "b.wav": bytes(3_000_000)})
+        limits = Limits(max_files=10, max_unpacked_bytes=4_000_000, max_audio_seconds=5)
+        errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
+        assert errors == ["bomb.tgz: unpacks to more than 4000000 bytes (the limit)"]
+
+    def test_duplicate_members_are_refused(self, upload, audio_dir, tmp_path, wav):
+        info = zipfile.ZipInfo("./a1.wav")
+        archive = make_zip(upload / "audio.zip", {"a1.wav": wav, "dup": (info, wav)})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == ["audio.zip: member './a1.wav': appears more than once"]
+
+    def test_encrypted_members_are_refused(self, upload, audio_dir, tmp_path, wav):
+        archive = make_zip(upload / "audio.zip", {"a1.wav": wav})
+        data = bytearray(archive.read_bytes())  # zipfile cannot write encrypted members
+        data[data.find(b"PK\x03\x04") + 6] |= 0x1
+        data[data.find(b"PK\x01\x02") + 8] |= 0x1
+        archive.write_bytes(bytes(data))
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == ["audio.zip: member 'a1.wav': encrypted members are not supported"]
+
+    def test_every_bad_member_is_reported(self, upload, audio_dir, tmp_path, wav):
+        link = tarfile.TarInfo("l.wav")
+        link.type = tarfile.SYMTYPE
+        archive = make_tgz(upload / "audio.tgz", {"../x.wav": wav, "l.wav": link})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert len(errors) == 2
+
+
+class TestArchiveRefusedWhileExtracting:
+    def lying_zip(self, path, real: int, declared: int):
+        """A zip whose headers declare `declared` bytes for a member of `real` bytes."""
+        make_zip(path, {"a1.wav": bytes(real)})
+        data = bytearray(path.read_bytes())
+        local = data.find(b"PK\x03\x04")
+        central = data.find(b"PK\x01\x02")
+        data[local + 22:local + 26] = declared.to_bytes(4, "little")
+        data[central + 24:central + 28] = declared.to_bytes(4, "little")
+        path.write_bytes(bytes(data))
+        return path
+
+    def test_a_zip_with_lying_headers_is_refused(self, upload, audio_dir, tmp_path):
+        archive = self.lying_zip(upload / "liar.zip", real=3_000_000, declared=1000)
+        limits = Limits(max_files=10, max_unpacked_bytes=100_000, max_audio_seconds=5)
+        result = run(audio_dir, archive=archive, limits=limits)
+        assert not result.ok
+        assert "liar.zip" in result.errors[0] and "a1.wav" in result.errors[0]
+        written = sum(p.stat().st_size for p in audio_dir.rglob("*") if p.is_file())
+        assert written <= 100_000
+        assert strays(tmp_path) == []
+
+    def test_the_copy_stops_at_the_real_byte_count(self):
+        class Endless:
+            def read(self, n):
+                return bytes(n)
+
+        sink = io.BytesIO()
+        assert _copy_limited(Endless(), sink, 3_000_000) is None
+        assert len(sink.getvalue()) <= 3_000_000
+        assert _copy_limited(io.BytesIO(b"abc"), io.BytesIO(), 3) == 3
+
+    def test_a_truncated_tar_gz_is_refused(self, upload, audio_dir, tmp_path):
+        noise = np.random.default_rng(0).bytes(300_000)
+        archive = make_tgz(upload / "audio.tgz", {"a1.wav": noise, "b2.wav": noise})
+        archive.write_bytes(archive.read_bytes()[:400_000])
+        result = run(audio_dir, archive=archive)
+        assert not result.ok
+        assert result.errors[0].startswith("audio.tgz: damaged archive: ")
+        assert strays(tmp_path) == []
+
+    def test_a_file_and_a_folder_of_the_same_name_are_refused(self, upload, audio_dir,
+                                                               tmp_path, wav):
+        archive = make_zip(upload / "audio.zip", {"a": wav, "a/b.wav": wav})
+        result = run(audio_dir, archive=archive)
+        assert result.errors == ["audio.zip: member 'a/b.wav': cannot be extracted: File "
+                                 "exists"]
+        assert strays(tmp_path) == []
+
+
+class TestAudio:
+    def check(self, upload, audio_dir, data: bytes, *, limits=LIMITS):
+        archive = make_zip(upload / "audio.zip", {"audio/a1.wav": data})
+        predictions = submission_jsonl(upload, {"a1": "audio/a1.wav"})
+        return run(audio_dir, predictions=predictions, archive=archive, limits=limits).errors
+
+    def test_a_file_that_is_not_audio_is_refused(self, upload, audio_dir):
+        assert self.check(upload, audio_dir, b"hello, not audio") == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: not readable as WAV or FLAC audio "
+            "(Format not recognised.)"]
+
+    def test_audio_that_is_neither_wav_nor_flac_is_refused(self, upload, audio_dir):
+        aiff = sound_bytes(np.zeros(160, dtype="int16"), fmt="AIFF")
+        assert self.check(upload, audio_dir, aiff) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: AIFF (Apple/SGI) audio; only WAV "
+            "and FLAC are accepted"]
+
+    def test_an_empty_wav_is_refused(self, upload, audio_dir):
+        assert self.check(upload, audio_dir, empty_wav()) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: empty audio (no frames)"]
+
+    def test_a_wav_longer_than_the_limit_is_refused(self, upload, audio_dir, wav):
+        limits = Limits(max_files=10, max_unpacked_bytes=10**7, max_audio_seconds=0.05)
+        assert self.check(upload, audio_dir, wav, limits=limits) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: 0.10 s long, above the limit of "
+            "0.05 s"]
+
+    @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+    def test_non_finite_samples_are_refused(self, upload, audio_dir, bad):
+        samples = np.full(50_000, 0.1, dtype="float32")
+        samples[-3] = bad
+        data = sound_bytes(samples, subtype="FLOAT")
+        assert self.check(upload, audio_dir, data) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: contains NaN or infinite samples"]
+
+    def test_every_bad_file_is_reported(self, upload, audio_dir, wav):
+        archive = make_zip(upload / "audio.zip", {"a1.wav": b"junk", "b2.wav": empty_wav(),
+                                                  "c3.wav": wav})
+        predictions = submission_jsonl(upload, {k: f"{k}.wav" for k in KEYS})
+        errors = run(audio_dir, predictions=predictions, archive=archive).errors
+        assert [e.split(":")[0] for e in errors] == ["submission.jsonl line 1 (id a1)",
+                                                     "submission.jsonl line 2 (id b2)"]
