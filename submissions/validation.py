@@ -32,6 +32,10 @@ MAX_PREDICTIONS_BYTES = 256 * 1024**2
 # libsndfile's names: WAVEX is WAVE_FORMAT_EXTENSIBLE, which float and multichannel WAVs use.
 AUDIO_FORMATS = {"WAV", "WAVEX", "FLAC"}
 CHUNK_BYTES = 1024**2
+# Tar metadata headers (long names, pax records) hold a few KB; tarfile reads them whole.
+MAX_TAR_HEADER_BYTES = 1024**2
+# A zip's directory takes 46 bytes per member plus its name and extras: generous room for both.
+DIRECTORY_BYTES_PER_MEMBER = 4096
 BLOCK_SAMPLES = 2**18  # per read when scanning samples, over all channels
 # Folders that archivers add on their own; they do not count against a top-level wrapper.
 ARCHIVER_FOLDERS = {"__MACOSX"}
@@ -116,14 +120,13 @@ class _ZipReader:
     """A zip whose member count is read from its end record before the central directory is
     parsed, since a hostile directory of millions of entries would fill memory."""
 
-    declared_members: int
-
     def __init__(self, path: Path):
         self.path = path
         self.archive: zipfile.ZipFile | None = None
         with open(path, "rb") as handle:
             end = zipfile._EndRecData(handle)  # the stdlib's own reader of that record
         self.declared_members = end[zipfile._ECD_ENTRIES_TOTAL] if end else 0
+        self.directory_bytes = end[zipfile._ECD_SIZE] if end else 0
 
     def entries(self) -> Iterator[_Entry]:
         self.archive = zipfile.ZipFile(self.path)
@@ -138,13 +141,29 @@ class _ZipReader:
             self.archive.close()
 
 
+class _ArchiveRefused(tarfile.ReadError):
+    """An archive refused for its shape rather than for damage."""
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """Refuses an oversized metadata header, which tarfile would read into memory whole."""
+
+    META_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, *tarfile.GNU_TYPES)
+
+    def _proc_member(self, archive):  # the extension point tarfile documents for subclasses
+        if self.type in self.META_TYPES and self.size > MAX_TAR_HEADER_BYTES:
+            raise _ArchiveRefused(f"member {self.name!r}: a {self.size}-byte tar metadata "
+                                  f"header, above the limit of {MAX_TAR_HEADER_BYTES}")
+        return super()._proc_member(archive)
+
+
 class _TarReader:
     """A gzip-compressed tar, listed lazily so that a listing can stop at the first excess."""
 
-    declared_members = 0  # unknown until listed
+    declared_members = directory_bytes = 0  # unknown until listed
 
     def __init__(self, path: Path):
-        self.archive = tarfile.open(path, mode="r:gz")
+        self.archive = tarfile.open(path, mode="r:gz", tarinfo=_BoundedTarInfo)
 
     def entries(self) -> Iterator[_Entry]:
         while (info := self.archive.next()) is not None:
@@ -186,6 +205,8 @@ def _reader_for(path: Path):
             return None
     try:
         return _TarReader(path)
+    except _ArchiveRefused:
+        raise
     except (tarfile.ReadError, EOFError, OSError, zlib.error):
         return None  # gzip, but not a tar inside
 
@@ -211,6 +232,8 @@ def _unpack(archive: Path, audio_dir: Path, limits: Limits, errors: list[str]):
                 return None
             entries, problems = _list_entries(reader, name, limits)
             problems = problems or _extract(reader, entries, audio_dir, limits, name)
+    except _ArchiveRefused as exc:
+        problems = [f"{name}: {exc}"]
     except ARCHIVE_ERRORS as exc:
         problems = [f"{name}: damaged archive: {_why(exc)}"]
     errors.extend(problems)
@@ -226,8 +249,8 @@ def _list_entries(reader, name: str, limits: Limits) -> tuple[list[_Entry], list
     problems: list[str] = []
     seen: set[str] = set()
     declared = 0
-    if reader.declared_members > limits.max_files:
-        return entries, [_too_many(name, limits)]
+    if excess := _declared_excess(reader, name, limits):
+        return entries, [excess]
     for entry in reader.entries():
         entries.append(entry)
         declared += max(entry.size, 0)
@@ -237,6 +260,16 @@ def _list_entries(reader, name: str, limits: Limits) -> tuple[list[_Entry], list
             return entries, [_too_big(name, limits)]
         problems.extend(_entry_problems(entry, name, seen))
     return entries, problems
+
+
+def _declared_excess(reader, name: str, limits: Limits) -> str | None:
+    """A zip's end record, read before its directory is loaded into memory."""
+    if reader.declared_members > limits.max_files:
+        return _too_many(name, limits)
+    if reader.directory_bytes > max(2**20, limits.max_files * DIRECTORY_BYTES_PER_MEMBER):
+        return (f"{name}: its directory of members is {reader.directory_bytes} bytes, too "
+                f"large for {limits.max_files} members (the limit)")
+    return None
 
 
 def _too_many(name: str, limits: Limits) -> str:

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
+from django.db import connection
 
+from config.celery import app as celery_app
 from scoring import synthetic
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,3 +140,76 @@ def other_author(db, django_user_model):
 def staff(db, django_user_model):
     return django_user_model.objects.create_user("staff", "staff@example.com", CAST_PASSWORD,
                                                  is_staff=True)
+
+
+BROKER = "redis://127.0.0.1:6379/15"
+
+
+class Worker:
+    """`celery worker --beat` in its own process group, killable with SIGKILL."""
+
+    def __init__(self, env: dict, log_path: Path):
+        self.env, self.log_path = env, log_path
+        self.process = None
+
+    def start(self):
+        log = open(self.log_path, "a")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat",
+             "--concurrency", "1", "--loglevel", "INFO",
+             "--schedule", str(self.log_path.parent / "beat-schedule")],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        return self
+
+    def kill(self):
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def worker_factory(transactional_db, settings, tmp_path):
+    """Start real Celery workers on Redis (db 15) against the test database.
+
+    `worker_factory(judge_ports, **env)` returns a function that starts one more worker with
+    the same environment (settings.MEDIA_ROOT as the caller set it); the test process
+    enqueues to the same broker.
+    """
+    redis.Redis.from_url(BROKER).flushdb()
+    celery_app.conf.broker_url = BROKER
+    celery_app.conf.broker_transport_options = {"visibility_timeout": 3600}
+    workers = []
+
+    def factory(judge_ports, **overrides):
+        db = connection.settings_dict
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "REDIS_URL": BROKER, "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            "JUDGE_BASE_URLS": ",".join(f"http://127.0.0.1:{p}" for p in judge_ports),
+            "JUDGE_CONCURRENCY": "8", "JUDGE_TIMEOUT": "10", "JUDGE_DOWN_WAIT": "2",
+            "SCORING_HEARTBEAT_SECONDS": "1", "SCORING_STALE_SECONDS": "4",
+            "SCORING_SWEEP_SECONDS": "2", "SCORING_FLEET_RETRY_SECONDS": "1",
+            **{k: str(v) for k, v in overrides.items()},
+        }
+        settings.JUDGE_BASE_URLS = env["JUDGE_BASE_URLS"].split(",")
+
+        def start():
+            workers.append(Worker(env, tmp_path / "worker.log").start())
+            return workers[-1]
+
+        start.log_path = tmp_path / "worker.log"
+        return start
+
+    yield factory
+    for worker in workers:
+        worker.stop()
+    redis.Redis.from_url(BROKER).flushdb()

@@ -2,71 +2,22 @@
 
 import io
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import zipfile
 
 import pytest
-import redis
-from django.db import connection
 from rest_framework.test import APIClient
 
-from config.celery import app as celery_app
 from scoring.models import Answer, RunBatch, ScoringRun
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark, write_system
 from submissions.models import ApiToken, Submission
-from tests.conftest import ROOT, free_ports
+from tests.conftest import free_ports
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-BROKER = "redis://127.0.0.1:6379/15"
-
-
 @pytest.fixture
-def broker():
-    redis.Redis.from_url(BROKER).flushdb()
-    celery_app.conf.broker_url = BROKER
-    celery_app.conf.broker_transport_options = {"visibility_timeout": 3600}
-    yield BROKER
-    redis.Redis.from_url(BROKER).flushdb()
-
-
-class Worker:
-    """`celery worker --beat` in its own process group, killable with SIGKILL."""
-
-    def __init__(self, env: dict, log_path):
-        self.env, self.log_path = env, log_path
-        self.process = None
-
-    def start(self):
-        log = open(self.log_path, "a")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat",
-             "--concurrency", "1", "--loglevel", "INFO",
-             "--schedule", str(self.log_path.parent / "beat-schedule")],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        return self
-
-    def kill(self):
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-@pytest.fixture
-def stack(tmp_path, broker, settings, author):
+def stack(tmp_path, worker_factory, settings, author):
     """A benchmark, a submission's files, and the environment a worker needs."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SCORING_BATCH_ITEMS = 3
@@ -82,32 +33,14 @@ def stack(tmp_path, broker, settings, author):
             relative = f"systems/sys/{sample['id']}.wav"
             archive.write(bench_root / relative, relative)
     ports = free_ports(2)
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "REDIS_URL": BROKER, "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-        "JUDGE_BASE_URLS": ",".join(f"http://127.0.0.1:{p}" for p in ports),
-        "JUDGE_CONCURRENCY": "8", "JUDGE_TIMEOUT": "10", "JUDGE_DOWN_WAIT": "2",
-        "SCORING_BATCH_ITEMS": "3", "SCORING_HEARTBEAT_SECONDS": "1",
-        "SCORING_STALE_SECONDS": "4", "SCORING_SWEEP_SECONDS": "2",
-        "SCORING_FLEET_RETRY_SECONDS": "1",
-    }
-    settings.JUDGE_BASE_URLS = env["JUDGE_BASE_URLS"].split(",")
-    workers = []
-
-    def worker():
-        workers.append(Worker(env, tmp_path / "worker.log").start())
-        return workers[-1]
+    worker = worker_factory(ports, SCORING_BATCH_ITEMS="3")
 
     _, key = ApiToken.issue(user=author, name="test")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     yield {"benchmark": benchmark, "predictions": predictions, "archive": buffer.getvalue(),
            "ports": ports, "worker": worker, "client": client, "samples": samples,
-           "log": tmp_path / "worker.log"}
-    for w in workers:
-        w.stop()
+           "log": worker.log_path}
 
 
 def upload(stack):

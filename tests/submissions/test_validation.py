@@ -373,6 +373,20 @@ class TestArchiveRefusedBeforeExtraction:
         errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
         assert errors == [f"{name}: more than 2 members (the limit)"]
 
+    def test_a_zip_whose_end_record_hides_its_members_is_refused(self, upload, audio_dir,
+                                                                 tmp_path):
+        members = {f"{i}" + "x" * 60_000: b"" for i in range(20)}
+        archive = make_zip(upload / "audio.zip", members)
+        data = bytearray(archive.read_bytes())
+        end = data.rfind(b"PK\x05\x06")
+        data[end + 8:end + 12] = (1).to_bytes(2, "little") * 2  # claims a single member
+        archive.write_bytes(bytes(data))
+        limits = Limits(max_files=1, max_unpacked_bytes=10**9, max_audio_seconds=5)
+        errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
+        assert len(errors) == 1
+        assert errors[0].startswith("audio.zip: its directory of members is ")
+        assert errors[0].endswith(" bytes, too large for 1 members (the limit)")
+
     def test_a_zip_bomb_is_refused_by_its_declared_size(self, upload, audio_dir, tmp_path):
         archive = make_zip(upload / "bomb.zip", {"a1.wav": bytes(20_000_000)})
         assert archive.stat().st_size < 100_000
@@ -386,6 +400,21 @@ class TestArchiveRefusedBeforeExtraction:
         limits = Limits(max_files=10, max_unpacked_bytes=4_000_000, max_audio_seconds=5)
         errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
         assert errors == ["bomb.tgz: unpacks to more than 4000000 bytes (the limit)"]
+
+    @pytest.mark.parametrize("first", [True, False])
+    def test_an_oversized_tar_metadata_header_is_refused(self, upload, audio_dir, tmp_path, wav,
+                                                         first):
+        archive = upload / "audio.tgz"
+        with tarfile.open(archive, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            for name in (["a1.wav"] if not first else []) + ["b2.wav"]:
+                info = tarfile.TarInfo(name)
+                info.size = len(wav)
+                info.pax_headers = {"comment": "x" * 2_000_000} if name == "b2.wav" else {}
+                tar.addfile(info, io.BytesIO(wav))
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert len(errors) == 1
+        assert errors[0].startswith("audio.tgz: member ")
+        assert errors[0].endswith("-byte tar metadata header, above the limit of 1048576")
 
     def test_duplicate_members_are_refused(self, upload, audio_dir, tmp_path, wav):
         info = zipfile.ZipInfo("./a1.wav")
