@@ -120,10 +120,13 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             submission.save()
             submission.files_dir = f"submissions/{submission.pk}"
             folder = Path(settings.MEDIA_ROOT) / submission.files_dir / "upload"
+            # One folder per role, so the files keep the names their author gave them and
+            # validation messages name them as the author knows them.
             if predictions is not None:
-                _save(predictions, folder, "predictions-" + _upload_name(predictions, "p.json"))
+                _save(predictions, folder / "predictions",
+                      _upload_name(predictions, "predictions.json"))
             if archive is not None:
-                _save(archive, folder, "archive-" + _upload_name(archive, "audio.zip"))
+                _save(archive, folder / "archive", _upload_name(archive, "audio.zip"))
             submission.save(update_fields=["files_dir"])
             from submissions.tasks import validate_submission
 
@@ -136,10 +139,11 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
 
 
 def _upload_files(folder: Path) -> tuple[Path | None, Path | None]:
-    files = list(folder.iterdir()) if folder.exists() else []
-    predictions = next((f for f in files if f.name.startswith("predictions-")), None)
-    archive = next((f for f in files if f.name.startswith("archive-")), None)
-    return predictions, archive
+    def first(role: str) -> Path | None:
+        files = sorted((folder / role).iterdir()) if (folder / role).exists() else []
+        return files[0] if files else None
+
+    return first("predictions"), first("archive")
 
 
 def submission_validate(submission_id: int) -> bool:

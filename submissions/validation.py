@@ -431,28 +431,29 @@ def _archive_path(raw: str) -> str | None:
     return None if _unsafe(path) else posixpath.normpath(path)
 
 
-def _candidates(path: str, source: _Source, unpacked: _Unpacked) -> list[str]:
-    """Where a prediction's file may be: from the root, the wrapper, the predictions' folder."""
+def _locate(path: str, source: _Source, unpacked: _Unpacked | None) -> str | None:
+    """The archive file a prediction names: from the archive's root, from its one top-level
+    folder, or from the predictions file's own folder, in that order."""
+    if unpacked is None:
+        return None
     bases = ["", unpacked.wrapper or "", source.folder or ""]
-    return [posixpath.normpath(posixpath.join(base, path)) for base in bases]
+    found = (posixpath.normpath(posixpath.join(base, path)) for base in bases)
+    return next((f for f in found if f in unpacked.files), None)
 
 
 def _match_outputs(parsed: list[Prediction], source: _Source, unpacked: _Unpacked | None,
                    result: ValidationResult) -> None:
     for prediction in parsed:
-        path = _archive_path(prediction.audio_path)
+        raw = prediction.audio_path
+        path = _archive_path(raw)
+        found = _locate(path, source, unpacked) if path is not None else None
         if path is None:
-            result.errors.append(f"{_prediction_place(source, prediction)}: "
-                                 f"{prediction.audio_path!r}: paths outside the archive are "
-                                 "not allowed")
-            continue
-        found = [c for c in _candidates(path, source, unpacked) if c in unpacked.files] \
-            if unpacked else []
-        if found:
-            result.outputs[prediction.sample_id] = found[0]
+            result.errors.append(f"{_prediction_place(source, prediction)}: {raw!r}: paths "
+                                 "outside the archive are not allowed")
+        elif found:
+            result.outputs[prediction.sample_id] = found
         else:
-            result.missing[prediction.sample_id] = (f"{prediction.audio_path}: file not in "
-                                                    "the archive")
+            result.missing[prediction.sample_id] = f"{raw}: file not in the archive"
 
 
 # --- the audio files -----------------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_an_upload_is_stored_then_validated_into_a_queued_run(author, make_submi
     assert RunBatch.objects.filter(run=run).count() == 1  # 6 items, 10 per batch
     assert set(run.outputs) == {i.key for i in run.benchmark.items.all()}
     assert all(f.startswith(f"submissions/{submission.id}/") for f in media_files())
-    assert not any("archive-" in f for f in media_files())  # unpacked, then removed
+    assert not any("/upload/archive/" in f for f in media_files())  # unpacked, then removed
 
 
 def test_validation_runs_once(author, make_submission):
@@ -57,7 +57,9 @@ def test_an_invalid_audio_file_rejects_keeps_no_files_and_costs_no_quota(author,
     submission_validate(submission.id)
     submission.refresh_from_db()
     assert submission.state == "rejected"
-    assert any(sample_id in e for e in submission.report["errors"])
+    assert submission.report["errors"] == [
+        f"submission.jsonl line 1 (id {sample_id}): systems/sys/{sample_id}.wav: not readable "
+        "as WAV or FLAC audio (Error in WAV file. No 'data' chunk marker.)"]
     assert media_files() == []
     assert submission.current_run is None and ScoringRun.objects.count() == 0
     assert quota_left(author)["today"] == 1
