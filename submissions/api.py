@@ -3,6 +3,7 @@
 from django.http import Http404, StreamingHttpResponse
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -81,6 +82,10 @@ def _flatten(errors: dict) -> list[str]:
 
 
 class SubmissionDetailApi(APIView):
+    # Anyone may ask; submission_for answers 404 unless the caller is the owner or staff,
+    # so an anonymous caller learns no more than another user does.
+    permission_classes = [AllowAny]
+
     def get(self, request, pk):
         submission = selectors.submission_for(request.user, pk)
         progress = selectors.run_progress(submission.current_run)
@@ -97,6 +102,8 @@ class SubmissionDetailApi(APIView):
 
 
 class SubmissionFileApi(APIView):
+    permission_classes = [AllowAny]
+
     def get(self, request, pk, name):
         submission = selectors.submission_for(request.user, pk)
         return file_response(submission, name)

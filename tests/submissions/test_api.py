@@ -1,0 +1,118 @@
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from submissions.models import ApiToken, Submission
+from submissions.services import submission_validate
+
+
+@pytest.fixture
+def api(author):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=author, name='t')[1]}")
+    return client
+
+
+def payload(bench, **overrides):
+    data = {
+        "benchmark": "mmae", "model_name": "Editor-7B", "organisation": "Lab",
+        "link": "https://example.org/paper", "parameters": "7B", "licence": "MIT",
+        "open_weights": "true", "description": "an editor", "public": "false",
+        "predictions": SimpleUploadedFile("submission.jsonl", bench["jsonl"]),
+        "audio": SimpleUploadedFile("audio.zip", bench["zip"]),
+    }
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_an_upload_returns_201_with_id_and_status(api, small_bench, author):
+    response = api.post("/api/submissions/", payload(small_bench), format="multipart")
+    assert response.status_code == 201
+    submission = Submission.objects.get()
+    assert response.json() == {"id": submission.id, "status": "uploaded"}
+    assert (submission.owner, submission.public) == (author, False)
+    model = submission.model
+    assert (model.name, model.organisation, model.parameters, model.licence,
+            model.open_weights) == ("Editor-7B", "Lab", "7B", "MIT", True)
+
+
+def test_the_detail_shows_progress_coverage_report_and_runs(api, small_bench):
+    submission_id = api.post("/api/submissions/", payload(small_bench),
+                             format="multipart").json()["id"]
+    submission_validate(submission_id)
+    body = api.get(f"/api/submissions/{submission_id}/").json()
+    assert body["status"] == "queued"
+    assert body["coverage"] == 1.0 and body["partial"] is False
+    assert body["progress"]["done"] == 0 and body["progress"]["total"] > 0
+    assert body["progress"]["queue_position"] == 1
+    assert body["report"]["errors"] == [] and body["report"]["n_items"] == 6
+    [run] = body["runs"]
+    assert run["status"] == "queued" and run["judge"] == "Qwen3-Omni-30B-A3B-Instruct"
+    assert "queued" in run["status_times"]
+    assert [s["id"] for s in api.get("/api/submissions/").json()] == [submission_id]
+
+
+def test_it_needs_a_token(small_bench):
+    response = APIClient().post("/api/submissions/", payload(small_bench), format="multipart")
+    assert response.status_code == 401
+    assert Submission.objects.count() == 0
+
+
+def test_a_bad_token_is_refused(small_bench):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-key")
+    assert client.get("/api/submissions/").status_code == 401
+
+
+@pytest.mark.parametrize("overrides, errors", [
+    ({"benchmark": None, "model_name": None},
+     ["benchmark: This field is required.", "model_name: This field is required."]),
+    ({"benchmark": "nope"}, ["benchmark: no benchmark 'nope'"]),
+    ({"link": "not a url"}, ["link: Enter a valid URL."]),
+    ({"public": "perhaps"}, ["public: Must be a valid boolean."]),
+    ({"predictions": None, "audio": None},
+     ["upload a predictions file and an archive of the edited audio, or one archive holding "
+      "both"]),
+    ({"predictions": SimpleUploadedFile("submission.jsonl",
+                                        b'{"id": "zz", "audio_path": "a.wav"}\n{"id": 5}\n')},
+     ["submission.jsonl line 1: unknown id 'zz' (not in the benchmark)",
+      "submission.jsonl line 2: 'id' must be a non-empty string, got 5"]),
+    ({"predictions": SimpleUploadedFile("predictions.json", b"[{")},
+     ["predictions.json: invalid JSON at line 1, column 3: Expecting property name enclosed "
+      "in double quotes"]),
+    ({"predictions": SimpleUploadedFile("predictions.json", b"\xff\xfe")},
+     ["predictions.json: not UTF-8 text (invalid start byte at byte 0)"]),
+])
+def test_bad_input_is_a_400_naming_every_problem_and_stores_nothing(api, small_bench,
+                                                                     overrides, errors):
+    response = api.post("/api/submissions/", payload(small_bench, **overrides),
+                        format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"errors": errors}
+    assert Submission.objects.count() == 0
+
+
+def test_an_upload_above_the_size_limit_is_refused(api, small_bench, settings):
+    settings.SUBMISSION_MAX_UPLOAD_BYTES = 100
+    response = api.post("/api/submissions/", payload(small_bench), format="multipart")
+    assert response.status_code == 400
+    assert response.json()["errors"][0].startswith("submission.jsonl: ")
+    assert "above the limit of 100" in response.json()["errors"][0]
+
+
+def test_the_quota_is_a_429(api, small_bench, settings):
+    settings.SUBMISSIONS_PER_DAY = 0
+    response = api.post("/api/submissions/", payload(small_bench), format="multipart")
+    assert response.status_code == 429
+    assert response.json() == {"errors": ["daily quota reached: 0 submissions in 24 hours"]}
+
+
+def test_a_file_of_an_unfinished_run_is_404(api, small_bench):
+    submission_id = api.post("/api/submissions/", payload(small_bench),
+                             format="multipart").json()["id"]
+    assert api.get(f"/api/submissions/{submission_id}/files/results.jsonl").status_code == 404
+
+
+@pytest.mark.parametrize("method", ["put", "patch", "delete"])
+def test_other_methods_are_405(api, small_bench, method):
+    assert getattr(api, method)("/api/submissions/").status_code == 405

@@ -1,0 +1,95 @@
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from submissions.models import Submission
+from submissions.services import submission_validate
+from tests.conftest import CAST_PASSWORD
+
+
+@pytest.fixture
+def logged_in(client, author):
+    assert client.login(username="author", password=CAST_PASSWORD)
+    return client
+
+
+def form(bench, **overrides):
+    data = {"benchmark": "mmae", "model_name": "Editor", "public": "on",
+            "predictions": SimpleUploadedFile("submission.jsonl", bench["jsonl"]),
+            "audio": SimpleUploadedFile("audio.zip", bench["zip"])}
+    data.update(overrides)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_the_upload_page_needs_a_login(client, small_bench):
+    response = client.get("/submit/")
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_the_upload_page_shows_the_quota_and_benchmarks(logged_in, small_bench, settings):
+    settings.SUBMISSIONS_PER_DAY = 3
+    html = logged_in.get("/submit/").content.decode()
+    assert "<strong>3</strong> of 3 submissions left" in html
+    assert '<option value="mmae">' in html
+
+
+def test_an_upload_redirects_to_its_status_page(logged_in, small_bench):
+    response = logged_in.post("/submit/", form(small_bench))
+    submission = Submission.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/submissions/{submission.id}/"
+    assert submission.public is True
+    page = logged_in.get(response["Location"]).content.decode()
+    assert 'id="state">uploaded<' in page
+    assert f'hx-get="/submissions/{submission.id}/progress/"' in page
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"predictions": None, "audio": None},
+     "Upload a predictions file and an archive of the edited audio, or one archive holding "
+     "both."),
+    ({"model_name": ""}, "This field is required."),
+    ({"benchmark": "nope"}, "Select a valid choice. nope is not one of the available choices."),
+    ({"link": "ftp:/x"}, "Enter a valid URL."),
+    ({"predictions": SimpleUploadedFile("submission.jsonl", b'{"id": "zz", "audio_path": '
+                                        b'"a.wav"}\n')},
+     "submission.jsonl line 1: unknown id &#x27;zz&#x27; (not in the benchmark)"),
+])
+def test_bad_input_shows_the_problem_and_stores_nothing(logged_in, small_bench, overrides,
+                                                        message):
+    response = logged_in.post("/submit/", form(small_bench, **overrides))
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert Submission.objects.count() == 0
+
+
+def test_the_quota_shows_on_the_form(logged_in, small_bench, settings):
+    settings.SUBMISSIONS_PER_DAY = 0
+    response = logged_in.post("/submit/", form(small_bench))
+    assert response.status_code == 400
+    assert "daily quota reached" in response.content.decode()
+
+
+def test_a_rejected_submission_shows_its_report_and_stops_polling(logged_in, small_bench,
+                                                                  author, make_submission):
+    submission = make_submission(author, archive=b"not an archive")
+    submission_validate(submission.id)
+    page = logged_in.get(f"/submissions/{submission.id}/progress/").content.decode()
+    assert 'id="state">rejected<' in page
+    assert "audio.zip: not a .zip or .tar.gz archive" in page
+    assert "hx-get" not in page
+
+
+def test_a_queued_submission_shows_its_progress(logged_in, small_bench, author,
+                                                make_submission):
+    submission = make_submission(author)
+    submission_validate(submission.id)
+    page = logged_in.get(f"/submissions/{submission.id}/").content.decode()
+    assert 'id="state">queued<' in page
+    assert "Position in the queue: 1" in page
+    assert "0 of " in page and "judge queries" in page
+
+
+def test_the_list_shows_the_authors_submissions(logged_in, author, make_submission):
+    submission = make_submission(author, name="Listed Model")
+    html = logged_in.get("/submissions/").content.decode()
+    assert f'href="/submissions/{submission.id}/"' in html and "Listed Model" in html
