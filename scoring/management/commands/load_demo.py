@@ -1,4 +1,5 @@
 import json
+import zipfile
 from pathlib import Path
 
 from django.conf import settings
@@ -26,8 +27,10 @@ class Command(BaseCommand):
             synthetic.write_benchmark(root, options["samples"], seed=7)
             samples = json.loads(meta.read_text())
             for number, name in enumerate(("demo-system-a", "demo-system-b"), start=1):
-                synthetic.write_system(root, samples, name=name, seed=number,
-                                       fmt="jsonl" if number == 2 else "predictions")
+                predictions = synthetic.write_system(
+                    root, samples, name=name, seed=number,
+                    fmt="jsonl" if number == 2 else "predictions")
+                _bundle(root, name, predictions)
         try:
             benchmark, created = benchmark_import(
                 kind="mmae", path=meta, audio_root=root, slug=options["slug"],
@@ -36,5 +39,14 @@ class Command(BaseCommand):
         except BenchmarkFileError as exc:
             raise CommandError(str(exc)) from None
         state = "imported" if created else "already loaded"
-        self.stdout.write(f"demo benchmark {benchmark} {state}; submissions to try are in "
-                          f"{root / 'systems'}")
+        self.stdout.write(f"demo benchmark {benchmark} {state}; submissions to upload (one "
+                          f"archive each, predictions and audio) are in {root / 'uploads'}")
+
+
+def _bundle(root: Path, name: str, predictions: Path) -> None:
+    """One archive holding a demo system's predictions file and its edited audio."""
+    (root / "uploads").mkdir(exist_ok=True)
+    with zipfile.ZipFile(root / "uploads" / f"{name}.zip", "w") as archive:
+        archive.write(predictions, predictions.name)
+        for wav in sorted((root / "systems" / name).glob("*.wav")):
+            archive.write(wav, wav.relative_to(root).as_posix())
