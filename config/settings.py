@@ -146,6 +146,7 @@ SCORING_HEARTBEAT_SECONDS = env_int("SCORING_HEARTBEAT_SECONDS", 10, minimum=1)
 SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
 SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 3600, minimum=2)
 SCORING_FLEET_RETRY_SECONDS = env_int("SCORING_FLEET_RETRY_SECONDS", 30, minimum=1)
+SCORING_MAX_CLAIMS = env_int("SCORING_MAX_CLAIMS", 5, minimum=1)
 SCORING_SEED = env_int("SCORING_SEED", 0)
 
 # The default judge fleet: comma-separated OpenAI-compatible base URLs (vLLM servers).

@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
@@ -200,7 +200,6 @@ async def _ask(jobs, run: ScoringRun, judge: JudgeSettings, on_answer) -> None:
 
 
 def _store(run: ScoringRun, criterion_ids: dict, records: list[dict], simulated: list) -> None:
-    close_old_connections()
     Answer.objects.bulk_create(
         [_answer(run.id, criterion_ids[(r["id"], r["rubric_index"])], r) for r in records],
         ignore_conflicts=True, batch_size=2000,
@@ -209,9 +208,17 @@ def _store(run: ScoringRun, criterion_ids: dict, records: list[dict], simulated:
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
 
 
-def batch_release(batch_id: int) -> None:
-    """Hand a claimed batch back (the fleet was down): it is scored again later."""
-    RunBatch.objects.filter(id=batch_id).update(status=RunBatch.Status.PENDING)
+def batch_failed(batch_id: int, why: str) -> bool:
+    """A batch broke (not a fleet outage): hand it back, or fail its run once it has been
+    tried SCORING_MAX_CLAIMS times. True when it should be tried again."""
+    batch = RunBatch.objects.get(id=batch_id)
+    if batch.claims >= settings.SCORING_MAX_CLAIMS:
+        run_fail(batch.run_id, f"scoring batch {batch.index} failed {batch.claims} times; "
+                               f"last error: {why}")
+        return False
+    RunBatch.objects.filter(id=batch_id, status=RunBatch.Status.CLAIMED) \
+        .update(status=RunBatch.Status.PENDING)
+    return True
 
 
 def run_try_aggregate(run_id: int) -> bool:
@@ -313,6 +320,10 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
     ]
     if batch_ids:
         log.warning("sweeper: batch(es) %s lost their worker; handed back", batch_ids)
+    for batch in RunBatch.objects.filter(id__in=batch_ids,
+                                         claims__gte=settings.SCORING_MAX_CLAIMS):
+        run_fail(batch.run_id, f"scoring batch {batch.index} lost its worker {batch.claims} "
+                               "times (a worker crash or a kill each time)")
     batch_ids += RunBatch.objects.filter(
         status=RunBatch.Status.PENDING, run__status__in=active, enqueued_at__lt=lost,
     ).values_list("id", flat=True)

@@ -36,18 +36,29 @@ def score_batch(batch_id: int) -> None:
 
     If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batch is handed back and
     queued again SCORING_FLEET_RETRY_SECONDS later: an outage delays a run, never fails it.
+    Any other error hands it back the same way until it has been claimed SCORING_MAX_CLAIMS
+    times; then the run fails, saying which batch and why.
     """
     try:
         scored = runs.batch_score(batch_id, runs.JudgeSettings.from_settings())
     except FleetUnavailable as exc:
         log.warning("batch %s handed back: %s", batch_id, exc)
-        runs.batches_enqueued([batch_id])
-        score_batch.apply_async((batch_id,), countdown=settings.SCORING_FLEET_RETRY_SECONDS)
+        _retry_later(batch_id)
+        return
+    except Exception as exc:
+        log.exception("batch %s broke", batch_id)
+        if runs.batch_failed(batch_id, f"{type(exc).__name__}: {exc}"):
+            _retry_later(batch_id)
         return
     if scored:
         run_id = runs.RunBatch.objects.values_list("run_id", flat=True).get(id=batch_id)
         if runs.run_try_aggregate(run_id):
             aggregate_run.delay(run_id)
+
+
+def _retry_later(batch_id: int) -> None:
+    runs.batches_enqueued([batch_id])
+    score_batch.apply_async((batch_id,), countdown=settings.SCORING_FLEET_RETRY_SECONDS)
 
 
 @shared_task(acks_late=True, ignore_result=True)

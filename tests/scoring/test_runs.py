@@ -1,0 +1,171 @@
+"""Scoring runs in the database, driven in-process against the simulator over loopback."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from judge.fleet import FleetUnavailable
+from scoring import exports, runs
+from scoring.models import Answer, Item, RunBatch, ScoringRun
+from scoring.predictions import load_predictions
+from scoring.services import benchmark_import
+from tests.conftest import free_ports, run_manage
+
+pytestmark = pytest.mark.django_db
+
+
+def judge(urls, **overrides):
+    options = {"base_urls": urls, "model": "Qwen3-Omni-30B-A3B-Instruct", "concurrency": 8,
+               "timeout": 10, "max_attempts": 5, "down_wait": 1}
+    return runs.JudgeSettings(**{**options, **overrides})
+
+
+@pytest.fixture
+def run_setup(demo_set, settings):
+    """The demo set imported, and a queued run of system A's outputs (2 missing)."""
+    settings.SCORING_BATCH_ITEMS = 5
+    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
+                                    audio_root=demo_set["root"], slug="mmae")
+    predictions = load_predictions(demo_set["predictions"],
+                                   known_ids={s["id"] for s in demo_set["samples"]})
+    outputs = {p.sample_id: p.audio_path for p in predictions}
+    missing = {s["id"]: "no prediction" for s in demo_set["samples"] if s["id"] not in outputs}
+
+    def create(urls):
+        return runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
+                               outputs=outputs, missing=missing, judge=judge(urls), seed=11)
+    return create
+
+
+def score_all(run, urls):
+    for batch in run.batches.order_by("index"):
+        assert runs.batch_score(batch.id, judge(urls)) is True
+    assert runs.run_try_aggregate(run.id) is True
+    assert runs.run_aggregate(run.id) is True
+    run.refresh_from_db()
+    return run
+
+
+def test_a_run_is_split_into_batches_of_items_with_outputs(run_setup):
+    run = run_setup(["http://127.0.0.1:9"])
+    assert run.status == "queued" and "queued" in run.status_times
+    batches = list(run.batches.order_by("index"))
+    assert [len(b.item_keys) for b in batches] == [5, 5, 2]  # 12 of 14 have outputs
+    assert run.total_queries == 3 * sum(
+        Item.objects.get(benchmark=run.benchmark, key=k).criteria.count()
+        for b in batches for k in b.item_keys)
+
+
+def test_the_database_files_equal_the_command_lines(run_setup, demo_set, simulator_factory,
+                                                    tmp_path):
+    """The pipeline and `manage.py score` give the same answers for the same inputs and seed."""
+    sim = simulator_factory("--latency-ms", "1")
+    run = score_all(run_setup(sim.urls), sim.urls)
+    assert run.status == "finished" and run.simulated
+    out = tmp_path / "cli"
+    result = run_manage("score", "--meta", str(demo_set["meta"]), "--predictions",
+                        str(demo_set["predictions"]), "--audio_root", str(demo_set["root"]),
+                        "--base_urls", sim.base_urls, "--output_dir", str(out), "--seed", "11")
+    assert result.returncode == 0, result.stderr
+    volatile = {"endpoint", "latency_ms", "attempts"}
+
+    def stable(lines):
+        return [{k: v for k, v in json.loads(line).items() if k not in volatile}
+                for line in lines]
+
+    assert stable(exports.results_lines(run)) == \
+        stable((out / "results.jsonl").read_text().splitlines())
+    assert exports.per_sample(run) == json.loads((out / "per_sample.json").read_text())
+    assert exports.taxonomy(run) == json.loads((out / "taxonomy.json").read_text())
+
+
+def test_a_batch_is_claimed_once(run_setup):
+    batch = run_setup(["http://127.0.0.1:9"]).batches.first()
+    assert runs.batch_claim(batch.id) is True
+    assert runs.batch_claim(batch.id) is False
+    batch.refresh_from_db()
+    assert batch.status == "claimed" and batch.claims == 1
+
+
+def test_a_redelivered_batch_changes_nothing(run_setup, simulator_factory):
+    sim = simulator_factory("--latency-ms", "1")
+    run = run_setup(sim.urls)
+    batch = run.batches.first()
+    assert runs.batch_score(batch.id, judge(sim.urls)) is True
+    answers = list(Answer.objects.filter(run=run).order_by("id").values())
+    asked = sim.completions()
+    assert runs.batch_score(batch.id, judge(sim.urls)) is False  # done: not claimed again
+    RunBatch.objects.filter(id=batch.id).update(status="pending")  # as if redelivered
+    assert runs.batch_score(batch.id, judge(sim.urls)) is True
+    assert list(Answer.objects.filter(run=run).order_by("id").values()) == answers
+    assert sim.completions() == asked
+
+
+def test_a_fleet_outage_hands_the_batch_back(run_setup):
+    dead = [f"http://127.0.0.1:{p}" for p in free_ports(1)]
+    run = run_setup(dead)
+    batch = run.batches.first()
+    with pytest.raises(FleetUnavailable):
+        runs.batch_score(batch.id, judge(dead, down_wait=0.5))
+    batch.refresh_from_db()
+    assert batch.status == "pending"
+    run.refresh_from_db()
+    assert run.status == "scoring"
+
+
+def test_a_broken_batch_is_retried_then_fails_the_run_in_words(run_setup, settings):
+    settings.SCORING_MAX_CLAIMS = 2
+    run = run_setup(["http://127.0.0.1:9"])
+    batch = run.batches.first()
+    runs.batch_claim(batch.id)
+    assert runs.batch_failed(batch.id, "KeyError: 'x'") is True
+    runs.batch_claim(batch.id)
+    assert runs.batch_failed(batch.id, "KeyError: 'x'") is False
+    run.refresh_from_db()
+    assert run.status == "failed"
+    assert run.error == "scoring batch 0 failed 2 times; last error: KeyError: 'x'"
+
+
+def test_the_sweeper_hands_back_a_batch_whose_worker_died(run_setup, settings):
+    settings.SCORING_STALE_SECONDS = 60
+    run = run_setup(["http://127.0.0.1:9"])
+    stale, fresh = run.batches.order_by("index")[:2]
+    runs.batch_claim(stale.id)
+    runs.batch_claim(fresh.id)
+    RunBatch.objects.filter(id=stale.id).update(
+        heartbeat_at=timezone.now() - timedelta(seconds=120))
+    batch_ids, run_ids = runs.sweep()
+    assert stale.id in batch_ids and fresh.id not in batch_ids
+    assert RunBatch.objects.get(id=stale.id).status == "pending"
+    assert RunBatch.objects.get(id=fresh.id).status == "claimed"
+    assert run_ids == []
+
+
+def test_the_sweeper_fails_a_run_whose_batch_keeps_killing_workers(run_setup, settings):
+    settings.SCORING_MAX_CLAIMS = 1
+    run = run_setup(["http://127.0.0.1:9"])
+    batch = run.batches.first()
+    runs.batch_claim(batch.id)
+    RunBatch.objects.filter(id=batch.id).update(
+        heartbeat_at=timezone.now() - timedelta(hours=1))
+    runs.sweep()
+    run.refresh_from_db()
+    assert run.status == "failed"
+    assert "lost its worker 1 times" in run.error
+
+
+def test_the_sweeper_requeues_a_batch_whose_message_was_lost(run_setup, settings):
+    run = run_setup(["http://127.0.0.1:9"])
+    ScoringRun.objects.filter(id=run.id).update(created_at=timezone.now() - timedelta(hours=2))
+    runs.batches_enqueued([b.id for b in run.batches.all()])
+    assert runs.sweep()[0] == []  # just queued: left alone
+    RunBatch.objects.filter(run=run).update(enqueued_at=timezone.now() - timedelta(hours=2))
+    assert sorted(runs.sweep()[0]) == sorted(run.batches.values_list("id", flat=True))
+
+
+def test_a_cancelled_run_is_not_scored(run_setup):
+    run = run_setup(["http://127.0.0.1:9"])
+    assert runs.run_cancel(run.id) is True
+    assert runs.batch_claim(run.batches.first().id) is False
