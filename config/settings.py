@@ -172,6 +172,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
         "processed_folder": str(CELERY_BROKER_DIR / "processed"),
+        "control_folder": str(CELERY_BROKER_DIR / "control"),
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem")
@@ -180,6 +181,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 if CELERY_BROKER_URL.startswith("filesystem"):
     (CELERY_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
     (CELERY_BROKER_DIR / "processed").mkdir(parents=True, exist_ok=True)
+    (CELERY_BROKER_DIR / "control").mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
