@@ -35,6 +35,7 @@ class BenchmarkKind:
     parse_reply: Callable  # (text, n_choices) -> (letter, reason)
     score_item: Callable  # (item, criterion scores or None when missing) -> per-item row
     aggregate: Callable  # per-item rows -> slices
+    intervals: Callable  # (per-item rows, *, seed) -> bootstrap intervals, shaped as slices
     dimensions: tuple[str, ...]
 
 
@@ -83,6 +84,7 @@ MMAE = BenchmarkKind(
     parse_reply=mmae.parse_reply,
     score_item=mmae.sample_result,
     aggregate=mmae.taxonomy,
+    intervals=mmae.taxonomy_intervals,
     dimensions=mmae.DIMENSIONS,
 )
 

@@ -549,3 +549,64 @@ def rank_key(figures: dict) -> tuple:
     """Sort key for the challenge ranking: EMR, then IFR, then CR, all descending."""
     return tuple(-(figures.get(k) if figures.get(k) is not None else -1.0)
                  for k in ("EMR", "IFR", "CR"))
+
+
+# --- uncertainty -------------------------------------------------------------------------
+
+BOOTSTRAP_RESAMPLES = 1000
+
+
+def bootstrap_intervals(rows: Sequence[dict], *, seed: int,
+                        resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+    """Seeded bootstrap 95% intervals (percent) of IFR, CR and EMR over samples.
+
+    Samples are drawn with replacement; a null axis of a sample stays out of that axis's
+    mean, as in `summarize`. An axis with no value anywhere has no interval (None).
+    """
+    import numpy as np
+
+    if not rows:
+        return {"IFR": None, "CR": None, "EMR": None}
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(rows), size=(resamples, len(rows)))
+    result = {}
+    for key, name in (("IFR", "IFR"), ("CR", "CR"), ("EM", "EMR")):
+        values = np.array([np.nan if r[key] is None else float(r[key]) for r in rows])
+        if np.isnan(values).all():
+            result[name] = None
+            continue
+        drawn = values[picks]
+        counts = (~np.isnan(drawn)).sum(axis=1)
+        sums = np.nansum(drawn, axis=1)
+        means = 100 * sums[counts > 0] / counts[counts > 0]
+        lo, hi = np.percentile(means, [2.5, 97.5])
+        result[name] = (float(lo), float(hi))
+    return result
+
+
+def taxonomy_intervals(rows: Sequence[dict], *, seed: int,
+                       resamples: int = BOOTSTRAP_RESAMPLES) -> dict:
+    """bootstrap_intervals for the overall set and every bucket, shaped like taxonomy()."""
+    result: dict = {"overall": bootstrap_intervals(rows, seed=seed, resamples=resamples)}
+    for dimension in DIMENSIONS:
+        groups: dict[str, list[dict]] = {}
+        for row in rows:
+            for bucket in buckets(dimension, row):
+                groups.setdefault(bucket, []).append(row)
+        result[dimension] = {b: bootstrap_intervals(groups[b], seed=seed, resamples=resamples)
+                             for b in sorted(groups)}
+    return result
+
+
+def rank_ranges(intervals: Sequence[tuple[float, float] | None]) -> list[tuple[int, int]]:
+    """For each entry, the ranks it could hold: it ranks above another only when its interval
+    lies clear above the other's. Entries without an interval rank last."""
+    ranges = []
+    for mine in intervals:
+        if mine is None:
+            ranges.append((len(intervals), len(intervals)))
+            continue
+        better = sum(1 for other in intervals if other is not None and other[0] > mine[1])
+        worse = sum(1 for other in intervals if other is None or other[1] < mine[0])
+        ranges.append((1 + better, len(intervals) - worse))
+    return ranges

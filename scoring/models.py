@@ -218,6 +218,13 @@ class SliceResult(models.Model):
     ifr = models.FloatField(null=True)
     cr = models.FloatField(null=True)
     emr = models.FloatField(null=True)
+    # Seeded bootstrap 95% intervals over samples (percent), computed at aggregation.
+    ifr_lo = models.FloatField(null=True)
+    ifr_hi = models.FloatField(null=True)
+    cr_lo = models.FloatField(null=True)
+    cr_hi = models.FloatField(null=True)
+    emr_lo = models.FloatField(null=True)
+    emr_hi = models.FloatField(null=True)
 
     class Meta:
         constraints = [

@@ -262,7 +262,7 @@ def run_aggregate(run_id: int) -> bool:
         results.append(ItemResult(run=run, item=item, ifr=row["IFR"], cr=row["CR"],
                                   em=row["EM"], rubric_scores=row["rubric_scores"],
                                   missing=row["missing"]))
-    slices = _slices(run, kind.aggregate(item_rows))
+    slices = _slices(run, kind.aggregate(item_rows), kind.intervals(item_rows, seed=run.seed))
     with transaction.atomic():
         ItemResult.objects.filter(run=run).delete()
         SliceResult.objects.filter(run=run).delete()
@@ -276,15 +276,20 @@ def _majority(votes: list[bool]) -> int:
     return 1 if 2 * sum(votes) > len(votes) else 0
 
 
-def _slices(run: ScoringRun, taxonomy: dict) -> list[SliceResult]:
-    def row(dimension, bucket, figures):
+def _slices(run: ScoringRun, taxonomy: dict, intervals: dict) -> list[SliceResult]:
+    def row(dimension, bucket, figures, interval):
+        bounds = {}
+        for metric in ("IFR", "CR", "EMR"):
+            lo, hi = interval[metric] or (None, None)
+            bounds[f"{metric.lower()}_lo"], bounds[f"{metric.lower()}_hi"] = lo, hi
         return SliceResult(run=run, dimension=dimension, bucket=bucket, n=figures["n"],
-                           ifr=figures["IFR"], cr=figures["CR"], emr=figures["EMR"])
+                           ifr=figures["IFR"], cr=figures["CR"], emr=figures["EMR"], **bounds)
 
-    rows = [row(SliceResult.OVERALL, "", taxonomy["overall"])]
+    rows = [row(SliceResult.OVERALL, "", taxonomy["overall"], intervals["overall"])]
     for dimension, buckets in taxonomy.items():
         if dimension != "overall":
-            rows.extend(row(dimension, bucket, figures) for bucket, figures in buckets.items())
+            rows.extend(row(dimension, bucket, figures, intervals[dimension][bucket])
+                        for bucket, figures in buckets.items())
     return rows
 
 

@@ -243,3 +243,40 @@ class TestTaxonomy:
         boards = {"A": {"EMR": 5, "IFR": 40, "CR": 60}, "B": {"EMR": 5, "IFR": 45, "CR": 10},
                   "C": {"EMR": 6, "IFR": 1, "CR": 1}, "D": {"EMR": 5, "IFR": 40, "CR": 70}}
         assert sorted(boards, key=lambda k: mmae.rank_key(boards[k])) == ["C", "B", "D", "A"]
+
+
+class TestUncertainty:
+    def test_identical_samples_give_a_point_interval(self):
+        rows = [{"IFR": 0.5, "CR": 1.0, "EM": 0}] * 10
+        assert mmae.bootstrap_intervals(rows, seed=1) == {
+            "IFR": (50.0, 50.0), "CR": (100.0, 100.0), "EMR": (0.0, 0.0)}
+
+    def test_an_axis_null_everywhere_has_no_interval(self):
+        rows = [{"IFR": 1.0, "CR": None, "EM": 1}, {"IFR": 0.0, "CR": None, "EM": 0}]
+        assert mmae.bootstrap_intervals(rows, seed=1)["CR"] is None
+
+    def test_the_interval_is_seeded_and_holds_the_estimate(self):
+        rows = [{"IFR": i % 3 / 2, "CR": (i % 5) / 4, "EM": i % 2} for i in range(200)]
+        first = mmae.bootstrap_intervals(rows, seed=7)
+        assert mmae.bootstrap_intervals(rows, seed=7) == first
+        point = mmae.summarize(rows)
+        for metric in ("IFR", "CR", "EMR"):
+            lo, hi = first[metric]
+            assert lo < point[metric] < hi
+            assert hi - lo < 20  # 200 samples: a few points either side
+
+    def test_every_bucket_gets_an_interval(self):
+        intervals = mmae.taxonomy_intervals([{**r, "EM": r["EM"]} for r in ROWS], seed=0,
+                                            resamples=50)
+        assert set(intervals["operation"]) == set(mmae.taxonomy(ROWS)["operation"])
+        assert intervals["modality"]["speech"] == {"IFR": (100.0, 100.0), "CR": (100.0, 100.0),
+                                                   "EMR": (100.0, 100.0)}
+
+    @pytest.mark.parametrize("intervals, ranges", [
+        ([(10, 20), (15, 25), (30, 40)], [(2, 3), (2, 3), (1, 1)]),
+        ([(10, 20), (21, 30), (31, 40)], [(3, 3), (2, 2), (1, 1)]),
+        ([(10, 40), (15, 25), (20, 30)], [(1, 3), (1, 3), (1, 3)]),
+        ([(10, 20), None], [(1, 1), (2, 2)]),
+    ])
+    def test_rank_ranges_only_separate_clear_intervals(self, intervals, ranges):
+        assert mmae.rank_ranges(intervals) == ranges
