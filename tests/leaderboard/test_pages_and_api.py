@@ -1,0 +1,148 @@
+import csv
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from leaderboard.models import ReferenceFigure, ReferenceResult
+
+
+@pytest.fixture
+def filled(board):
+    benchmark, scored = board
+    scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)},
+           intervals={("overall", ""): {"EMR": (25.0, 35.0), "IFR": (45.0, 55.0)}},
+           open_weights=True)
+    scored("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (30.0, 40.0, 25.0)},
+           coverage=0.5)
+    scored("Hidden", (99.0, 99.0, 99.0), public=False)
+    return benchmark
+
+
+@pytest.fixture
+def reported(db, tmp_path):
+    path = tmp_path / "paper.json"
+    path.write_text(json.dumps({"source": "a paper", "models": [
+        {"model": "Paper-Model", "note": "", "n_samples": 801,
+         "overall": {"IFR": 50.73, "CR": 56.93, "EMR": 4.99},
+         "modality": {"sound": {"IFR": 56.58, "CR": 56.02, "EMR": 7.72}}}],
+        "challenge_baselines": [{"model": "Baseline", "scope": "single subset, 1003 samples",
+                                 "overall": {"IFR": 42.12, "CR": 75.78, "EMR": 7.58}}]}))
+    call_command("load_reference_results", str(path), "--benchmark", "mmae")
+    return path
+
+
+def test_the_home_page_opens_the_first_real_benchmarks_board(client, filled):
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == "/b/mmae/"
+
+
+def test_the_board_shows_public_rows_with_badges_and_intervals(client, filled):
+    html = client.get("/b/mmae/").content.decode()
+    assert "Alpha" in html and "Beta" in html and "Hidden" not in html
+    assert html.index("Alpha") < html.index("Beta")
+    assert "open weights" in html and "partial" in html
+    assert "30.00<small> [25.0, 35.0]</small>" in html
+
+
+def test_a_slice_is_a_shareable_url(client, filled):
+    html = client.get("/b/mmae/?dimension=modality&bucket=sound").content.decode()
+    table = html[html.index('id="board"'):]
+    assert table.index("Beta") < table.index("Alpha")
+    assert "modality = sound" in html
+
+
+def test_an_unknown_bucket_is_a_400_naming_the_choices(client, filled):
+    response = client.get("/b/mmae/?dimension=modality&bucket=jazz")
+    assert response.status_code == 400
+    assert "&#x27;jazz&#x27; is not a bucket of modality; choose one of: sound" in \
+        response.content.decode()
+
+
+def test_an_unknown_dimension_is_a_400(client, filled):
+    assert client.get("/b/mmae/?dimension=colour").status_code == 400
+
+
+def test_an_unknown_benchmark_is_a_404(client, filled):
+    assert client.get("/b/nope/").status_code == 404
+    assert client.get("/api/leaderboards/nope/").status_code == 404
+
+
+def test_the_api_returns_ranked_rows_in_percent(client, filled):
+    body = client.get("/api/leaderboards/mmae/?dimension=modality&bucket=sound").json()
+    assert (body["benchmark"], body["dimension"], body["bucket"]) == ("mmae", "modality",
+                                                                       "sound")
+    assert [(r["rank"], r["model"], r["IFR"], r["CR"], r["EMR"], r["n"])
+            for r in body["rows"]] == [(1, "Beta", 30.0, 40.0, 25.0, 4),
+                                       (2, "Alpha", 10.0, 20.0, 0.0, 4)]
+    overall = client.get("/api/leaderboards/mmae/").json()
+    assert overall["dimension"] == "overall" and overall["bucket"] is None
+    alpha = overall["rows"][0]
+    assert (alpha["EMR_lo"], alpha["EMR_hi"], alpha["rank_best"], alpha["rank_worst"]) == \
+        (25.0, 35.0, 1, 1)
+    assert alpha["submission"] == filled.submissions.get(model__name="Alpha").id
+
+
+def test_the_csv_export_holds_the_same_rows(client, filled):
+    response = client.get("/api/leaderboards/mmae/?dimension=modality&bucket=sound&format=csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    assert response["Content-Disposition"] == 'attachment; filename="mmae-modality-sound.csv"'
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [(r["rank"], r["model"], r["EMR"]) for r in rows] == [("1", "Beta", "25.0"),
+                                                                 ("2", "Alpha", "0.0")]
+
+
+def test_the_api_refuses_a_bad_bucket_naming_it(client, filled):
+    response = client.get("/api/leaderboards/mmae/?dimension=modality&bucket=jazz")
+    assert response.status_code == 400
+    assert response.json()["errors"][0].startswith("bucket: 'jazz' is not a bucket")
+
+
+def test_reported_rows_show_apart_with_their_scope_and_are_never_ranked(client, filled,
+                                                                         reported):
+    body = client.get("/api/leaderboards/mmae/").json()
+    assert [r["model"] for r in body["rows"]] == ["Alpha", "Beta"]
+    assert [(r["model"], r["scope"], r["EMR"]) for r in body["reported"]] == [
+        ("Baseline", "single subset, 1003 samples", 7.58), ("Paper-Model", "801 samples", 4.99)]
+    html = client.get("/b/mmae/?dimension=modality&bucket=sound").content.decode()
+    reported_table = html[html.index('id="reported"'):]
+    assert "Paper-Model" in reported_table and "56.58" in reported_table
+    assert "Baseline" not in reported_table  # it has no figures for this slice
+
+
+def test_loading_reported_results_again_replaces_them(reported):
+    call_command("load_reference_results", str(reported), "--benchmark", "mmae")
+    assert ReferenceResult.objects.count() == 2
+    assert ReferenceFigure.objects.count() == 3
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", "invalid JSON"),
+    ('{"models": [{"model": "X"}]}', "models[0] (X): no 'overall' figures"),
+    ('{"models": [{"model": "X", "overall": {"IFR": 1, "CR": "high", "EMR": 2}}]}',
+     "models[0] (X): overall needs a number for CR, got 'high'"),
+    ('{"models": [{"overall": {}}]}', "models[0]: needs a 'model' name"),
+])
+def test_a_bad_reference_file_loads_nothing(db, tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(CommandError) as info:
+        call_command("load_reference_results", str(path), "--benchmark", "mmae")
+    assert message in str(info.value)
+    assert ReferenceResult.objects.count() == 0
+
+
+def test_seed_board_fills_a_board_with_labelled_synthetic_rows(db, tmp_path, client):
+    from scoring.services import benchmark_import
+    from scoring.synthetic import write_benchmark
+
+    meta = write_benchmark(tmp_path / "b", 8, seed=1)
+    benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "b", slug="seeded")
+    call_command("seed_board", "--benchmark", "seeded", "--submissions", "3",
+                 "--resamples", "20")
+    rows = client.get("/api/leaderboards/seeded/").json()["rows"]
+    assert len(rows) == 3 and all(r["simulated"] for r in rows)
+    assert {r["judge"] for r in rows} == {"synthetic (seed_board)"}
+    assert [r["rank"] for r in rows] == sorted(r["rank"] for r in rows)
