@@ -182,6 +182,7 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     (CELERY_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
     (CELERY_BROKER_DIR / "processed").mkdir(parents=True, exist_ok=True)
     (CELERY_BROKER_DIR / "control").mkdir(parents=True, exist_ok=True)
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False

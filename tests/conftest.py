@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -157,6 +158,7 @@ class Worker:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat",
              "--concurrency", "1", "--loglevel", "INFO",
+             "--queues", self.env["CELERY_TASK_DEFAULT_QUEUE"],
              "--schedule", str(self.log_path.parent / "beat-schedule")],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
@@ -183,9 +185,11 @@ def worker_factory(transactional_db, settings, tmp_path):
     the same environment (settings.MEDIA_ROOT as the caller set it); the test process
     enqueues to the same broker.
     """
-    redis.Redis.from_url(BROKER).flushdb()
+    # A queue of this test's own, so test runs side by side never take each other's tasks.
+    queue = f"test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     celery_app.conf.broker_url = BROKER
     celery_app.conf.broker_transport_options = {"visibility_timeout": 3600}
+    celery_app.conf.task_default_queue = queue
     workers = []
 
     def factory(judge_ports, **overrides):
@@ -198,6 +202,7 @@ def worker_factory(transactional_db, settings, tmp_path):
             "JUDGE_CONCURRENCY": "8", "JUDGE_TIMEOUT": "10", "JUDGE_DOWN_WAIT": "2",
             "SCORING_HEARTBEAT_SECONDS": "1", "SCORING_STALE_SECONDS": "4",
             "SCORING_SWEEP_SECONDS": "2", "SCORING_FLEET_RETRY_SECONDS": "1",
+            "CELERY_TASK_DEFAULT_QUEUE": queue,
             **{k: str(v) for k, v in overrides.items()},
         }
         settings.JUDGE_BASE_URLS = env["JUDGE_BASE_URLS"].split(",")
@@ -212,4 +217,7 @@ def worker_factory(transactional_db, settings, tmp_path):
     yield factory
     for worker in workers:
         worker.stop()
-    redis.Redis.from_url(BROKER).flushdb()
+    celery_app.conf.task_default_queue = "celery"
+    client = redis.Redis.from_url(BROKER)
+    for key in client.scan_iter(match=f"*{queue}*"):
+        client.delete(key)
