@@ -1,0 +1,183 @@
+"""manage.py submit: the CLI against a live server, speaking HTTP only."""
+
+import io
+import json
+import time
+import tracemalloc
+import zipfile
+
+import httpx
+import pytest
+from django.core.management import CommandError, call_command
+
+from scoring.services import benchmark_import
+from scoring.synthetic import write_benchmark, write_system
+from submissions.management.commands import submit as submit_command
+from submissions.models import ApiToken, Submission
+from submissions.tasks import validate_submission
+from tests.conftest import free_ports
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MB = 1024**2
+
+
+@pytest.fixture
+def bench(tmp_path, settings):
+    """A 6-sample benchmark and a system's files, as an author has them on disk."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    root = tmp_path / "bench"
+    meta = write_benchmark(root, 6, seed=8)
+    benchmark_import(kind="mmae", path=meta, audio_root=root, slug="mmae", synthetic=True)
+    samples = json.loads(meta.read_text())
+    predictions = write_system(root, samples, name="sys", seed=3, fmt="jsonl")
+    audio = tmp_path / "audio.zip"
+    with zipfile.ZipFile(audio, "w") as archive:
+        for sample in samples:
+            relative = f"systems/sys/{sample['id']}.wav"
+            archive.write(root / relative, relative)
+    return {"predictions": predictions, "audio": audio, "samples": samples}
+
+
+@pytest.fixture
+def key(author):
+    return ApiToken.issue(user=author, name="cli")[1]
+
+
+@pytest.fixture
+def queue(monkeypatch):
+    """No worker: the ids handed to validation are recorded instead."""
+    ids = []
+    monkeypatch.setattr(validate_submission, "delay", ids.append)
+    return ids
+
+
+def submit(url, key, *args, files=None):
+    """Run the command in-process; its output (the progress bars go to `err`)."""
+    out, err = io.StringIO(), io.StringIO()
+    options = [] if files is None else ["--predictions", str(files["predictions"]),
+                                        "--audio", str(files["audio"])]
+    call_command("submit", "--url", url, "--token", key, "--benchmark", "mmae",
+                 "--model-name", "CLI Model", *options, *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.integration
+def test_it_uploads_and_follows_the_submission_to_its_figures(
+        live_server, bench, key, settings, simulator_factory, worker_factory):
+    ports = free_ports(2)
+    simulator_factory("--latency-ms", "5", ports=ports)
+    worker_factory(ports)()
+    out, err = submit(live_server.url, key, "--poll-seconds", "0.3", "--timeout", "60",
+                      "--public", "--organisation", "Lab", files=bench)
+    submission = Submission.objects.select_related("current_run", "model").get()
+    assert submission.state == "finished" and submission.public
+    assert submission.model.organisation == "Lab"
+    assert f"submission {submission.id}: uploaded" in out
+    assert f"submission {submission.id}: finished" in out
+    assert "overall (6 samples, coverage 100%): IFR " in out
+    assert " CR " in out and " EMR " in out and "simulated" in out
+    assert f"{live_server.url}/api/submissions/{submission.id}/files/results.jsonl" in out
+    assert "uploading" in err and "finished" in err
+
+
+def test_no_wait_prints_the_id_and_returns_once_uploaded(live_server, bench, key, queue):
+    started = time.monotonic()
+    out, _ = submit(live_server.url, key, "--no-wait", files=bench)
+    assert time.monotonic() - started < 10
+    submission = Submission.objects.get()
+    assert queue == [submission.id]
+    assert out.splitlines() == [
+        f"submission {submission.id}: uploaded",
+        f"follow it with GET {live_server.url}/api/submissions/{submission.id}/"]
+
+
+def test_a_wrong_token_gets_401(live_server, bench, queue):
+    with pytest.raises(CommandError) as caught:
+        submit(live_server.url, "not-a-key", files=bench)
+    assert "HTTP 401" in str(caught.value) and "Invalid token." in str(caught.value)
+    assert not Submission.objects.exists()
+
+
+def test_unknown_ids_in_the_predictions_print_the_server_s_line(live_server, bench, key,
+                                                               queue):
+    with open(bench["predictions"], "a") as handle:
+        handle.write(json.dumps({"id": "nope", "audio_path": "systems/sys/nope.wav"}) + "\n")
+    with pytest.raises(CommandError) as caught:
+        submit(live_server.url, key, files=bench)
+    assert "HTTP 400" in str(caught.value)
+    assert "submission.jsonl line 7: unknown id 'nope' (not in the benchmark)" \
+        in str(caught.value)
+    assert not Submission.objects.exists() and queue == []
+
+
+def test_a_missing_file_is_named_before_any_request(live_server, bench, key, tmp_path,
+                                                    monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a request was made")
+
+    monkeypatch.setattr(httpx.Client, "send", refuse)
+    missing = tmp_path / "nowhere.zip"
+    with pytest.raises(CommandError, match=f"--audio {missing}: no such file"):
+        submit(live_server.url, key, files={**bench, "audio": missing})
+    assert not Submission.objects.exists()
+
+
+def test_an_unreachable_url_is_said_so(bench, key):
+    url = f"http://127.0.0.1:{free_ports(1)[0]}"
+    with pytest.raises(CommandError, match=f"cannot reach {url}"):
+        submit(url, key, files=bench)
+
+
+def test_the_daily_quota_is_reported(live_server, bench, key, settings, queue):
+    settings.SUBMISSIONS_PER_DAY = 0
+    with pytest.raises(CommandError) as caught:
+        submit(live_server.url, key, files=bench)
+    assert "HTTP 429" in str(caught.value)
+    assert "daily quota reached: 0 submissions in 24 hours" in str(caught.value)
+
+
+def test_a_rejected_submission_prints_each_error_and_fails(live_server, bench, key,
+                                                           monkeypatch, tmp_path):
+    # Validation runs in the server's request thread, after the upload's commit.
+    monkeypatch.setattr(validate_submission, "delay", validate_submission)
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(b"not a zip archive")
+    with pytest.raises(CommandError) as caught:
+        submit(live_server.url, key, "--poll-seconds", "0.1", "--timeout", "20",
+               files={**bench, "audio": broken})
+    submission = Submission.objects.get()
+    assert submission.state == "rejected"
+    message = str(caught.value)
+    assert message.startswith(f"submission {submission.id} was rejected:")
+    for line in submission.report["errors"]:
+        assert f"\n  {line}" in message
+
+
+def test_a_large_file_streams_in_small_reads(live_server, bench, key, queue, tmp_path,
+                                             monkeypatch):
+    reads = []
+    read = submit_command.ProgressFile.read
+
+    def spy(self, size=-1):
+        chunk = read(self, size)
+        reads.append(len(chunk))
+        return chunk
+
+    monkeypatch.setattr(submit_command.ProgressFile, "read", spy)
+    large = tmp_path / "large.zip"
+    with open(large, "wb") as handle:
+        handle.truncate(50 * MB)
+    tracemalloc.start()  # traces the live server's thread too
+    try:
+        _, err = submit(live_server.url, key, "--no-wait", files={**bench, "audio": large})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * MB
+    assert sum(reads) == 50 * MB + bench["predictions"].stat().st_size
+    assert max(reads) <= 64 * 1024 and len(reads) > 800
+    stored = [p for p in (tmp_path / "media" / Submission.objects.get().files_dir).rglob("*")
+              if p.name.endswith("large.zip")]
+    assert [p.stat().st_size for p in stored] == [50 * MB]
+    assert "100%" in err
