@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
     "django_htmx",
     "judge",
     "scoring",
@@ -125,6 +126,14 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "UNAUTHENTICATED_RESPONSE_STATUS": 401,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.api.errors_exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Audio Leaderboard API",
+    "DESCRIPTION": "Boards (read, public) and submissions (token: `Authorization: Token KEY`).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
 }
 
 # Uploads: anything above FILE_UPLOAD_MAX_MEMORY_SIZE streams to a temporary file.

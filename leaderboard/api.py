@@ -3,6 +3,8 @@
 import csv
 import io
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
@@ -57,6 +59,12 @@ class LeaderboardApi(APIView):
     authentication_classes = []
     renderer_classes = [JSONRenderer, BrowsableAPIRenderer, CsvRenderer]
 
+    @extend_schema(operation_id="leaderboard", parameters=[
+        OpenApiParameter("dimension", str, description="complexity, complexity_group, "
+                         "modality, granularity or operation; none for overall"),
+        OpenApiParameter("bucket", str, description="a bucket of the dimension"),
+        OpenApiParameter("format", str, enum=["json", "csv"]),
+    ], responses=OpenApiTypes.OBJECT)
     def get(self, request, slug):
         benchmark = selectors.benchmark_current(slug)
         if benchmark is None:

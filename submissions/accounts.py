@@ -9,6 +9,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -55,6 +57,8 @@ class TokenObtainApi(APIView):
 
     InputSerializer = AuthTokenSerializer  # checks the pair with authenticate()
 
+    @extend_schema(operation_id="token_create", request=AuthTokenSerializer,
+                   responses=OpenApiTypes.OBJECT)
     def post(self, request):
         serializer = self.InputSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)

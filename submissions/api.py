@@ -1,6 +1,9 @@
 """The submissions API (token auth: `Authorization: Token KEY`), one view per operation."""
 
 from django.http import Http404, StreamingHttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
@@ -10,7 +13,12 @@ from rest_framework.views import APIView
 from scoring.exports import FILES, file_chunks
 from scoring.models import ScoringRun
 from submissions import selectors
-from submissions.services import METADATA_FIELDS, SubmissionRefused, submission_create
+from submissions.services import (
+    METADATA_FIELDS,
+    SubmissionRefused,
+    submission_cancel,
+    submission_create,
+)
 
 
 def _run_out(run: ScoringRun) -> dict:
@@ -54,9 +62,13 @@ class SubmissionListCreateApi(APIView):
                 raise serializers.ValidationError(f"no benchmark {slug!r}")
             return benchmark
 
+    @extend_schema(operation_id="submissions_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
         return Response([submission_out(s) for s in selectors.submissions_of(request.user)])
 
+    @extend_schema(operation_id="submissions_create", request=InputSerializer,
+                   responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
+                              429: OpenApiTypes.OBJECT})
     def post(self, request):
         serializer = self.InputSerializer(data=request.data)
         if not serializer.is_valid():
@@ -73,8 +85,10 @@ class SubmissionListCreateApi(APIView):
         except SubmissionRefused as exc:
             code = status.HTTP_429_TOO_MANY_REQUESTS if exc.quota else status.HTTP_400_BAD_REQUEST
             return Response({"errors": exc.problems}, status=code)
-        return Response({"id": submission.id, "status": submission.state},
-                        status=status.HTTP_201_CREATED)
+        url = request.build_absolute_uri(reverse("submissions:api-detail",
+                                                 args=[submission.id]))
+        return Response({"id": submission.id, "status": submission.state, "url": url},
+                        status=status.HTTP_201_CREATED, headers={"Location": url})
 
 
 def _flatten(errors: dict) -> list[str]:
@@ -86,6 +100,7 @@ class SubmissionDetailApi(APIView):
     # so an anonymous caller learns no more than another user does.
     permission_classes = [AllowAny]
 
+    @extend_schema(operation_id="submissions_detail", responses=OpenApiTypes.OBJECT)
     def get(self, request, pk):
         submission = selectors.submission_for(request.user, pk)
         progress = selectors.run_progress(submission.current_run)
@@ -104,9 +119,23 @@ class SubmissionDetailApi(APIView):
 class SubmissionFileApi(APIView):
     permission_classes = [AllowAny]
 
+    @extend_schema(operation_id="submissions_file", responses={200: OpenApiTypes.BINARY})
     def get(self, request, pk, name):
         submission = selectors.submission_for(request.user, pk)
         return file_response(submission, name)
+
+
+class SubmissionCancelApi(APIView):
+    @extend_schema(operation_id="submissions_cancel", request=None,
+                   responses=OpenApiTypes.OBJECT)
+    def post(self, request, pk):
+        submission = selectors.submission_for(request.user, pk)
+        if not submission_cancel(submission):
+            return Response({"errors": [f"submission {pk} is {submission.state}; only a "
+                                        "queued or scoring one can be cancelled"]},
+                            status=status.HTTP_409_CONFLICT)
+        submission.refresh_from_db()
+        return Response({"id": submission.id, "status": submission.state})
 
 
 def file_response(submission, name: str) -> StreamingHttpResponse:

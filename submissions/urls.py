@@ -15,4 +15,6 @@ urlpatterns = [
     path("api/submissions/<int:pk>/", api.SubmissionDetailApi.as_view(), name="api-detail"),
     path("api/submissions/<int:pk>/files/<str:name>", api.SubmissionFileApi.as_view(),
          name="api-file"),
+    path("api/submissions/<int:pk>/cancel/", api.SubmissionCancelApi.as_view(),
+         name="api-cancel"),
 ]

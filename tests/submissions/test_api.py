@@ -29,7 +29,9 @@ def test_an_upload_returns_201_with_id_and_status(api, small_bench, author):
     response = api.post("/api/submissions/", payload(small_bench), format="multipart")
     assert response.status_code == 201
     submission = Submission.objects.get()
-    assert response.json() == {"id": submission.id, "status": "uploaded"}
+    url = f"http://testserver/api/submissions/{submission.id}/"
+    assert response.json() == {"id": submission.id, "status": "uploaded", "url": url}
+    assert response["Location"] == url
     assert (submission.owner, submission.public) == (author, False)
     model = submission.model
     assert (model.name, model.organisation, model.parameters, model.licence,
@@ -116,3 +118,26 @@ def test_a_file_of_an_unfinished_run_is_404(api, small_bench):
 @pytest.mark.parametrize("method", ["put", "patch", "delete"])
 def test_other_methods_are_405(api, small_bench, method):
     assert getattr(api, method)("/api/submissions/").status_code == 405
+
+
+def test_the_author_can_cancel_a_queued_submission_through_the_api(api, small_bench):
+    submission_id = api.post("/api/submissions/", payload(small_bench),
+                             format="multipart").json()["id"]
+    response = api.post(f"/api/submissions/{submission_id}/cancel/")
+    assert response.status_code == 409
+    assert response.json() == {"errors": [
+        f"submission {submission_id} is uploaded; only a queued or scoring one can be "
+        "cancelled"]}
+    submission_validate(submission_id)
+    response = api.post(f"/api/submissions/{submission_id}/cancel/")
+    assert response.status_code == 200
+    assert response.json() == {"id": submission_id, "status": "cancelled"}
+
+
+def test_another_user_cannot_cancel_through_the_api(api, small_bench, other_author):
+    submission_id = api.post("/api/submissions/", payload(small_bench),
+                             format="multipart").json()["id"]
+    submission_validate(submission_id)
+    other = APIClient()
+    other.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=other_author, name='o')[1]}")
+    assert other.post(f"/api/submissions/{submission_id}/cancel/").status_code == 404

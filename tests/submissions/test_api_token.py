@@ -52,8 +52,7 @@ def test_each_request_issues_another_token(client, author):
 def test_wrong_password_gives_400(client, author):
     response = client.post(reverse("api_token"), {"username": "author", "password": "nope"})
     assert response.status_code == 400
-    assert response.json() == {
-        "non_field_errors": ["Unable to log in with provided credentials."]}
+    assert response.json() == {"errors": ["Unable to log in with provided credentials."]}
     assert not ApiToken.objects.exists()
 
 
@@ -67,8 +66,8 @@ def test_inactive_user_gets_no_token(client, author):
 def test_missing_fields_are_named(client):
     response = client.post(reverse("api_token"), {}, content_type="application/json")
     assert response.status_code == 400
-    assert response.json() == {"username": ["This field is required."],
-                               "password": ["This field is required."]}
+    assert response.json() == {"errors": ["username: This field is required.",
+                                          "password: This field is required."]}
 
 
 def test_the_endpoint_needs_post(client):
