@@ -150,7 +150,7 @@ SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
 
 # Scoring pipeline: items per batch (one Celery task), and how long a claimed batch may go
 # without a heartbeat before the sweeper hands it to another worker.
-SCORING_BATCH_ITEMS = env_int("SCORING_BATCH_ITEMS", 10, minimum=1)
+SCORING_BATCH_ITEMS = env_int("SCORING_BATCH_ITEMS", 40, minimum=1)
 SCORING_HEARTBEAT_SECONDS = env_int("SCORING_HEARTBEAT_SECONDS", 10, minimum=1)
 SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
 SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 3600, minimum=2)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
@@ -76,7 +77,11 @@ def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[
 
 
 def _save(upload: UploadedFile, folder: Path, name: str) -> None:
+    """Keep an upload: a large one already streamed to a temporary file is moved, not copied."""
     folder.mkdir(parents=True, exist_ok=True)
+    if hasattr(upload, "temporary_file_path"):
+        file_move_safe(upload.temporary_file_path(), str(folder / name))
+        return
     with open(folder / name, "wb") as handle:
         for chunk in upload.chunks():
             handle.write(chunk)

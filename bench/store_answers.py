@@ -1,0 +1,194 @@
+"""Storing one full MMAE run's answers in PostgreSQL: the pipeline's way against a bare COPY.
+
+Makes a scratch database (bench_store_<pid>), migrates it, imports a synthetic full-size
+benchmark (2,000 samples, 17,741 rubrics; the input WAVs are empty files, enough for the
+importer's existence checks) and adds a ScoringRun. Then, for the same 53,223 answer rows
+(17,741 rubrics x 3 rounds; choices of 3-4 strings, reason ~120 chars, raw ~200 chars):
+  (a) stores them as the pipeline does: scoring.runs._store per batch of 10 items, i.e.
+      Answer.objects.bulk_create(..., ignore_conflicts=True, batch_size=2000);
+  (b) truncates the table and stores them with one psycopg3 `COPY scoring_answer FROM STDIN`
+      (write_row per row);
+and prints both times and the ratio (a)/(b). The scratch database is always dropped.
+
+    .venv/bin/python bench/store_answers.py [--samples 2000 --rubrics 17741 --repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _scratch
+
+ROOT = _scratch.ROOT
+sys.path.insert(0, str(ROOT))
+
+COLUMNS = ("run_id", "criterion_id", "round", "choices", "correct_letter", "choice", "correct",
+           "reason", "raw", "error", "endpoint", "attempts", "latency_ms")
+
+
+def make_records(items, rounds: int, seed: int) -> list[list[dict]]:
+    """Judge records (scoring.scorer._record's shape) grouped per item, realistic sizes."""
+    rng = random.Random(seed)
+    grouped = []
+    for item in items:
+        records = []
+        for criterion in item.criteria.all():
+            for k in range(rounds):
+                options = [criterion.right_choice, *criterion.wrong_choices]
+                while len(options) < 3:
+                    options.append(f"No, the edit is only partly there (variant {len(options)})")
+                if len(options) < 4 and rng.random() < 0.5:
+                    options.append("It cannot be told from the audio")
+                rng.shuffle(options)
+                letters = "ABCD"[: len(options)]
+                correct_letter = letters[options.index(criterion.right_choice)]
+                choice = rng.choice(letters)
+                reason = (f"The output {'does' if choice == correct_letter else 'does not'} "
+                          f"match the requested edit; rubric {criterion.index}, round {k}, "
+                          "judged from the audio.").ljust(120, ".")
+                raw = json.dumps({"choice": choice, "reason": reason})[:200].ljust(200)
+                records.append({
+                    "id": item.key, "rubric_index": criterion.index, "round": k,
+                    "category": criterion.category, "choices": options,
+                    "correct_letter": correct_letter, "choice": choice,
+                    "correct": choice == correct_letter, "reason": reason, "raw": raw,
+                    "error": None, "endpoint": f"http://127.0.0.1:{8001 + k % 2}",
+                    "attempts": 1, "latency_ms": round(rng.uniform(190, 260), 1),
+                })
+        grouped.append(records)
+    return grouped
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--rubrics", type=int, default=17741)
+    parser.add_argument("--batch-items", type=int, default=10,
+                        help="items per pipeline batch (SCORING_BATCH_ITEMS)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="measure (a) then (b) this many times; the best of each counts")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="bench-store-"))
+    db_name = None
+    try:
+        db_name, url = _scratch.create_database("bench_store")
+        os.environ.update({"DATABASE_URL": url, "VAR_DIR": str(work / "var"),
+                           "DJANGO_SETTINGS_MODULE": "config.settings"})
+        _scratch.migrate(dict(os.environ))
+
+        import django
+
+        django.setup()
+        from django.db import connection
+
+        from scoring import synthetic
+        from scoring.models import Answer, Item, ScoringRun
+        from scoring.runs import _store
+        from scoring.scorer import prompt_hash
+        from scoring.services import benchmark_import
+
+        meta = synthetic.make_meta(args.samples, n_rubrics=args.rubrics)
+        meta_path = work / "MMAE-meta.json"
+        meta_path.write_text(json.dumps(meta))
+        for sample in meta:
+            for message in sample["messages"]:
+                for part in message["content"]:
+                    if part["type"] == "audio":
+                        path = work / "audio" / part["audio_url"]
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        path.touch()
+        started = time.monotonic()
+        benchmark, _ = benchmark_import(kind="mmae", path=meta_path, audio_root=work / "audio",
+                                        slug="mmae", synthetic=True)
+        print(f"benchmark import: {benchmark.n_items} samples, {benchmark.n_criteria} rubrics "
+              f"in {time.monotonic() - started:.2f} s")
+        rounds = 3
+        run = ScoringRun.objects.create(
+            benchmark=benchmark, audio_root=str(work), outputs={}, missing={},
+            judge_model="bench", base_urls=["http://127.0.0.1:8001"],
+            prompt_sha256=prompt_hash(), rounds=rounds, max_attempts=5,
+            total_queries=benchmark.n_criteria * rounds)
+
+        items = list(Item.objects.filter(benchmark=benchmark).order_by("position")
+                     .prefetch_related("criteria"))
+        criterion_ids = {(item.key, c.index): c.id for item in items for c in item.criteria.all()}
+        grouped = make_records(items, rounds, seed=1)
+        batches = [
+            [r for records in grouped[i:i + args.batch_items] for r in records]
+            for i in range(0, len(grouped), args.batch_items)
+        ]
+        n_rows = sum(len(b) for b in batches)
+        print(f"rows: {n_rows} ({benchmark.n_criteria} rubrics x {rounds} rounds) in "
+              f"{len(batches)} batches of {args.batch_items} items")
+
+        raw_conn = connection  # Django's; (b) uses the psycopg connection underneath
+
+        def truncate():
+            with raw_conn.cursor() as cursor:
+                cursor.execute("TRUNCATE scoring_answer")
+
+        def pipeline_store() -> float:
+            truncate()
+            started = time.perf_counter()
+            for records in batches:
+                _store(run, criterion_ids, records, [True] * len(records))
+            return time.perf_counter() - started
+
+        def copy_store() -> float:
+            truncate()
+            raw_conn.ensure_connection()
+            pg = raw_conn.connection  # a psycopg.Connection, autocommit as Django keeps it
+            started = time.perf_counter()
+            with pg.transaction(), pg.cursor() as cursor:
+                with cursor.copy(f"COPY scoring_answer ({', '.join(COLUMNS)}) FROM STDIN") \
+                        as copy:
+                    for records in batches:
+                        for r in records:
+                            copy.write_row((
+                                run.id, criterion_ids[(r["id"], r["rubric_index"])], r["round"],
+                                json.dumps(r["choices"]), r["correct_letter"], r["choice"],
+                                r["correct"], r["reason"], r["raw"], r["error"], r["endpoint"],
+                                r["attempts"], r["latency_ms"]))
+            return time.perf_counter() - started
+
+        best_a = best_b = float("inf")
+        for attempt in range(1, args.repeat + 1):
+            a = pipeline_store()
+            count_a = Answer.objects.filter(run=run).count()
+            b = copy_store()
+            count_b = Answer.objects.filter(run=run).count()
+            if count_a != n_rows or count_b != n_rows:
+                raise SystemExit(f"row counts differ: (a) {count_a}, (b) {count_b}, "
+                                 f"expected {n_rows}")
+            best_a, best_b = min(best_a, a), min(best_b, b)
+            print(f"repeat {attempt}: (a) pipeline bulk_create {a:.2f} s, (b) COPY {b:.2f} s, "
+                  f"ratio {a / b:.2f}")
+        print(f"(a) pipeline _store, bulk_create(ignore_conflicts=True, batch_size=2000) per "
+              f"batch of {args.batch_items} items: {best_a:.2f} s = {n_rows / best_a:,.0f} rows/s")
+        print(f"(b) one COPY FROM STDIN (write_row): {best_b:.2f} s = {n_rows / best_b:,.0f} "
+              f"rows/s")
+        print(f"ratio (a)/(b): {best_a / best_b:.2f} (best of {args.repeat})")
+        connection.close()
+    finally:
+        if db_name:
+            try:
+                from django.db import connections
+
+                connections.close_all()
+            except Exception:  # noqa: BLE001 - Django may not be set up yet
+                pass
+            _scratch.drop_database(db_name)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
