@@ -1,6 +1,6 @@
 from django import forms
 
-from leaderboard.selectors import OVERALL, SORTS, BoardQuery
+from leaderboard.selectors import METRICS, OVERALL, SORTS, BoardQuery, visible_models
 from scoring import mmae
 
 
@@ -42,3 +42,85 @@ class BoardForm(forms.Form):
                           search=data.get("q") or "", open_weights=weights,
                           licence=data.get("licence") or "", sort=data.get("sort") or "rank",
                           descending=bool(data.get("desc")))
+
+
+DEFAULT_DIMENSION = "modality"
+DIMENSION_CHOICES = [(d, d.replace("_", " ")) for d in mmae.DIMENSIONS]
+
+
+class PivotForm(forms.Form):
+    """The pivot's GET parameters: which dimension's buckets and which metric."""
+
+    dimension = forms.ChoiceField(required=False, choices=DIMENSION_CHOICES)
+    metric = forms.ChoiceField(required=False, choices=[(m, m) for m in METRICS])
+
+    def clean(self):
+        data = super().clean()
+        data["dimension"] = data.get("dimension") or DEFAULT_DIMENSION
+        data["metric"] = data.get("metric") or "EMR"
+        return data
+
+
+class ModelPageForm(forms.Form):
+    """The model page's GET parameters: which board's figures, and the chart over which
+    dimension, as bars or a radar."""
+
+    benchmark = forms.ChoiceField(required=False)
+    dimension = forms.ChoiceField(required=False, choices=DIMENSION_CHOICES)
+    chart = forms.ChoiceField(required=False, choices=[("bars", "bars"), ("radar", "radar")])
+
+    def __init__(self, data, *, benchmarks: list[str]):
+        super().__init__(data)
+        self.fields["benchmark"].choices = [(b, b) for b in benchmarks]
+        self.benchmarks = benchmarks
+
+    def clean(self):
+        data = super().clean()
+        data["benchmark"] = data.get("benchmark") or (self.benchmarks[0] if self.benchmarks
+                                                      else "")
+        data["dimension"] = data.get("dimension") or DEFAULT_DIMENSION
+        data["chart"] = data.get("chart") or "bars"
+        return data
+
+
+class CompareForm(forms.Form):
+    """`models=ID1,ID2[,...]` (or the parameter repeated, as checkboxes send it): two or more
+    models with a public scored submission on this board."""
+
+    MAX_MODELS = 8
+
+    models = forms.CharField(required=False, max_length=500)
+
+    def __init__(self, data, *, board: dict, user):
+        if hasattr(data, "getlist"):
+            data = {"models": ",".join(data.getlist("models"))}
+        super().__init__(data)
+        self.board, self.user = board, user
+
+    def clean_models(self) -> list[int]:
+        ids: list[int] = []
+        for part in (p.strip() for p in self.cleaned_data["models"].split(",")):
+            if not part:
+                continue
+            if not part.isdigit():
+                raise forms.ValidationError(f"{part!r} is not a model id")
+            if int(part) not in ids:
+                ids.append(int(part))
+        if len(ids) < 2:
+            raise forms.ValidationError(f"choose at least two models to compare "
+                                        f"(got {len(ids)})")
+        if len(ids) > self.MAX_MODELS:
+            raise forms.ValidationError(f"compare at most {self.MAX_MODELS} models at once "
+                                        f"(got {len(ids)})")
+        absent = [i for i in ids if i not in self.board]
+        # Name only models the user may know of: a model with private submissions only
+        # reads as unknown, exactly as its page 404s.
+        known = {m.id: m.name for m in visible_models(self.user).filter(pk__in=absent)}
+        errors = [f"{known[i]!r} (model {i}) has no public scored submission on this board"
+                  if i in known else f"no model with id {i}" for i in absent]
+        if errors:
+            raise forms.ValidationError(errors)
+        return ids
+
+    def submissions(self) -> list:
+        return [self.board[i] for i in self.cleaned_data["models"]]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard import api, views
+from leaderboard import api, explorer, views
 
 app_name = "leaderboard"
 
@@ -8,4 +8,12 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("b/<slug:slug>/", views.board, name="board"),
     path("api/leaderboards/<slug:slug>/", api.LeaderboardApi.as_view(), name="api-board"),
+    path("s/<int:pk>/", explorer.submission_page, name="submission"),
+    path("s/<int:pk>/samples/", explorer.submission_samples, name="submission-samples"),
+    path("s/<int:pk>/audio/<str:item_key>/<str:which>", explorer.submission_audio,
+         name="submission-audio"),
+    path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
+    path("b/<slug:slug>/compare/", views.compare, name="compare"),
+    path("m/<int:model_id>/", views.model, name="model"),
+    path("static-plotly-<str:version>.js", views.plotly_js, name="plotly-js"),
 ]

@@ -1,8 +1,15 @@
-from django.http import Http404
-from django.shortcuts import redirect, render
+import functools
+import gzip
+from pathlib import Path
 
-from leaderboard import selectors
-from leaderboard.forms import BoardForm
+import plotly
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from leaderboard import charts, selectors
+from leaderboard.forms import BoardForm, CompareForm, ModelPageForm, PivotForm
 
 COLUMNS = [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
            ("IFR", "IFR"), ("CR", "CR"), ("EMR", "EMR"), ("coverage", "Coverage"),
@@ -44,5 +51,126 @@ def board(request, slug):
         columns=COLUMNS,
         reported=selectors.reported_rows(slug=slug, dimension=query.dimension,
                                          bucket=query.bucket),
+        # The chart plots the very rows the table shows.
+        scatter=charts.to_html(charts.emr_ifr_scatter(rows), div_id="chart-emr-ifr")
+        if rows else None,
+        scatter_title="EMR against IFR" + (f" on {query.dimension} = {query.bucket}"
+                                           if query.dimension != selectors.OVERALL else ""),
+        plotly_js=plotly_js_url(),
+        compare_models=",".join(str(r["model_id"]) for r in rows[:2]),
     )
     return render(request, "leaderboard/board.html", context)
+
+
+# --- plotly.js, model pages, pivots and comparisons ------------------------------------------
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+@functools.cache
+def _plotly_js() -> tuple[bytes, bytes]:
+    """The bundle shipped inside the installed plotly package, plain and gzipped (once)."""
+    plain = PLOTLY_JS.read_bytes()
+    return plain, gzip.compress(plain, compresslevel=6, mtime=0)
+
+
+def plotly_js_url() -> str:
+    return reverse("leaderboard:plotly-js", args=[plotly.__version__])
+
+
+@require_GET
+def plotly_js(request, version):
+    """plotly.js for every chart, under a URL that names the installed plotly's version, so
+    browsers may keep it for a year; an old version's URL redirects to the current one."""
+    if version != plotly.__version__:
+        return redirect(plotly_js_url())
+    plain, packed = _plotly_js()
+    gzipped = "gzip" in request.headers.get("Accept-Encoding", "")
+    response = HttpResponse(packed if gzipped else plain,
+                            content_type="text/javascript; charset=utf-8")
+    if gzipped:
+        response["Content-Encoding"] = "gzip"
+    response["Vary"] = "Accept-Encoding"
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    return response
+
+
+def _benchmark_or_404(slug):
+    benchmark = selectors.benchmark_current(slug)
+    if benchmark is None:
+        raise Http404("no such benchmark")
+    return benchmark
+
+
+def _with_cells(rows: list[dict]) -> list[dict]:
+    for row in rows:  # display order of the figure cells, as on the board
+        row["figures"] = [(row[m], row[f"{m}_interval"]) for m in selectors.METRICS]
+    return rows
+
+
+def _errors(form) -> list[str]:
+    return [f"{field}: {message}" if field != "__all__" else message
+            for field, messages in form.errors.items() for message in messages]
+
+
+@require_GET
+def model(request, model_id):
+    entry = selectors.model_for(request.user, model_id)
+    submissions = selectors.model_submissions(request.user, entry)
+    featured = selectors.featured_submissions(submissions)
+    form = ModelPageForm(request.GET, benchmarks=list(featured))
+    context = {"entry": entry, "form": form, "errors": [],
+               "submissions": _with_cells(selectors.submission_rows(submissions)),
+               "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()]}
+    if not form.is_valid():
+        context["errors"] = _errors(form)
+        return render(request, "leaderboard/model.html", context, status=400)
+    data = form.cleaned_data
+    shown = featured.get(data["benchmark"])
+    slices = _with_cells(selectors.slice_rows(shown.current_run_id)) if shown else []
+    chosen = [r for r in slices if r["dimension"] == data["dimension"]]
+    build = charts.slice_radar if data["chart"] == "radar" else charts.slice_bars
+    context.update(
+        shown=shown, slices=slices, dimension=data["dimension"], chart_kind=data["chart"],
+        benchmark_slug=data["benchmark"], plotly_js=plotly_js_url(),
+        chart_title=f"IFR, CR and EMR per bucket of {data['dimension'].replace('_', ' ')}",
+        chart_note="The figures of the table below"
+        + ("; whiskers are bootstrap 95% intervals over samples." if data["chart"] == "bars"
+           else "; intervals are in the table."),
+        chart=charts.to_html(build(chosen), div_id="chart-slices") if chosen else None)
+    return render(request, "leaderboard/model.html", context)
+
+
+@require_GET
+def pivot(request, slug):
+    benchmark = _benchmark_or_404(slug)
+    form = PivotForm(request.GET)
+    context = {"benchmark": benchmark, "form": form, "errors": [], "metrics": selectors.METRICS}
+    if not form.is_valid():
+        context["errors"] = _errors(form)
+        return render(request, "leaderboard/pivot.html", context, status=400)
+    table = selectors.pivot(benchmark=benchmark, dimension=form.cleaned_data["dimension"],
+                            metric=form.cleaned_data["metric"])
+    context.update(table=table, plotly_js=plotly_js_url(),
+                   chart=charts.to_html(charts.pivot_heatmap(table), div_id="chart-pivot")
+                   if table["rows"] and table["buckets"] else None)
+    return render(request, "leaderboard/pivot.html", context)
+
+
+@require_GET
+def compare(request, slug):
+    benchmark = _benchmark_or_404(slug)
+    board_models = selectors.board_models(benchmark)
+    form = CompareForm(request.GET, board=board_models, user=request.user)
+    chosen = form.data["models"].split(",")
+    context = {"benchmark": benchmark, "form": form, "errors": [],
+               "choices": [(r["model_id"], r["model"], str(r["model_id"]) in chosen)
+                           for r in selectors.leaderboard_rows(benchmark=benchmark)]}
+    if not form.is_valid():
+        context["errors"] = _errors(form)
+        return render(request, "leaderboard/compare.html", context, status=400)
+    submissions = form.submissions()
+    context.update(models=selectors.compared_models(submissions),
+                   rows=selectors.compare_rows(submissions),
+                   pairs=selectors.pairwise(submissions))
+    return render(request, "leaderboard/compare.html", context)

@@ -79,3 +79,16 @@ def run_progress(run: ScoringRun | None) -> dict:
         "percent": round(100 * done / total, 1) if total else 100.0,
         "eta_seconds": eta, "queue_position": position, "failures": failures,
     }
+
+
+def submission_visible(user, pk) -> Submission:
+    """The one access-checked lookup of a submission's public page, its explorer and audio.
+
+    A public submission whose current run is finished is seen by everyone; any other is seen
+    by its owner and staff only (the rule of `submission_for`), and is a 404 for anyone else.
+    """
+    try:
+        return (Submission.objects.select_related("model", "benchmark", "current_run")
+                .get(pk=pk, public=True, current_run__status=ScoringRun.Status.FINISHED))
+    except (Submission.DoesNotExist, ValueError, TypeError):
+        return submission_for(user, pk)

@@ -1,0 +1,215 @@
+"""A submission's page: figures, slices and the per-sample explorer, and its audio.
+
+Every view here looks the submission up with `submission_visible`, the one access check of
+this page: public and finished for anyone, otherwise its owner and staff, 404 for the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlencode
+
+from django import forms
+from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import http_date
+from django.views.decorators.http import require_safe
+from django_htmx.http import push_url
+
+from leaderboard import explorer_selectors as selectors
+from scoring import mmae
+from submissions.selectors import submission_visible
+
+AUDIO_WHICH = re.compile(r"output|input[1-9][0-9]{0,2}")
+
+
+class ExplorerForm(forms.Form):
+    """The explorer's GET parameters; every state of it is a shareable URL."""
+
+    dimension = forms.ChoiceField(required=False, choices=[("", "all samples")] + [
+        (d, d.replace("_", " ")) for d in mmae.DIMENSIONS])
+    bucket = forms.CharField(required=False, max_length=200)
+    failed = forms.BooleanField(required=False)
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, data, *, buckets: dict[str, list[str]]):
+        super().__init__(data)
+        self.buckets = buckets
+
+    def clean(self):
+        data = super().clean()
+        if "dimension" in self.errors:
+            return data
+        dimension, bucket = data.get("dimension") or "", data.get("bucket") or ""
+        known = self.buckets.get(dimension, [])
+        if dimension and not bucket and known:
+            bucket = known[0]
+        elif dimension and bucket not in known:
+            self.add_error("bucket", f"{bucket!r} is not a bucket of {dimension}; "
+                                     f"choose one of: {', '.join(known) or 'none'}")
+        elif bucket and not dimension:
+            self.add_error("bucket", f"bucket {bucket!r} needs a dimension")
+        data["dimension"], data["bucket"] = dimension, bucket if dimension else ""
+        return data
+
+    def query(self) -> selectors.ExplorerQuery:
+        data = self.cleaned_data
+        return selectors.ExplorerQuery(
+            dimension=data["dimension"], bucket=data["bucket"], failed=bool(data["failed"]),
+            search=data["q"].strip(), page=data["page"] or 1)
+
+    def querystring(self, **changes) -> str:
+        """The filters as a query string (empty values left out), with `changes` applied."""
+        data = {"dimension": self.cleaned_data["dimension"],
+                "bucket": self.cleaned_data["bucket"],
+                "failed": "on" if self.cleaned_data["failed"] else "",
+                "q": self.cleaned_data["q"].strip(), **changes}
+        pairs = [(k, v) for k, v in data.items() if v not in ("", None, 1)]
+        return f"?{urlencode(pairs)}" if pairs else ""
+
+
+def _explorer(request, submission) -> dict:
+    """The explorer's context for the page and its partial; "explorer" is None on bad input."""
+    items = selectors.explorer_items(submission.benchmark)
+    form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(items))
+    context = {"submission": submission, "form": form, "explorer": None,
+               "page_url": reverse("leaderboard:submission", args=[submission.pk]),
+               "samples_url": reverse("leaderboard:submission-samples", args=[submission.pk])}
+    if not form.is_valid():
+        return context
+    query = form.query()
+    try:
+        explorer = selectors.explorer_page(submission=submission, items=items, query=query)
+    except selectors.ExplorerError as exc:
+        form.add_error("page", str(exc))
+        return context
+    page = explorer["page"]
+    explorer["here"] = form.querystring(page=query.page)
+    explorer["previous"] = form.querystring(page=page.previous_page_number()) \
+        if page.has_previous() else None
+    explorer["next"] = form.querystring(page=page.next_page_number()) \
+        if page.has_next() else None
+    return {**context, "query": query, "explorer": explorer}
+
+
+@require_safe
+def submission_page(request, pk):
+    submission = submission_visible(request.user, pk)
+    context = _explorer(request, submission)
+    context["figures"] = selectors.submission_figures(submission)
+    status = 400 if context["explorer"] is None else 200
+    return render(request, "leaderboard/submission.html", context, status=status)
+
+
+@require_safe
+def submission_samples(request, pk):
+    """The explorer's list alone, for htmx; the page includes the same template."""
+    submission = submission_visible(request.user, pk)
+    context = _explorer(request, submission)
+    if context["explorer"] is None:
+        return render(request, "leaderboard/_samples.html", context, status=400)
+    response = render(request, "leaderboard/_samples.html", context)
+    if request.htmx:
+        push_url(response, context["page_url"] + context["explorer"]["here"])
+    return response
+
+
+@require_safe
+def submission_audio(request, pk, item_key, which):
+    """One of a sample's players: an input of the benchmark or the submitted output."""
+    submission = submission_visible(request.user, pk)
+    if not AUDIO_WHICH.fullmatch(which):
+        raise Http404("no such audio")
+    path = selectors.audio_file(submission, item_key, which)
+    if path is None:
+        raise Http404("no such audio")
+    return ranged_file_response(request, path, content_type=audio_type(path))
+
+
+# --- HTTP range requests (RFC 9110 section 14) ---------------------------------------------
+# Django's FileResponse always sends the whole file; browsers seek in <audio> with ranges.
+# django-ranged-response would do this but has had no release since 2017.
+
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+
+
+class RangeNotSatisfiable(ValueError):
+    pass
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The inclusive (first, last) bytes a Range header asks of a file of `size` bytes.
+
+    None means "send the whole file": no header, or one this server ignores as RFC 9110
+    allows (malformed, several ranges, last before first). Raises RangeNotSatisfiable when
+    the range starts past the end or asks for the last 0 bytes.
+    """
+    match = _RANGE.fullmatch((header or "").strip())
+    if match is None or match.groups() == ("", ""):
+        return None
+    first, last = match.groups()
+    if first == "":  # a suffix: the last N bytes
+        if int(last) == 0 or size == 0:
+            raise RangeNotSatisfiable
+        return max(0, size - int(last)), size - 1
+    first = int(first)
+    if last != "" and int(last) < first:
+        return None
+    if first >= size:
+        raise RangeNotSatisfiable
+    return first, size - 1 if last == "" else min(int(last), size - 1)
+
+
+def _read(path: Path, first: int, length: int, block: int = 64 * 1024):
+    with open(path, "rb") as handle:
+        handle.seek(first)
+        while length > 0:
+            data = handle.read(min(block, length))
+            if not data:
+                return
+            length -= len(data)
+            yield data
+
+
+def ranged_file_response(request, path: Path, *, content_type: str) -> HttpResponse:
+    """The file, or the one byte range the request asks for (206), or 416."""
+    stat = path.stat()
+    size, modified = stat.st_size, http_date(stat.st_mtime)
+    header = request.headers.get("Range")
+    if_range = request.headers.get("If-Range")
+    if if_range is not None and if_range != modified:
+        header = None  # the client's copy is stale: send the whole new file
+    try:
+        span = byte_range(header, size)
+    except RangeNotSatisfiable:
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{size}"
+    else:
+        if span is None:
+            response = FileResponse(open(path, "rb"), content_type=content_type)
+        else:
+            first, last = span
+            response = StreamingHttpResponse(_read(path, first, last - first + 1),
+                                             status=206, content_type=content_type)
+            response["Content-Length"] = str(last - first + 1)
+            response["Content-Range"] = f"bytes {first}-{last}/{size}"
+    response["Accept-Ranges"] = "bytes"
+    response["Last-Modified"] = modified
+    # Visibility can change (an author may make a submission private): no shared caching.
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+def audio_type(path: Path) -> str:
+    """audio/wav or audio/flac from the file's first bytes (uploads may be misnamed)."""
+    with open(path, "rb") as handle:
+        head = handle.read(12)
+    if head[:4] in (b"RIFF", b"RIFX", b"RF64") and head[8:12] == b"WAVE":
+        return "audio/wav"
+    if head[:4] == b"fLaC":
+        return "audio/flac"
+    return {".wav": "audio/wav", ".flac": "audio/flac"}.get(path.suffix.lower(),
+                                                            "application/octet-stream")

@@ -1,0 +1,140 @@
+"""Figures hold the numbers of the table beside them; plotly.js is served once, cached."""
+
+import gzip
+import json
+import re
+
+import plotly
+import pytest
+
+from leaderboard import charts
+from leaderboard.selectors import BoardQuery, leaderboard_rows, slice_rows
+from leaderboard.views import PLOTLY_JS
+
+
+def figure_data(html: str, div_id: str) -> list[dict]:
+    """The traces a page hands to Plotly.newPlot for one chart."""
+    call = re.search(r'Plotly\.newPlot\(\s*"' + re.escape(div_id) + r'",\s*', html)
+    data, _ = json.JSONDecoder().raw_decode(html[call.end():])
+    return data
+
+
+@pytest.fixture
+def three(board):
+    benchmark, scored = board
+    scored("Alpha", (50.0, 60.0, 30.0),
+           intervals={("overall", ""): {"IFR": (45.0, 56.0), "EMR": (25.0, 35.0)}})
+    scored("Beta", (40.0, 70.0, 20.0),
+           intervals={("overall", ""): {"IFR": (30.0, 41.0), "EMR": (12.0, 28.0)}},
+           organisation="Acme")
+    scored("Gamma", (20.0, 80.0, 10.0))  # no intervals: no whiskers
+    return benchmark
+
+
+def test_the_scatter_plots_the_rows_with_their_intervals_as_whiskers(three):
+    rows = leaderboard_rows(benchmark=three)
+    trace = charts.emr_ifr_scatter(rows).data[0]
+    assert list(trace.x) == [50.0, 40.0, 20.0]
+    assert list(trace.y) == [30.0, 20.0, 10.0]
+    assert list(trace.error_x.array) == [6.0, 1.0, None]
+    assert list(trace.error_x.arrayminus) == [5.0, 10.0, None]
+    assert list(trace.error_y.array) == [5.0, 8.0, None]
+    assert list(trace.error_y.arrayminus) == [5.0, 8.0, None]
+    assert trace.hovertext[1].startswith("<b>Beta</b> (Acme)<br>rank 2<br>IFR 40.00 [30.0, 41.0]")
+    assert list(trace.customdata) == [r["model_id"] for r in rows]
+
+
+def test_the_scatter_leaves_out_a_row_without_both_figures(three):
+    rows = leaderboard_rows(benchmark=three)
+    rows[1]["IFR"] = None
+    assert list(charts.emr_ifr_scatter(rows).data[0].x) == [50.0, 20.0]
+
+
+def test_hover_text_escapes_model_names(board):
+    benchmark, scored = board
+    scored("<img src=x onerror=alert(1)>", (50.0, 60.0, 30.0))
+    trace = charts.emr_ifr_scatter(leaderboard_rows(benchmark=benchmark)).data[0]
+    assert trace.hovertext[0].startswith("<b>&lt;img src=x onerror=alert(1)&gt;</b>")
+
+
+def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, three):
+    response = client.get("/b/mmae/?q=a")  # Alpha, Beta and Gamma all match "a"...
+    html = response.content.decode()
+    assert [r["model"] for r in response.context["rows"]] == ["Alpha", "Beta", "Gamma"]
+    (trace,) = figure_data(html, "chart-emr-ifr")
+    assert (trace["x"], trace["y"]) == ([50.0, 40.0, 20.0], [30.0, 20.0, 10.0])
+    response = client.get("/b/mmae/?q=acme")  # ...a filter narrows table and chart alike
+    (trace,) = figure_data(response.content.decode(), "chart-emr-ifr")
+    assert (trace["x"], trace["y"], trace["error_y"]["array"]) == ([40.0], [20.0], [8.0])
+
+
+def test_the_board_page_loads_plotly_once_and_links_the_new_pages(client, three):
+    html = client.get("/b/mmae/").content.decode()
+    assert html.count(f'<script src="/static-plotly-{plotly.__version__}.js"></script>') == 1
+    alpha = three.submissions.get(model__name="Alpha").model_id
+    beta = three.submissions.get(model__name="Beta").model_id
+    assert f'<a href="/m/{alpha}/">Alpha</a>' in html
+    assert 'href="/b/mmae/pivot/"' in html
+    assert f'href="/b/mmae/compare/?models={alpha},{beta}"' in html
+
+
+def test_a_board_without_rows_has_no_chart(client, board):
+    html = client.get("/b/mmae/").content.decode()
+    assert "Plotly.newPlot" not in html and "static-plotly" not in html
+
+
+def test_model_bars_and_radar_hold_the_slice_table_figures(board):
+    benchmark, scored = board
+    submission = scored("Alpha", (50.0, 60.0, 30.0), slices={
+        ("modality", "music"): (70.0, 80.0, 40.0), ("modality", "sound"): (30.0, None, 10.0)},
+        intervals={("modality", "music"): {"IFR": (60.0, 75.0)}})
+    rows = [r for r in slice_rows(submission.current_run_id) if r["dimension"] == "modality"]
+    bars = charts.slice_bars(rows)
+    assert [t.name for t in bars.data] == ["IFR", "CR", "EMR"]
+    assert [list(t.x) for t in bars.data] == [["music", "sound"]] * 3
+    assert [list(t.y) for t in bars.data] == [[70.0, 30.0], [80.0, None], [40.0, 10.0]]
+    assert (list(bars.data[0].error_y.array), list(bars.data[0].error_y.arrayminus)) == \
+        ([5.0, None], [10.0, None])
+    radar = charts.slice_radar(rows)
+    assert list(radar.data[2].theta) == ["music", "sound", "music"]  # a closed line
+    assert list(radar.data[2].r) == [40.0, 10.0, 40.0]
+
+
+def test_the_heatmap_holds_the_pivot_cells_top_down():
+    pivot = {"dimension": "modality", "metric": "EMR", "buckets": ["music", "sound"],
+             "rows": [{"model": "A", "cells": [10.0, None], "n": [3, None]},
+                      {"model": "B<i>", "cells": [5.5, 7.25], "n": [3, 4]}]}
+    trace = charts.pivot_heatmap(pivot).data[0]
+    assert [list(r) for r in trace.z] == [[10.0, None], [5.5, 7.25]]
+    assert list(trace.y) == ["A", "B&lt;i&gt;"] and list(trace.x) == ["music", "sound"]
+    assert [list(r) for r in trace.text] == [["10.0", ""], ["5.5", "7.2"]]
+    assert charts.pivot_heatmap(pivot).layout.yaxis.autorange == "reversed"
+
+
+def test_plotly_js_is_the_installed_bundle_with_long_cache_headers(client, db):
+    url = f"/static-plotly-{plotly.__version__}.js"
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/javascript; charset=utf-8"
+    assert response["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert response.content == PLOTLY_JS.read_bytes()
+    packed = client.get(url, headers={"Accept-Encoding": "gzip, deflate"})
+    assert packed["Content-Encoding"] == "gzip" and packed["Vary"] == "Accept-Encoding"
+    assert gzip.decompress(packed.content) == response.content
+
+
+def test_an_old_plotly_url_redirects_to_the_current_one(client, db):
+    response = client.get("/static-plotly-1.0.0.js")
+    assert response.status_code == 302
+    assert response["Location"] == f"/static-plotly-{plotly.__version__}.js"
+
+
+def test_plotly_js_answers_get_only(client, db):
+    assert client.post(f"/static-plotly-{plotly.__version__}.js").status_code == 405
+
+
+def test_a_chart_renders_without_plotly_js_inline(three):
+    html = charts.to_html(charts.emr_ifr_scatter(leaderboard_rows(
+        benchmark=three, query=BoardQuery())), div_id="x")
+    assert '<div id="x"' in html and "Plotly.newPlot" in html
+    assert len(html) < 20_000  # no inline bundle, no default template

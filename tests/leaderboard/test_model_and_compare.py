@@ -1,0 +1,250 @@
+"""Model pages (who sees which submission) and comparisons (slices side by side, per-sample
+wins and losses) against figures worked out by hand."""
+
+import pytest
+
+from leaderboard.selectors import compare_rows, pairwise, slice_rows
+from scoring.models import Benchmark, Item, ItemResult
+from tests.conftest import CAST_PASSWORD
+
+
+def login(client, user):
+    assert client.login(username=user.username, password=CAST_PASSWORD)
+
+
+# --- the model page ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def models(board, other_author):
+    benchmark, scored = board
+    public = scored("Open", (50.0, 60.0, 30.0), slices={
+        ("modality", "music"): (70.0, 80.0, 40.0), ("modality", "sound"): (30.0, 40.0, 20.0),
+        ("complexity", "single"): (55.0, 65.0, 35.0)},
+        intervals={("modality", "music"): {"IFR": (60.0, 75.0), "EMR": (30.0, 50.0)}})
+    hidden_twin = scored("Open", (11.0, 11.0, 11.0), public=False)  # a later private try
+    secret = scored("Secret", (90.0, 90.0, 90.0), public=False, owner=other_author,
+                    slices={("modality", "music"): (91.0, 92.0, 93.0)})
+    return {"public": public, "hidden_twin": hidden_twin, "secret": secret}
+
+
+def test_anyone_sees_a_model_with_a_public_submission_but_not_its_private_ones(client,
+                                                                               models):
+    model = models["public"].model
+    model.link, model.parameters, model.description = "https://x.org/p", "7B", "An editor."
+    model.save()
+    response = client.get(f"/m/{model.id}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for shown in ("Open", "Lab", "https://x.org/p", "7B", "MIT", "An editor."):
+        assert shown in html
+    assert [s["submission"] for s in response.context["submissions"]] == [models["public"].id]
+    assert f'href="/s/{models["hidden_twin"].id}/"' not in html and "11.00" not in html
+
+
+def test_the_owner_and_staff_also_see_the_private_submissions(client, models, author, staff):
+    model = models["public"].model
+    for user in (author, staff):
+        login(client, user)
+        response = client.get(f"/m/{model.id}/")
+        assert [s["submission"] for s in response.context["submissions"]] == [
+            models["hidden_twin"].id, models["public"].id]
+        assert '<span class="badge private"' in response.content.decode()
+        # The slices stay those of the board's representative: the public submission.
+        assert response.context["shown"] == models["public"]
+
+
+@pytest.mark.parametrize("viewer", [None, "author"])
+def test_a_model_with_only_private_submissions_is_a_404_for_anyone_else(client, models,
+                                                                         author, viewer):
+    if viewer:
+        login(client, author)
+    assert client.get(f"/m/{models['secret'].model_id}/").status_code == 404
+
+
+@pytest.mark.parametrize("viewer", ["other_author", "staff"])
+def test_its_owner_and_staff_see_it_with_its_private_figures(client, models, request, viewer):
+    login(client, request.getfixturevalue(viewer))
+    response = client.get(f"/m/{models['secret'].model_id}/?dimension=modality")
+    assert response.status_code == 200
+    assert response.context["shown"] == models["secret"]
+    assert "private: only its owner and staff see it" in response.content.decode()
+
+
+def test_an_unknown_model_is_a_404_and_post_a_405(client, models):
+    assert client.get("/m/999999/").status_code == 404
+    assert client.post(f"/m/{models['public'].model_id}/").status_code == 405
+
+
+def test_the_slice_table_lists_every_slice_with_n_and_intervals(models):
+    rows = slice_rows(models["public"].current_run_id)
+    assert [(r["dimension"], r["bucket"], r["n"], r["IFR"], r["CR"], r["EMR"])
+            for r in rows] == [("overall", "", 4, 50.0, 60.0, 30.0),
+                               ("complexity", "single", 4, 55.0, 65.0, 35.0),
+                               ("modality", "music", 4, 70.0, 80.0, 40.0),
+                               ("modality", "sound", 4, 30.0, 40.0, 20.0)]
+    assert (rows[2]["IFR_interval"], rows[2]["CR_interval"], rows[2]["EMR_interval"]) == \
+        ((60.0, 75.0), None, (30.0, 50.0))
+
+
+def test_the_chart_shows_the_chosen_dimension_of_the_table(client, models):
+    model_id = models["public"].model_id
+    response = client.get(f"/m/{model_id}/?dimension=modality")
+    html = response.content.decode()
+    assert "70.00<small> [60.0, 75.0]</small>" in html
+    assert '"x":["music","sound"]' in html and '"y":[70.0,30.0]' in html
+    assert '"type":"bar"' in html
+    radar = client.get(f"/m/{model_id}/?dimension=complexity&chart=radar").content.decode()
+    assert '"type":"scatterpolar"' in radar and '"theta":["single","single"]' in radar
+
+
+def test_a_dimension_the_run_lacks_shows_no_chart(client, models):
+    response = client.get(f"/m/{models['public'].model_id}/?dimension=operation")
+    assert response.status_code == 200 and response.context["chart"] is None
+
+
+@pytest.mark.parametrize("query, message", [
+    ("dimension=colour", "dimension: Select a valid choice. colour is not one of"),
+    ("chart=pie", "chart: Select a valid choice. pie is not one of"),
+    ("benchmark=air", "benchmark: Select a valid choice. air is not one of"),
+])
+def test_bad_parameters_are_a_400_naming_them(client, models, query, message):
+    response = client.get(f"/m/{models['public'].model_id}/?{query}")
+    assert response.status_code == 400
+    assert message in response.content.decode()
+
+
+# --- comparisons -------------------------------------------------------------------------
+
+
+def item_results(submission, items, rows):
+    """rows: (em, rubric_scores) per item, None to leave an item unscored."""
+    for item, row in zip(items, rows, strict=True):
+        if row is not None:
+            ItemResult.objects.create(run=submission.current_run, item=item, ifr=None, cr=None,
+                                      em=row[0], rubric_scores=row[1])
+
+
+@pytest.fixture
+def trio(board):
+    benchmark, scored = board
+    items = [Item.objects.create(benchmark=benchmark, position=i, key=f"s{i}", dimensions={},
+                                 content={}) for i in range(4)]
+    a = scored("A", (50.0, 60.0, 30.0), slices={("modality", "music"): (70.0, 80.0, 40.0),
+                                                 ("modality", "sound"): (30.0, 40.0, 20.0)})
+    b = scored("B", (50.0, 55.0, 30.0), slices={("modality", "music"): (75.0, 70.0, 40.0)})
+    c = scored("C", (20.0, 30.0, 10.0), slices={("modality", "music"): (75.0, 20.0, 0.0)})
+    #             s0              s1                 s2              s3
+    item_results(a, items, [(1, [1, 1]), (0, [1, 1, 0]), (0, [0, 0]), (1, [1, 1, 1])])
+    item_results(b, items, [(0, [1, 0]), (0, [1, 0, 0]), (1, [1, 1]), (1, [1, 1, 1])])
+    item_results(c, items, [(0, [0, 0]), (1, [1, 1, 1]), None, None])  # scored two only
+    return benchmark, a, b, c
+
+
+def test_pairs_count_per_sample_wins_losses_and_ties(trio):
+    _, a, b, c = trio
+    assert pairwise([a, b, c]) == [
+        # A-B: EM s0 A, s2 B, s1 s3 tie; rubric means s0 1>.5 A, s1 .67>.33 A, s2 0<1 B, s3 tie
+        {"a": "A", "a_id": a.model_id, "b": "B", "b_id": b.model_id, "n": 4,
+         "EM": {"wins": 1, "losses": 1, "ties": 2},
+         "rubric": {"wins": 2, "losses": 1, "ties": 1}},
+        # A-C over s0, s1: EM s0 A, s1 C; rubric s0 1>0 A, s1 .67<1 C
+        {"a": "A", "a_id": a.model_id, "b": "C", "b_id": c.model_id, "n": 2,
+         "EM": {"wins": 1, "losses": 1, "ties": 0},
+         "rubric": {"wins": 1, "losses": 1, "ties": 0}},
+        # B-C over s0, s1: EM s0 tie, s1 C; rubric s0 .5>0 B, s1 .33<1 C
+        {"a": "B", "a_id": b.model_id, "b": "C", "b_id": c.model_id, "n": 2,
+         "EM": {"wins": 0, "losses": 1, "ties": 1},
+         "rubric": {"wins": 1, "losses": 1, "ties": 0}},
+    ]
+
+
+def test_slices_sit_side_by_side_with_the_leaders_marked(trio):
+    _, a, b, c = trio
+    rows = compare_rows([a, b, c])
+    assert [(r["dimension"], r["bucket"]) for r in rows] == [
+        ("overall", ""), ("modality", "music"), ("modality", "sound")]
+    music = rows[1]["cells"]
+    assert [(x["IFR"], x["CR"], x["EMR"]) for x in music] == [
+        (70.0, 80.0, 40.0), (75.0, 70.0, 40.0), (75.0, 20.0, 0.0)]
+    assert [(x["IFR_best"], x["CR_best"], x["EMR_best"]) for x in music] == [
+        (False, True, True), (True, False, True), (True, False, False)]
+    assert rows[2]["cells"][1:] == [None, None]  # only A has figures on sound
+    assert rows[2]["cells"][0]["IFR_best"] is False  # one figure leads nobody
+
+
+def test_the_page_shows_both_tables(client, trio):
+    _, a, b, _c = trio
+    response = client.get(f"/b/mmae/compare/?models={a.model_id},{b.model_id}")
+    assert response.status_code == 200
+    html = response.content.decode()
+    pairs = html[html.index('id="pairs"'):html.index('id="compare"')]
+    assert '<td class="num">4</td>' in pairs
+    assert [m["model"] for m in response.context["models"]] == ["A", "B"]
+    assert "75.00" in html[html.index('id="compare"'):]
+
+
+def test_the_models_may_come_as_repeated_parameters(client, trio):
+    _, a, b, c = trio
+    response = client.get(f"/b/mmae/compare/?models={c.model_id}&models={a.model_id}")
+    assert response.status_code == 200
+    assert [m["model"] for m in response.context["models"]] == ["C", "A"]
+
+
+@pytest.fixture
+def private_model(board, trio, other_author):
+    _, scored = board
+    return scored("Secret", (90.0, 90.0, 90.0), public=False, owner=other_author).model
+
+
+@pytest.mark.parametrize("models, message", [
+    ("", "choose at least two models to compare (got 0)"),
+    ("{a}", "choose at least two models to compare (got 1)"),
+    ("{a},{a}", "choose at least two models to compare (got 1)"),
+    ("{a},x", "&#x27;x&#x27; is not a model id"),
+    ("{a},999999", "no model with id 999999"),
+    ("1,2,3,4,5,6,7,8,9", "compare at most 8 models at once (got 9)"),
+])
+def test_bad_model_lists_are_a_400_naming_the_problem(client, trio, models, message):
+    _, a, _b, _c = trio
+    response = client.get("/b/mmae/compare/?models=" + models.format(a=a.model_id))
+    assert response.status_code == 400
+    assert message in response.content.decode()
+
+
+def test_a_private_model_reads_as_unknown_to_others(client, trio, private_model):
+    _, a, *_ = trio
+    response = client.get(f"/b/mmae/compare/?models={a.model_id},{private_model.id}")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert f"no model with id {private_model.id}" in html and "Secret" not in html
+
+
+def test_its_owner_is_told_it_has_no_public_submission_here(client, trio, private_model,
+                                                             other_author):
+    _, a, *_ = trio
+    login(client, other_author)
+    response = client.get(f"/b/mmae/compare/?models={a.model_id},{private_model.id}")
+    assert response.status_code == 400
+    assert (f"&#x27;Secret&#x27; (model {private_model.id}) has no public scored submission "
+            f"on this board") in response.content.decode()
+
+
+def test_a_model_public_on_another_board_only_is_refused_here(client, trio, board):
+    benchmark, a, _b, _c = trio
+    _, scored = board
+    other = Benchmark.objects.create(slug="air", kind="mmae", version=1, title="AIR",
+                                     sha256="b" * 64, source_name="x", audio_root="/x",
+                                     n_items=1, n_criteria=1)
+    elsewhere = scored("Elsewhere", (1.0, 1.0, 1.0))
+    elsewhere.benchmark = other
+    elsewhere.save()
+    response = client.get(f"/b/mmae/compare/?models={a.model_id},{elsewhere.model_id}")
+    assert response.status_code == 400
+    assert (f"&#x27;Elsewhere&#x27; (model {elsewhere.model_id}) has no public scored "
+            f"submission on this board") in response.content.decode()
+
+
+def test_compare_is_a_404_on_an_unknown_board_and_a_405_on_post(client, trio):
+    assert client.get("/b/nope/compare/?models=1,2").status_code == 404
+    assert client.post("/b/mmae/compare/").status_code == 405
