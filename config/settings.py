@@ -168,8 +168,17 @@ JUDGE_MAX_ATTEMPTS = env_int("JUDGE_MAX_ATTEMPTS", 5, minimum=1)
 # How long a batch waits for a judge when every endpoint is down before it is handed back.
 JUDGE_DOWN_WAIT = env_int("JUDGE_DOWN_WAIT", 300, minimum=1)
 
-# Celery: Redis in production; kombu's filesystem transport (no server) by default.
 REDIS_URL = env_str("REDIS_URL", "")
+
+# Boards are cached per state (leaderboard.selectors.board_stamp): in Redis when there is one,
+# so every web process shares them; else in each process's memory.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": REDIS_URL} if REDIS_URL else
+    {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards"},
+}
+
+# Celery: Redis in production; kombu's filesystem transport (no server) by default.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
 if CELERY_BROKER_URL.split("://", 1)[0] not in {"redis", "rediss", "filesystem", "memory"}:
     raise ImproperlyConfigured(

@@ -3,6 +3,7 @@
 import csv
 import io
 
+from django.core.cache import cache
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import AllowAny
@@ -69,13 +70,18 @@ class LeaderboardApi(APIView):
         benchmark = selectors.benchmark_current(slug)
         if benchmark is None:
             return Response({"errors": [f"no benchmark {slug!r}"]}, status=404)
-        form = BoardForm(request.query_params, buckets=selectors.bucket_choices(benchmark))
+        stamp = selectors.board_stamp(benchmark)
+        form = BoardForm(request.query_params,
+                         buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
         if not form.is_valid():
             errors = [f"{k}: {m}" for k, ms in form.errors.items() for m in ms]
             return Response({"errors": errors}, status=400)
         query = form.query()
-        rows = [row_out(r) for r in selectors.leaderboard_rows(benchmark=benchmark,
-                                                               query=query)]
+        rows = cache.get_or_set(
+            selectors.cache_key("board-api", stamp, query),
+            lambda: [row_out(r) for r in selectors.leaderboard_rows(benchmark=benchmark,
+                                                                    query=query)],
+            300)
         headers = {}
         if request.accepted_renderer.format == "csv":
             name = "-".join(p for p in (slug, query.dimension, query.bucket) if p)

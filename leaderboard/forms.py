@@ -16,6 +16,7 @@ class BoardForm(forms.Form):
     licence = forms.CharField(required=False, max_length=100)
     sort = forms.ChoiceField(required=False, choices=[(s, s) for s in SORTS])
     desc = forms.BooleanField(required=False)
+    page = forms.IntegerField(required=False, min_value=1)
 
     def __init__(self, data, *, buckets: dict[str, list[str]]):
         super().__init__(data)
@@ -53,11 +54,13 @@ class PivotForm(forms.Form):
 
     dimension = forms.ChoiceField(required=False, choices=DIMENSION_CHOICES)
     metric = forms.ChoiceField(required=False, choices=[(m, m) for m in METRICS])
+    page = forms.IntegerField(required=False, min_value=1)
 
     def clean(self):
         data = super().clean()
         data["dimension"] = data.get("dimension") or DEFAULT_DIMENSION
         data["metric"] = data.get("metric") or "EMR"
+        data["page"] = data.get("page") or 1
         return data
 
 

@@ -5,13 +5,15 @@ Boards read precomputed aggregates only (SliceResult, ReferenceFigure), never th
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from itertools import combinations
 
-from django.db.models import Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Q, Sum
 from django.http import Http404
 
-from leaderboard.models import ReferenceFigure
+from leaderboard.models import ReferenceFigure, ReferenceResult
 from scoring import mmae
 from scoring.models import Benchmark, ItemResult, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
@@ -33,16 +35,52 @@ def benchmark_current(slug: str) -> Benchmark | None:
     return Benchmark.objects.filter(slug=slug).order_by("-version").first()
 
 
+def _published(benchmark: Benchmark):
+    return Submission.objects.filter(benchmark=benchmark, public=True,
+                                     current_run__status=ScoringRun.Status.FINISHED)
+
+
 def representatives(benchmark: Benchmark) -> list[Submission]:
     """Each model's representative submission: its latest public, finished one."""
     chosen: dict[int, Submission] = {}
-    for submission in (Submission.objects
-                       .filter(benchmark=benchmark, public=True,
-                               current_run__status=ScoringRun.Status.FINISHED)
+    # The runs' and submissions' large JSON fields are not needed on a board.
+    for submission in (_published(benchmark)
                        .select_related("model", "current_run")
+                       .defer("report", "status_times", "current_run__outputs",
+                              "current_run__missing", "current_run__status_times",
+                              "current_run__sampling", "current_run__base_urls")
                        .order_by("model_id", "-created_at")):
         chosen.setdefault(submission.model_id, submission)
     return list(chosen.values())
+
+
+def board_stamp(benchmark: Benchmark) -> str:
+    """Changes whenever what a board shows may change: a submission published or a run
+    finished (its id and run), a model added, reported results reloaded."""
+    published = _published(benchmark).aggregate(
+        n=Count("id"), last=Max("id"), runs=Sum("current_run_id"), models=Max("model_id"))
+    reported = ReferenceResult.objects.filter(benchmark_slug=benchmark.slug).aggregate(
+        n=Count("id"), last=Max("loaded_at"))
+    return (f"{benchmark.id}:{published['n']}:{published['last']}:{published['runs']}:"
+            f"{published['models']}:{reported['n']}:{reported['last']}")
+
+
+def cache_key(prefix: str, *parts) -> str:
+    """A cache key safe for every backend, from a board's stamp and a query."""
+    return f"{prefix}:" + hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
+
+
+def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
+    """What every view of a board needs (bucket and licence choices, the top two models),
+    computed once per board state."""
+    key = cache_key("board-snapshot", stamp)
+    snapshot = cache.get(key)
+    if snapshot is None:
+        top = leaderboard_rows(benchmark=benchmark)[:2]
+        snapshot = {"buckets": bucket_choices(benchmark), "licences": licences(benchmark),
+                    "compare_models": ",".join(str(r["model_id"]) for r in top)}
+        cache.set(key, snapshot, 300)
+    return snapshot
 
 
 def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:

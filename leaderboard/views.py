@@ -3,13 +3,22 @@ import gzip
 from pathlib import Path
 
 import plotly
+from django.core.cache import cache
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from leaderboard import charts, selectors
 from leaderboard.forms import BoardForm, CompareForm, ModelPageForm, PivotForm
+
+# A board's body is cached under its state's stamp, which changes as soon as a submission is
+# published; the timeout only bounds how long a model's edited metadata may show stale.
+BOARD_CACHE_SECONDS = 300
+BOARD_PAGE_ROWS = 100
+PIVOT_PAGE_ROWS = 50
 
 COLUMNS = [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
            ("IFR", "IFR"), ("CR", "CR"), ("EMR", "EMR"), ("coverage", "Coverage"),
@@ -24,42 +33,60 @@ def home(request):
     return render(request, "leaderboard/home.html", {"benchmarks": benchmarks})
 
 
-def _board_context(request, slug):
+def board(request, slug):
+    """A board on one slice. The part below the filters is rendered once per board state
+    (see selectors.board_stamp) and query, then served from the cache."""
     benchmark = selectors.benchmark_current(slug)
     if benchmark is None:
         raise Http404("no such benchmark")
-    buckets = selectors.bucket_choices(benchmark)
-    form = BoardForm(request.GET, buckets=buckets)
-    if not form.is_valid():
-        return benchmark, form, None
-    return benchmark, form, form.query()
-
-
-def board(request, slug):
-    benchmark, form, query = _board_context(request, slug)
+    stamp = selectors.board_stamp(benchmark)
+    snapshot = selectors.board_snapshot(benchmark, stamp)
+    form = BoardForm(request.GET, buckets=snapshot["buckets"])
     context = {"benchmark": benchmark, "benchmarks": selectors.benchmark_list(), "form": form,
-               "buckets": form.buckets, "licences": selectors.licences(benchmark)}
-    if query is None:
-        return render(request, "leaderboard/board.html", {**context, "rows": [],
-                                                          "reported": []}, status=400)
-    rows = selectors.leaderboard_rows(benchmark=benchmark, query=query)
+               "buckets": snapshot["buckets"], "licences": snapshot["licences"],
+               "snapshot": snapshot, "plotly_js": plotly_js_url()}
+    if not form.is_valid():
+        return render(request, "leaderboard/board.html", context, status=400)
+    query = form.query()
+    key = selectors.cache_key("board-body", stamp, sorted(request.GET.lists()))
+    body = cache.get(key)
+    if body is None:
+        body = render_to_string("leaderboard/_board_body.html",
+                                _board_body(benchmark, query, form.cleaned_data["page"] or 1),
+                                request=request)
+        cache.set(key, body, BOARD_CACHE_SECONDS)
+    return render(request, "leaderboard/board.html",
+                  {**context, "query": query, "body": mark_safe(body)})  # noqa: S308
+
+
+def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
+    """One page of rows and what the page links need; a page past the end is empty."""
+    pages = max(1, -(-len(rows) // size))
+    return rows[(number - 1) * size: number * size], {
+        "number": number, "pages": pages, "total": len(rows),
+        "previous": number - 1 if number > 1 else None,
+        "next": number + 1 if number < pages else None,
+    }
+
+
+def _board_body(benchmark, query, page: int) -> dict:
+    rows, paging = _page(selectors.leaderboard_rows(benchmark=benchmark, query=query), page,
+                         BOARD_PAGE_ROWS)
     for row in rows:  # display order of the figure cells
         row["figures"] = [(row[m], row[f"{m}_interval"]) for m in ("IFR", "CR", "EMR")]
-    context.update(
-        query=query,
-        rows=rows,
-        columns=COLUMNS,
-        reported=selectors.reported_rows(slug=slug, dimension=query.dimension,
-                                         bucket=query.bucket),
+    return {
+        "query": query,
+        "rows": rows,
+        "paging": paging,
+        "columns": COLUMNS,
+        "reported": selectors.reported_rows(slug=benchmark.slug, dimension=query.dimension,
+                                            bucket=query.bucket),
         # The chart plots the very rows the table shows.
-        scatter=charts.to_html(charts.emr_ifr_scatter(rows), div_id="chart-emr-ifr")
+        "scatter": charts.to_html(charts.emr_ifr_scatter(rows), div_id="chart-emr-ifr")
         if rows else None,
-        scatter_title="EMR against IFR" + (f" on {query.dimension} = {query.bucket}"
-                                           if query.dimension != selectors.OVERALL else ""),
-        plotly_js=plotly_js_url(),
-        compare_models=",".join(str(r["model_id"]) for r in rows[:2]),
-    )
-    return render(request, "leaderboard/board.html", context)
+        "scatter_title": "EMR against IFR" + (f" on {query.dimension} = {query.bucket}"
+                                              if query.dimension != selectors.OVERALL else ""),
+    }
 
 
 # --- plotly.js, model pages, pivots and comparisons ------------------------------------------
@@ -149,12 +176,24 @@ def pivot(request, slug):
     if not form.is_valid():
         context["errors"] = _errors(form)
         return render(request, "leaderboard/pivot.html", context, status=400)
-    table = selectors.pivot(benchmark=benchmark, dimension=form.cleaned_data["dimension"],
-                            metric=form.cleaned_data["metric"])
-    context.update(table=table, plotly_js=plotly_js_url(),
-                   chart=charts.to_html(charts.pivot_heatmap(table), div_id="chart-pivot")
-                   if table["rows"] and table["buckets"] else None)
+    data = form.cleaned_data
+    key = selectors.cache_key("pivot", selectors.board_stamp(benchmark), data["dimension"],
+                              data["metric"], data["page"])
+    context.update(cache.get_or_set(key, lambda: _pivot_page(benchmark, data),
+                                    BOARD_CACHE_SECONDS), plotly_js=plotly_js_url())
     return render(request, "leaderboard/pivot.html", context)
+
+
+def _pivot_page(benchmark, data) -> dict:
+    """A page of the pivot (models in board order), its heatmap of the same rows."""
+    table = selectors.pivot(benchmark=benchmark, dimension=data["dimension"],
+                            metric=data["metric"])
+    table["rows"], paging = _page(table["rows"], data["page"], PIVOT_PAGE_ROWS)
+    chart = charts.to_html(charts.pivot_heatmap(table), div_id="chart-pivot") \
+        if table["rows"] and table["buckets"] else None
+    for row in table["rows"]:  # formatted once here, not in every render of a cached page
+        row["shown"] = [None if v is None else f"{v:.2f}" for v in row["cells"]]
+    return {"table": table, "paging": paging, "chart": chart}
 
 
 @require_GET

@@ -601,12 +601,18 @@ def taxonomy_intervals(rows: Sequence[dict], *, seed: int,
 def rank_ranges(intervals: Sequence[tuple[float, float] | None]) -> list[tuple[int, int]]:
     """For each entry, the ranks it could hold: it ranks above another only when its interval
     lies clear above the other's. Entries without an interval rank last."""
+    import bisect
+
+    known = [i for i in intervals if i is not None]
+    lows = sorted(lo for lo, _ in known)
+    highs = sorted(hi for _, hi in known)
+    n, unknown = len(intervals), len(intervals) - len(known)
     ranges = []
     for mine in intervals:
         if mine is None:
-            ranges.append((len(intervals), len(intervals)))
+            ranges.append((n, n))
             continue
-        better = sum(1 for other in intervals if other is not None and other[0] > mine[1])
-        worse = sum(1 for other in intervals if other is None or other[1] < mine[0])
-        ranges.append((1 + better, len(intervals) - worse))
+        better = len(lows) - bisect.bisect_right(lows, mine[1])  # their low above my high
+        worse = bisect.bisect_left(highs, mine[0]) + unknown  # their high below my low
+        ranges.append((1 + better, n - worse))
     return ranges

@@ -146,3 +146,48 @@ def test_seed_board_fills_a_board_with_labelled_synthetic_rows(db, tmp_path, cli
     assert len(rows) == 3 and all(r["simulated"] for r in rows)
     assert {r["judge"] for r in rows} == {"synthetic (seed_board)"}
     assert [r["rank"] for r in rows] == sorted(r["rank"] for r in rows)
+
+
+def test_a_newly_published_submission_shows_at_once_despite_the_cache(client, board):
+    benchmark, scored = board
+    scored("First", (50.0, 50.0, 10.0))
+    assert "First" in client.get("/b/mmae/").content.decode()
+    assert [r["model"] for r in client.get("/api/leaderboards/mmae/").json()["rows"]] == \
+        ["First"]
+    scored("Second", (60.0, 60.0, 20.0))
+    html = client.get("/b/mmae/").content.decode()
+    assert html.index("Second") < html.index("First")
+    assert [r["model"] for r in client.get("/api/leaderboards/mmae/").json()["rows"]] == \
+        ["Second", "First"]
+
+
+def test_a_repeated_view_is_served_from_the_cache(client, filled, django_assert_max_num_queries):
+    first = client.get("/b/mmae/?dimension=modality&bucket=sound").content
+    with django_assert_max_num_queries(4):  # the board's stamp, its benchmark(s)
+        again = client.get("/b/mmae/?dimension=modality&bucket=sound").content
+    assert again == first
+
+
+def test_a_long_board_is_paged_and_ranks_stay_global(client, board, settings):
+    from leaderboard import views
+
+    benchmark, scored = board
+    for i in range(5):
+        scored(f"M{i}", (50.0, 50.0, 10.0 + i))
+    original = views.BOARD_PAGE_ROWS
+    views.BOARD_PAGE_ROWS = 2
+    try:
+        second = client.get("/b/mmae/?page=2").content.decode()
+        last = client.get("/b/mmae/?page=3").content.decode()
+    finally:
+        views.BOARD_PAGE_ROWS = original
+    table = second[second.index('id="board"'):second.index("</table>", second.index('id="board"'))]
+    assert "M2" in table and "M1" in table and "M4" not in table and "M0" not in table
+    assert '<td class="rank">3' in table
+    assert "page 2 of 3 (5 models)" in second
+    assert "M0" in last[last.index('id="board"'):]
+
+
+@pytest.mark.parametrize("page", ["0", "x", "-1"])
+def test_a_bad_page_is_a_400(client, filled, page):
+    assert client.get(f"/b/mmae/?page={page}").status_code == 400
