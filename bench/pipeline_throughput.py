@@ -185,7 +185,7 @@ def main():
                         help="Celery worker processes (--concurrency)")
     parser.add_argument("--judge-concurrency", type=int, default=18,
                         help="JUDGE_CONCURRENCY: in flight per endpoint per process")
-    parser.add_argument("--batch-items", type=int, default=10, help="SCORING_BATCH_ITEMS")
+    parser.add_argument("--batch-items", type=int, default=40, help="SCORING_BATCH_ITEMS")
     parser.add_argument("--timeout", type=float, default=900,
                         help="give up when the run has not finished after this many seconds")
     parser.add_argument("--profile-seconds", type=float, default=0,
