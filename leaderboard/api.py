@@ -13,6 +13,8 @@ from rest_framework.views import APIView
 
 from leaderboard import selectors
 from leaderboard.forms import BoardForm
+from scoring.models import ScoringRun
+from submissions.selectors import submission_visible
 
 COLUMNS = ("rank", "rank_best", "rank_worst", "model", "organisation", "submission", "IFR",
            "IFR_lo", "IFR_hi", "CR", "CR_lo", "CR_hi", "EMR", "EMR_lo", "EMR_hi", "n",
@@ -93,3 +95,71 @@ class LeaderboardApi(APIView):
             "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
                                                 bucket=query.bucket),
         }, headers=headers)
+
+
+def _interval_out(row: dict) -> dict:
+    out = {k: row[k] for k in ("IFR", "CR", "EMR", "n") if k in row}
+    for metric in ("IFR", "CR", "EMR"):
+        out[f"{metric}_lo"], out[f"{metric}_hi"] = row.get(f"{metric}_interval") or (None, None)
+    return out
+
+
+class BenchmarkListApi(APIView):
+    """GET /api/benchmarks/: the newest version of every benchmark."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+
+    @extend_schema(operation_id="benchmarks", responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        return Response([{
+            "slug": b.slug, "kind": b.kind, "version": b.version, "title": b.title,
+            "samples": b.n_items, "criteria": b.n_criteria, "synthetic": b.synthetic,
+            "sha256": b.sha256, "board": request.build_absolute_uri(
+                f"/api/leaderboards/{b.slug}/"),
+        } for b in selectors.benchmark_list()])
+
+
+class ModelApi(APIView):
+    """GET /api/models/<id>/: a model's metadata and the submissions the caller may see
+    (public ones for everyone), with their overall figures."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="model", responses=OpenApiTypes.OBJECT)
+    def get(self, request, model_id):
+        model = selectors.model_for(request.user, model_id)
+        rows = selectors.submission_rows(selectors.model_submissions(request.user, model))
+        return Response({
+            "id": model.id, "name": model.name, "organisation": model.organisation,
+            "link": model.link, "parameters": model.parameters, "licence": model.licence,
+            "open_weights": model.open_weights, "description": model.description,
+            "submissions": [{
+                "id": r["submission"], "benchmark": r["slug"], "version": r["version"],
+                "public": r["public"], "date": r["date"].isoformat(),
+                "coverage": r["coverage"], "judge": r["judge"], "simulated": r["simulated"],
+                **_interval_out(r)} for r in rows],
+        })
+
+
+class SubmissionSlicesApi(APIView):
+    """GET /api/submissions/<id>/slices/: every slice figure of a public, finished submission
+    (or of one's own, or any for staff), with intervals; 404 otherwise."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="submissions_slices", responses=OpenApiTypes.OBJECT)
+    def get(self, request, pk):
+        submission = submission_visible(request.user, pk)
+        run = submission.current_run
+        if run is None or run.status != ScoringRun.Status.FINISHED:
+            return Response({"errors": [f"submission {pk} has no finished scoring yet"]},
+                            status=404)
+        return Response({
+            "id": submission.id, "model": submission.model.name,
+            "model_id": submission.model_id, "benchmark": submission.benchmark.slug,
+            "version": submission.benchmark.version, "judge": run.judge_model,
+            "simulated": run.simulated, "coverage": submission.coverage,
+            "slices": [{"dimension": r["dimension"], "bucket": r["bucket"] or None,
+                        **_interval_out(r)} for r in selectors.slice_rows(run.id)],
+        })
