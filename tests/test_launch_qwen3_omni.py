@@ -283,12 +283,12 @@ def test_it_starts_one_server_per_gpu_group_and_stops_them_on_sigterm(fleet):
     assert "all servers stopped" in launch.errors()
 
 
-@pytest.mark.parametrize(("settings", "groups"), [
+@pytest.mark.parametrize(("variables", "groups"), [
     ({"NUM_INSTANCES": "3", "GPUS_PER_INSTANCE": "2"}, ["0,1", "2,3", "4,5"]),
     ({"NUM_INSTANCES": "2", "GPUS_PER_INSTANCE": "1", "FIRST_GPU": "6"}, ["6", "7"]),
 ])
-def test_it_gives_each_instance_its_own_block_of_gpus(fleet, settings, groups):
-    launch = fleet.launch(**settings)
+def test_it_gives_each_instance_its_own_block_of_gpus(fleet, variables, groups):
+    launch = fleet.launch(**variables)
     base = launch.base_port
     ports = [base + i for i in range(len(groups))]
 
