@@ -301,7 +301,7 @@ def test_it_gives_each_instance_its_own_block_of_gpus(fleet, variables, groups):
     assert [s["cuda"] for s in standins] == groups
     assert [int(flag(s["argv"], "--port")) for s in standins] == ports
     assert {flag(s["argv"], "--tensor-parallel-size") for s in standins} == {
-        settings["GPUS_PER_INSTANCE"]
+        variables["GPUS_PER_INSTANCE"]
     }
     launch.stop(signal.SIGTERM)
     assert wait_until_gone(fleet.pids()) == []
