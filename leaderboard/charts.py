@@ -90,7 +90,9 @@ def emr_ifr_scatter(rows: list[dict]) -> go.Figure:
                  "color": "#9fb3e6"},
     )
     return go.Figure(trace, layout=_layout(
-        height=440, showlegend=False, xaxis=_axis("IFR (%)"), yaxis=_axis("EMR (%)"),
+        height=440, showlegend=False, xaxis=_axis("IFR (%)"),
+        # Percentages never go below 0: an all-zero EMR must not get a -1..1 axis.
+        yaxis=_axis("EMR (%)", rangemode="nonnegative"),
         hovermode="closest"))
 
 
