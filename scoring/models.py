@@ -56,6 +56,20 @@ class Item(models.Model):
     def __str__(self):
         return self.key
 
+    def ordered_criteria(self) -> list["Criterion"]:
+        """Criteria in index order, from a prefetch when there is one."""
+        return sorted(self.criteria.all(), key=lambda c: c.index)
+
+    def as_rows(self):
+        """The item as its benchmark kind reads it back (scoring.kinds.ItemRows)."""
+        from scoring.kinds import ItemRows
+
+        return ItemRows(key=self.key, dimensions=self.dimensions, content=self.content,
+                        media=self.media, criteria=[
+                            {"index": c.index, "category": c.category, "question": c.question,
+                             "right_choice": c.right_choice, "wrong_choices": c.wrong_choices}
+                            for c in self.ordered_criteria()])
+
 
 class Criterion(models.Model):
     """One question asked of the judge about an item (an MMAE rubric)."""

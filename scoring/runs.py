@@ -20,7 +20,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from judge.fleet import FleetUnavailable, JudgeFleet
-from scoring.kinds import ItemRows, get_kind
+from scoring.kinds import get_kind
 from scoring.models import Answer, Benchmark, Item, ItemResult, RunBatch, ScoringRun, SliceResult
 from scoring.scorer import AudioCache, ask_all, prompt_hash
 
@@ -126,14 +126,8 @@ def _batch_samples(run: ScoringRun, keys: list[str]):
              .prefetch_related("criteria").order_by("position"))
     samples, criterion_ids = [], {}
     for item in items:
-        criteria = list(item.criteria.order_by("index"))
-        rows = ItemRows(key=item.key, dimensions=item.dimensions, content=item.content,
-                        media=item.media, criteria=[
-                            {"index": c.index, "category": c.category, "question": c.question,
-                             "right_choice": c.right_choice, "wrong_choices": c.wrong_choices}
-                            for c in criteria])
-        samples.append(kind.from_rows(rows))
-        criterion_ids.update({(item.key, c.index): c.id for c in criteria})
+        samples.append(kind.from_rows(item.as_rows()))
+        criterion_ids.update({(item.key, c.index): c.id for c in item.ordered_criteria()})
     return samples, criterion_ids
 
 
@@ -249,12 +243,8 @@ def run_aggregate(run_id: int) -> bool:
     item_rows, results = [], []
     for item in Item.objects.filter(benchmark=run.benchmark).prefetch_related("criteria") \
             .order_by("position"):
-        criteria = sorted(item.criteria.all(), key=lambda c: c.index)
-        sample = kind.from_rows(ItemRows(
-            key=item.key, dimensions=item.dimensions, content=item.content, media=item.media,
-            criteria=[{"index": c.index, "category": c.category, "question": c.question,
-                       "right_choice": c.right_choice, "wrong_choices": c.wrong_choices}
-                      for c in criteria]))
+        criteria = item.ordered_criteria()
+        sample = kind.from_rows(item.as_rows())
         scores = None if item.key not in run.outputs else [
             _majority(votes[c.id]) for c in criteria]
         row = kind.score_item(sample, scores)

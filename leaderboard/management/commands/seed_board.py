@@ -8,7 +8,7 @@ from tqdm import tqdm
 
 from leaderboard.selectors import benchmark_current
 from scoring import mmae
-from scoring.kinds import ItemRows, get_kind
+from scoring.kinds import get_kind
 from scoring.models import Item, ItemResult, ScoringRun, SliceResult
 from scoring.runs import _slices
 from scoring.scorer import prompt_hash
@@ -38,12 +38,7 @@ class Command(BaseCommand):
         kind = get_kind(benchmark.kind)
         items = list(Item.objects.filter(benchmark=benchmark).prefetch_related("criteria")
                      .order_by("position"))
-        samples = [kind.from_rows(ItemRows(
-            key=i.key, dimensions=i.dimensions, content=i.content, media=i.media,
-            criteria=[{"index": c.index, "category": c.category, "question": c.question,
-                       "right_choice": c.right_choice, "wrong_choices": c.wrong_choices}
-                      for c in sorted(i.criteria.all(), key=lambda c: c.index)]))
-            for i in items]
+        samples = [kind.from_rows(item.as_rows()) for item in items]
         user, _ = get_user_model().objects.get_or_create(
             username=SEED_USER, defaults={"email": "synthetic@localhost", "is_active": False})
         rng = random.Random(options["seed"])
