@@ -27,13 +27,7 @@ SETTINGS = (
 STARTUP = 30  # seconds for the script to start stand-ins that answer at once
 SHUTDOWN = 30  # seconds for the script to stop everything and exit
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        not all(shutil.which(tool) for tool in ("bash", "curl", "setsid")),
-        reason="needs bash, curl and setsid",
-    ),
-]
+pytestmark = pytest.mark.integration
 
 STANDIN_VLLM = """#!{python}
 import json, os, signal, subprocess, sys
