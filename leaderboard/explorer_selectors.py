@@ -268,5 +268,8 @@ def audio_file(submission: Submission, item_key: str, which: str) -> Path | None
         number = int(which.removeprefix("input"))
         if not 1 <= number <= len(item.media):
             return None
-        path = resolve_audio(Path(submission.benchmark.audio_root), item.media[number - 1])
+        root = Path(submission.benchmark.audio_root).resolve()
+        path = resolve_audio(root, item.media[number - 1]).resolve()
+        if not path.is_relative_to(root):
+            return None
     return path if path.is_file() else None

@@ -1,3 +1,5 @@
+import re
+
 from django import forms
 
 from leaderboard.selectors import METRICS, OVERALL, SORTS, BoardQuery, visible_models
@@ -105,7 +107,7 @@ class CompareForm(forms.Form):
         for part in (p.strip() for p in self.cleaned_data["models"].split(",")):
             if not part:
                 continue
-            if not part.isdigit():
+            if not re.fullmatch(r"[0-9]{1,18}", part):
                 raise forms.ValidationError(f"{part!r} is not a model id")
             if int(part) not in ids:
                 ids.append(int(part))

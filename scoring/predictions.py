@@ -117,7 +117,7 @@ def parse_predictions(text: str, *, name: str, known_ids: set[str]) -> list[Pred
 def load_predictions(path, *, known_ids: set[str]) -> list[Prediction]:
     name = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise PredictionError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
     except UnicodeDecodeError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from judge.fleet import FleetUnavailable, JudgeFleet
@@ -171,7 +171,10 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
             asyncio.run(_ask(jobs, run, judge, on_answer))
     except FleetUnavailable:
         _store(run, criterion_ids, records, simulated)
-        RunBatch.objects.filter(id=batch_id).update(status=RunBatch.Status.PENDING)
+        # Handed back without counting the claim: an outage is not the batch's fault, and
+        # SCORING_MAX_CLAIMS is about batches that break or kill their worker.
+        RunBatch.objects.filter(id=batch_id).update(status=RunBatch.Status.PENDING,
+                                                    claims=F("claims") - 1)
         raise
     finally:
         heartbeat.stop()
@@ -235,8 +238,9 @@ def run_aggregate(run_id: int) -> bool:
     for criterion_id, correct in Answer.objects.filter(run=run).values_list(
             "criterion_id", "correct").order_by("criterion_id", "round"):
         votes.setdefault(criterion_id, []).append(correct)
-    if len(votes) * run.rounds != run.total_queries:
-        missing = run.total_queries - sum(len(v) for v in votes.values())
+    answered = sum(len(v) for v in votes.values())
+    if answered != run.total_queries:
+        missing = run.total_queries - answered
         _move(run.id, [Status.AGGREGATING], Status.FAILED,
               error=f"internal error: {missing} judge answers are missing; rescore this run")
         return False
@@ -320,7 +324,8 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
         run_fail(batch.run_id, f"scoring batch {batch.index} lost its worker {batch.claims} "
                                "times (a worker crash or a kill each time)")
     batch_ids += RunBatch.objects.filter(
-        status=RunBatch.Status.PENDING, run__status__in=active, enqueued_at__lt=lost,
+        Q(enqueued_at__lt=lost) | Q(enqueued_at=None, run__created_at__lt=lost),
+        status=RunBatch.Status.PENDING, run__status__in=active,
     ).values_list("id", flat=True)
     run_ids = [
         run.id for run in ScoringRun.objects.filter(status=Status.AGGREGATING)

@@ -30,6 +30,14 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _input_problem(root: Path, media: str) -> str | None:
+    """Why an input audio path is unusable: it must be a file inside the audio root."""
+    path = resolve_audio(root, media).resolve()
+    if not path.is_relative_to(root):
+        return "lies outside"
+    return None if path.is_file() else "not found under"
+
+
 def benchmark_import(
     *, kind: str, path: Path, audio_root: Path, slug: str, title: str = "",
     synthetic: bool = False,
@@ -59,11 +67,10 @@ def benchmark_import(
         raise BenchmarkFileError(getattr(exc, "problems", [str(exc)])) from None
     rows = [benchmark_kind.to_rows(item) for item in items]
     problems = [
-        f"{path}: sample {position} (id {row.key}): input audio {media!r} not found under "
-        f"{audio_root}"
+        f"{path}: sample {position} (id {row.key}): input audio {media!r} {why} {audio_root}"
         for position, row in enumerate(rows)
         for media in row.media
-        if not resolve_audio(audio_root, media).is_file()
+        for why in [_input_problem(audio_root, media)] if why
     ]
     if problems:
         raise BenchmarkFileError(problems)

@@ -106,6 +106,9 @@ class Submission(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.UPLOADED)
     status_times = models.JSONField(default=dict)
     report = models.JSONField(default=dict)  # the validation report
+    # Model details sent with this upload for an existing model; applied when it passes
+    # validation, if public (services._apply_model_details).
+    model_details = models.JSONField(default=dict, blank=True)
     coverage = models.FloatField(null=True, blank=True)  # share of items with an output
     files_dir = models.CharField(max_length=500, blank=True)  # under MEDIA_ROOT
     current_run = models.ForeignKey(ScoringRun, null=True, blank=True,

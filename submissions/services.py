@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -18,7 +19,11 @@ from scoring.models import Benchmark, Item
 from scoring.predictions import PredictionError, parse_predictions
 from scoring.tasks import enqueue_run
 from submissions.models import ModelEntry, Submission
-from submissions.validation import limits_from_settings, validate_upload
+from submissions.validation import (
+    MAX_PREDICTIONS_BYTES,
+    limits_from_settings,
+    validate_upload,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +68,7 @@ def _quota_problems(user) -> list[str]:
 def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[str]:
     name = Path(predictions.name).name
     try:
-        text = predictions.read().decode("utf-8")
+        text = predictions.read().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return [f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
     finally:
@@ -109,6 +114,9 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
         if upload is not None and upload.size > settings.SUBMISSION_MAX_UPLOAD_BYTES:
             problems.append(f"{Path(upload.name).name}: {upload.size} bytes is above the "
                             f"limit of {settings.SUBMISSION_MAX_UPLOAD_BYTES}")
+    if predictions is not None and predictions.size > MAX_PREDICTIONS_BYTES:
+        problems.append(f"{Path(predictions.name).name}: {predictions.size} bytes is above the "
+                        f"limit of {MAX_PREDICTIONS_BYTES} for a predictions file")
     if predictions is not None and not problems:
         problems.extend(_check_predictions(predictions, benchmark))
     if problems:
@@ -116,15 +124,20 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     folder = None
     try:
         with transaction.atomic():
-            model, _ = ModelEntry.objects.update_or_create(
-                owner=user, name=model_name,
-                defaults={k: metadata[k] for k in METADATA_FIELDS if k in metadata})
+            # One upload at a time per author, so parallel uploads cannot pass the quota.
+            get_user_model().objects.select_for_update().get(pk=user.pk)
+            quota = _quota_problems(user)
+            if quota:
+                raise SubmissionRefused(quota, quota=True)
+            details = {k: metadata[k] for k in METADATA_FIELDS if k in metadata}
+            model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,
+                                                              defaults=details)
             submission = Submission(owner=user, model=model, benchmark=benchmark,
-                                    public=public)
+                                    public=public, model_details={} if created else details)
             submission.mark(Submission.Status.UPLOADED)
             submission.save()
             submission.files_dir = f"submissions/{submission.pk}"
-            folder = Path(settings.MEDIA_ROOT) / submission.files_dir / "upload"
+            folder = submission_folder(submission) / "upload"
             # One folder per role, so the files keep the names their author gave them and
             # validation messages name them as the author knows them.
             if predictions is not None:
@@ -159,7 +172,7 @@ def submission_validate(submission_id: int) -> bool:
             .update(status=Submission.Status.VALIDATING, status_times=times):
         return False
     submission.refresh_from_db()
-    root = Path(settings.MEDIA_ROOT) / submission.files_dir
+    root = submission_folder(submission)
     audio_dir = root / "audio"
     shutil.rmtree(audio_dir, ignore_errors=True)
     audio_dir.mkdir(parents=True)
@@ -169,7 +182,7 @@ def submission_validate(submission_id: int) -> bool:
                              audio_dir=audio_dir, limits=limits_from_settings())
     submission.report = result.report()
     if not result.ok:
-        _reject(submission, root)
+        _reject(submission)
         return True
     if archive is not None:
         archive.unlink()  # its contents are unpacked under audio/
@@ -182,13 +195,26 @@ def submission_validate(submission_id: int) -> bool:
         submission.coverage = result.coverage
         submission.mark(Submission.Status.QUEUED)
         submission.save()
+        _apply_model_details(submission)
         submission.runs.add(run)
         enqueue_run(run.id)
     return True
 
 
-def _reject(submission: Submission, root: Path) -> None:
-    shutil.rmtree(root, ignore_errors=True)
+def _apply_model_details(submission: Submission) -> None:
+    """An existing model's details change only with a public submission that passed
+    validation: a private or rejected upload must not rewrite what the board shows."""
+    if submission.public and submission.model_details:
+        ModelEntry.objects.filter(id=submission.model_id).update(**submission.model_details)
+
+
+def submission_folder(submission: Submission) -> Path:
+    """A submission's files, always derived from its id (never from a stored string)."""
+    return Path(settings.MEDIA_ROOT) / "submissions" / str(submission.pk)
+
+
+def _reject(submission: Submission) -> None:
+    shutil.rmtree(submission_folder(submission), ignore_errors=True)
     submission.files_dir = ""
     submission.mark(Submission.Status.REJECTED)
     submission.save()
@@ -199,7 +225,7 @@ def submission_fail_validation(submission_id: int, why: str) -> None:
     submission = Submission.objects.get(id=submission_id)
     submission.report = {**submission.report,
                          "errors": [f"internal error while validating: {why}"]}
-    _reject(submission, Path(settings.MEDIA_ROOT) / submission.files_dir)
+    _reject(submission)
 
 
 def submission_cancel(submission: Submission) -> bool:

@@ -202,6 +202,8 @@ def private_model(board, trio, other_author):
     ("{a}", "choose at least two models to compare (got 1)"),
     ("{a},{a}", "choose at least two models to compare (got 1)"),
     ("{a},x", "&#x27;x&#x27; is not a model id"),
+    ("{a},%C2%B2", "&#x27;\u00b2&#x27; is not a model id"),
+    ("{a},99999999999999999999999", "is not a model id"),
     ("{a},999999", "no model with id 999999"),
     ("1,2,3,4,5,6,7,8,9", "compare at most 8 models at once (got 9)"),
 ])

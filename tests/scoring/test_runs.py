@@ -111,6 +111,7 @@ def test_a_fleet_outage_hands_the_batch_back(run_setup):
         runs.batch_score(batch.id, judge(dead, down_wait=0.5))
     batch.refresh_from_db()
     assert batch.status == "pending"
+    assert batch.claims == 0  # an outage is not counted against the batch
     run.refresh_from_db()
     assert run.status == "scoring"
 
@@ -169,3 +170,10 @@ def test_a_cancelled_run_is_not_scored(run_setup):
     run = run_setup(["http://127.0.0.1:9"])
     assert runs.run_cancel(run.id) is True
     assert runs.batch_claim(run.batches.first().id) is False
+
+
+def test_the_sweeper_hands_out_batches_that_were_never_queued(run_setup):
+    run = run_setup(["http://127.0.0.1:9"])  # created, but its enqueue never ran
+    assert runs.sweep()[0] == []
+    ScoringRun.objects.filter(id=run.id).update(created_at=timezone.now() - timedelta(hours=2))
+    assert sorted(runs.sweep()[0]) == sorted(run.batches.values_list("id", flat=True))
