@@ -8,8 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from submissions import services
 from submissions.models import ModelEntry, Submission
-from submissions.services import SubmissionRefused, submission_fail_validation, \
-    submission_validate
+from submissions.services import SubmissionRefused, submission_fail_validation, submission_validate
 
 
 def test_a_predictions_file_above_its_limit_is_refused_before_it_is_read(
