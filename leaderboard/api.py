@@ -4,6 +4,7 @@ import csv
 import io
 
 from django.core.cache import cache
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import AllowAny
@@ -79,22 +80,31 @@ class LeaderboardApi(APIView):
             errors = [f"{k}: {m}" for k, ms in form.errors.items() for m in ms]
             return Response({"errors": errors}, status=400)
         query = form.query()
-        rows = cache.get_or_set(
-            selectors.cache_key("board-api", stamp, query),
-            lambda: [row_out(r) for r in selectors.leaderboard_rows(benchmark=benchmark,
-                                                                    query=query)],
-            300)
+        renderer = request.accepted_renderer
         headers = {}
-        if request.accepted_renderer.format == "csv":
+        if renderer.format == "csv":
             name = "-".join(p for p in (slug, query.dimension, query.bucket) if p)
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
             headers["Content-Disposition"] = f'attachment; filename="{safe}.csv"'
-        return Response({
-            "benchmark": slug, "version": benchmark.version, "dimension": query.dimension,
-            "bucket": query.bucket or None, "rows": rows,
-            "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
-                                                bucket=query.bucket),
-        }, headers=headers)
+
+        def payload():
+            return {
+                "benchmark": slug, "version": benchmark.version,
+                "dimension": query.dimension, "bucket": query.bucket or None,
+                "rows": [row_out(r) for r in selectors.leaderboard_rows(benchmark=benchmark,
+                                                                        query=query)],
+                "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
+                                                    bucket=query.bucket),
+            }
+
+        if renderer.format not in ("json", "csv"):  # the browsable page renders per request
+            return Response(payload(), headers=headers)
+        # JSON and CSV bodies are rendered once per board state and query.
+        body = cache.get_or_set(selectors.cache_key("board-api", stamp, query, renderer.format),
+                                lambda: renderer.render(payload()), 300)
+        content_type = f"{renderer.media_type}; charset=utf-8" if renderer.charset \
+            else renderer.media_type
+        return HttpResponse(body, content_type=content_type, headers=headers)
 
 
 def _interval_out(row: dict) -> dict:
