@@ -179,8 +179,13 @@ def pivot(request, slug):
     data = form.cleaned_data
     key = selectors.cache_key("pivot", selectors.board_stamp(benchmark), data["dimension"],
                               data["metric"], data["page"])
-    context.update(cache.get_or_set(key, lambda: _pivot_page(benchmark, data),
-                                    BOARD_CACHE_SECONDS), plotly_js=plotly_js_url())
+    page = cache.get(key)
+    if page is None:
+        page = _pivot_page(benchmark, data)
+        page["body"] = render_to_string("leaderboard/_pivot_body.html", page, request=request)
+        cache.set(key, page, BOARD_CACHE_SECONDS)
+    context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
+                   body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template
     return render(request, "leaderboard/pivot.html", context)
 
 
