@@ -36,6 +36,18 @@ def drop_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def close_and_drop(name: str | None) -> None:
+    """Close this process's Django connections (if Django is set up) and drop the database."""
+    try:
+        from django.db import connections
+
+        connections.close_all()
+    except Exception:  # noqa: BLE001 - Django may not be set up yet
+        pass
+    if name:
+        drop_database(name)
+
+
 def manage(*args: str) -> list[str]:
     return [sys.executable, str(ROOT / "manage.py"), *args]
 

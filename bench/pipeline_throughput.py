@@ -427,14 +427,7 @@ def main():
                 process.wait(timeout=10)
         _scratch.stop_group(worker)
         _scratch.stop_group(simulator)
-        try:
-            from django.db import connections
-
-            connections.close_all()
-        except Exception:  # noqa: BLE001 - Django may not be set up yet
-            pass
-        if db_name:
-            _scratch.drop_database(db_name)
+        _scratch.close_and_drop(db_name)
         broker.flushdb()
         if args.keep:
             print(f"kept {work}")

@@ -98,14 +98,7 @@ def main():
 
         meta = synthetic.make_meta(args.samples, n_rubrics=args.rubrics)
         meta_path = work / "MMAE-meta.json"
-        meta_path.write_text(json.dumps(meta))
-        for sample in meta:
-            for message in sample["messages"]:
-                for part in message["content"]:
-                    if part["type"] == "audio":
-                        path = work / "audio" / part["audio_url"]
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        path.touch()
+        synthetic.write_meta_with_empty_audio(meta, meta_path, work / "audio")
         started = time.monotonic()
         benchmark, _ = benchmark_import(kind="mmae", path=meta_path, audio_root=work / "audio",
                                         slug="mmae", synthetic=True)
@@ -179,14 +172,7 @@ def main():
         print(f"ratio (a)/(b): {best_a / best_b:.2f} (best of {args.repeat})")
         connection.close()
     finally:
-        if db_name:
-            try:
-                from django.db import connections
-
-                connections.close_all()
-            except Exception:  # noqa: BLE001 - Django may not be set up yet
-                pass
-            _scratch.drop_database(db_name)
+        _scratch.close_and_drop(db_name)
         shutil.rmtree(work, ignore_errors=True)
 
 

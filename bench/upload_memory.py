@@ -114,14 +114,7 @@ def main():
 
         meta = synthetic.make_meta(args.files)
         meta_path = work / "MMAE-meta.json"
-        meta_path.write_text(json.dumps(meta))
-        for sample in meta:
-            for message in sample["messages"]:
-                for part in message["content"]:
-                    if part["type"] == "audio":
-                        path = work / "inputs" / part["audio_url"]
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        path.touch()
+        synthetic.write_meta_with_empty_audio(meta, meta_path, work / "inputs")
         benchmark_import(kind="mmae", path=meta_path, audio_root=work / "inputs", slug="mmae",
                          synthetic=True)
         user = get_user_model().objects.create_user("bench", "bench@example.com", "pw-bench-1")
@@ -200,14 +193,7 @@ def main():
         if sampler is not None:
             sampler.stop()
         _scratch.stop_group(server)
-        try:
-            from django.db import connections
-
-            connections.close_all()
-        except Exception:  # noqa: BLE001 - Django may not be set up yet
-            pass
-        if db_name:
-            _scratch.drop_database(db_name)
+        _scratch.close_and_drop(db_name)
         broker.flushdb()
         shutil.rmtree(work, ignore_errors=True)
 

@@ -146,3 +146,17 @@ def write_system(root: Path, samples: list[dict], *, name: str, seed: int = 1,
         path = folder / "predictions.json"
         path.write_text(json.dumps(entries))
     return path
+
+
+def write_meta_with_empty_audio(samples: list[dict], meta_path: Path, audio_root: Path) -> Path:
+    """Write metadata and an empty file for every input audio it names: enough where only
+    the files' existence is checked (import speed, storage benchmarks)."""
+    meta_path.write_text(json.dumps(samples))
+    for sample in samples:
+        for message in sample["messages"]:
+            for part in message["content"]:
+                if part["type"] == "audio":
+                    path = audio_root / part["audio_url"]
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.touch()
+    return meta_path

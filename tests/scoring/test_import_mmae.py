@@ -5,7 +5,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from scoring.models import Benchmark, Criterion, Item
-from scoring.synthetic import make_meta, write_benchmark
+from scoring.synthetic import make_meta, write_benchmark, write_meta_with_empty_audio
 
 pytestmark = pytest.mark.django_db
 
@@ -142,14 +142,9 @@ def test_an_unreadable_path_is_named(tmp_path):
 
 def test_a_full_size_file_imports(tmp_path):
     """2,000 samples and 17,741 rubrics, as the real benchmark has."""
-    meta = tmp_path / "MMAE-meta.json"
-    data = make_meta(2000, seed=1, n_rubrics=17741)
-    meta.write_text(json.dumps(data))
-    for sample in data:  # empty files are enough: the importer checks existence only
-        for path in {p["audio_url"] for m in sample["messages"] for p in m["content"]
-                     if p["type"] == "audio"}:
-            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / path).touch()
+    # Empty files are enough: the importer checks existence only.
+    meta = write_meta_with_empty_audio(make_meta(2000, seed=1, n_rubrics=17741),
+                                       tmp_path / "MMAE-meta.json", tmp_path)
     import_(meta, tmp_path)
     assert Benchmark.objects.get().n_criteria == 17741 == Criterion.objects.count()
     assert Item.objects.count() == 2000
