@@ -91,6 +91,7 @@ def main():
         from django.db import connection
 
         from scoring import synthetic
+        from scoring.judge_configs import judge_config_current
         from scoring.models import Answer, Item, ScoringRun
         from scoring.runs import _store
         from scoring.scorer import prompt_hash
@@ -106,7 +107,8 @@ def main():
               f"in {time.monotonic() - started:.2f} s")
         rounds = 3
         run = ScoringRun.objects.create(
-            benchmark=benchmark, audio_root=str(work), outputs={}, missing={},
+            benchmark=benchmark, judge_config=judge_config_current(benchmark),
+            audio_root=str(work), outputs={}, missing={},
             judge_model="bench", base_urls=["http://127.0.0.1:8001"],
             prompt_sha256=prompt_hash(), rounds=rounds, max_attempts=5,
             total_queries=benchmark.n_criteria * rounds)

@@ -10,6 +10,7 @@ Policy, in one place:
   wrong, so retrying cannot help and the query fails at once;
 - `failure_threshold` consecutive transport/5xx/timeout failures take an endpoint out; it is
   then probed with `GET /v1/models` until it answers 200, and put back;
+- an endpoint staff take out (`exclude`) gets no new queries until it is let back in;
 - when every endpoint is out, queries wait for one to come back, for at most `down_wait`
   seconds from the moment the last one went out; then they raise FleetUnavailable naming each
   endpoint and its last error.
@@ -59,6 +60,7 @@ class Endpoint:
     capacity: int
     in_flight: int = 0
     healthy: bool = True
+    excluded: bool = False  # taken out by staff: no new queries, whatever its health
     consecutive_failures: int = 0
     last_error: str | None = None
     served: int = 0
@@ -161,13 +163,14 @@ class JudgeFleet:
     async def _acquire(self, avoid: Endpoint | None) -> tuple[Endpoint, httpx.AsyncClient]:
         async with self._cond:
             while True:
-                free = [e for e in self.endpoints if e.healthy and e.in_flight < e.capacity]
+                usable = [e for e in self.endpoints if e.healthy and not e.excluded]
+                free = [e for e in usable if e.in_flight < e.capacity]
                 if free:
                     preferred = [e for e in free if e is not avoid] or free
                     chosen = min(preferred, key=lambda e: (e.load, e.in_flight))
                     chosen.in_flight += 1
                     return chosen, chosen.lanes.pop()
-                if any(e.healthy for e in self.endpoints):
+                if usable:
                     await self._cond.wait()
                     continue
                 if self._all_down_since is None:
@@ -190,7 +193,19 @@ class JudgeFleet:
                     continue
 
     def _describe_down(self) -> str:
-        return "; ".join(f"{e.base_url}: {e.last_error or 'no answer'}" for e in self.endpoints)
+        return "; ".join(
+            f"{e.base_url}: {'taken out' if e.excluded else e.last_error or 'no answer'}"
+            for e in self.endpoints)
+
+    async def exclude(self, base_urls: set[str]) -> None:
+        """Send no new queries to the endpoints of `base_urls` (taken out by staff); those
+        not listed take queries again. Queries in flight finish where they are."""
+        async with self._cond:
+            for endpoint in self.endpoints:
+                endpoint.excluded = endpoint.base_url in base_urls
+            if any(e.healthy and not e.excluded for e in self.endpoints):
+                self._all_down_since = None
+            self._cond.notify_all()
 
     async def _release(self, endpoint: Endpoint, lane: httpx.AsyncClient) -> None:
         async with self._cond:

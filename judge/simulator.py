@@ -2,7 +2,10 @@
 
 It is NOT a model. It never listens to audio: it picks an option from a hash of the seed, the
 output audio's bytes and the question, so its verdicts are deterministic for a seed and input,
-differ between systems, and carry no information about quality. Every reply says so.
+differ between systems, and carry no information about quality. Every reply says so. Text-only
+queries (AIR-Bench) get the same treatment: a chat review gets two scores, each hashed from the
+seed, the question and one answer; an alignment query gets a letter hashed from the seed, the
+question and the response.
 
 Like vLLM, each port serves at most `slots` requests at once and queues the rest; a client that
 disconnects cancels its request. Faults can be injected: HTTP 500s, unparseable replies and
@@ -46,7 +49,8 @@ class SimulatorConfig:
     seed: int = 0
     model: str = DEFAULT_MODEL
     noise: float = 0.1  # share of queries answered off the system's usual pick
-    record: bool = False  # keep (question, choices) of every answer for /simulator/stats
+    # keep (question, choices as presented, letter) of every answer for /simulator/stats
+    record: bool = False
 
     def __post_init__(self):
         for name in ("fail_rate", "garbage_rate", "slow_rate", "noise"):
@@ -128,6 +132,57 @@ def verdict(query: dict, config: SimulatorConfig) -> tuple[str, str]:
     return letter, f"Simulated judge, not a model: option {letter} was picked by hashing the input."
 
 
+_CHAT_ANSWER_RE = re.compile(
+    r"\[The Start of Assistant ([12])s Answer\]\n(.*?)\n\[The End of Assistant \1s Answer\]",
+    re.DOTALL)
+_ALIGN_MARK = "Among the following choices, which option best matches this response?"
+_ALIGN_RE = re.compile(r'^There is a question "(.*)", and one response is "(.*)"\. Among ',
+                       re.DOTALL)
+
+
+def _user_text(body: dict) -> str | None:
+    """The text of a text-only user message, if that is what the query is."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict) and message.get("role") == "user" \
+                and isinstance(message.get("content"), str):
+            return message["content"]
+    return None
+
+
+def chat_score(question: str, answer: str, seed: int) -> int:
+    """The simulated 1-10 score of one answer: a hash, the same in either position."""
+    digest = hashlib.sha256(f"{seed}|chat|{question}|{answer}".encode()).digest()
+    return 1 + digest[0] % 10
+
+
+def align_letter(question: str, response: str, n_options: int, seed: int) -> str:
+    digest = hashlib.sha256(f"{seed}|align|{question}|{response}".encode()).digest()
+    return "ABCD"[digest[0] % n_options]
+
+
+def text_reply(body: dict, config: SimulatorConfig) -> tuple[str, list] | None:
+    """(reply, what to record) for an AIR-Bench text query, else None."""
+    text = _user_text(body)
+    if text is None:
+        return None
+    answers = dict(_CHAT_ANSWER_RE.findall(text))
+    if "1" in answers and "2" in answers and "[Question]\n" in text:
+        question = text.split("[Question]\n", 1)[1].split("\n[The Start of Assistant 1s", 1)[0]
+        scores = [chat_score(question, answers[k], config.seed) for k in ("1", "2")]
+        return f"{scores[0]} {scores[1]}", [question, [answers["1"], answers["2"]]]
+    match = _ALIGN_RE.match(text)
+    if _ALIGN_MARK in text and match:
+        listed = text.split("The following lines are the options.", 1)[-1]
+        listed = listed.split("\nTo reiterate, the response", 1)[0]
+        options = [m.group(2) for m in map(_CHOICE_LINE_RE.match, listed.split("\n")) if m]
+        if options:
+            question, response = match.groups()
+            return align_letter(question, response, len(options), config.seed), \
+                [question, options]
+    return None
+
+
 def _completion(content: str, config: SimulatorConfig, number: int) -> dict:
     return {
         "id": f"chatcmpl-simulator-{number}",
@@ -154,6 +209,21 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status, headers={"X-Judge-Simulator": "1"})
 
 
+def metrics_text(state: PortState) -> str:
+    """The load gauges of vLLM's Prometheus metrics, with the port's real counts."""
+    labels = f'engine="0",model_name="{state.config.model}"'
+    lines = []
+    for name, help_text, value in (
+        ("vllm:num_requests_running", "Number of requests in model execution batches.",
+         state.counts["in_progress"]),
+        ("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+         state.counts["waiting"]),
+    ):
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge",
+                  f"{name}{{{labels}}} {float(value)}"]
+    return "\n".join(lines) + "\n"
+
+
 def make_app(state: PortState) -> web.Application:
     config = state.config
 
@@ -174,6 +244,10 @@ def make_app(state: PortState) -> web.Application:
         return web.json_response({"port": state.port, **state.counts, "queries": state.queries,
                                   "simulator": NOTICE})
 
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(text=metrics_text(state), content_type="text/plain",
+                            headers={"X-Judge-Simulator": "1"})
+
     async def completions(request: web.Request) -> web.Response:
         try:
             body = await request.json()
@@ -182,9 +256,11 @@ def make_app(state: PortState) -> web.Application:
         if body.get("model") != config.model:
             return _error(404, f"The model `{body.get('model')}` does not exist.")
         state.counts["waiting"] += 1
+        queued = True
         try:
             async with state.slots:
                 state.counts["waiting"] -= 1
+                queued = False
                 state.counts["in_progress"] += 1
                 try:
                     return await _serve(body)
@@ -192,6 +268,8 @@ def make_app(state: PortState) -> web.Application:
                     state.counts["in_progress"] -= 1
         except asyncio.CancelledError:
             state.counts["cancelled"] += 1
+            if queued:  # the client left before a slot freed
+                state.counts["waiting"] -= 1
             raise
 
     async def _serve(body: dict) -> web.Response:
@@ -209,6 +287,11 @@ def make_app(state: PortState) -> web.Application:
         if roll < config.garbage_rate:
             state.counts["garbage"] += 1
             content = _GARBAGE[number % len(_GARBAGE)]
+        elif (text := text_reply(body, config)) is not None:
+            content, recorded = text
+            if config.record:
+                state.queries.append(recorded)
+            state.counts["ok"] += 1
         else:
             query = parse_query(body)
             if query is None:
@@ -218,7 +301,7 @@ def make_app(state: PortState) -> web.Application:
                 letter, reason = verdict(query, config)
                 content = json.dumps({"reason": reason, "choice": letter})
                 if config.record:
-                    state.queries.append([query["question"], query["choices"]])
+                    state.queries.append([query["question"], query["choices"], letter])
             state.counts["ok"] += 1
         return web.json_response(_completion(content, config, number),
                                  headers={"X-Judge-Simulator": "1"})
@@ -227,6 +310,7 @@ def make_app(state: PortState) -> web.Application:
     app.router.add_get("/v1/models", models)
     app.router.add_get("/health", health)
     app.router.add_get("/simulator/stats", stats)
+    app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/chat/completions", completions)
     return app
 

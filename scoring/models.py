@@ -1,5 +1,53 @@
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+
+class JudgeConfig(models.Model):
+    """How a benchmark is judged: the judge model, its endpoints, prompts, rounds, sampling,
+    seed and retry budget. Every scoring run points to one.
+
+    What decides a verdict (model, prompts, rounds, sampling, seed) is fixed once a run has
+    used the config (`in_use`): a change of any of them is a new config. The base URLs and the
+    retry budget are operational and may change in place; each change is audited.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    judge_model = models.CharField(max_length=200)
+    base_urls = models.JSONField(default=list)
+    prompt_sha256 = models.CharField(max_length=64)
+    rounds = models.PositiveSmallIntegerField()
+    sampling = models.JSONField(default=dict)
+    seed = models.IntegerField(default=0)
+    max_attempts = models.PositiveSmallIntegerField(default=5)
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    VERDICT_FIELDS = ("judge_model", "prompt_sha256", "rounds", "sampling", "seed")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(rounds__gte=1), name="judgeconfig_rounds_positive"),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1),
+                                   name="judgeconfig_attempts_positive"),
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def in_use(self) -> bool:
+        return self.runs.exists()
+
+    def as_dict(self) -> dict:
+        """The config's settings, as audit records and the API show them."""
+        return {"name": self.name, "judge_model": self.judge_model,
+                "base_urls": list(self.base_urls), "prompt_sha256": self.prompt_sha256,
+                "rounds": self.rounds, "sampling": dict(self.sampling), "seed": self.seed,
+                "max_attempts": self.max_attempts}
 
 
 class Benchmark(models.Model):
@@ -20,6 +68,9 @@ class Benchmark(models.Model):
     n_items = models.PositiveIntegerField()
     n_criteria = models.PositiveIntegerField()
     imported_at = models.DateTimeField(auto_now_add=True)
+    # The board shows runs under this config; new submissions are scored with it.
+    judge_config = models.ForeignKey(JudgeConfig, null=True, blank=True,
+                                     on_delete=models.PROTECT, related_name="benchmarks")
 
     class Meta:
         constraints = [
@@ -110,10 +161,25 @@ class ScoringRun(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.SCORING, Status.AGGREGATING)
 
+    class Purpose(models.TextChoices):
+        SUBMISSION = "submission"  # a new submission's first scoring
+        RESCORE = "rescore"  # staff rescoring: its own queue, below new submissions
+        BASELINE = "baseline"  # a calibration baseline (identity, noise)
+
     benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="runs")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
+    purpose = models.CharField(max_length=20, choices=Purpose.choices,
+                               default=Purpose.SUBMISSION)
+    label = models.CharField(max_length=100, blank=True)  # a baseline's system: Identity, Noise
     audio_root = models.CharField(max_length=1000)  # the outputs' folder
-    outputs = models.JSONField(default=dict)  # item key -> output path under audio_root
+    # item key -> output path under audio_root; for text kinds (AIR-Bench), the response
+    outputs = models.JSONField(default=dict)
+    options = models.JSONField(default=dict)  # upload options of the kind (e.g. "align")
+    # item key -> sha256 of what is sent to the judge for that item's output: the key of the
+    # judgment cache (with criterion, config and round).
+    digests = models.JSONField(default=dict)
     missing = models.JSONField(default=dict)  # item key -> why it has no usable output
+    # A copy of the config's settings as they were when the run was made.
     judge_model = models.CharField(max_length=200)
     base_urls = models.JSONField(default=list)
     prompt_sha256 = models.CharField(max_length=64)
@@ -187,6 +253,15 @@ class Answer(models.Model):
     endpoint = models.CharField(max_length=300, null=True, blank=True)  # noqa: DJ001
     attempts = models.PositiveSmallIntegerField()
     latency_ms = models.FloatField(null=True, blank=True)
+    # A numeric verdict (AIR-Bench chat: the model's 1-10 score in this pass); null when the
+    # query failed or the kind's verdicts are letters.
+    score = models.FloatField(null=True, blank=True)
+    # The run's digest of the item's output (ScoringRun.digests): with the criterion, the
+    # round and the run's judge config, the key of the judgment cache.
+    content_sha256 = models.CharField(max_length=64, blank=True)
+    # Copied from an earlier answer with the same key: no judge query was sent.
+    cached = models.BooleanField(default=False)
+    answered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -194,6 +269,13 @@ class Answer(models.Model):
             # Also serves loading a run's answers and counting progress.
             models.UniqueConstraint(fields=["run", "criterion", "round"],
                                     name="answer_run_criterion_round"),
+        ]
+        indexes = [
+            # Serves the judgment cache: earlier answers to a criterion about the same output.
+            models.Index(fields=["criterion", "content_sha256", "round"],
+                         name="answer_cache_key"),
+            # Serves the fleet page: recent answers per endpoint.
+            models.Index(fields=["answered_at"], name="answer_answered_at"),
         ]
 
     def __str__(self):
@@ -207,9 +289,10 @@ class ItemResult(models.Model):
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
     ifr = models.FloatField(null=True)
     cr = models.FloatField(null=True)
-    em = models.PositiveSmallIntegerField()
+    em = models.PositiveSmallIntegerField(null=True)  # null where a kind has no exact match
     rubric_scores = models.JSONField()
     missing = models.BooleanField(default=False)
+    values = models.JSONField(default=dict)  # a kind's own per-item figures (AIR-Bench)
 
     class Meta:
         constraints = [
@@ -239,6 +322,9 @@ class SliceResult(models.Model):
     cr_hi = models.FloatField(null=True)
     emr_lo = models.FloatField(null=True)
     emr_hi = models.FloatField(null=True)
+    # A kind's own figures by metric name (AIR-Bench: acc, acc_strict, unparsed; score,
+    # pass_A, pass_B, failed); MMAE keeps its figures in the columns above.
+    values = models.JSONField(default=dict)
 
     class Meta:
         constraints = [
@@ -249,3 +335,50 @@ class SliceResult(models.Model):
 
     def __str__(self):
         return f"{self.dimension}/{self.bucket} of run {self.run_id}"
+
+    def figures(self) -> dict:
+        """Every figure by metric name, from the columns and from `values`."""
+        return {"n": self.n, "IFR": self.ifr, "CR": self.cr, "EMR": self.emr, **self.values}
+
+
+class AuditEvent(models.Model):
+    """An append-only record of a staff action: who, when, on what, before and after, why.
+
+    Events marked public make a benchmark's changelog.
+    """
+
+    class Action(models.TextChoices):
+        RESCORE = "rescore"
+        VISIBILITY = "visibility"
+        DELETION = "deletion"
+        FLAG = "flag"
+        HIDE = "hide"
+        JUDGE_CONFIG = "judge_config"
+        QUOTA = "quota"
+        ENDPOINT = "endpoint"
+        BASELINE = "baseline"
+
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.SET_NULL, related_name="+")
+    actor_name = models.CharField(max_length=150)  # kept when the account is gone
+    action = models.CharField(max_length=20, choices=Action.choices)
+    benchmark_slug = models.SlugField(max_length=50, blank=True)
+    object_type = models.CharField(max_length=50)
+    object_id = models.CharField(max_length=50, blank=True)
+    object_repr = models.CharField(max_length=300)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+    reason = models.TextField(blank=True)
+    public = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # Serves a benchmark's public changelog, newest first.
+            models.Index(fields=["benchmark_slug", "public", "created_at"],
+                         name="audit_changelog"),
+        ]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.actor_name} {self.action} {self.object_repr}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,9 +20,21 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from judge.fleet import FleetUnavailable, JudgeFleet
+from judge.selectors import disabled_base_urls
+from scoring.jobs import TextJob, ask_jobs
+from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import Answer, Benchmark, Item, ItemResult, RunBatch, ScoringRun, SliceResult
-from scoring.scorer import AudioCache, ask_all, prompt_hash
+from scoring.models import (
+    Answer,
+    Benchmark,
+    Item,
+    ItemResult,
+    JudgeConfig,
+    RunBatch,
+    ScoringRun,
+    SliceResult,
+)
+from scoring.scorer import AudioCache, ask_all
 
 log = logging.getLogger(__name__)
 Status = ScoringRun.Status
@@ -30,19 +42,17 @@ Status = ScoringRun.Status
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    base_urls: list[str]
-    model: str
+    """How a worker talks to the judge fleet; what is asked, and of which endpoints, comes
+    from the run's judge config."""
+
     concurrency: int
     timeout: float
-    max_attempts: int
     down_wait: float
-    sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 1024})
 
     @classmethod
     def from_settings(cls) -> JudgeSettings:
-        return cls(base_urls=list(settings.JUDGE_BASE_URLS), model=settings.JUDGE_MODEL,
-                   concurrency=settings.JUDGE_CONCURRENCY, timeout=settings.JUDGE_TIMEOUT,
-                   max_attempts=settings.JUDGE_MAX_ATTEMPTS, down_wait=settings.JUDGE_DOWN_WAIT)
+        return cls(concurrency=settings.JUDGE_CONCURRENCY, timeout=settings.JUDGE_TIMEOUT,
+                   down_wait=settings.JUDGE_DOWN_WAIT)
 
 
 def _stamp(times: dict, status: str) -> dict:
@@ -60,19 +70,34 @@ def _move(run_id: int, source: list[str], target: str, **fields) -> bool:
 
 
 def run_create(*, benchmark: Benchmark, audio_root: str, outputs: dict[str, str],
-               missing: dict[str, str], judge: JudgeSettings, seed: int) -> ScoringRun:
-    """A queued run with its batches (the caller enqueues them after commit)."""
+               missing: dict[str, str], config: JudgeConfig | None = None,
+               options: dict | None = None,
+               purpose: str = ScoringRun.Purpose.SUBMISSION, label: str = "") -> ScoringRun:
+    """A queued run with its batches under `config` (by default the benchmark's current judge
+    config); the caller enqueues them after commit."""
     kind = get_kind(benchmark.kind)
+    config = config or judge_config_current(benchmark)
     keys = list(Item.objects.filter(benchmark=benchmark, key__in=list(outputs))
                 .order_by("position").values_list("key", flat=True))
     n_criteria = Item.objects.filter(benchmark=benchmark, key__in=keys).aggregate(
         n=Count("criteria"))["n"] or 0
+    total = n_criteria * config.rounds
+    if kind.text_jobs is not None:  # only the items with a judge query are batched (AIR-Bench)
+        items = Item.objects.filter(benchmark=benchmark, key__in=keys).prefetch_related(
+            "criteria").order_by("position")
+        jobs = kind.text_jobs([kind.from_rows(i.as_rows()) for i in items], outputs,
+                              options or {})
+        asked = {job.key for job in jobs}
+        keys, total = [key for key in keys if key in asked], len(jobs)
     run = ScoringRun.objects.create(
-        benchmark=benchmark, audio_root=audio_root, outputs=outputs, missing=missing,
-        judge_model=judge.model, base_urls=judge.base_urls, prompt_sha256=prompt_hash(),
-        rounds=kind.rounds, seed=seed, sampling=judge.sampling,
-        max_attempts=judge.max_attempts, status=Status.QUEUED,
-        status_times=_stamp({}, Status.QUEUED), total_queries=n_criteria * kind.rounds,
+        benchmark=benchmark, judge_config=config, purpose=purpose, label=label,
+        audio_root=audio_root,
+        outputs=outputs, missing=missing,
+        digests={key: kind.output_digest(audio_root, outputs[key]) for key in keys},
+        judge_model=config.judge_model, base_urls=config.base_urls,
+        prompt_sha256=config.prompt_sha256, rounds=config.rounds, seed=config.seed,
+        sampling=config.sampling, max_attempts=config.max_attempts, status=Status.QUEUED,
+        status_times=_stamp({}, Status.QUEUED), total_queries=total, options=options or {},
     )
     size = settings.SCORING_BATCH_ITEMS
     RunBatch.objects.bulk_create([
@@ -131,32 +156,80 @@ def _batch_samples(run: ScoringRun, keys: list[str]):
     return samples, criterion_ids
 
 
-def _answer(run_id: int, criterion_id: int, record: dict) -> Answer:
+def _answer(run: ScoringRun, criterion_id: int, record: dict, now) -> Answer:
     return Answer(
-        run_id=run_id, criterion_id=criterion_id, round=record["round"],
+        run_id=run.id, criterion_id=criterion_id, round=record["round"],
         choices=record["choices"], correct_letter=record["correct_letter"],
         choice=record["choice"], correct=record["correct"], reason=record["reason"],
         raw=record["raw"], error=record["error"], endpoint=record["endpoint"],
         attempts=record["attempts"], latency_ms=record["latency_ms"],
+        score=record.get("score"),
+        content_sha256=run.digests.get(record["id"], ""), answered_at=now,
     )
 
 
+CACHE_COPIED = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "score")
+
+
+def _from_cache(run: ScoringRun, wanted: dict[tuple[int, str, int], tuple]) -> list[Answer]:
+    """Answers to `wanted` (criterion id, output digest, round) that an earlier run under the
+    same judge config already has: copies, marked cached, that cost no judge query. Answers
+    that failed (an error, no reply) are never reused."""
+    if not wanted:
+        return []
+    found: dict[tuple, Answer] = {}
+    earlier = (Answer.objects.filter(
+        run__judge_config_id=run.judge_config_id, error=None,
+        criterion_id__in={key[0] for key in wanted},
+        content_sha256__in={key[1] for key in wanted if key[1]},
+    ).exclude(run_id=run.id).values("criterion_id", "content_sha256", "round",
+                                     "run__simulated", *CACHE_COPIED))
+    now = timezone.now()
+    for row in earlier:
+        key = (row["criterion_id"], row["content_sha256"], row["round"])
+        if key in wanted and key not in found:
+            found[key] = Answer(
+                run_id=run.id, criterion_id=key[0], round=key[2], content_sha256=key[1],
+                cached=True, attempts=0, answered_at=now,
+                **{name: row[name] for name in CACHE_COPIED})
+            if row["run__simulated"]:
+                run.simulated = True
+    return list(found.values())
+
+
 def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
-    """Score a pending batch: claim it, ask what has no answer yet, store, mark it done.
+    """Score a pending batch: claim it, take what the judgment cache has, ask the rest, store,
+    mark it done.
 
     Returns False when the batch was not ours to score (claimed elsewhere, done, or its run
     is no longer active). Raises FleetUnavailable after handing the batch back.
     """
     if not batch_claim(batch_id):
         return False
-    batch = RunBatch.objects.select_related("run__benchmark").get(id=batch_id)
+    batch = RunBatch.objects.select_related("run__benchmark", "run__judge_config").get(
+        id=batch_id)
     run = batch.run
     _move(run.id, [Status.QUEUED], Status.SCORING)
     samples, criterion_ids = _batch_samples(run, batch.item_keys)
     answered = set(Answer.objects.filter(run=run, criterion_id__in=criterion_ids.values())
                    .values_list("criterion_id", "round"))
-    jobs = [(s, r, k) for s in samples for r in s.rubrics for k in range(run.rounds)
-            if (criterion_ids[(s.id, r.index)], k) not in answered]
+    kind = get_kind(run.benchmark.kind)
+    if kind.text_jobs is not None:
+        jobs = [j for j in kind.text_jobs(samples, run.outputs, run.options)
+                if (criterion_ids[(j.key, j.criterion_index)], j.round) not in answered]
+    else:
+        jobs = [(s, r, k) for s in samples for r in s.rubrics for k in range(run.rounds)
+                if (criterion_ids[(s.id, r.index)], k) not in answered]
+    wanted = {(criterion_ids[(key, index)], run.digests.get(key, ""), k): job
+              for job in jobs for key, index, k in [_job_key(job)]}
+    run.simulated = False
+    cached = _from_cache(run, wanted)
+    Answer.objects.bulk_create(cached, ignore_conflicts=True, batch_size=2000)
+    if run.simulated:
+        ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
+    hit = {(a.criterion_id, a.round) for a in cached}
+    jobs = [job for job in jobs for key, index, k in [_job_key(job)]
+            if (criterion_ids[(key, index)], k) not in hit]
     records: list[dict] = []
     simulated = []
 
@@ -168,7 +241,12 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
     heartbeat.start()
     try:
         if jobs:
-            asyncio.run(_ask(jobs, run, judge, on_answer))
+            endpoints = run_endpoints(run)
+            if not endpoints:
+                # Like an outage: the batch waits for staff to put an endpoint back.
+                raise FleetUnavailable(f"every endpoint of judge config "
+                                       f"{run.judge_config.name} is taken out by staff")
+            asyncio.run(_ask(jobs, run, judge, on_answer, endpoints))
     except FleetUnavailable:
         _store(run, criterion_ids, records, simulated)
         # Handed back without counting the claim: an outage is not the batch's fault, and
@@ -184,21 +262,70 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
     return True
 
 
-async def _ask(jobs, run: ScoringRun, judge: JudgeSettings, on_answer) -> None:
-    async with JudgeFleet(run.base_urls, model=run.judge_model, concurrency=judge.concurrency,
-                          timeout=judge.timeout, max_attempts=run.max_attempts,
-                          sampling=run.sampling, down_wait=judge.down_wait) as fleet:
+def _job_key(job) -> tuple[str, int, int]:
+    """(item key, criterion index, round) of a judge job: a text kind's TextJob, or MMAE's
+    (sample, rubric, round)."""
+    if isinstance(job, TextJob):
+        return job.key, job.criterion_index, job.round
+    sample, rubric, round_ = job
+    return sample.id, rubric.index, round_
+
+
+def run_endpoints(run: ScoringRun) -> list[str]:
+    """The endpoints a run's queries go to: its judge config's, as they are now, less those
+    staff have taken out (possibly none left)."""
+    urls = [url.rstrip("/") for url in run.judge_config.base_urls]
+    out = disabled_base_urls(urls)
+    return [url for url in urls if url not in out]
+
+
+async def _ask(jobs, run: ScoringRun, judge: JudgeSettings, on_answer,
+               endpoints: list[str]) -> None:
+    config = run.judge_config
+    async with JudgeFleet(endpoints, model=config.judge_model,
+                          concurrency=judge.concurrency, timeout=judge.timeout,
+                          max_attempts=config.max_attempts, sampling=config.sampling,
+                          down_wait=judge.down_wait,
+                          api_key=settings.JUDGE_API_KEY or None) as fleet:
         # Outputs as absolute paths under the run's folder; input paths stay relative, so
         # they resolve against the benchmark's own audio, never against the upload.
         outputs = {key: str(Path(run.audio_root) / path) for key, path in run.outputs.items()}
-        await ask_all(jobs, fleet, seed=run.seed, outputs=outputs,
-                      data_uri=AudioCache(Path(run.benchmark.audio_root)),
-                      on_answer=on_answer)
+        switches = asyncio.create_task(_follow_switches(fleet, endpoints))
+        try:
+            if isinstance(jobs[0], TextJob):  # text only: no audio to inline
+                await ask_jobs(jobs, fleet, on_answer)
+            else:
+                await ask_all(jobs, fleet, seed=config.seed, outputs=outputs,
+                              data_uri=AudioCache(Path(run.benchmark.audio_root)),
+                              on_answer=on_answer)
+        finally:
+            switches.cancel()
+
+
+async def _follow_switches(fleet: JudgeFleet, endpoints: list[str]) -> None:
+    """Staff taking an endpoint out (or putting it back) reaches a batch in flight within a
+    heartbeat period."""
+    while True:
+        await asyncio.sleep(settings.SCORING_HEARTBEAT_SECONDS)
+        try:
+            out = await asyncio.to_thread(_taken_out, endpoints)
+        except Exception:  # a database hiccup must not stop the batch's queries
+            log.exception("cannot read which judge endpoints are taken out")
+            continue
+        await fleet.exclude(out)
+
+
+def _taken_out(endpoints: list[str]) -> set[str]:
+    try:
+        return disabled_base_urls(endpoints)
+    finally:
+        connection.close()  # this thread's own connection
 
 
 def _store(run: ScoringRun, criterion_ids: dict, records: list[dict], simulated: list) -> None:
+    now = timezone.now()
     Answer.objects.bulk_create(
-        [_answer(run.id, criterion_ids[(r["id"], r["rubric_index"])], r) for r in records],
+        [_answer(run, criterion_ids[(r["id"], r["rubric_index"])], r, now) for r in records],
         ignore_conflicts=True, batch_size=2000,
     )
     if any(simulated):
@@ -234,6 +361,8 @@ def run_aggregate(run_id: int) -> bool:
     if run.status != Status.AGGREGATING:
         return False
     kind = get_kind(run.benchmark.kind)
+    if kind.results is not None:
+        return _aggregate_text(run, kind)
     votes: dict[tuple[int, int], list[bool]] = {}
     for criterion_id, correct in Answer.objects.filter(run=run).values_list(
             "criterion_id", "correct").order_by("criterion_id", "round"):
@@ -257,6 +386,39 @@ def run_aggregate(run_id: int) -> bool:
                                   em=row["EM"], rubric_scores=row["rubric_scores"],
                                   missing=row["missing"]))
     slices = _slices(run, kind.aggregate(item_rows), kind.intervals(item_rows, seed=run.seed))
+    with transaction.atomic():
+        ItemResult.objects.filter(run=run).delete()
+        SliceResult.objects.filter(run=run).delete()
+        ItemResult.objects.bulk_create(results, batch_size=1000)
+        SliceResult.objects.bulk_create(slices)
+        _move(run.id, [Status.AGGREGATING], Status.FINISHED)
+    return True
+
+
+def _aggregate_text(run: ScoringRun, kind) -> bool:
+    """A text kind's per-item results and slices (AIR-Bench), by the kind's own rules from the
+    responses and the judge's answers; the run is then finished."""
+    answers = {(key, round_): {"choice": choice, "score": score}
+               for key, round_, choice, score in Answer.objects.filter(run=run).values_list(
+                   "criterion__item__key", "round", "choice", "score")}
+    if len(answers) != run.total_queries:
+        _move(run.id, [Status.AGGREGATING], Status.FAILED,
+              error=f"internal error: {run.total_queries - len(answers)} judge answers are "
+                    "missing; rescore this run")
+        return False
+    items = list(Item.objects.filter(benchmark=run.benchmark).prefetch_related("criteria")
+                 .order_by("position"))
+    rows, summary = kind.results([kind.from_rows(i.as_rows()) for i in items], run.outputs,
+                                 answers)
+    results = [ItemResult(run=run, item=item, ifr=None, cr=None, missing=row["missing"],
+                          values=row, **kind.item_columns(row))
+               for item, row in zip(items, rows, strict=True)]
+    slices = [SliceResult(run=run, dimension=SliceResult.OVERALL, bucket="",
+                          n=summary["overall"]["n"], values=summary["overall"])]
+    slices += [SliceResult(run=run, dimension=dimension, bucket=bucket, n=figures["n"],
+                           values=figures)
+               for dimension, buckets in summary.items() if dimension != "overall"
+               for bucket, figures in buckets.items()]
     with transaction.atomic():
         ItemResult.objects.filter(run=run).delete()
         SliceResult.objects.filter(run=run).delete()
@@ -334,6 +496,14 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
     run_ids += [run_id for run_id in ScoringRun.objects.filter(status__in=active)
                 .values_list("id", flat=True) if run_try_aggregate(run_id)]
     return batch_ids, run_ids
+
+
+def batch_queues(batch_ids: list[int]) -> dict[int, str]:
+    """batch id -> the Celery queue its run's purpose calls for."""
+    queues = {ScoringRun.Purpose.SUBMISSION: settings.CELERY_TASK_DEFAULT_QUEUE}
+    return {batch_id: queues.get(purpose, settings.SCORING_RESCORE_QUEUE)
+            for batch_id, purpose in
+            RunBatch.objects.filter(id__in=batch_ids).values_list("id", "run__purpose")}
 
 
 def batches_enqueued(batch_ids: list[int]) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
-import hashlib
 import json
 import mimetypes
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from judge.fleet import JudgeFleet
 from scoring import mmae
+from scoring.kinds import MMAE, file_sha256
 from scoring.predictions import check_audio, load_predictions, resolve_audio
 
 RESULTS = "results.jsonl"
@@ -60,17 +60,8 @@ class Plan:
 
 
 def prompt_hash() -> str:
-    """Identifies the judge prompts; recorded with every run."""
-    text = mmae.SYSTEM_PROMPT + "\x00" + mmae.QUERY_TEMPLATE
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """Identifies the judge prompts; recorded with every run (as judge configs do)."""
+    return MMAE.prompt_sha256()
 
 
 def plan(config: ScoreConfig) -> Plan:
@@ -100,8 +91,8 @@ def plan(config: ScoreConfig) -> Plan:
         else:
             outputs[sample.id] = prediction.audio_path
     fingerprint = {
-        "meta_sha256": _sha256(config.meta),
-        "predictions_sha256": _sha256(config.predictions),
+        "meta_sha256": file_sha256(config.meta),
+        "predictions_sha256": file_sha256(config.predictions),
         "seed": config.seed,
         "prompt_sha256": prompt_hash(),
         "rounds": mmae.ROUNDS,

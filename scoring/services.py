@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from django.db import transaction
-from django.db.models import Max
 
-from scoring.kinds import get_kind
+from scoring.kinds import file_sha256, get_kind
 from scoring.models import Benchmark, Criterion, Item
 from scoring.predictions import resolve_audio
 
@@ -22,14 +20,6 @@ class BenchmarkFileError(ValueError):
                          (f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""))
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _input_problem(root: Path, media: str) -> str | None:
     """Why an input audio path is unusable: it must be a file inside the audio root."""
     path = resolve_audio(root, media).resolve()
@@ -39,16 +29,20 @@ def _input_problem(root: Path, media: str) -> str | None:
 
 
 def benchmark_import(
-    *, kind: str, path: Path, audio_root: Path, slug: str, title: str = "",
+    *, kind: str, path: Path, audio_root: Path | None, slug: str, title: str = "",
     synthetic: bool = False,
 ) -> tuple[Benchmark, bool]:
     """Import a benchmark file as a new version of `slug`; (benchmark, created).
 
     The same file again returns the version it made, changing nothing. A file with any fault
     (malformed, or naming input audio that is not under `audio_root`) imports nothing.
+    `audio_root` None (text-judged kinds only) keeps the media paths unchecked and unplayable.
     """
     benchmark_kind = get_kind(kind)
-    path, audio_root = Path(path), Path(audio_root).resolve()
+    if audio_root is None and benchmark_kind.output != "text":
+        raise BenchmarkFileError([f"a {kind} benchmark needs its audio root"])
+    path = Path(path)
+    audio_root = Path(audio_root).resolve() if audio_root is not None else None
     try:
         sha256 = file_sha256(path)
     except OSError as exc:
@@ -70,15 +64,20 @@ def benchmark_import(
         f"{path}: sample {position} (id {row.key}): input audio {media!r} {why} {audio_root}"
         for position, row in enumerate(rows)
         for media in row.media
-        for why in [_input_problem(audio_root, media)] if why
+        for why in [_input_problem(audio_root, media) if audio_root else None] if why
     ]
     if problems:
         raise BenchmarkFileError(problems)
     with transaction.atomic():
-        latest = Benchmark.objects.filter(slug=slug).aggregate(v=Max("version"))["v"] or 0
+        previous = Benchmark.objects.filter(slug=slug).order_by("-version").first()
+        latest = previous.version if previous else 0
+        # A new version keeps the judge of the one before; a new benchmark gets its kind's
+        # config, seeded from the JUDGE_* settings, when it is first scored
+        # (judge_config_current).
         benchmark = Benchmark.objects.create(
+            judge_config=previous.judge_config if previous else None,
             slug=slug, kind=kind, version=latest + 1, title=title or benchmark_kind.title,
-            sha256=sha256, source_name=path.name, audio_root=str(audio_root),
+            sha256=sha256, source_name=path.name, audio_root=str(audio_root or ""),
             synthetic=synthetic, n_items=len(rows),
             n_criteria=sum(len(row.criteria) for row in rows),
         )

@@ -10,9 +10,10 @@ import logging
 from celery import shared_task
 from django.conf import settings
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 from judge.fleet import FleetUnavailable
-from scoring import runs
+from scoring import fleet, runs
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +24,17 @@ def enqueue_run(run_id: int) -> None:
 
 def _enqueue_batches(run_id: int) -> None:
     batch_ids = runs.pending_batch_ids(run_id)
-    runs.batches_enqueued(batch_ids)
-    for batch_id in batch_ids:
-        score_batch.delay(batch_id)
+    _send(batch_ids)
     if not batch_ids and runs.run_try_aggregate(run_id):
         aggregate_run.delay(run_id)
+
+
+def _send(batch_ids: list[int], countdown: int | None = None) -> None:
+    """Queue batches: rescoring and baseline work on SCORING_RESCORE_QUEUE, so that workers
+    serve new submissions first; everything else on the default queue."""
+    runs.batches_enqueued(batch_ids)
+    for batch_id, queue in runs.batch_queues(batch_ids).items():
+        score_batch.apply_async((batch_id,), queue=queue, countdown=countdown)
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -57,8 +64,7 @@ def score_batch(batch_id: int) -> None:
 
 
 def _retry_later(batch_id: int) -> None:
-    runs.batches_enqueued([batch_id])
-    score_batch.apply_async((batch_id,), countdown=settings.SCORING_FLEET_RETRY_SECONDS)
+    _send([batch_id], countdown=settings.SCORING_FLEET_RETRY_SECONDS)
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -68,14 +74,28 @@ def aggregate_run(run_id: int) -> None:
     except Exception as exc:
         runs.run_fail(run_id, f"aggregation failed: {type(exc).__name__}: {exc}")
         raise
+    # Also when a redelivery finds the run finished already: the hooks are idempotent.
+    if runs.ScoringRun.objects.filter(id=run_id, status=runs.Status.FINISHED).exists():
+        run_finished(run_id)
+
+
+def run_finished(run_id: int) -> None:
+    """Tell the apps that act on finished runs (SCORING_RUN_FINISHED_HOOKS: dotted paths of
+    functions taking a run id), without scoring importing them."""
+    for path in settings.SCORING_RUN_FINISHED_HOOKS:
+        import_string(path)(run_id)
 
 
 @shared_task(ignore_result=True)
 def sweep() -> None:
     """Periodic: hand stale or stranded work out again (see scoring.runs.sweep)."""
     batch_ids, run_ids = runs.sweep()
-    runs.batches_enqueued(batch_ids)
-    for batch_id in batch_ids:
-        score_batch.delay(batch_id)
+    _send(batch_ids)
     for run_id in run_ids:
         aggregate_run.delay(run_id)
+
+
+@shared_task(ignore_result=True)
+def probe_fleet() -> None:
+    """Periodic: probe every judge endpoint for the fleet page (see scoring.fleet)."""
+    fleet.fleet_probe()

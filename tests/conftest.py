@@ -76,6 +76,29 @@ class Simulator:
                 self.process.wait()
 
 
+def _use_broker(url: str, **conf) -> None:
+    """Point this process's Celery app at a broker and a default queue. The app keeps its
+    connection pool, and its queues, router and producer pool (`app.amqp`, built at the first
+    message sent), across a change of the settings: they are dropped too, else a task would
+    still go to the broker and default queue of the first message sent."""
+    celery_app.conf.broker_url = url
+    celery_app.conf.update(**conf)
+    # Dropped, not closed: kombu keeps one pool per broker URL, and a closed one would be
+    # handed out again on the way back (nor app.close(): that unregisters the app).
+    celery_app._pool = None
+    celery_app.__dict__.pop("amqp", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tasks_go_nowhere():
+    """Work that in-process tests enqueue after a commit goes to an in-memory broker that no
+    worker reads (never to the embedded default's queue under var/); worker_factory switches
+    to Redis for the tests that run real workers."""
+    _use_broker("memory://")
+    yield
+    _use_broker("memory://")
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings):
     """Pages render without running collectstatic (production uses the manifest storage);
@@ -115,6 +138,25 @@ def demo_set(tmp_path):
         "predictions": synthetic.write_system(root, samples, name="sys-a", seed=5, missing=2),
         "jsonl": synthetic.write_system(root, samples, name="sys-b", seed=6, fmt="jsonl"),
     }
+
+
+def judge_config(urls, *, seed: int = 11, kind: str = "mmae", benchmark=None, **fields):
+    """The judge config pointing at `urls` (a simulator's) with `seed`, made once; with a
+    benchmark, it becomes that benchmark's current config (the one its board shows)."""
+    from scoring.kinds import get_kind
+    from scoring.models import JudgeConfig
+
+    benchmark_kind = get_kind(kind)
+    name = "test-" + uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}|{seed}|{urls}|{fields}").hex[:12]
+    config, _ = JudgeConfig.objects.get_or_create(name=name, defaults={
+        "judge_model": "Qwen3-Omni-30B-A3B-Instruct", "base_urls": list(urls),
+        "prompt_sha256": benchmark_kind.prompt_sha256(), "rounds": benchmark_kind.rounds,
+        "sampling": {"temperature": 0.0, "max_tokens": 1024}, "seed": seed, "max_attempts": 5,
+        **fields})
+    if benchmark is not None:
+        benchmark.judge_config = config
+        benchmark.save(update_fields=["judge_config"])
+    return config
 
 
 def run_manage(*args: str, timeout: float = 300, env: dict | None = None):
@@ -160,7 +202,8 @@ class Worker:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat",
              "--concurrency", "1", "--loglevel", "INFO",
-             "--queues", self.env["CELERY_TASK_DEFAULT_QUEUE"],
+             "--queues",
+             f"{self.env['CELERY_TASK_DEFAULT_QUEUE']},{self.env['SCORING_RESCORE_QUEUE']}",
              "--schedule", str(self.log_path.parent / "beat-schedule")],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
@@ -189,9 +232,8 @@ def worker_factory(transactional_db, settings, tmp_path):
     """
     # A queue of this test's own, so test runs side by side never take each other's tasks.
     queue = f"test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    celery_app.conf.broker_url = BROKER
-    celery_app.conf.broker_transport_options = {"visibility_timeout": 3600}
-    celery_app.conf.task_default_queue = queue
+    _use_broker(BROKER, broker_transport_options={"visibility_timeout": 3600},
+                task_default_queue=queue)
     workers = []
 
     def factory(judge_ports, **overrides):
@@ -204,9 +246,10 @@ def worker_factory(transactional_db, settings, tmp_path):
             "JUDGE_CONCURRENCY": "8", "JUDGE_TIMEOUT": "10", "JUDGE_DOWN_WAIT": "2",
             "SCORING_HEARTBEAT_SECONDS": "1", "SCORING_STALE_SECONDS": "4",
             "SCORING_SWEEP_SECONDS": "2", "SCORING_FLEET_RETRY_SECONDS": "1",
-            "CELERY_TASK_DEFAULT_QUEUE": queue,
+            "CELERY_TASK_DEFAULT_QUEUE": queue, "SCORING_RESCORE_QUEUE": f"{queue}-rescore",
             **{k: str(v) for k, v in overrides.items()},
         }
+        settings.SCORING_RESCORE_QUEUE = env["SCORING_RESCORE_QUEUE"]
         settings.JUDGE_BASE_URLS = env["JUDGE_BASE_URLS"].split(",")
 
         def start():
@@ -219,7 +262,7 @@ def worker_factory(transactional_db, settings, tmp_path):
     yield factory
     for worker in workers:
         worker.stop()
-    celery_app.conf.task_default_queue = "celery"
+    _use_broker("memory://", task_default_queue="celery")
     client = redis.Redis.from_url(BROKER)
     for key in client.scan_iter(match=f"*{queue}*"):
         client.delete(key)

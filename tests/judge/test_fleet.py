@@ -232,3 +232,57 @@ def test_the_wait_is_bounded_and_names_every_endpoint(caplog):
     assert message.startswith("every judge endpoint has been down for 1 s: ")
     assert f"{a}: " in message and f"{b}: " in message and "ConnectError" in message
     assert "all 2 judge endpoints are down" in caplog.text
+
+
+def test_an_excluded_endpoint_gets_no_new_queries_until_let_back_in():
+    async def main():
+        a = await FakeJudge().start()
+        b = await FakeJudge().start()
+        async with fleet(a.url, b.url) as f:
+            await f.exclude({a.url})
+            await asyncio.gather(*(f.ask([], parse) for _ in range(6)))
+            calls_while_out = (a.calls, b.calls)
+            await f.exclude(set())
+            await asyncio.gather(*(f.ask([], parse) for _ in range(6)))
+        await a.stop()
+        await b.stop()
+        return calls_while_out, (a.calls, b.calls)
+
+    while_out, after = run(main())
+    assert while_out == (0, 6)
+    assert after[0] > 0
+
+
+def test_with_every_endpoint_excluded_queries_wait_then_raise_naming_them():
+    async def main():
+        a = await FakeJudge().start()
+        try:
+            async with fleet(a.url, down_wait=0.3) as f:
+                await f.exclude({a.url})
+                started = time.monotonic()
+                with pytest.raises(FleetUnavailable, match="taken out"):
+                    await f.ask([], parse)
+                return a.calls, time.monotonic() - started
+        finally:
+            await a.stop()
+
+    calls, waited = run(main())
+    assert calls == 0
+    assert waited >= 0.3
+
+
+def test_queries_waiting_on_excluded_endpoints_go_out_once_one_is_let_back_in():
+    async def main():
+        a = await FakeJudge().start()
+        try:
+            async with fleet(a.url, down_wait=10) as f:
+                await f.exclude({a.url})
+                pending = asyncio.create_task(f.ask([], parse))
+                await asyncio.sleep(0.2)
+                assert not pending.done()
+                await f.exclude(set())
+                return await pending
+        finally:
+            await a.stop()
+
+    assert run(main()).value == "A"

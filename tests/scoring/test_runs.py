@@ -11,15 +11,14 @@ from scoring import exports, runs
 from scoring.models import Answer, Item, RunBatch, ScoringRun
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
-from tests.conftest import free_ports, run_manage
+from tests.conftest import free_ports, judge_config, run_manage
 
 pytestmark = pytest.mark.django_db
 
 
-def judge(urls, **overrides):
-    options = {"base_urls": urls, "model": "Qwen3-Omni-30B-A3B-Instruct", "concurrency": 8,
-               "timeout": 10, "max_attempts": 5, "down_wait": 1}
-    return runs.JudgeSettings(**{**options, **overrides})
+def judge(urls=None, **overrides):
+    """Worker settings (the endpoints come from the run's judge config)."""
+    return runs.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1, **overrides})
 
 
 @pytest.fixture
@@ -35,7 +34,8 @@ def run_setup(demo_set, settings):
 
     def create(urls):
         return runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
-                               outputs=outputs, missing=missing, judge=judge(urls), seed=11)
+                               outputs=outputs, missing=missing,
+                               config=judge_config(urls))
     return create
 
 

@@ -19,9 +19,9 @@ def _ports(value: str) -> list[int]:
 class Command(BaseCommand):
     help = (
         "Run the judge SIMULATOR (not a real model): an HTTP server speaking vLLM's OpenAI API "
-        "(POST /v1/chat/completions, GET /v1/models, GET /health) whose MMAE verdicts are "
-        "hashes of the input, for development, tests, benchmarks and the demo. Scores it "
-        "produces are simulated."
+        "(POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics) whose MMAE "
+        "verdicts are hashes of the input, for development, tests, benchmarks and the demo. "
+        "Scores it produces are simulated."
     )
     requires_system_checks = []
 

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from scoring import synthetic
+from scoring.judge_configs import judge_config_current
 from scoring.services import BenchmarkFileError, benchmark_import
 
 
@@ -39,7 +40,9 @@ class Command(BaseCommand):
         except BenchmarkFileError as exc:
             raise CommandError(str(exc)) from None
         state = "imported" if created else "already loaded"
-        self.stdout.write(f"demo benchmark {benchmark} {state}; submissions to upload (one "
+        config = judge_config_current(benchmark)  # so the fleet page shows the judge at once
+        self.stdout.write(f"demo benchmark {benchmark} {state}, judged by {config.name} "
+                          f"({', '.join(config.base_urls)}); submissions to upload (one "
                           f"archive each, predictions and audio) are in {root / 'uploads'}")
 
 

@@ -1,0 +1,605 @@
+"""AIR-Bench as ../shared/airbench/SPEC.md defines it: metadata, predictions, the official letter
+extraction, the alignment and chat judge prompts, reply parsing and aggregation.
+
+Plain Python with no Django import, shared by the import command, the workers and the tests.
+Two tracks, two benchmark kinds: the foundation track (single-choice questions, scored by a
+rule, optionally aligned by the judge) and the chat track (open questions, judged twice with
+the answers' positions swapped).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scoring.jobs import TextJob, user_message
+from scoring.mmae import MetaError, ReplyError, _show
+from scoring.predictions import PredictionError
+
+FOUNDATION = "airbench-foundation"
+CHAT = "airbench-chat"
+LETTERS = "ABCD"
+DOMAINS = ("speech", "sound", "music")
+
+# task_name (the real keys, misspellings included) -> (domain, display name), in the order of
+# the published table (../shared/airbench/task_map.json).
+TASKS: dict[str, tuple[str, str]] = {
+    "Speech_Grounding": ("speech", "Speech grounding"),
+    "Spoken_Language_Identification": ("speech", "Spoken language identification"),
+    "Speaker_Gender_Recognition": ("speech", "Speaker gender recognition"),
+    "Speaker_Emotion_Recontion": ("speech", "Emotion recognition"),
+    "Speaker_Age_Prediction": ("speech", "Speaker age prediction"),
+    "Speech_Entity_Reconition": ("speech", "Speech entity recognition"),
+    "Speaker_Intent_Classification": ("speech", "Intent classification"),
+    "Speaker_Number_Verification": ("speech", "Speaker number verification"),
+    "Synthesized_Voice_Detection": ("speech", "Synthesized voice detection"),
+    "Audio_Grounding": ("sound", "Audio grounding"),
+    "vocal_sound_classification": ("sound", "Vocal sound classification"),
+    "Acoustic_Scene_Classification": ("sound", "Acoustic scene classification"),
+    "Sound_AQA": ("sound", "Sound question answering"),
+    "Music_Instruments_Classfication": ("music", "Music instruments classification"),
+    "Music_Genre_Recognition": ("music", "Music genre classification"),
+    "Music_Midi_Pitch_Analysis": ("music", "Music note analysis-pitch"),
+    "Music_Midi_Velocity_Analysis": ("music", "Music note analysis-velocity"),
+    "Music_AQA": ("music", "Music question answering"),
+    "Music_Mood_Recognition": ("music", "Music emotion detection"),
+}
+TASK_ORDER = [display for _, display in TASKS.values()]
+
+CHAT_CATEGORIES: dict[str, str] = {
+    "speech_QA": "speech", "speech_dialogue_QA": "speech",
+    "sound_QA": "sound", "sound_generation_QA": "sound",
+    "music_QA": "music", "music_generation_analysis_QA": "music",
+    "speech_and_sound_QA": "speech_and_sound",
+    "speech_and_music_QA": "speech_and_music",
+}
+MIXED = "mixed_audio"
+MIXED_OF = ("speech_and_sound", "speech_and_music")
+CATEGORY_ORDER = ("speech", "sound", "music", *MIXED_OF, MIXED)
+AVERAGE_OF = ("speech", "sound", "music", MIXED)
+CHAT_TASK_ORDER = list(CHAT_CATEGORIES)
+
+# Official align_in_foundation.py, verbatim (SPEC "Optional alignment").
+ALIGN_TEMPLATE = (
+    'There is a question "{question}", and one response is "{response}". Among the following '
+    "choices, which option best matches this response? You may only response with the letter "
+    "of the option. If the letter of an option has already appeared in the Answer, then simply "
+    "return that letter. If there are no matching options, then choose one at random. The "
+    "following lines are the options."
+)
+ALIGN_CLOSING = ("\nTo reiterate, the response you provide to me must be a single letter, either "
+                 "A, B, C, or D.")
+
+# Official score_chat.py, verbatim (SPEC "Judge prompt").
+CHAT_TEMPLATE = """\
+You are a helpful and precise assistant for checking the quality of the answer.
+[Detailed Audio Description]
+XAudioX
+[Question]
+XQuestionX
+[The Start of Assistant 1s Answer]
+XAssistant1X
+[The End of Assistant 1s Answer]
+[The Start of Assistant 2s Answer]
+XAssistant2X
+[The End of Assistant 2s Answer]
+[System]
+We would like to request your feedback on the performance of two AI assistants in response to the user question and audio description displayed above. AI assistants are provided with detailed audio descriptions and questions.
+Please rate the helpfulness, relevance, accuracy, and comprehensiveness of their responses. Each assistant receives an overall score on a scale of 1 to 10, where a higher score indicates better overall performance. Please output a single line containing only two values indicating the scores for Assistant 1 and 2, respectively. The two scores are separated by a space."""  # noqa: E501
+
+PASSES = ("A", "B")  # round 0: reference first; round 1: swapped
+CHAT_ROUNDS = 2
+MAX_CHAT_SCORE = 10
+
+
+# --- metadata -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoundationItem:
+    uniq_id: str
+    path: str
+    question: str
+    choices: tuple[str, ...]  # 2 or 4 option texts, A first
+    answer_gt: str
+    task_name: str
+    dataset_name: str
+
+    @property
+    def domain(self) -> str:
+        return TASKS[self.task_name][0]
+
+    @property
+    def task(self) -> str:
+        return TASKS[self.task_name][1]
+
+    @property
+    def correct_letter(self) -> str:
+        """The letter of the first choice whose text equals answer_gt (the official rule)."""
+        return LETTERS[self.choices.index(self.answer_gt)]
+
+    @property
+    def media(self) -> str:
+        return audio_path("Foundation", self.task_name, self.dataset_name, self.path)
+
+    def dimensions(self) -> dict:
+        return {"domain": self.domain, "task": self.task, "task_name": self.task_name,
+                "dataset": self.dataset_name}
+
+
+@dataclass(frozen=True)
+class ChatItem:
+    uniq_id: str
+    path: str
+    question: str
+    answer_gt: str
+    meta_info: str
+    task_name: str
+    dataset_name: str
+
+    @property
+    def category(self) -> str:
+        return CHAT_CATEGORIES[self.task_name]
+
+    @property
+    def media(self) -> str:
+        return audio_path("Chat", self.task_name, self.dataset_name, self.path)
+
+    def dimensions(self) -> dict:
+        return {"category": self.category, "task": self.task_name, "dataset": self.dataset_name}
+
+
+def audio_path(track: str, task_name: str, dataset_name: str, path: str) -> str:
+    """{track}/{task_name}_{dataset_name}/{path}; Audio_Grounding's files are FLAC on disk."""
+    if track == "Foundation" and task_name == "Audio_Grounding" and path.endswith("wav"):
+        path = path[:-3] + "flac"
+    return f"{track}/{task_name}_{dataset_name}/{path}"
+
+
+def _read_json(path) -> object:
+    name = str(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as exc:
+        raise MetaError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise MetaError([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
+    except json.JSONDecodeError as exc:
+        raise MetaError(
+            [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
+        ) from None
+
+
+def _uniq_id(raw: dict, problems: list[str]) -> str | None:
+    value = raw.get("uniq_id")
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or str(value).strip() == "":
+        problems.append(f"field 'uniq_id' must be an integer or a non-empty string, got "
+                        f"{_show(value)}")
+        return None
+    return str(value)
+
+
+def _text(raw: dict, key: str, problems: list[str], *, empty_ok: bool = False) -> str | None:
+    value = raw.get(key)
+    if not isinstance(value, str) or (not empty_ok and not value.strip()):
+        problems.append(f"field '{key}' must be a non-empty string, got {_show(value)}")
+        return None
+    return value
+
+
+def _parse_array(data, source: str, parse_one) -> list:
+    """Check every entry with `parse_one(raw, problems)`; raise MetaError naming each fault by
+    file, index and uniq_id."""
+    if not isinstance(data, list):
+        raise MetaError([f"{source}: the top level must be a JSON array of items"])
+    if not data:
+        raise MetaError([f"{source}: the file holds no items"])
+    problems: list[str] = []
+    items = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(data):
+        item_problems: list[str] = []
+        item = parse_one(raw, item_problems)
+        where = f"{source}: item {index}"
+        if isinstance(raw, dict) and isinstance(raw.get("uniq_id"), (int, str)):
+            where += f" (uniq_id {raw['uniq_id']})"
+        problems.extend(f"{where}: {p}" for p in item_problems)
+        if item is None:
+            continue
+        if item.uniq_id in seen:
+            problems.append(f"{where}: duplicate uniq_id, first used by item {seen[item.uniq_id]}")
+        seen.setdefault(item.uniq_id, index)
+        items.append(item)
+    if problems:
+        raise MetaError(problems)
+    return items
+
+
+def _foundation_item(raw, problems: list[str]) -> FoundationItem | None:
+    if not isinstance(raw, dict):
+        problems.append(f"must be a JSON object, got {_show(raw)}")
+        return None
+    uniq_id = _uniq_id(raw, problems)
+    texts = {k: _text(raw, k, problems) for k in ("path", "question", "answer_gt", "task_name",
+                                                   "dataset_name")}
+    choices = [_text(raw, key, problems, empty_ok=True) for key in ("choice_a", "choice_b")]
+    optional = [raw.get("choice_c"), raw.get("choice_d")]
+    if optional[0] is None and optional[1] is not None:
+        problems.append("field 'choice_d' is given but 'choice_c' is not")
+    for key, value in zip(("choice_c", "choice_d"), optional, strict=True):
+        if value is not None and not isinstance(value, str):
+            problems.append(f"field '{key}' must be a string or null, got {_show(value)}")
+    choices += [v for v in optional if isinstance(v, str)]
+    task_name = texts["task_name"]
+    if task_name is not None and task_name not in TASKS:
+        problems.append(f"field 'task_name' {task_name!r} is not an AIR-Bench foundation task")
+    if problems:
+        return None
+    if texts["answer_gt"] not in choices:
+        problems.append(f"field 'answer_gt' {_show(texts['answer_gt'])} equals none of the "
+                        f"choices {_show(choices)}")
+        return None
+    return FoundationItem(uniq_id=uniq_id, path=texts["path"], question=texts["question"],
+                          choices=tuple(choices), answer_gt=texts["answer_gt"],
+                          task_name=task_name, dataset_name=texts["dataset_name"])
+
+
+def _chat_item(raw, problems: list[str]) -> ChatItem | None:
+    if not isinstance(raw, dict):
+        problems.append(f"must be a JSON object, got {_show(raw)}")
+        return None
+    uniq_id = _uniq_id(raw, problems)
+    texts = {k: _text(raw, k, problems) for k in ("path", "question", "answer_gt", "meta_info",
+                                                   "task_name", "dataset_name")}
+    task_name = texts["task_name"]
+    if task_name is not None and task_name not in CHAT_CATEGORIES:
+        problems.append(f"field 'task_name' {task_name!r} is not an AIR-Bench chat task")
+    if problems:
+        return None
+    return ChatItem(uniq_id=uniq_id, path=texts["path"], question=texts["question"],
+                    answer_gt=texts["answer_gt"], meta_info=texts["meta_info"],
+                    task_name=task_name, dataset_name=texts["dataset_name"])
+
+
+def parse_foundation(data, *, source: str = "Foundation_meta.json") -> list[FoundationItem]:
+    return _parse_array(data, source, _foundation_item)
+
+
+def parse_chat(data, *, source: str = "Chat_meta.json") -> list[ChatItem]:
+    return _parse_array(data, source, _chat_item)
+
+
+def load_foundation(path) -> list[FoundationItem]:
+    return parse_foundation(_read_json(path), source=str(path))
+
+
+def load_chat(path) -> list[ChatItem]:
+    return parse_chat(_read_json(path), source=str(path))
+
+
+# --- predictions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Response:
+    uniq_id: str
+    response: str
+    where: str  # "line 3"
+
+
+def parse_responses(text: str, *, name: str, known_ids: set[str]) -> list[Response]:
+    """A predictions JSONL (one object a line with `uniq_id` and `response`), checked against
+    the benchmark's ids; raise PredictionError naming every fault by line and uniq_id."""
+    problems: list[str] = []
+    responses: list[Response] = []
+    first: dict[str, str] = {}
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        raise PredictionError([f"{name}: the file holds no predictions"])
+    for number, line in lines:
+        place = f"line {number}"
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{name} {place}: invalid JSON at column {exc.colno}: {exc.msg}")
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"{name} {place}: must be a JSON object, got {_show(value)}")
+            continue
+        raw_id = value.get("uniq_id")
+        if isinstance(raw_id, bool) or not isinstance(raw_id, (int, str)) or raw_id == "":
+            problems.append(f"{name} {place}: 'uniq_id' must be an integer or a non-empty "
+                            f"string, got {_show(raw_id)}")
+            continue
+        uniq_id = str(raw_id)
+        where = f"{name} {place} (uniq_id {uniq_id})"
+        if uniq_id not in known_ids:
+            problems.append(f"{where}: unknown uniq_id (not in the benchmark)")
+            continue
+        if "response" not in value:
+            problems.append(f"{where}: no 'response' field")
+            continue
+        if not isinstance(value["response"], str):
+            problems.append(f"{where}: 'response' must be a string, got "
+                            f"{_show(value['response'])}")
+            continue
+        if uniq_id in first:
+            problems.append(f"{where}: duplicate uniq_id, first on {first[uniq_id]}")
+            continue
+        first[uniq_id] = place
+        responses.append(Response(uniq_id=uniq_id, response=value["response"], where=place))
+    if problems:
+        raise PredictionError(problems)
+    return responses
+
+
+# --- foundation: the official rule and the alignment prompt --------------------------------
+
+
+def extract_letter(response: str | None) -> str | None:
+    """Official score_foundation.py: strip, drop newlines; the first character if it is A-D,
+    else the second-to-last if it is A-D, else None (unparsed)."""
+    if not isinstance(response, str):
+        return None
+    text = response.strip().replace("\n", "")
+    if text and text[0] in LETTERS:
+        return text[0]
+    if len(text) >= 2 and text[-2] in LETTERS:
+        return text[-2]
+    return None
+
+
+def alignment_prompt(question: str, response: str, choices: Sequence[str]) -> str:
+    options = "".join(f"\n{LETTERS[i]}. {choice}" for i, choice in enumerate(choices))
+    return ALIGN_TEMPLATE.format(question=question, response=response) + options + ALIGN_CLOSING
+
+
+def parse_alignment(text: str | None, n_choices: int) -> str:
+    """The letter of an alignment reply, read with the same official rule; ReplyError when it
+    has none or names an option the question does not have."""
+    letter = extract_letter(text)
+    if letter is None:
+        raise ReplyError(f"no option letter in the reply {_show(text)}")
+    if LETTERS.index(letter) >= n_choices:
+        raise ReplyError(f"letter {letter!r} is not among the {n_choices} options")
+    return letter
+
+
+# --- chat: the judge prompt and its reply --------------------------------------------------
+
+
+def chat_prompt(*, meta_info: str, question: str, assistant1: str, assistant2: str) -> str:
+    # One pass of replacements in a single regex, so a placeholder inside an answer stays.
+    values = {"XAudioX": meta_info, "XQuestionX": question, "XAssistant1X": assistant1,
+              "XAssistant2X": assistant2}
+    return re.sub("XAudioX|XQuestionX|XAssistant1X|XAssistant2X",
+                  lambda m: values[m.group(0)], CHAT_TEMPLATE)
+
+
+def chat_pass_prompt(item: ChatItem, response: str, round_: int) -> str:
+    """Pass A (round 0): the reference is Assistant 1; pass B (round 1): swapped."""
+    first, second = (item.answer_gt, response) if round_ == 0 else (response, item.answer_gt)
+    return chat_prompt(meta_info=item.meta_info, question=item.question, assistant1=first,
+                       assistant2=second)
+
+
+_PAIR_RE = re.compile(r"(\d+) (\d+)")
+
+
+def parse_chat_reply(text: str | None) -> tuple[int, int]:
+    """Exactly two integers separated by one space, each at most 10 (surrounding whitespace
+    aside); ReplyError otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise ReplyError("empty reply")
+    match = _PAIR_RE.fullmatch(text.strip())
+    if match is None:
+        raise ReplyError(f"not two integers separated by a space: {_show(text)}")
+    pair = int(match.group(1)), int(match.group(2))
+    if max(pair) > MAX_CHAT_SCORE:
+        raise ReplyError(f"a score above {MAX_CHAT_SCORE}: {_show(text)}")
+    return pair
+
+
+def model_score(pair: Sequence[int], round_: int) -> int:
+    """The model's score in a pass: second number in pass A, first in pass B."""
+    return pair[1] if round_ == 0 else pair[0]
+
+
+# --- aggregation -------------------------------------------------------------------------
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def foundation_row(item: FoundationItem, response: str | None,
+                   aligned: str | None = None) -> dict:
+    """One item's outcome. `response` None means no prediction (missing); `aligned` is the
+    judge's letter for a response the rule could not read."""
+    rule = extract_letter(response)
+    letter = rule or aligned
+    return {
+        "id": item.uniq_id, "domain": item.domain, "task": item.task,
+        "letter": letter, "source": "rule" if rule else "judge" if aligned else None,
+        "correct_letter": item.correct_letter, "parsed": letter is not None,
+        "correct": letter == item.correct_letter, "missing": response is None,
+    }
+
+
+def _accuracy(rows: Sequence[dict]) -> dict:
+    parsed = [r for r in rows if r["parsed"]]
+    correct = sum(1 for r in rows if r["correct"])
+    return {
+        "n": len(rows), "parsed": len(parsed), "unparsed": len(rows) - len(parsed),
+        "correct": correct, "missing": sum(1 for r in rows if r["missing"]),
+        "acc": 100 * correct / len(parsed) if parsed else None,
+        "acc_strict": 100 * correct / len(rows) if rows else None,
+    }
+
+
+def _pooled(parts: Sequence[dict]) -> dict:
+    """Unweighted means of acc and acc_strict over parts; counts summed."""
+    counts = {k: sum(p[k] for p in parts) for k in ("n", "parsed", "unparsed", "correct",
+                                                     "missing")}
+    return {**counts, "acc": _mean(p["acc"] for p in parts),
+            "acc_strict": _mean(p["acc_strict"] for p in parts)}
+
+
+def domain_means(tasks: dict[str, dict]) -> tuple[dict[str, dict], dict]:
+    """(per-domain figures, overall) from per-task figures keyed by display name: a domain is
+    the unweighted mean of its tasks, overall the mean of the domains."""
+    domain_of = {display: domain for domain, display in TASKS.values()}
+    domains = {}
+    for domain in DOMAINS:
+        parts = [figures for task, figures in tasks.items() if domain_of[task] == domain]
+        if parts:
+            domains[domain] = _pooled(parts)
+    return domains, _pooled(list(domains.values()))
+
+
+def foundation_summary(rows: Sequence[dict]) -> dict:
+    """scores.json's figures: per task (both dataset folders pooled), per domain, overall."""
+    by_task: dict[str, list[dict]] = {}
+    for row in rows:
+        by_task.setdefault(row["task"], []).append(row)
+    tasks = {t: _accuracy(by_task[t]) for t in TASK_ORDER if t in by_task}
+    domains, overall = domain_means(tasks)
+    return {"overall": overall, "domain": domains, "task": tasks}
+
+
+def chat_row(item: ChatItem, score_a: float | None, score_b: float | None, *,
+             missing: bool = False) -> dict:
+    """One item's outcome from the model's score in each pass (None: that pass's reply was
+    unusable). A missing response scores 0 in both passes and is sent to no judge."""
+    scores = [0, 0] if missing else [score_a, score_b]
+    return {
+        "id": item.uniq_id, "category": item.category, "task": item.task_name,
+        "score_A": scores[0], "score_B": scores[1],
+        "failed_A": not missing and score_a is None, "failed_B": not missing and score_b is None,
+        "missing": missing,
+    }
+
+
+def _chat_figures(rows: Sequence[dict]) -> dict:
+    a = _mean(r["score_A"] for r in rows)
+    b = _mean(r["score_B"] for r in rows)
+    failed_a = sum(1 for r in rows if r["failed_A"])
+    failed_b = sum(1 for r in rows if r["failed_B"])
+    return {"n": len(rows), "pass_A": a, "pass_B": b,
+            "score": None if a is None or b is None else (a + b) / 2,
+            "failed_A": failed_a, "failed_B": failed_b, "failed": failed_a + failed_b,
+            "missing": sum(1 for r in rows if r["missing"])}
+
+
+def _chat_mean(parts: Sequence[dict]) -> dict:
+    counts = {k: sum(p[k] for p in parts) for k in ("n", "failed_A", "failed_B", "failed",
+                                                     "missing")}
+    return {**counts, **{k: _mean(p[k] for p in parts) for k in ("pass_A", "pass_B", "score")}}
+
+
+def chat_summary(rows: Sequence[dict]) -> dict:
+    """scores.json's figures: per task, per category (mixed audio = mean of the two mixed
+    categories), and the average of speech, sound, music and mixed audio as overall."""
+    by_task: dict[str, list[dict]] = {}
+    by_category: dict[str, list[dict]] = {}
+    for row in rows:
+        by_task.setdefault(row["task"], []).append(row)
+        by_category.setdefault(row["category"], []).append(row)
+    categories = {c: _chat_figures(by_category[c]) for c in CATEGORY_ORDER if c in by_category}
+    mixed = [categories[c] for c in MIXED_OF if c in categories]
+    if mixed:
+        categories[MIXED] = _chat_mean(mixed)
+    overall = _chat_mean([categories[c] for c in AVERAGE_OF if c in categories])
+    # The counts of the average are those of every item, not of the four parts summed (mixed
+    # audio's counts already include both of its categories).
+    overall.update({k: v for k, v in _chat_figures(rows).items() if k != "score"
+                    and k not in ("pass_A", "pass_B")})
+    tasks = {t: _chat_figures(by_task[t]) for t in CHAT_TASK_ORDER if t in by_task}
+    return {"overall": overall, "category": categories, "task": tasks}
+
+
+def foundation_rank_key(figures: dict) -> tuple:
+    """acc_strict, then acc, descending (SPEC: rank by acc_strict)."""
+    return tuple(-(figures.get(k) if figures.get(k) is not None else -1.0)
+                 for k in ("acc_strict", "acc"))
+
+
+def chat_rank_key(figures: dict) -> tuple:
+    return (-(figures.get("score") if figures.get("score") is not None else -1.0),)
+
+
+# --- judge jobs ----------------------------------------------------------------------------
+
+
+def foundation_jobs(items: Sequence[FoundationItem], outputs: dict[str, str], *,
+                    align: bool) -> list[TextJob]:
+    """Alignment queries, one per response the rule cannot read; none unless asked for."""
+    if not align:
+        return []
+    jobs = []
+    for item in items:
+        response = outputs.get(item.uniq_id)
+        if response is None or extract_letter(response) is not None:
+            continue
+        n = len(item.choices)
+        jobs.append(TextJob(
+            key=item.uniq_id, criterion_index=0, round=0,
+            messages=user_message(alignment_prompt(item.question, response, item.choices)),
+            parse=lambda text, n=n: parse_alignment(text, n),
+            fields=lambda letter, item=item: {
+                "choices": list(item.choices), "correct_letter": item.correct_letter,
+                "choice": letter, "correct": letter == item.correct_letter, "score": None}))
+    return jobs
+
+
+def chat_jobs(items: Sequence[ChatItem], outputs: dict[str, str]) -> list[TextJob]:
+    """Both passes of every item with a response."""
+    jobs = []
+    for item in items:
+        response = outputs.get(item.uniq_id)
+        if response is None:
+            continue
+        for round_ in range(CHAT_ROUNDS):
+            jobs.append(TextJob(
+                key=item.uniq_id, criterion_index=0, round=round_,
+                messages=user_message(chat_pass_prompt(item, response, round_)),
+                parse=parse_chat_reply,
+                fields=lambda pair, round_=round_: {
+                    "choices": [], "correct_letter": "", "choice": None, "correct": False,
+                    "score": None if pair is None else model_score(pair, round_)}))
+    return jobs
+
+
+def foundation_results(items: Sequence[FoundationItem], outputs: dict[str, str],
+                       answers: dict[tuple[str, int], dict]) -> tuple[list[dict], dict]:
+    """(per-item rows, summary) from the responses and the alignment answers, keyed
+    (uniq_id, round) with the answer's `choice`."""
+    rows = [foundation_row(item, outputs.get(item.uniq_id),
+                           (answers.get((item.uniq_id, 0)) or {}).get("choice"))
+            for item in items]
+    return rows, foundation_summary(rows)
+
+
+def foundation_columns(row: dict) -> dict:
+    """An item's row as ItemResult columns: the answer right or not."""
+    return {"em": int(row["correct"]), "rubric_scores": [int(row["correct"])]}
+
+
+def chat_columns(row: dict) -> dict:
+    """An item's row as ItemResult columns: its two passes' scores (None where failed)."""
+    return {"em": None, "rubric_scores": [row["score_A"], row["score_B"]]}
+
+
+def chat_results(items: Sequence[ChatItem], outputs: dict[str, str],
+                 answers: dict[tuple[str, int], dict]) -> tuple[list[dict], dict]:
+    """(per-item rows, summary) from the two passes' answers, keyed (uniq_id, round) with the
+    answer's `score` (None when its reply was unusable)."""
+    rows = [chat_row(item, *[(answers.get((item.uniq_id, k)) or {}).get("score")
+                             for k in range(CHAT_ROUNDS)],
+                     missing=item.uniq_id not in outputs)
+            for item in items]
+    return rows, chat_summary(rows)

@@ -1,0 +1,35 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from scoring.baselines import BaselineError, baselines_create
+from scoring.models import Benchmark
+
+
+class Command(BaseCommand):
+    help = ("Queue the calibration baselines of an MMAE benchmark (Identity: each input "
+            "unchanged; Noise: white noise of the input's length) under its current judge "
+            "config; the board shows them beside the paper's own.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--benchmark", required=True, help="the benchmark's slug")
+        parser.add_argument("--actor", default="", help="a staff user, for the audit log")
+        parser.add_argument("--reason", default="")
+
+    def handle(self, *args, **options):
+        benchmark = Benchmark.objects.filter(slug=options["benchmark"]).order_by("-version") \
+            .first()
+        if benchmark is None:
+            raise CommandError(f"no benchmark {options['benchmark']!r}")
+        actor = None
+        if options["actor"]:
+            actor = get_user_model().objects.filter(username=options["actor"],
+                                                    is_staff=True).first()
+            if actor is None:
+                raise CommandError(f"--actor: no staff user {options['actor']!r}")
+        try:
+            made = baselines_create(actor=actor, benchmark=benchmark, reason=options["reason"],
+                                    progress=True)
+        except BaselineError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write("queued " + ", ".join(f"{run.label} (run {run.id}, "
+                                                f"{run.total_queries} queries)" for run in made))

@@ -1,0 +1,311 @@
+import json
+
+import pytest
+
+from scoring import airbench
+from scoring.mmae import MetaError, ReplyError
+from scoring.predictions import PredictionError
+from tests.scoring.airbench_data import REFERENCE, chat_meta, foundation_meta, write
+
+# --- the official letter rule -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("response", "letter"), [
+    ("B", "B"),
+    ("  C  ", "C"),  # stripped first
+    ("A. a cat", "A"),
+    ("The answer is B.", "B"),  # second-to-last character
+    ("(D)", "D"),
+    ("\nB\n", "B"),
+    ("The answer is\nC.", "C"),  # newlines dropped
+    ("All of them", "A"),  # the rule reads a leading capital A-D, meaning or not
+    ("b", None),  # lowercase is not a letter of the rule
+    ("E", None),
+    ("The answer is (C).", None),  # second-to-last is ")"
+    ("", None),
+    ("   ", None),
+    ("x", None),
+    (None, None),
+])
+def test_the_letter_rule_reads_first_or_second_to_last_character(response, letter):
+    assert airbench.extract_letter(response) == letter
+
+
+def test_the_true_letter_is_the_first_choice_equal_to_the_answer():
+    item = airbench.parse_foundation([{
+        "path": "x.wav", "question": "q", "choice_a": "dog", "choice_b": "cat",
+        "choice_c": "cat", "choice_d": "bird", "answer_gt": "cat",
+        "task_name": "Sound_AQA", "dataset_name": "avqa", "uniq_id": 7}])[0]
+    assert item.correct_letter == "B"
+    assert item.uniq_id == "7"
+
+
+# --- prompts ------------------------------------------------------------------------------
+
+
+def test_the_alignment_prompt_is_the_official_text():
+    text = airbench.alignment_prompt("Which animal?", "a small cat", ["dog", "cat"])
+    assert text == (
+        'There is a question "Which animal?", and one response is "a small cat". Among the '
+        "following choices, which option best matches this response? You may only response "
+        "with the letter of the option. If the letter of an option has already appeared in the "
+        "Answer, then simply return that letter. If there are no matching options, then choose "
+        "one at random. The following lines are the options.\nA. dog\nB. cat\nTo reiterate, "
+        "the response you provide to me must be a single letter, either A, B, C, or D.")
+
+
+def test_the_chat_prompt_puts_the_reference_first_in_pass_a_and_second_in_pass_b():
+    item = airbench.parse_chat(chat_meta())[0]
+    a = airbench.chat_pass_prompt(item, "My answer XQuestionX", 0)
+    b = airbench.chat_pass_prompt(item, "My answer XQuestionX", 1)
+    assert a.startswith("You are a helpful and precise assistant for checking the quality of "
+                        "the answer.\n[Detailed Audio Description]\nA description of clip 0.\n"
+                        "[Question]\nWhat 0?\n[The Start of Assistant 1s Answer]\n"
+                        "The reference answer 0.\n[The End of Assistant 1s Answer]\n"
+                        "[The Start of Assistant 2s Answer]\nMy answer XQuestionX\n"
+                        "[The End of Assistant 2s Answer]\n[System]\n")
+    assert "Assistant 1s Answer]\nMy answer XQuestionX\n[The End" in b
+    assert "Assistant 2s Answer]\nThe reference answer 0.\n[The End" in b
+    assert a.endswith("The two scores are separated by a space.")
+
+
+@pytest.mark.parametrize(("reply", "pair"), [
+    ("7 8", (7, 8)), ("10 1", (10, 1)), (" 3 4\n", (3, 4)), ("0 10", (0, 10)),
+])
+def test_a_chat_reply_is_two_integers(reply, pair):
+    assert airbench.parse_chat_reply(reply) == pair
+
+
+@pytest.mark.parametrize("reply", [
+    "7, 8", "7  8", "7.5 8", "11 3", "7", "7 8 9", "Assistant 1: 7\nAssistant 2: 8", "", None,
+    "-1 5", "7 8\nbecause",
+])
+def test_anything_else_is_a_failed_reply(reply):
+    with pytest.raises(ReplyError):
+        airbench.parse_chat_reply(reply)
+
+
+def test_the_model_score_is_second_in_pass_a_and_first_in_pass_b():
+    assert airbench.model_score((3, 9), 0) == 9
+    assert airbench.model_score((9, 3), 1) == 9
+
+
+def test_an_alignment_reply_naming_a_missing_option_is_refused():
+    assert airbench.parse_alignment("B", 2) == "B"
+    with pytest.raises(ReplyError):
+        airbench.parse_alignment("C", 2)
+    with pytest.raises(ReplyError):
+        airbench.parse_alignment("I cannot tell", 4)
+
+
+# --- metadata --------------------------------------------------------------------------
+
+
+def test_a_faulty_foundation_file_names_file_index_and_uniq_id(tmp_path):
+    data = foundation_meta()
+    data[1]["answer_gt"] = "zebra"
+    data[2]["task_name"] = "Speech_Ground"
+    data[3]["choice_c"] = None  # D without C
+    data[4]["uniq_id"] = 1
+    del data[5]["question"]
+    path = write(tmp_path / "Foundation_meta.json", data)
+    with pytest.raises(MetaError) as caught:
+        airbench.load_foundation(path)
+    problems = caught.value.problems
+    assert f"{path}: item 1 (uniq_id 2): field 'answer_gt' \"zebra\" equals none of the " \
+           'choices ["a", "b", "c", "d"]' in problems
+    assert f"{path}: item 2 (uniq_id 3): field 'task_name' 'Speech_Ground' is not an " \
+           "AIR-Bench foundation task" in problems
+    assert f"{path}: item 3 (uniq_id 4): field 'choice_d' is given but 'choice_c' is not" \
+        in problems
+    assert f"{path}: item 4 (uniq_id 1): duplicate uniq_id, first used by item 0" in problems
+    assert f"{path}: item 5 (uniq_id 6): field 'question' must be a non-empty string, got " \
+           "nothing" in problems
+    assert len(problems) == 5
+
+
+def test_binary_questions_have_two_choices():
+    items = airbench.parse_foundation(foundation_meta())
+    assert items[2].choices == ("female", "male")
+    assert items[2].correct_letter == "B"
+    assert items[2].domain == "speech" and items[2].task == "Speaker gender recognition"
+
+
+def test_audio_grounding_files_are_flac():
+    item = airbench.parse_foundation([{**foundation_meta()[0], "task_name": "Audio_Grounding",
+                                       "dataset_name": "AudioGrounding"}])[0]
+    assert item.media == "Foundation/Audio_Grounding_AudioGrounding/1.flac"
+
+
+def test_a_faulty_chat_file_names_every_fault(tmp_path):
+    data = chat_meta()
+    data[0]["task_name"] = "speech_qa"
+    data[2]["meta_info"] = 5
+    path = write(tmp_path / "Chat_meta.json", data)
+    with pytest.raises(MetaError) as caught:
+        airbench.load_chat(path)
+    assert caught.value.problems == [
+        f"{path}: item 0 (uniq_id 0): field 'task_name' 'speech_qa' is not an AIR-Bench chat "
+        "task",
+        f"{path}: item 2 (uniq_id 2): field 'meta_info' must be a non-empty string, got 5",
+    ]
+
+
+def test_invalid_json_names_the_line(tmp_path):
+    path = tmp_path / "Chat_meta.json"
+    path.write_text('[\n{"a": 1},\n{oops}\n]')
+    with pytest.raises(MetaError, match="invalid JSON at line 3"):
+        airbench.load_chat(path)
+
+
+# --- predictions -----------------------------------------------------------------------
+
+
+def test_predictions_name_line_and_uniq_id_of_every_fault():
+    text = "\n".join([
+        json.dumps({"uniq_id": 1, "response": "B"}),
+        json.dumps({"uniq_id": 99, "response": "B"}),
+        json.dumps({"uniq_id": 1, "response": "C"}),
+        json.dumps({"uniq_id": 2}),
+        json.dumps({"uniq_id": 3, "response": None}),
+        "{not json",
+        json.dumps({"response": "A"}),
+    ])
+    with pytest.raises(PredictionError) as caught:
+        airbench.parse_responses(text, name="p.jsonl", known_ids={"1", "2", "3"})
+    assert caught.value.problems == [
+        "p.jsonl line 2 (uniq_id 99): unknown uniq_id (not in the benchmark)",
+        "p.jsonl line 3 (uniq_id 1): duplicate uniq_id, first on line 1",
+        "p.jsonl line 4 (uniq_id 2): no 'response' field",
+        "p.jsonl line 5 (uniq_id 3): 'response' must be a string, got nothing",
+        "p.jsonl line 6: invalid JSON at column 2: Expecting property name enclosed in double "
+        "quotes",
+        "p.jsonl line 7: 'uniq_id' must be an integer or a non-empty string, got nothing",
+    ]
+
+
+def test_predictions_may_carry_the_metadata_fields_and_string_ids():
+    text = json.dumps({**foundation_meta()[0], "uniq_id": "1", "response": "B"}) + "\n\n"
+    [response] = airbench.parse_responses(text, name="p.jsonl", known_ids={"1"})
+    assert (response.uniq_id, response.response, response.where) == ("1", "B", "line 1")
+
+
+def test_an_empty_predictions_file_is_refused():
+    with pytest.raises(PredictionError, match="holds no predictions"):
+        airbench.parse_responses("\n", name="p.jsonl", known_ids={"1"})
+
+
+# --- aggregation, by hand ----------------------------------------------------------------
+
+RESPONSES = {"1": "B", "2": "I think it is A.", "3": "male", "4": "D", "5": "A"}  # 6 missing
+
+
+def test_foundation_accuracy_per_task_domain_and_overall():
+    items = airbench.parse_foundation(foundation_meta())
+    rows, summary = airbench.foundation_results(items, RESPONSES, {})
+    assert [r["letter"] for r in rows] == ["B", "A", None, "D", "A", None]
+    tasks = summary["task"]
+    assert tasks["Speech grounding"]["acc"] == 100 == tasks["Speech grounding"]["acc_strict"]
+    assert tasks["Speaker gender recognition"]["acc"] is None
+    assert tasks["Speaker gender recognition"]["acc_strict"] == 0
+    assert (tasks["Sound question answering"]["acc"],
+            tasks["Sound question answering"]["acc_strict"]) == (50, 50)
+    assert tasks["Music question answering"]["missing"] == 1
+    domains = summary["domain"]
+    assert (domains["speech"]["acc"], domains["speech"]["acc_strict"]) == (100, 50)
+    assert (domains["music"]["acc"], domains["music"]["acc_strict"]) == (None, 0)
+    overall = summary["overall"]
+    assert overall["acc"] == 75  # mean(100, 50); music has nothing parsed
+    assert overall["acc_strict"] == pytest.approx(100 / 3)  # mean(50, 50, 0)
+    assert (overall["n"], overall["parsed"], overall["unparsed"], overall["correct"]) == \
+        (6, 4, 2, 3)
+
+
+def test_an_aligned_letter_counts_only_where_the_rule_failed():
+    items = airbench.parse_foundation(foundation_meta())
+    answers = {("3", 0): {"choice": "B"}, ("1", 0): {"choice": "A"}}
+    rows, summary = airbench.foundation_results(items, RESPONSES, answers)
+    assert rows[0]["source"] == "rule" and rows[0]["correct"]
+    assert rows[2]["source"] == "judge" and rows[2]["letter"] == "B" and rows[2]["correct"]
+    assert summary["domain"]["speech"]["acc_strict"] == 100
+    assert summary["overall"]["acc_strict"] == pytest.approx(50)
+
+
+def test_alignment_jobs_are_made_only_when_asked_and_only_for_unread_responses():
+    items = airbench.parse_foundation(foundation_meta())
+    assert airbench.foundation_jobs(items, RESPONSES, align=False) == []
+    [job] = airbench.foundation_jobs(items, RESPONSES, align=True)
+    assert job.key == "3" and job.round == 0
+    assert job.messages == [{"role": "user", "content": airbench.alignment_prompt(
+        "Question 3?", "male", ["female", "male"])}]
+    assert job.parse("B") == "B"
+    assert job.fields("B") == {"choices": ["female", "male"], "correct_letter": "B",
+                               "choice": "B", "correct": True, "score": None}
+
+
+def test_the_published_foundation_means_follow_from_the_per_task_table():
+    reference = json.loads(REFERENCE.read_text())
+    per_task = reference["foundation_per_task_percent"]
+    per_domain = reference["foundation_per_domain_percent"]["rows"]
+    checked = 0
+    for i, model in enumerate(per_task["columns"]):
+        tasks = {task: {"n": 0, "parsed": 0, "unparsed": 0, "correct": 0, "missing": 0,
+                        "acc": values[i], "acc_strict": values[i]}
+                 for task, values in per_task["rows"].items()
+                 if task != "Average" and values[i] is not None}
+        domains, overall = airbench.domain_means(tasks)
+        published = dict(zip(("speech", "sound", "music", "overall"), per_domain[model],
+                             strict=True))
+        for name, figures in [*domains.items(), ("overall", overall)]:
+            if published[name] is not None:
+                assert abs(figures["acc"] - published[name]) < 0.05 + 1e-9, (model, name)
+                checked += 1
+        average = per_task["rows"]["Average"][i]
+        if average is not None:
+            assert abs(overall["acc"] - average) < 0.05 + 1e-9, model
+    assert checked == 7 * 4 + 1  # seven full rows, and Whisper+GPT 4's speech
+
+
+def test_chat_scores_per_category_mixed_and_average():
+    items = airbench.parse_chat(chat_meta())
+    answers = {("0", 0): {"score": 8}, ("0", 1): {"score": 6},
+               ("1", 0): {"score": None}, ("1", 1): {"score": 4},
+               ("2", 0): {"score": 5}, ("2", 1): {"score": 5},
+               ("4", 0): {"score": 9}, ("4", 1): {"score": 7},
+               ("5", 0): {"score": 3}, ("5", 1): {"score": 5}}
+    outputs = {k: "answer" for k in ("0", "1", "2", "4", "5")}  # 3 has no response
+    rows, summary = airbench.chat_results(items, outputs, answers)
+    assert rows[1]["failed_A"] and not rows[1]["failed_B"]
+    assert rows[3] == {"id": "3", "category": "music", "task": "music_QA", "score_A": 0,
+                       "score_B": 0, "failed_A": False, "failed_B": False, "missing": True}
+    c = summary["category"]
+    assert (c["speech"]["pass_A"], c["speech"]["pass_B"], c["speech"]["score"]) == (8, 5, 6.5)
+    assert c["speech"]["failed_A"] == 1
+    assert c["sound"]["score"] == 5 and c["music"]["score"] == 0
+    assert c["speech_and_sound"]["score"] == 8 and c["speech_and_music"]["score"] == 4
+    assert (c["mixed_audio"]["pass_A"], c["mixed_audio"]["pass_B"],
+            c["mixed_audio"]["score"]) == (6, 6, 6)
+    overall = summary["overall"]
+    assert overall["score"] == pytest.approx((6.5 + 5 + 0 + 6) / 4)
+    assert overall["pass_A"] == pytest.approx((8 + 5 + 0 + 6) / 4)
+    assert (overall["n"], overall["failed"], overall["failed_A"], overall["missing"]) == \
+        (6, 1, 1, 1)
+    assert summary["task"]["speech_dialogue_QA"]["pass_A"] is None
+
+
+def test_a_category_whose_pass_failed_entirely_has_no_score():
+    items = airbench.parse_chat(chat_meta())[2:3]
+    _, summary = airbench.chat_results(items, {"2": "x"}, {("2", 1): {"score": 7}})
+    assert summary["category"]["sound"]["score"] is None
+    assert summary["category"]["sound"]["failed_A"] == 1
+    assert summary["overall"]["score"] is None
+
+
+def test_chat_jobs_ask_both_passes_of_every_answered_item():
+    items = airbench.parse_chat(chat_meta())
+    jobs = airbench.chat_jobs(items, {"0": "mine", "2": "other"})
+    assert [(j.key, j.round) for j in jobs] == [("0", 0), ("0", 1), ("2", 0), ("2", 1)]
+    assert jobs[0].parse("3 9") == (3, 9)
+    assert jobs[0].fields((3, 9))["score"] == 9 and jobs[1].fields((3, 9))["score"] == 3
+    assert jobs[1].fields(None)["score"] is None
+    assert jobs[0].sent_sha256 != jobs[1].sent_sha256

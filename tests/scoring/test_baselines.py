@@ -1,0 +1,125 @@
+"""Calibration baselines: Identity and Noise scored under the current judge config, checked
+against a hand computation from the simulator's own record of its verdicts."""
+
+import pytest
+import soundfile
+from django.core.management import CommandError, call_command
+
+from leaderboard.models import ReferenceFigure, ReferenceResult
+from leaderboard.selectors import diagnostic_rows
+from scoring import runs, tasks
+from scoring.baselines import BaselineError, baseline_folder, baselines_create
+from scoring.models import AuditEvent, SliceResult
+from scoring.services import benchmark_import
+from tests.conftest import CAST_PASSWORD, judge_config
+
+pytestmark = pytest.mark.django_db
+
+WORKER = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+IF = "Instruction Following"
+
+
+def score(run):
+    for batch in run.batches.order_by("index"):
+        assert runs.batch_score(batch.id, WORKER)
+    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+    tasks.run_finished(run.id)
+    run.refresh_from_db()
+    return run
+
+
+@pytest.fixture
+def bench(demo_set, settings, tmp_path, simulator_factory):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.SCORING_BATCH_ITEMS = 5
+    sim = simulator_factory("--latency-ms", "1")
+    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
+                                    audio_root=demo_set["root"], slug="mmae", synthetic=True)
+    judge_config(sim.urls, benchmark=benchmark)
+    return benchmark, sim
+
+
+def by_hand(samples, recorded):
+    """IFR, CR, EMR from the simulator's verdicts: a vote is right when the letter it picked
+    names the right choice as presented; a rubric scores 1 on 2 of 3 right votes."""
+    votes = {}
+    for question, choices, letter in recorded:
+        votes.setdefault(question, []).append(choices[ord(letter) - ord("A")])
+    ifr, cr, em = [], [], []
+    for sample in samples:
+        scores = {True: [], False: []}
+        for rubric in sample["rubrics"]:
+            picked = votes[rubric["question"]]
+            assert len(picked) == 3
+            right = sum(choice == rubric["right_choice"] for choice in picked)
+            scores[rubric["category"] == IF].append(1 if right >= 2 else 0)
+        if scores[True]:
+            ifr.append(sum(scores[True]) / len(scores[True]))
+        if scores[False]:
+            cr.append(sum(scores[False]) / len(scores[False]))
+        em.append(all(scores[True] + scores[False]))
+    return (100 * sum(ifr) / len(ifr), 100 * sum(cr) / len(cr), 100 * sum(em) / len(em))
+
+
+def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_verdicts(
+        bench, demo_set, staff):
+    benchmark, sim = bench
+    identity, noise = baselines_create(actor=staff, benchmark=benchmark)
+    assert (identity.label, noise.label) == ("Identity", "Noise")
+    assert identity.outputs == {item.key: item.media[0] for item in benchmark.items.all()}
+    assert identity.audio_root == benchmark.audio_root  # the inputs themselves, unchanged
+    score(identity)
+    recorded = [q for stats in sim.stats() for q in stats["queries"]]
+    assert len(recorded) == identity.total_queries
+    figures = SliceResult.objects.get(run=identity, dimension="overall")
+    assert (figures.ifr, figures.cr, figures.emr) == pytest.approx(
+        by_hand(demo_set["samples"], recorded))
+
+
+def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
+        bench, demo_set, staff, client):
+    benchmark, sim = bench
+    identity, noise = baselines_create(actor=staff, benchmark=benchmark)
+    for key, path in list(noise.outputs.items())[:3]:
+        item = benchmark.items.get(key=key)
+        made = soundfile.info(str(baseline_folder(benchmark) / path))
+        source = soundfile.info(str(demo_set["root"] / item.media[0]))
+        assert (made.frames, made.samplerate) == (source.frames, source.samplerate)
+    score(identity), score(noise)
+    paper = ReferenceResult.objects.create(benchmark_slug="mmae", model="Identity",
+                                           scope="2,000 samples", source="paper")
+    ReferenceFigure.objects.create(result=paper, dimension="overall", bucket="", ifr=27.37,
+                                   cr=94.13, emr=4.6)
+    rows = {row["model"]: row for row in diagnostic_rows(benchmark)}
+    assert set(rows) == {"Identity", "Noise"} and rows["Identity"]["simulated"]
+    ours = SliceResult.objects.get(run=identity, dimension="overall")
+    ifr = rows["Identity"]["figures"][0]
+    assert ifr == ("IFR", ours.ifr, 27.37, pytest.approx(ours.ifr - 27.37))
+    assert rows["Noise"]["figures"][0][2] is None  # no paper row loaded for Noise here
+    body = client.get("/b/mmae/").content.decode()
+    assert "Calibration: diagnostic baselines" in body and body.count("badge diagnostic") == 2
+    event = AuditEvent.objects.get(action="baseline")
+    assert event.after["runs"] == {"Identity": identity.id, "Noise": noise.id}
+    assert event.public and event.actor == staff
+
+
+def test_baselines_in_progress_are_not_queued_twice(bench, staff):
+    benchmark, _ = bench
+    baselines_create(actor=staff, benchmark=benchmark)
+    with pytest.raises(BaselineError, match="being scored already"):
+        baselines_create(actor=staff, benchmark=benchmark)
+    assert AuditEvent.objects.filter(action="baseline").count() == 1
+
+
+def test_the_command_and_the_staff_button_queue_baselines(bench, staff, author, client):
+    call_command("score_baselines", "--benchmark", "mmae", "--actor", "staff")
+    with pytest.raises(CommandError, match="being scored already"):
+        call_command("score_baselines", "--benchmark", "mmae")
+    with pytest.raises(CommandError, match="no staff user 'author'"):
+        call_command("score_baselines", "--benchmark", "mmae", "--actor", "author")
+    client.login(username="author", password=CAST_PASSWORD)
+    assert client.post("/staff/rescore/baselines/", {"benchmark": "mmae"}).status_code == 404
+    client.force_login(staff)
+    response = client.post("/staff/rescore/baselines/", {"benchmark": "mmae"}, follow=True)
+    assert "being scored already" in response.content.decode()
+    assert AuditEvent.objects.filter(action="baseline").count() == 1

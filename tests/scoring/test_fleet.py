@@ -1,0 +1,187 @@
+"""Taking judge endpoints out and putting them back; probing the whole fleet."""
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from judge.fleet import FleetUnavailable
+from judge.models import Endpoint
+from scoring import runs
+from scoring.fleet import (
+    EndpointError,
+    endpoint_put_back,
+    endpoint_take_out,
+    fleet_base_urls,
+    fleet_probe,
+)
+from scoring.models import Answer, AuditEvent
+from scoring.predictions import load_predictions
+from scoring.services import benchmark_import
+from tests.conftest import free_ports, judge_config
+
+pytestmark = pytest.mark.django_db
+
+A, B = "http://judge-a:8000", "http://judge-b:8000"
+
+
+def judge(**overrides):
+    return runs.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1, **overrides})
+
+
+@pytest.fixture
+def run_setup(demo_set, settings):
+    """`run_setup(urls)`: a queued run of system A's outputs on the demo set, under a judge
+    config listing `urls`."""
+    settings.SCORING_BATCH_ITEMS = 5
+    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
+                                    audio_root=demo_set["root"], slug="mmae")
+    predictions = load_predictions(demo_set["predictions"],
+                                   known_ids={s["id"] for s in demo_set["samples"]})
+    outputs = {p.sample_id: p.audio_path for p in predictions}
+
+    def create(urls):
+        return runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
+                               outputs=outputs, missing={}, config=judge_config(urls))
+    return create
+
+
+def test_the_fleet_is_every_url_of_every_config_once():
+    judge_config([A, B + "/"], seed=1)
+    judge_config([B, "http://judge-c:8000"], seed=2)
+    assert sorted(fleet_base_urls()) == [A, B, "http://judge-c:8000"]
+
+
+def test_taking_an_endpoint_out_is_recorded_with_who_and_why(staff):
+    judge_config([A, B])
+    endpoint = endpoint_take_out(actor=staff, base_url=A + "/", reason="GPU 3 throws ECC errors")
+    assert endpoint.base_url == A and endpoint.enabled is False
+    assert endpoint.disabled_reason == "GPU 3 throws ECC errors"
+    assert endpoint.enabled_changed_at is not None
+    event = AuditEvent.objects.get()
+    assert (event.action, event.actor, event.actor_name) == ("endpoint", staff, "staff")
+    assert (event.object_type, event.object_repr) == ("judge.endpoint", A)
+    assert (event.before, event.after) == ({"enabled": True}, {"enabled": False})
+    assert event.reason == "GPU 3 throws ECC errors" and event.public is False
+
+
+def test_putting_it_back_is_recorded_too(staff):
+    judge_config([A, B])
+    endpoint_take_out(actor=staff, base_url=A, reason="maintenance")
+    endpoint = endpoint_put_back(actor=staff, base_url=A, reason="driver updated")
+    assert endpoint.enabled is True and endpoint.disabled_reason == ""
+    events = list(AuditEvent.objects.order_by("id").values_list("after", "reason"))
+    assert events == [({"enabled": False}, "maintenance"),
+                      ({"enabled": True}, "driver updated")]
+
+
+def test_taking_out_needs_a_reason_and_a_known_endpoint(staff):
+    judge_config([A])
+    with pytest.raises(EndpointError, match="say why"):
+        endpoint_take_out(actor=staff, base_url=A, reason="  ")
+    with pytest.raises(EndpointError, match="not an endpoint of any judge config"):
+        endpoint_take_out(actor=staff, base_url="http://elsewhere:1", reason="x")
+    assert not AuditEvent.objects.exists()
+    assert not Endpoint.objects.filter(enabled=False).exists()
+
+
+def test_a_switch_that_changes_nothing_is_refused_and_not_recorded(staff):
+    judge_config([A])
+    with pytest.raises(EndpointError, match="already in service"):
+        endpoint_put_back(actor=staff, base_url=A)
+    endpoint_take_out(actor=staff, base_url=A, reason="flaky")
+    with pytest.raises(EndpointError, match="already out of service"):
+        endpoint_take_out(actor=staff, base_url=A, reason="again")
+    assert AuditEvent.objects.count() == 1
+
+
+def test_a_run_skips_endpoints_taken_out(run_setup, staff):
+    run = run_setup([A, B + "/"])
+    assert runs.run_endpoints(run) == [A, B]
+    endpoint_take_out(actor=staff, base_url=B, reason="slow")
+    run.refresh_from_db()
+    assert runs.run_endpoints(run) == [A]
+    endpoint_take_out(actor=staff, base_url=A, reason="slow too")
+    assert runs.run_endpoints(run) == []
+    endpoint_put_back(actor=staff, base_url=B)
+    assert runs.run_endpoints(run) == [B]
+
+
+def test_a_batch_is_scored_only_by_endpoints_in_service(run_setup, staff, simulator_factory):
+    sim = simulator_factory("--latency-ms", "1")
+    run = run_setup(sim.urls)
+    endpoint_take_out(actor=staff, base_url=sim.urls[1], reason="testing the switch")
+    batch = run.batches.order_by("index").first()
+    assert runs.batch_score(batch.id, judge()) is True
+    used = set(Answer.objects.filter(run=run).values_list("endpoint", flat=True))
+    assert used == {sim.urls[0]}
+    first, second = sim.stats()
+    assert first["completions"] > 0 and second["completions"] == 0
+
+
+def test_with_every_endpoint_out_a_batch_is_handed_back_as_in_an_outage(run_setup, staff):
+    urls = [f"http://127.0.0.1:{p}" for p in free_ports(2)]
+    run = run_setup(urls)
+    for url in urls:
+        endpoint_take_out(actor=staff, base_url=url, reason="rack power work")
+    batch = run.batches.order_by("index").first()
+    with pytest.raises(FleetUnavailable, match="taken out by staff"):
+        runs.batch_score(batch.id, judge())
+    batch.refresh_from_db()
+    assert (batch.status, batch.claims) == ("pending", 0)
+    assert not Answer.objects.filter(run=run).exists()
+
+
+def test_probing_the_fleet_stores_each_endpoint(simulator_factory, settings):
+    settings.FLEET_PROBE_TIMEOUT = 2
+    sim = simulator_factory("--latency-ms", "1")
+    dead = f"http://127.0.0.1:{free_ports(1)[0]}"
+    judge_config([sim.urls[0], dead], seed=1)
+    judge_config([sim.urls[0]], seed=2)
+    probed = fleet_probe()
+    assert {e.base_url: e.healthy for e in probed} == {sim.urls[0]: True, dead: False}
+    assert Endpoint.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_in_flight_stops_using_an_endpoint_taken_out(run_setup, staff, settings,
+                                                             simulator_factory):
+    settings.SCORING_BATCH_ITEMS = 100  # one batch of every item: several seconds of queries
+    settings.SCORING_HEARTBEAT_SECONDS = 1
+    sim = simulator_factory("--latency-ms", "100")
+    run = run_setup(sim.urls)
+    seen = {}
+
+    def take_out_then_look():
+        try:
+            endpoint_take_out(actor=staff, base_url=sim.urls[1], reason="mid-batch")
+            time.sleep(2.5)  # a heartbeat for the batch to notice, and in-flight queries
+            seen["after"] = [s["completions"] for s in sim.stats()]
+        finally:
+            connection.close()
+
+    timer = threading.Timer(1.0, take_out_then_look)
+    timer.start()
+    assert runs.batch_score(run.batches.get().id, judge(concurrency=4)) is True
+    timer.join()
+    final = [s["completions"] for s in sim.stats()]
+    assert final[1] == seen["after"][1] > 0  # nothing new for the endpoint taken out
+    assert final[0] > seen["after"][0]  # while the other one went on
+    assert Answer.objects.filter(run=run, error=None).count() == run.total_queries
+
+
+def test_the_beat_probes_the_fleet_every_few_seconds(settings, simulator_factory):
+    from config.celery import app
+    from scoring import tasks
+
+    entry = settings.CELERY_BEAT_SCHEDULE["probe-judge-fleet"]
+    assert entry["schedule"] == settings.FLEET_PROBE_SECONDS == 30
+    assert entry["options"]["expires"] == 30
+    app.loader.import_default_modules()
+    assert entry["task"] in app.tasks
+    sim = simulator_factory("--latency-ms", "1")
+    judge_config(sim.urls)
+    tasks.probe_fleet()
+    assert set(Endpoint.objects.values_list("base_url", "healthy")) == {
+        (sim.urls[0], True), (sim.urls[1], True)}
