@@ -14,6 +14,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from submissions.forms_accounts import SignUpForm, TokenCreateForm
@@ -54,6 +55,9 @@ class TokenObtainApi(APIView):
 
     authentication_classes = []
     permission_classes = [AllowAny]
+    # A password check: limited like the log-in form (THROTTLE_LOGIN, per client address).
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
 
     InputSerializer = AuthTokenSerializer  # checks the pair with authenticate()
 

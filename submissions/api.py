@@ -1,5 +1,6 @@
 """The submissions API (token auth: `Authorization: Token KEY`), one view per operation."""
 
+from django.db import transaction
 from django.http import Http404, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -8,11 +9,21 @@ from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from scoring.exports import FILES, file_chunks
-from scoring.models import ScoringRun
-from submissions import selectors
+from scoring.judge_configs import judge_config_current
+from scoring.kinds import get_kind
+from scoring.models import JudgeConfig, ScoringRun, SliceResult
+from submissions import moderation, selectors
+from submissions.rescoring import (
+    RescoreError,
+    RescoreFilter,
+    rescore_candidates,
+    rescore_plan,
+    submissions_rescore,
+)
 from submissions.services import (
     METADATA_FIELDS,
     SubmissionRefused,
@@ -24,6 +35,7 @@ from submissions.services import (
 def _run_out(run: ScoringRun) -> dict:
     return {
         "id": run.id, "status": run.status, "judge": run.judge_model,
+        "judge_config": run.judge_config.name, "purpose": run.purpose,
         "simulated": run.simulated, "created_at": run.created_at,
         "status_times": run.status_times, "error": run.error or None,
     }
@@ -37,11 +49,14 @@ def submission_out(submission) -> dict:
         "model": submission.model.name, "public": submission.public,
         "created_at": submission.created_at, "status_times": submission.status_times,
         "coverage": submission.coverage, "partial": submission.partial,
+        "representative": submission.representative, "hidden": submission.hidden,
+        "flag": submission.flag_reason or None,
     }
 
 
 class SubmissionListCreateApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
+    throttle_scope = "uploads"
 
     class InputSerializer(serializers.Serializer):
         benchmark = serializers.SlugField()
@@ -55,12 +70,22 @@ class SubmissionListCreateApi(APIView):
         open_weights = serializers.BooleanField(required=False, default=False)
         description = serializers.CharField(required=False, allow_blank=True)
         public = serializers.BooleanField(required=False, default=False)
+        align = serializers.BooleanField(
+            required=False, default=False,
+            help_text="AIR-Bench foundation: align unreadable responses through the judge")
 
         def validate_benchmark(self, slug):
             benchmark = selectors.benchmark_latest(slug)
             if benchmark is None:
                 raise serializers.ValidationError(f"no benchmark {slug!r}")
             return benchmark
+
+    def get_throttles(self):
+        """Uploads also count against the `uploads` rate (THROTTLE_UPLOAD); listing does not."""
+        throttles = super().get_throttles()
+        if self.request.method == "POST":
+            throttles.append(ScopedRateThrottle())
+        return throttles
 
     @extend_schema(operation_id="submissions_list", responses=OpenApiTypes.OBJECT)
     def get(self, request):
@@ -80,7 +105,7 @@ class SubmissionListCreateApi(APIView):
                 user=request.user, benchmark=data["benchmark"], model_name=data["model_name"],
                 metadata={k: data[k] for k in METADATA_FIELDS if k in data},
                 public=data["public"], predictions=data.get("predictions"),
-                archive=data.get("audio"),
+                archive=data.get("audio"), options={"align": data["align"]},
             )
         except SubmissionRefused as exc:
             code = status.HTTP_429_TOO_MANY_REQUESTS if exc.quota else status.HTTP_400_BAD_REQUEST
@@ -112,8 +137,63 @@ class SubmissionDetailApi(APIView):
             "failures": progress["failures"],
             "report": submission.report,
             "failure": submission.current_run.error if submission.current_run else None,
-            "runs": [_run_out(run) for run in submission.runs.order_by("-created_at")],
+            "runs": [_run_out(run) for run in
+                     submission.runs.select_related("judge_config").order_by("-created_at")],
+            **_figures_out(submission),
         })
+
+    class AuthorChoicesSerializer(serializers.Serializer):
+        public = serializers.BooleanField(
+            required=False, help_text="show it on the public board, or keep it private")
+        representative = serializers.BooleanField(
+            required=False, help_text="make it its model's representative on the board (it "
+            "must be public and finished); false goes back to the model's latest submission")
+
+        def validate(self, data):
+            if not data:
+                raise serializers.ValidationError("give public, representative or both")
+            return data
+
+    @extend_schema(operation_id="submissions_update", request=AuthorChoicesSerializer,
+                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
+                              403: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
+    def patch(self, request, pk):
+        """The author's choices: public or private, and the model's representative."""
+        submission = selectors.submission_for(request.user, pk)
+        if submission.owner_id != request.user.pk:
+            return Response({"errors": ["only its author may change a submission's "
+                                        "visibility; staff hide or flag it instead"]},
+                            status=status.HTTP_403_FORBIDDEN)
+        serializer = self.AuthorChoicesSerializer(data=request.data)
+        if not serializer.is_valid():
+            return Response({"errors": _flatten(serializer.errors)},
+                            status=status.HTTP_400_BAD_REQUEST)
+        data = serializer.validated_data
+        try:
+            with transaction.atomic():  # both changes or neither
+                if "public" in data and data["public"] != submission.public:
+                    submission = moderation.submission_set_public(
+                        actor=request.user, submission=submission, public=data["public"])
+                if "representative" in data \
+                        and data["representative"] != submission.representative:
+                    moderation.model_set_representative(
+                        actor=request.user, submission=submission,
+                        chosen=data["representative"])
+        except moderation.ModerationError as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(submission_out(selectors.submission_for(request.user, pk)))
+
+
+def _figures_out(submission) -> dict:
+    """The kind's metrics, its results files and, once finished, the overall figures."""
+    kind = get_kind(submission.benchmark.kind)
+    run = submission.current_run
+    overall = None
+    if run is not None and run.status == ScoringRun.Status.FINISHED:
+        found = SliceResult.objects.filter(run=run, dimension=SliceResult.OVERALL).first()
+        figures = found.figures() if found else {}
+        overall = {k: figures.get(k) for k in ("n", *kind.metrics)}
+    return {"metrics": list(kind.metrics), "files": list(kind.files), "overall": overall}
 
 
 class SubmissionFileApi(APIView):
@@ -122,7 +202,7 @@ class SubmissionFileApi(APIView):
     @extend_schema(operation_id="submissions_file", responses={200: OpenApiTypes.BINARY})
     def get(self, request, pk, name):
         submission = selectors.submission_for(request.user, pk)
-        return file_response(submission, name)
+        return file_response(submission, name, run_id=request.query_params.get("run"))
 
 
 class SubmissionCancelApi(APIView):
@@ -138,11 +218,70 @@ class SubmissionCancelApi(APIView):
         return Response({"id": submission.id, "status": submission.state})
 
 
-def file_response(submission, name: str) -> StreamingHttpResponse:
-    """A finished run's results file, streamed from the database; 404 otherwise."""
+def file_response(submission, name: str, run_id=None) -> StreamingHttpResponse:
+    """A finished run's results file, streamed from the database; 404 otherwise. The run is
+    the submission's current one, or `run_id` when it is one of the submission's runs."""
     run = submission.current_run
-    if name not in FILES or run is None or run.status != ScoringRun.Status.FINISHED:
+    if run_id not in (None, ""):
+        run = submission.runs.filter(id=run_id).first() if str(run_id).isdigit() else None
+    if name not in FILES or name not in get_kind(submission.benchmark.kind).files \
+            or run is None or run.status != ScoringRun.Status.FINISHED:
         raise Http404("no such file")
     response = StreamingHttpResponse(file_chunks(run, name), content_type=FILES[name])
-    response["Content-Disposition"] = f'attachment; filename="{submission.id}-{name}"'
+    label = f"{submission.id}-{name}" if run == submission.current_run \
+        else f"{submission.id}-run{run.id}-{name}"
+    response["Content-Disposition"] = f'attachment; filename="{label}"'
     return response
+
+
+class SubmissionRescoreApi(APIView):
+    """Staff: score a submission again under a judge config (by default the benchmark's
+    current one). 404 for anyone who cannot see the submission, 403 for its non-staff owner."""
+
+    permission_classes = [AllowAny]  # submission_for answers 404 to anonymous callers
+
+    class RescoreSerializer(serializers.Serializer):
+        judge_config = serializers.CharField(required=False, max_length=100,
+                                             help_text="a judge config's name")
+        reason = serializers.CharField(max_length=1000)
+        dry_run = serializers.BooleanField(required=False, default=False)
+
+    @extend_schema(operation_id="submissions_rescore", request=RescoreSerializer,
+                   responses=OpenApiTypes.OBJECT)
+    def post(self, request, pk):
+        submission = selectors.submission_for(request.user, pk)
+        if not request.user.is_staff:
+            return Response({"errors": ["only staff can rescore a submission"]},
+                            status=status.HTTP_403_FORBIDDEN)
+        data = self.RescoreSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return rescore_response(submission, actor=request.user, **data.validated_data)
+
+
+def rescore_response(submission, *, actor, reason: str, dry_run: bool,
+                     judge_config: str = "") -> Response:
+    benchmark = submission.benchmark
+    if judge_config:
+        config = JudgeConfig.objects.filter(name=judge_config).first()
+        if config is None:
+            return Response({"errors": [f"judge_config: no judge config named "
+                                        f"{judge_config!r}"]}, status=400)
+    else:
+        config = judge_config_current(benchmark)
+    targets = list(rescore_candidates(benchmark=benchmark,
+                                      where=RescoreFilter(submission_ids=(submission.id,))))
+    if not targets:
+        return Response({"errors": [f"submission {submission.id} is {submission.state} or has a "
+                                    "run in progress: nothing to rescore"]}, status=409)
+    try:
+        plan = rescore_plan(benchmark=benchmark, submissions=targets, config=config)
+        out = {"submission": submission.id, "judge_config": config.name,
+               "answers": plan.total, "cached": plan.cached, "queries": plan.queries}
+        if dry_run:
+            return Response({**out, "dry_run": True})
+        (run,) = submissions_rescore(actor=actor, benchmark=benchmark, submissions=targets,
+                                     config=config, reason=reason)
+    except RescoreError as exc:
+        return Response({"errors": [str(exc)]}, status=400)
+    return Response({**out, "dry_run": False, "run": _run_out(run)},
+                    status=status.HTTP_202_ACCEPTED)

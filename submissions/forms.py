@@ -15,12 +15,18 @@ class SubmissionForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     public = forms.BooleanField(required=False, label="Show on the public leaderboard",
                                 help_text="Private submissions are seen by you and admins only.")
+    align = forms.BooleanField(
+        required=False, label="Align unreadable answers with the judge (AIR-Bench foundation)",
+        help_text="Responses whose letter the official rule cannot read are mapped to an "
+                  "option by the judge, with the official alignment prompt.")
     predictions = forms.FileField(
         required=False, label="Predictions",
-        help_text="predictions.json or submission.jsonl (optional if the archive holds it)")
+        help_text="MMAE: predictions.json or submission.jsonl (optional if the archive holds "
+                  "it). AIR-Bench: a JSONL with one {\"uniq_id\", \"response\"} a line.")
     audio = forms.FileField(
         required=False, label="Edited audio",
-        help_text=".zip or .tar.gz of the edited WAV/FLAC files, or one archive with both")
+        help_text="MMAE only: .zip or .tar.gz of the edited WAV/FLAC files, or one archive "
+                  "with both")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -5,9 +5,11 @@ from submissions.models import ApiToken
 
 
 class SignUpForm(UserCreationForm):
-    """Django's sign-up form (username, password twice) with a required email for resets."""
+    """Django's sign-up form (username, password twice) with a required email for resets and
+    notifications."""
 
-    email = forms.EmailField(help_text="Used only to reset your password.")
+    email = forms.EmailField(help_text="Used to reset your password and to tell you when a "
+                                       "submission is scored, fails or is rejected.")
 
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")

@@ -109,16 +109,37 @@ class Submission(models.Model):
     # Model details sent with this upload for an existing model; applied when it passes
     # validation, if public (services._apply_model_details).
     model_details = models.JSONField(default=dict, blank=True)
+    options = models.JSONField(default=dict, blank=True)  # the benchmark kind's upload options
     coverage = models.FloatField(null=True, blank=True)  # share of items with an output
     files_dir = models.CharField(max_length=500, blank=True)  # under MEDIA_ROOT
+    # The state (one of NOTIFIED_STATES) its author was last emailed about; "" before any.
+    # services.submission_notify claims each email by a conditional UPDATE of this field.
+    notified_state = models.CharField(max_length=20, blank=True)
     current_run = models.ForeignKey(ScoringRun, null=True, blank=True,
                                     on_delete=models.SET_NULL, related_name="+")
     runs = models.ManyToManyField(ScoringRun, blank=True, related_name="submissions")
+    # Moderation (submissions.moderation): a hidden submission leaves the board and every
+    # public page; a flagged one stays, with its flag and this public reason shown beside it.
+    hidden = models.BooleanField(default=False)
+    flag_reason = models.TextField(blank=True)
+    # Chosen by its author to represent its model on the benchmark's board (while it is
+    # public, finished and not hidden; otherwise the model's latest such submission does).
+    representative = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = SubmissionQuerySet.as_manager()
 
+    # The states an author is emailed about: the end of the submission's handling.
+    NOTIFIED_STATES = ("finished", "failed", "rejected")
+
     class Meta:
+        constraints = [
+            # One chosen representative per model and benchmark version; also serves
+            # clearing the previous choice when another is made.
+            models.UniqueConstraint(fields=["model", "benchmark"],
+                                    condition=Q(representative=True),
+                                    name="submission_one_representative"),
+        ]
         indexes = [
             # Serves an author's list and the daily quota count.
             models.Index(fields=["owner", "created_at"], name="submission_owner_created"),
@@ -135,6 +156,10 @@ class Submission(models.Model):
         return self.status
 
     @property
+    def flagged(self) -> bool:
+        return bool(self.flag_reason)
+
+    @property
     def partial(self) -> bool:
         return self.coverage is not None and self.coverage < 1.0
 
@@ -142,3 +167,31 @@ class Submission(models.Model):
         """Enter a status, recording when (the caller saves)."""
         self.status = status
         self.status_times = {**self.status_times, status: timezone.now().isoformat()}
+
+
+class QuotaOverride(models.Model):
+    """A user's own upload limits, set by staff in place of SUBMISSIONS_PER_DAY and
+    SUBMISSIONS_IN_FLIGHT (None keeps the site's limit)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="quota_override")
+    per_day = models.PositiveIntegerField(null=True, blank=True)
+    in_flight = models.PositiveIntegerField(null=True, blank=True)
+    reason = models.TextField()
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(per_day__isnull=False)
+                                   | Q(in_flight__isnull=False),
+                                   name="quotaoverride_overrides_something"),
+        ]
+
+    def __str__(self):
+        return f"quota of {self.user}"
+
+    def as_dict(self) -> dict:
+        """The limits it sets, as audit records show them."""
+        return {"per_day": self.per_day, "in_flight": self.in_flight}

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404
 from django.utils import timezone
 
-from scoring.models import Answer, Benchmark, ScoringRun
+from scoring.kinds import get_kind
+from scoring.models import Answer, Benchmark, ScoringRun, SliceResult
 from submissions.models import Submission
 
 
@@ -84,11 +85,52 @@ def run_progress(run: ScoringRun | None) -> dict:
 def submission_visible(user, pk) -> Submission:
     """The one access-checked lookup of a submission's public page, its explorer and audio.
 
-    A public submission whose current run is finished is seen by everyone; any other is seen
-    by its owner and staff only (the rule of `submission_for`), and is a 404 for anyone else.
+    A public submission whose current run is finished is seen by everyone, unless staff have
+    hidden it; any other is seen by its owner and staff only (the rule of `submission_for`),
+    and is a 404 for anyone else.
     """
     try:
         return (Submission.objects.select_related("model", "benchmark", "current_run")
-                .get(pk=pk, public=True, current_run__status=ScoringRun.Status.FINISHED))
+                .get(pk=pk, public=True, hidden=False,
+                     current_run__status=ScoringRun.Status.FINISHED))
     except (Submission.DoesNotExist, ValueError, TypeError):
         return submission_for(user, pk)
+
+
+def moderation_queue(*, benchmark_slug: str = "", state: str = "", flagged: bool = False,
+                     hidden: bool = False, search: str = ""):
+    """Every submission for the staff moderation page, newest first, narrowed by benchmark,
+    state (an upload state or a run state), flag, hidden, and model or author name."""
+    queryset = (Submission.objects.select_related("model", "benchmark", "current_run", "owner")
+                .defer("report", "current_run__outputs", "current_run__missing")
+                .order_by("-created_at", "-id"))
+    if benchmark_slug:
+        queryset = queryset.filter(benchmark__slug=benchmark_slug)
+    if state in ScoringRun.Status.values:  # from queued on, the run's status is the state
+        queryset = queryset.filter(status=Submission.Status.QUEUED, current_run__status=state)
+    elif state:
+        queryset = queryset.filter(status=state)
+    if flagged:
+        queryset = queryset.exclude(flag_reason="")
+    if hidden:
+        queryset = queryset.filter(hidden=True)
+    if search.strip():
+        needle = search.strip()
+        queryset = queryset.filter(Q(model__name__icontains=needle)
+                                   | Q(owner__username__icontains=needle))
+    return queryset
+
+
+def submission_runs(submission: Submission) -> list[dict]:
+    """Every run of a submission, newest first, with its judge config and overall figures:
+    runs under older configs and superseded rescores stay viewable here."""
+    metrics = get_kind(submission.benchmark.kind).metrics
+    runs = list(submission.runs.select_related("judge_config").defer("outputs", "missing")
+                .annotate(cached_answers=Count("answers", filter=Q(answers__cached=True)))
+                .order_by("-id"))
+    overall = {s.run_id: s.figures() for s in SliceResult.objects.filter(
+        run__in=runs, dimension=SliceResult.OVERALL)}
+    return [{"run": run, "current": run.id == submission.current_run_id,
+             "figures": [(m, overall.get(run.id, {}).get(m)) for m in metrics]
+             if run.id in overall else [],
+             "cached": run.cached_answers} for run in runs]

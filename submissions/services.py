@@ -15,13 +15,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from scoring import runs
+from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
 from scoring.predictions import PredictionError, parse_predictions
 from scoring.tasks import enqueue_run
-from submissions.models import ModelEntry, Submission
+from submissions.models import ModelEntry, QuotaOverride, Submission
+from submissions.notifications import submission_notify
 from submissions.validation import (
     MAX_PREDICTIONS_BYTES,
     limits_from_settings,
+    validate_responses,
     validate_upload,
 )
 
@@ -41,16 +44,23 @@ class SubmissionRefused(ValueError):
 
 
 def quota_left(user) -> dict:
-    """What the user may still submit: today (rolling 24 h) and at once."""
+    """What the user may still submit: today (rolling 24 h) and at once, under the site's
+    limits or the user's own (QuotaOverride, set by staff)."""
     mine = Submission.objects.filter(owner=user)
     today = mine.counting_for_quota().filter(
         created_at__gte=timezone.now() - timedelta(days=1)).count()
     in_flight = mine.in_flight().count()
+    override = QuotaOverride.objects.filter(user=user).first()
+    per_day = settings.SUBMISSIONS_PER_DAY if override is None or override.per_day is None \
+        else override.per_day
+    at_once = settings.SUBMISSIONS_IN_FLIGHT if override is None or override.in_flight is None \
+        else override.in_flight
     return {
-        "per_day": settings.SUBMISSIONS_PER_DAY,
-        "today": max(0, settings.SUBMISSIONS_PER_DAY - today),
-        "in_flight_limit": settings.SUBMISSIONS_IN_FLIGHT,
-        "in_flight": max(0, settings.SUBMISSIONS_IN_FLIGHT - in_flight),
+        "per_day": per_day,
+        "today": max(0, per_day - today),
+        "in_flight_limit": at_once,
+        "in_flight": max(0, at_once - in_flight),
+        "overridden": override is not None,
     }
 
 
@@ -74,8 +84,9 @@ def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[
     finally:
         predictions.seek(0)
     keys = set(Item.objects.filter(benchmark=benchmark).values_list("key", flat=True))
+    parse = get_kind(benchmark.kind).parse_outputs or parse_predictions
     try:
-        parse_predictions(text, name=name, known_ids=keys)
+        parse(text, name=name, known_ids=keys)
     except PredictionError as exc:
         return exc.problems
     return []
@@ -98,16 +109,35 @@ def _upload_name(upload: UploadedFile, fallback: str) -> str:
     return safe or fallback
 
 
+def _kind_problems(benchmark: Benchmark, predictions, archive, options: dict) -> list[str]:
+    """What a benchmark of a text-judged kind refuses: an archive, no predictions file, and
+    options it does not read."""
+    kind = get_kind(benchmark.kind)
+    problems = [f"option {name!r} does not apply to {benchmark.slug}"
+                for name, value in options.items() if value and name not in kind.options]
+    if kind.output != "text":
+        return problems
+    if archive is not None:
+        problems.append(f"{benchmark.slug} takes a predictions file (JSONL of uniq_id and "
+                        "response) only, no archive")
+    if predictions is None:
+        problems.append(f"{benchmark.slug} needs a predictions file: JSONL with one "
+                        "{\"uniq_id\", \"response\"} object a line")
+    return problems
+
+
 def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
                       public: bool, predictions: UploadedFile | None,
-                      archive: UploadedFile | None) -> Submission:
+                      archive: UploadedFile | None, options: dict | None = None) -> Submission:
     """Store an upload and queue its validation; refuse it whole, storing nothing, when the
-    quota is used up or the predictions file is plainly wrong."""
+    quota is used up or the predictions file is plainly wrong. `options` are the benchmark
+    kind's upload options (e.g. {"align": True} for AIR-Bench foundation)."""
     quota = _quota_problems(user)
     if quota:
         raise SubmissionRefused(quota, quota=True)
-    problems = []
-    if predictions is None and archive is None:
+    options = {k: v for k, v in (options or {}).items() if v}
+    problems = _kind_problems(benchmark, predictions, archive, options)
+    if predictions is None and archive is None and not problems:
         problems.append("upload a predictions file and an archive of the edited audio, or "
                         "one archive holding both")
     for upload in (predictions, archive):
@@ -133,7 +163,8 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,
                                                               defaults=details)
             submission = Submission(owner=user, model=model, benchmark=benchmark,
-                                    public=public, model_details={} if created else details)
+                                    public=public, model_details={} if created else details,
+                                    options=options)
             submission.mark(Submission.Status.UPLOADED)
             submission.save()
             submission.files_dir = f"submissions/{submission.pk}"
@@ -178,8 +209,13 @@ def submission_validate(submission_id: int) -> bool:
     audio_dir.mkdir(parents=True)
     predictions, archive = _upload_files(root / "upload")
     keys = list(submission.benchmark.items.order_by("position").values_list("key", flat=True))
-    result = validate_upload(item_keys=keys, predictions=predictions, archive=archive,
-                             audio_dir=audio_dir, limits=limits_from_settings())
+    kind = get_kind(submission.benchmark.kind)
+    if kind.output == "text":
+        result = validate_responses(item_keys=keys, predictions=predictions, archive=archive,
+                                    parse=kind.parse_outputs)
+    else:
+        result = validate_upload(item_keys=keys, predictions=predictions, archive=archive,
+                                 audio_dir=audio_dir, limits=limits_from_settings())
     submission.report = result.report()
     if not result.ok:
         _reject(submission)
@@ -189,8 +225,7 @@ def submission_validate(submission_id: int) -> bool:
     with transaction.atomic():
         run = runs.run_create(benchmark=submission.benchmark, audio_root=str(audio_dir),
                               outputs=result.outputs, missing=result.missing,
-                              judge=runs.JudgeSettings.from_settings(),
-                              seed=settings.SCORING_SEED)
+                              options=submission.options)
         submission.current_run = run
         submission.coverage = result.coverage
         submission.mark(Submission.Status.QUEUED)
@@ -218,6 +253,16 @@ def _reject(submission: Submission) -> None:
     submission.files_dir = ""
     submission.mark(Submission.Status.REJECTED)
     submission.save()
+    transaction.on_commit(lambda: _notify_now(submission.pk))
+
+
+def _notify_now(submission_id: int) -> None:
+    """Tell the author at once; if the email cannot go out, the notification sweep retries."""
+    try:
+        submission_notify(submission_id=submission_id)
+    except Exception:
+        log.exception("emailing the author of submission %s failed; the sweep will retry",
+                      submission_id)
 
 
 def submission_fail_validation(submission_id: int, why: str) -> None:

@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from submissions import services
+from submissions import notifications, services
 
 log = logging.getLogger(__name__)
 
@@ -16,6 +16,20 @@ def validate_submission(submission_id: int) -> None:
     except Exception as exc:
         log.exception("validation of submission %s broke", submission_id)
         services.submission_fail_validation(submission_id, f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(ignore_result=True)
+def notify_authors() -> None:
+    """Periodic: email the authors of submissions that finished, failed or were rejected.
+
+    One email each: submission_notify claims it first. A failed send is logged and left for
+    the next sweep.
+    """
+    for submission_id in notifications.submissions_to_notify():
+        try:
+            notifications.submission_notify(submission_id=submission_id)
+        except Exception:
+            log.exception("emailing the author of submission %s failed", submission_id)
 
 
 @shared_task(ignore_result=True)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from submissions import api, views
+from submissions import api, moderation_views, rescore_views, views
 
 app_name = "submissions"
 
@@ -11,10 +11,29 @@ urlpatterns = [
     path("submissions/<int:pk>/progress/", views.submission_progress, name="progress"),
     path("submissions/<int:pk>/files/<str:name>", views.submission_file, name="file"),
     path("submissions/<int:pk>/cancel/", views.submission_cancel_view, name="cancel"),
+    path("submissions/<int:pk>/visibility/", moderation_views.submission_visibility,
+         name="visibility"),
+    path("submissions/<int:pk>/representative/", moderation_views.submission_representative,
+         name="representative"),
     path("api/submissions/", api.SubmissionListCreateApi.as_view(), name="api-list"),
     path("api/submissions/<int:pk>/", api.SubmissionDetailApi.as_view(), name="api-detail"),
     path("api/submissions/<int:pk>/files/<str:name>", api.SubmissionFileApi.as_view(),
          name="api-file"),
     path("api/submissions/<int:pk>/cancel/", api.SubmissionCancelApi.as_view(),
          name="api-cancel"),
+    path("api/submissions/<int:pk>/rescore/", api.SubmissionRescoreApi.as_view(),
+         name="api-rescore"),
+    path("staff/submissions/", moderation_views.staff_submissions, name="staff-submissions"),
+    path("staff/submissions/<int:pk>/", moderation_views.staff_submission,
+         name="staff-submission"),
+    path("staff/submissions/<int:pk>/hide/", moderation_views.staff_hide, name="staff-hide"),
+    path("staff/submissions/<int:pk>/flag/", moderation_views.staff_flag, name="staff-flag"),
+    path("staff/submissions/<int:pk>/delete/", moderation_views.staff_delete,
+         name="staff-delete"),
+    path("staff/quotas/", moderation_views.staff_quotas, name="staff-quotas"),
+    path("staff/audit/", moderation_views.staff_audit, name="staff-audit"),
+    path("staff/rescore/", rescore_views.rescore, name="staff-rescore"),
+    path("staff/rescore/current-config/", rescore_views.current_config,
+         name="staff-current-config"),
+    path("staff/rescore/baselines/", rescore_views.baselines, name="staff-baselines"),
 ]

@@ -524,3 +524,47 @@ def _warn_unreferenced(unpacked: _Unpacked, source: _Source, result: ValidationR
         shown = ", ".join(extra[:3]) + (", ..." if len(extra) > 3 else "")
         result.warnings.append(f"{unpacked.name}: {len(extra)} file(s) not referenced by any "
                                f"prediction ({shown})")
+
+
+# --- text predictions (kinds judged on text, e.g. AIR-Bench) --------------------------------
+
+
+def validate_responses(*, item_keys: list[str], predictions: Path | None, archive: Path | None,
+                       parse) -> ValidationResult:
+    """Check a predictions file of text responses with the kind's `parse(text, name=,
+    known_ids=)` -> {key: response}; there is no audio to check. Items without a response
+    are missing."""
+    result = ValidationResult(n_items=len(item_keys))
+    if archive is not None:
+        result.errors.append(f"{archive.name}: this benchmark takes a predictions file of text "
+                             "responses only, no archive")
+    if predictions is None:
+        result.errors.append("no predictions file uploaded")
+        return result
+    source = _Source(name=predictions.name, path=predictions)
+    responses = _read_responses(source, item_keys, parse, result.errors)
+    if responses is None or result.errors:
+        return result
+    result.outputs = {k: responses[k] for k in item_keys if k in responses}
+    result.missing = {k: "no prediction" for k in item_keys if k not in responses}
+    if result.missing:
+        result.warnings.append(f"{len(result.missing)} of {result.n_items} items have no "
+                               "response and count as unanswered")
+    return result
+
+
+def _read_responses(source: _Source, item_keys: list[str], parse,
+                    errors: list[str]) -> dict[str, str] | None:
+    try:
+        if source.path.stat().st_size > MAX_PREDICTIONS_BYTES:
+            errors.append(f"{source.name}: larger than {MAX_PREDICTIONS_BYTES} bytes")
+            return None
+        text = source.path.read_bytes().decode("utf-8-sig")
+        return parse(text, name=source.name, known_ids=set(item_keys))
+    except OSError as exc:
+        errors.append(f"{source.name}: cannot be read: {_why(exc)}")
+    except UnicodeDecodeError as exc:
+        errors.append(f"{source.name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except PredictionError as exc:
+        errors.extend(exc.problems)
+    return None

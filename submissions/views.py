@@ -2,6 +2,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from config.throttle import limit_posts
+from scoring.kinds import get_kind
 from submissions import selectors
 from submissions.api import file_response
 from submissions.forms import SubmissionForm
@@ -23,6 +25,8 @@ def submission_list(request):
 
 
 @login_required
+@limit_posts(group="upload", rate_setting="THROTTLE_UPLOAD", keys=("user",),
+             what="upload attempts")
 def upload(request):
     form = SubmissionForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
@@ -32,6 +36,7 @@ def upload(request):
                 user=request.user, benchmark=data["benchmark"], model_name=data["model_name"],
                 metadata={k: data[k] for k in METADATA_FIELDS}, public=data["public"],
                 predictions=data["predictions"], archive=data["audio"],
+                options={"align": data["align"]},
             )
         except SubmissionRefused as exc:
             for problem in exc.problems:
@@ -45,11 +50,14 @@ def upload(request):
 
 def _detail_context(request, pk):
     submission = selectors.submission_for(request.user, pk)
-    return {"submission": submission, "progress": selectors.run_progress(submission.current_run)}
+    return {"submission": submission, "progress": selectors.run_progress(submission.current_run),
+            "files": get_kind(submission.benchmark.kind).files}
 
 
 def submission_detail(request, pk):
-    return render(request, "submissions/detail.html", _detail_context(request, pk))
+    context = _detail_context(request, pk)
+    context["runs"] = selectors.submission_runs(context["submission"])
+    return render(request, "submissions/detail.html", context)
 
 
 def submission_progress(request, pk):
@@ -58,7 +66,9 @@ def submission_progress(request, pk):
 
 
 def submission_file(request, pk, name):
-    return file_response(selectors.submission_for(request.user, pk), name)
+    """A results file of the submission's current run, or of one of its runs (?run=ID)."""
+    return file_response(selectors.submission_for(request.user, pk), name,
+                         run_id=request.GET.get("run"))
 
 
 @require_POST

@@ -122,3 +122,26 @@ def test_the_fleet_down_for_a_while_delays_the_run_which_then_finishes(stack,
              stack["log"])
     check_finished(stack, submission_id)
     assert "handed back" in stack["log"].read_text()
+
+
+def test_a_rescore_runs_on_the_rescoring_queue_and_the_board_switches_when_it_ends(
+        stack, simulator_factory, staff):
+    sim = simulator_factory("--latency-ms", "5", "--slots", "8", ports=stack["ports"])
+    stack["worker"]()
+    submission_id = upload(stack)
+    wait_for(lambda: state(submission_id) == "finished", 120, "the first run", stack["log"])
+    first = Submission.objects.get(id=submission_id).current_run
+    asked = sim.completions()
+    client = APIClient()
+    client.force_authenticate(staff)
+    response = client.post(f"/api/submissions/{submission_id}/rescore/",
+                           {"reason": "check the cache"}, format="json")
+    assert response.status_code == 202, response.content
+    assert response.json()["queries"] == 0
+    rescore_id = response.json()["run"]["id"]
+    wait_for(lambda: Submission.objects.get(id=submission_id).current_run_id == rescore_id,
+             120, "the board to switch to the rescore", stack["log"])
+    rescored = ScoringRun.objects.get(id=rescore_id)
+    assert rescored.status == "finished" and rescored.purpose == "rescore"
+    assert sim.completions() == asked  # every answer came from the judgment cache
+    assert ScoringRun.objects.get(id=first.id).status == "finished"  # the old run stays

@@ -118,7 +118,8 @@ class Command(BaseCommand):
         parser.add_argument("--benchmark", required=True, help="benchmark slug, e.g. mmae")
         parser.add_argument("--model-name", required=True)
         parser.add_argument("--predictions", type=Path,
-                            help="predictions.json or submission.jsonl")
+                            help="predictions.json or submission.jsonl (MMAE); a JSONL of "
+                                 "uniq_id and response (AIR-Bench)")
         parser.add_argument("--audio", type=Path,
                             help="archive (.zip, .tar.gz) of the edited audio")
         parser.add_argument("--organisation")
@@ -126,6 +127,9 @@ class Command(BaseCommand):
         parser.add_argument("--parameters", help="e.g. 7B")
         parser.add_argument("--licence")
         parser.add_argument("--open-weights", action="store_true")
+        parser.add_argument("--align", action="store_true",
+                            help="AIR-Bench foundation: have the judge map the responses the "
+                                 "letter rule cannot read to an option")
         parser.add_argument("--description")
         parser.add_argument("--public", action="store_true",
                             help="show the scores on the public board")
@@ -176,6 +180,8 @@ class Command(BaseCommand):
         form = {"benchmark": o["benchmark"], "model_name": o["model_name"],
                 "open_weights": str(o["open_weights"]).lower(),
                 "public": str(o["public"]).lower()}
+        if o["align"]:
+            form["align"] = "true"
         for field in ("organisation", "link", "parameters", "licence", "description"):
             if o[field] is not None:
                 form[field] = o[field]
@@ -247,9 +253,13 @@ class Command(BaseCommand):
 
     def _figures(self, api: Api, detail: dict) -> None:
         files = f"/api/submissions/{detail['id']}/files/"
-        overall = api.json("GET", files + "taxonomy.json").get("overall") or {}
+        names = detail.get("files") or RESULT_FILES
+        if "taxonomy.json" in names:
+            overall = api.json("GET", files + "taxonomy.json").get("overall") or {}
+        else:
+            overall = detail.get("overall") or {}
         figures = "  ".join(f"{k} {overall[k]:.2f}" if overall.get(k) is not None else f"{k} -"
-                            for k in FIGURES)
+                            for k in detail.get("metrics") or FIGURES)
         coverage = detail.get("coverage")
         covered = f", coverage {coverage:.0%}" if coverage is not None else ""
         self.stdout.write(f"overall ({overall.get('n', '?')} samples{covered}): {figures}")
@@ -259,5 +269,5 @@ class Command(BaseCommand):
                 f"{kind} {n}" for kind, n in sorted(failures.items())))
         if any(run.get("simulated") for run in detail.get("runs", [])[:1]):
             self.stdout.write("NOTE: the judge was the simulator; these scores are simulated.")
-        for name in RESULT_FILES:
+        for name in names:
             self.stdout.write(f"download {name} with GET {api.url}{files}{name}")

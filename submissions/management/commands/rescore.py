@@ -1,0 +1,74 @@
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from scoring.judge_configs import judge_config_current
+from scoring.models import Benchmark, JudgeConfig
+from submissions.rescoring import (
+    RescoreError,
+    RescoreFilter,
+    rescore_candidates,
+    rescore_plan,
+    submissions_rescore,
+)
+
+
+class Command(BaseCommand):
+    help = ("Score submissions of a benchmark again under a judge config (by default its "
+            "current one), on the rescoring queue. --dry-run says how many submissions and "
+            "judge queries it takes; otherwise type the benchmark's slug to confirm (or --yes).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--benchmark", required=True, help="the benchmark's slug")
+        parser.add_argument("--submission", type=int, action="append", default=[],
+                            help="a submission id (repeatable); default: all")
+        parser.add_argument("--model-contains", default="")
+        parser.add_argument("--state", choices=["finished", "failed"], default="")
+        parser.add_argument("--config", default="", help="a judge config's name")
+        parser.add_argument("--reason", default="", help="shown on the public changelog")
+        parser.add_argument("--actor", default="", help="the staff user doing it (audit log)")
+        parser.add_argument("--dry-run", action="store_true")
+        parser.add_argument("--yes", action="store_true", help="skip the typed confirmation")
+
+    def handle(self, *args, **options):
+        benchmark = Benchmark.objects.filter(slug=options["benchmark"]).order_by("-version") \
+            .first()
+        if benchmark is None:
+            raise CommandError(f"no benchmark {options['benchmark']!r}")
+        config = judge_config_current(benchmark)
+        if options["config"]:
+            config = JudgeConfig.objects.filter(name=options["config"]).first()
+            if config is None:
+                raise CommandError(f"no judge config named {options['config']!r}")
+        where = RescoreFilter(submission_ids=tuple(options["submission"]),
+                              model_contains=options["model_contains"], state=options["state"])
+        targets = list(rescore_candidates(benchmark=benchmark, where=where))
+        try:
+            plan = rescore_plan(benchmark=benchmark, submissions=targets, config=config)
+        except RescoreError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"{len(targets)} submission(s) of {benchmark} under {config.name}: "
+                          f"{plan.queries} judge queries ({plan.total} answers needed, "
+                          f"{plan.cached} from the judgment cache)")
+        if options["dry_run"]:
+            return
+        if not targets:
+            raise CommandError("no submission matches: nothing to rescore")
+        actor = self._actor(options["actor"])
+        if not options["yes"] and input(f"type {benchmark.slug} to confirm: ").strip() \
+                != benchmark.slug:
+            raise CommandError("not confirmed; nothing done")
+        try:
+            made = submissions_rescore(actor=actor, benchmark=benchmark, submissions=targets,
+                                       config=config, reason=options["reason"])
+        except RescoreError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"queued {len(made)} rescoring run(s): "
+                          f"{', '.join(str(run.id) for run in made)}")
+
+    def _actor(self, username: str):
+        if not username:
+            raise CommandError("--actor: name the staff user doing this (for the audit log)")
+        user = get_user_model().objects.filter(username=username, is_staff=True).first()
+        if user is None:
+            raise CommandError(f"--actor: no staff user {username!r}")
+        return user

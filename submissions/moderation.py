@@ -1,0 +1,224 @@
+"""Moderation: staff hide, flag or delete submissions and override quotas; authors choose a
+submission's visibility and which submission represents their model on a board.
+
+Every change writes its audit record (scoring.audit) in the transaction that makes it. Staff
+moderation of a public submission is public, on its benchmark's changelog; an author's own
+choices and quota overrides are not.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+
+from scoring.audit import audit_record
+from scoring.models import AuditEvent, ScoringRun
+from submissions.models import QuotaOverride, Submission
+from submissions.services import submission_folder
+
+Action = AuditEvent.Action
+
+
+class ModerationError(ValueError):
+    """A moderation refused, with the reason; nothing was changed."""
+
+
+def _require_staff(actor) -> None:
+    if not (actor is not None and actor.is_authenticated and actor.is_staff):
+        raise PermissionDenied("only staff may moderate submissions")
+
+
+def _require_owner(actor, submission: Submission) -> None:
+    if actor is None or actor.pk != submission.owner_id:
+        raise PermissionDenied(f"only the author of submission {submission.pk} may change it")
+
+
+def _reason(reason: str, what: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise ModerationError(f"give a reason for {what}: it is kept in the audit log")
+    return reason
+
+
+def _locked(submission: Submission) -> Submission:
+    """The submission's row, locked for the transaction and read afresh."""
+    try:
+        return (Submission.objects.select_for_update(of=("self",))
+                .select_related("model", "benchmark", "current_run", "owner")
+                .get(pk=submission.pk))
+    except Submission.DoesNotExist:
+        raise ModerationError(f"no submission {submission.pk}") from None
+
+
+def submission_state(submission: Submission) -> dict:
+    """What an audit record keeps of a submission."""
+    return {"id": submission.pk, "model": submission.model.name,
+            "owner": submission.owner.get_username(), "benchmark": submission.benchmark.slug,
+            "version": submission.benchmark.version, "status": submission.state,
+            "public": submission.public, "hidden": submission.hidden,
+            "flag_reason": submission.flag_reason, "representative": submission.representative,
+            "coverage": submission.coverage, "created_at": submission.created_at.isoformat()}
+
+
+def _record(*, actor, action, submission: Submission, before: dict, after: dict, reason: str,
+            public: bool) -> AuditEvent:
+    return audit_record(actor=actor, action=action, obj=submission, before=before,
+                        after=after, reason=reason, benchmark_slug=submission.benchmark.slug,
+                        public=public)
+
+
+def submission_hide(*, actor, submission: Submission, reason: str,
+                    hidden: bool = True) -> Submission:
+    """Take a submission off the board and every public page (or put it back)."""
+    _require_staff(actor)
+    reason = _reason(reason, "hiding a submission" if hidden else "unhiding a submission")
+    with transaction.atomic():
+        row = _locked(submission)
+        if row.hidden == hidden:
+            raise ModerationError(f"submission {row.pk} is already "
+                                  f"{'hidden' if hidden else 'not hidden'}")
+        row.hidden = hidden
+        row.save(update_fields=["hidden"])
+        _record(actor=actor, action=Action.HIDE, submission=row, before={"hidden": not hidden},
+                after={"hidden": hidden}, reason=reason, public=row.public)
+    return row
+
+
+def submission_flag(*, actor, submission: Submission, reason: str,
+                    flagged: bool = True) -> Submission:
+    """Flag a submission with a public reason, shown beside it on the board (or remove the
+    flag: then `reason` says why, in the audit log)."""
+    _require_staff(actor)
+    reason = _reason(reason, "a flag (it is shown publicly)" if flagged
+                     else "removing a flag")
+    with transaction.atomic():
+        row = _locked(submission)
+        if not flagged and not row.flag_reason:
+            raise ModerationError(f"submission {row.pk} is not flagged")
+        if flagged and row.flag_reason == reason:
+            raise ModerationError(f"submission {row.pk} is already flagged for this reason")
+        before = {"flag_reason": row.flag_reason}
+        row.flag_reason = reason if flagged else ""
+        row.save(update_fields=["flag_reason"])
+        _record(actor=actor, action=Action.FLAG, submission=row, before=before,
+                after={"flag_reason": row.flag_reason}, reason=reason, public=row.public)
+    return row
+
+
+def _still_handled(submission: Submission) -> str:
+    """Why a submission cannot be deleted yet ("" if it can): a worker is validating it or
+    scoring one of its runs (its first or a rescore), and would find its rows gone."""
+    if submission.status in (Submission.Status.UPLOADED, Submission.Status.VALIDATING):
+        return f"submission {submission.pk} is {submission.status}: wait for its validation " \
+            "to end before deleting it"
+    active = list(submission.runs.filter(status__in=ScoringRun.ACTIVE)
+                  .values_list("pk", flat=True))
+    if active:
+        return f"submission {submission.pk} has a scoring run in progress (run " \
+            f"{', '.join(map(str, active))}): cancel it and wait for it to stop before " \
+            "deleting the submission"
+    return ""
+
+
+def submission_delete(*, actor, submission: Submission, reason: str) -> dict:
+    """Delete a submission, the runs scored for it alone (answers and results with them) and
+    its files. Returns the state it had, as its audit record keeps it."""
+    _require_staff(actor)
+    reason = _reason(reason, "deleting a submission")
+    with transaction.atomic():
+        row = _locked(submission)
+        why = _still_handled(row)
+        if why:
+            raise ModerationError(why)
+        before = submission_state(row)
+        # A run shared with another submission (none today) stays with it.
+        runs = [run.pk for run in row.runs.all() if run.submissions.count() == 1]
+        before["runs"] = runs
+        _record(actor=actor, action=Action.DELETION, submission=row, before=before,
+                after={}, reason=reason, public=row.public)
+        folder = submission_folder(row)
+        row.delete()
+        ScoringRun.objects.filter(pk__in=runs).delete()
+        transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+    return before
+
+
+def submission_set_public(*, actor, submission: Submission, public: bool,
+                          reason: str = "") -> Submission:
+    """The author shows a submission on the public board or takes it back to private."""
+    _require_owner(actor, submission)
+    with transaction.atomic():
+        row = _locked(submission)
+        if row.public == public:
+            raise ModerationError(f"submission {row.pk} is already "
+                                  f"{'public' if public else 'private'}")
+        row.public = public
+        row.save(update_fields=["public"])
+        _record(actor=actor, action=Action.VISIBILITY, submission=row,
+                before={"public": not public}, after={"public": public},
+                reason=(reason or "").strip(), public=False)
+    return row
+
+
+def model_set_representative(*, actor, submission: Submission, chosen: bool = True,
+                             reason: str = "") -> Submission:
+    """The author chooses the submission that represents its model on the benchmark's board
+    (or withdraws the choice: the model's latest public submission represents it again)."""
+    _require_owner(actor, submission)
+    with transaction.atomic():
+        row = _locked(submission)
+        if chosen:
+            problems = [why for broken, why in (
+                (not row.public, "it is private"), (row.hidden, "staff have hidden it"),
+                (row.state != ScoringRun.Status.FINISHED, f"it is {row.state}, not finished"),
+            ) if broken]
+            if problems:
+                raise ModerationError(f"submission {row.pk} cannot represent "
+                                      f"{row.model.name} on the board: {'; '.join(problems)}")
+        elif not row.representative:
+            raise ModerationError(f"submission {row.pk} is not the chosen representative")
+        siblings = Submission.objects.filter(model=row.model, benchmark=row.benchmark,
+                                             representative=True)
+        previous = siblings.values_list("pk", flat=True).first()
+        if chosen and previous == row.pk:
+            raise ModerationError(f"submission {row.pk} already represents {row.model.name}")
+        siblings.update(representative=False)
+        if chosen:
+            Submission.objects.filter(pk=row.pk).update(representative=True)
+        row.representative = chosen
+        audit_record(actor=actor, action=Action.VISIBILITY, obj=row.model,
+                     before={"representative": previous},
+                     after={"representative": row.pk if chosen else None},
+                     reason=(reason or "").strip(), benchmark_slug=row.benchmark.slug)
+    return row
+
+
+def quota_override(*, actor, user, per_day: int | None, in_flight: int | None,
+                   reason: str) -> QuotaOverride | None:
+    """Give a user their own upload limits (None keeps the site's); both None removes the
+    override. Returns the override in force afterwards."""
+    _require_staff(actor)
+    reason = _reason(reason, "a quota override")
+    for name, value in (("per_day", per_day), ("in_flight", in_flight)):
+        if value is not None and value < 0:
+            raise ModerationError(f"{name} must be 0 or more, not {value}")
+    with transaction.atomic():
+        current = QuotaOverride.objects.select_for_update().filter(user=user).first()
+        before = current.as_dict() if current else {}
+        if per_day is None and in_flight is None:
+            if current is None:
+                raise ModerationError(f"{user.get_username()} has no quota override to remove")
+            current.delete()
+            current = None
+        else:
+            current, _ = QuotaOverride.objects.update_or_create(
+                user=user, defaults={"per_day": per_day, "in_flight": in_flight,
+                                     "reason": reason, "set_by": actor})
+            if before == current.as_dict():
+                raise ModerationError(f"{user.get_username()}'s quota is already "
+                                      f"{before}")
+        audit_record(actor=actor, action=Action.QUOTA, obj=user, before=before,
+                     after=current.as_dict() if current else {}, reason=reason)
+    return current

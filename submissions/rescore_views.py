@@ -1,0 +1,196 @@
+"""Staff pages for rescoring and for a benchmark's current judge config.
+
+Every view answers 404 to anyone but staff: these pages are not advertised to others.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from config.staff import staff_only
+from scoring.baselines import BaselineError, baselines_create
+from scoring.judge_configs import JudgeConfigError, judge_config_current
+from scoring.models import Benchmark, JudgeConfig, ScoringRun
+from submissions.rescoring import (
+    RescoreError,
+    RescoreFilter,
+    benchmark_set_judge_config,
+    rescorable_configs,
+    rescore_candidates,
+    rescore_plan,
+    submissions_rescore,
+)
+
+
+class RescoreForm(forms.Form):
+    SCOPES = [("all", "every submission of the benchmark"),
+              ("filter", "the submissions matching the filter"),
+              ("one", "one submission")]
+
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
+    scope = forms.ChoiceField(choices=SCOPES, initial="all", widget=forms.RadioSelect)
+    submission = forms.IntegerField(required=False, min_value=1, label="Submission id")
+    model_contains = forms.CharField(required=False, max_length=200,
+                                     label="Model name contains")
+    state = forms.ChoiceField(required=False, choices=[("", "finished or failed"),
+                                                       ("finished", "finished"),
+                                                       ("failed", "failed")])
+    reason = forms.CharField(required=False, max_length=1000,
+                             widget=forms.Textarea(attrs={"rows": 2}),
+                             help_text="Shown on the benchmark's public changelog.")
+    expected = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    confirm = forms.CharField(required=False, max_length=100, label="Type the benchmark's "
+                              "slug to confirm")
+
+    def __init__(self, data, *, benchmark: Benchmark):
+        super().__init__(data)
+        self.benchmark = benchmark
+        self.fields["config"].queryset = rescorable_configs(benchmark)
+        self.fields["config"].initial = benchmark.judge_config_id
+
+    def clean(self):
+        data = super().clean()
+        if data.get("scope") == "one" and not data.get("submission"):
+            self.add_error("submission", "give the id of the submission to rescore")
+        return data
+
+    def where(self) -> RescoreFilter:
+        data = self.cleaned_data
+        if data["scope"] == "one":
+            return RescoreFilter(submission_ids=(data["submission"],))
+        if data["scope"] == "filter":
+            return RescoreFilter(model_contains=data["model_contains"].strip(),
+                                 state=data["state"])
+        return RescoreFilter()
+
+
+class CurrentConfigForm(forms.Form):
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
+    reason = forms.CharField(max_length=1000, widget=forms.Textarea(attrs={"rows": 2}))
+    confirm = forms.CharField(max_length=100, label="Type the benchmark's slug to confirm")
+
+    def __init__(self, data, *, benchmark: Benchmark):
+        super().__init__(data)
+        self.benchmark = benchmark
+        self.fields["config"].queryset = rescorable_configs(benchmark)
+        self.fields["config"].initial = benchmark.judge_config_id
+
+    def clean_confirm(self):
+        if self.cleaned_data["confirm"].strip() != self.benchmark.slug:
+            raise forms.ValidationError(f"type {self.benchmark.slug} to confirm")
+        return self.cleaned_data["confirm"]
+
+
+def _slugs() -> list[str]:
+    return list(Benchmark.objects.order_by("slug").values_list("slug", flat=True).distinct())
+
+
+def _benchmark(request) -> Benchmark | None:
+    slug = request.GET.get("benchmark") or request.POST.get("benchmark")
+    if not slug:
+        return None
+    benchmark = Benchmark.objects.filter(slug=slug).order_by("-version").first()
+    if benchmark is None:
+        raise Http404(f"no benchmark {slug!r}")
+    judge_config_current(benchmark)
+    return benchmark
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def rescore(request):
+    """Pick a benchmark, a config and submissions; a dry run says what it will cost; a typed
+    confirmation starts it."""
+    benchmark = _benchmark(request)
+    context = {"benchmarks": _slugs(),
+               "benchmark": benchmark}
+    if benchmark is None:
+        return render(request, "submissions/staff_rescore.html", context)
+    form = RescoreForm(request.POST if request.method == "POST" else None, benchmark=benchmark)
+    context.update(form=form, config_form=CurrentConfigForm(None, benchmark=benchmark),
+                   recent=ScoringRun.objects.filter(benchmark=benchmark)
+                   .exclude(purpose=ScoringRun.Purpose.SUBMISSION)
+                   .select_related("judge_config").order_by("-id")[:20])
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            status = _rescore_post(request, form, benchmark, context)
+        except RescoreError as exc:
+            form.add_error(None, str(exc))
+            status = 400
+        if status == 302:
+            return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
+    elif request.method == "POST":
+        status = 400
+    return render(request, "submissions/staff_rescore.html", context, status=status)
+
+
+def _rescore_post(request, form: RescoreForm, benchmark: Benchmark, context: dict) -> int:
+    data = form.cleaned_data
+    candidates = list(rescore_candidates(benchmark=benchmark, where=form.where()))
+    plan = rescore_plan(benchmark=benchmark, submissions=candidates, config=data["config"])
+    context["plan"] = plan
+    if request.POST.get("action") != "rescore":
+        return 200  # the dry run
+    if not candidates:
+        raise RescoreError("no submission matches: nothing to rescore")
+    if data.get("expected") != len(candidates):
+        raise RescoreError(f"the selection changed since the dry run (it had "
+                           f"{data.get('expected')} submissions, now {len(candidates)}): "
+                           "run the dry run again")
+    if (data.get("confirm") or "").strip() != benchmark.slug:
+        raise RescoreError(f"type the benchmark's slug ({benchmark.slug}) to confirm")
+    made = submissions_rescore(actor=request.user, benchmark=benchmark, submissions=candidates,
+                               config=data["config"], reason=data.get("reason") or "")
+    messages.success(request, f"{len(made)} rescoring run(s) queued under "
+                              f"{data['config'].name}: {plan.queries} judge queries "
+                              f"({plan.cached} answers from the cache)")
+    return 302
+
+
+@staff_only
+@require_http_methods(["POST"])
+def current_config(request):
+    benchmark = _benchmark(request)
+    if benchmark is None:
+        raise Http404("no benchmark given")
+    form = CurrentConfigForm(request.POST, benchmark=benchmark)
+    if form.is_valid():
+        try:
+            shown = benchmark_set_judge_config(
+                actor=request.user, benchmark=benchmark, config=form.cleaned_data["config"],
+                reason=form.cleaned_data["reason"])
+        except (RescoreError, JudgeConfigError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"{benchmark.slug} is now judged by "
+                                      f"{form.cleaned_data['config'].name}; the board shows "
+                                      f"{shown} submission(s) scored under it")
+            return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
+    return render(request, "submissions/staff_rescore.html", {
+        "benchmarks": _slugs(),
+        "benchmark": benchmark, "form": RescoreForm(None, benchmark=benchmark),
+        "config_form": form}, status=400)
+
+
+@staff_only
+@require_http_methods(["POST"])
+def baselines(request):
+    """One action: the Identity and Noise baselines, scored under the current config."""
+    benchmark = _benchmark(request)
+    if benchmark is None:
+        raise Http404("no benchmark given")
+    try:
+        made = baselines_create(actor=request.user, benchmark=benchmark,
+                                reason=request.POST.get("reason", "").strip())
+    except BaselineError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"calibration baselines queued: "
+                                  f"{', '.join(f'{r.label} (run {r.id})' for r in made)}")
+    return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")

@@ -1,0 +1,240 @@
+"""Rescoring end to end in-process (batches scored here, against judge simulators): the
+judgment cache, a changed config, the board switching runs, and audit records."""
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from leaderboard.selectors import leaderboard_rows
+from scoring import runs, synthetic, tasks
+from scoring.models import Answer, AuditEvent, ScoringRun, SliceResult
+from scoring.predictions import load_predictions
+from scoring.services import benchmark_import
+from submissions.models import ModelEntry, Submission
+from submissions.rescoring import (
+    RescoreError,
+    RescoreFilter,
+    benchmark_set_judge_config,
+    rescore_candidates,
+    rescore_plan,
+    submissions_rescore,
+)
+from tests.conftest import judge_config
+
+pytestmark = pytest.mark.django_db
+
+WORKER = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+
+
+def score(run: ScoringRun) -> ScoringRun:
+    """Score every batch of a run here, aggregate it, and tell the apps it finished."""
+    for batch in run.batches.order_by("index"):
+        assert runs.batch_score(batch.id, WORKER)
+    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+    tasks.run_finished(run.id)
+    run.refresh_from_db()
+    assert run.status == "finished"
+    return run
+
+
+@pytest.fixture
+def scored(demo_set, author, staff, simulator_factory, settings):
+    """A public submission of system A scored under config A (the benchmark's current one)."""
+    settings.SCORING_BATCH_ITEMS = 5
+    sim = simulator_factory("--latency-ms", "1")
+    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
+                                    audio_root=demo_set["root"], slug="mmae")
+    config = judge_config(sim.urls, seed=11, benchmark=benchmark)
+    outputs = {p.sample_id: p.audio_path for p in load_predictions(
+        demo_set["predictions"], known_ids={s["id"] for s in demo_set["samples"]})}
+    run = runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
+                          outputs=outputs, missing={})
+    assert run.judge_config == config
+    score(run)
+    model = ModelEntry.objects.create(owner=author, name="Echo Editor")
+    submission = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
+                                           public=True, status="queued", current_run=run,
+                                           coverage=1.0)
+    submission.runs.add(run)
+    return {"benchmark": benchmark, "config": config, "sim": sim, "run": run,
+            "submission": submission, "outputs": outputs}
+
+
+def rescore(scored, config, staff, reason="judge upgrade") -> ScoringRun:
+    submission = Submission.objects.get(id=scored["submission"].id)
+    (run,) = submissions_rescore(actor=staff, benchmark=scored["benchmark"],
+                                 submissions=[submission], config=config, reason=reason)
+    return run
+
+
+def overall(run):
+    figures = SliceResult.objects.get(run=run, dimension="overall")
+    return (figures.ifr, figures.cr, figures.emr)
+
+
+def test_a_rescore_under_the_same_config_asks_the_judge_nothing(scored, staff):
+    sim, first = scored["sim"], scored["run"]
+    asked = sim.completions()
+    assert asked == first.total_queries
+    plan = rescore_plan(benchmark=scored["benchmark"], submissions=[scored["submission"]],
+                        config=scored["config"])
+    assert (plan.total, plan.cached, plan.queries) == (first.total_queries,
+                                                       first.total_queries, 0)
+    run = score(rescore(scored, scored["config"], staff))
+    assert sim.completions() == asked  # not one query more
+    assert Answer.objects.filter(run=run, cached=True).count() == run.total_queries
+    assert overall(run) == overall(first)
+    assert run.purpose == "rescore" and run.simulated
+    submission = Submission.objects.get(id=scored["submission"].id)
+    assert submission.current_run == run  # finished under the current config: on the board
+    assert set(submission.runs.all()) == {first, run}
+
+
+def test_a_rescore_under_another_config_changes_figures_only_once_made_current(
+        scored, staff, simulator_factory):
+    other = simulator_factory("--latency-ms", "1", "--seed", "5")
+    config_b = judge_config(other.urls, seed=12)
+    first = scored["run"]
+    plan = rescore_plan(benchmark=scored["benchmark"], submissions=[scored["submission"]],
+                        config=config_b)
+    assert plan.cached == 0 and plan.queries == first.total_queries
+    run = score(rescore(scored, config_b, staff))
+    assert other.completions() == first.total_queries
+    assert overall(run) != overall(first)
+    benchmark = scored["benchmark"]
+    benchmark.refresh_from_db()
+    # The board still shows the run under the current config A; the new one waits.
+    assert Submission.objects.get(id=scored["submission"].id).current_run == first
+    (row,) = leaderboard_rows(benchmark=benchmark)
+    assert (row["IFR"], row["CR"], row["EMR"]) == overall(first)
+
+    assert benchmark_set_judge_config(actor=staff, benchmark=benchmark, config=config_b,
+                                      reason="new judge") == 1
+    benchmark.refresh_from_db()
+    (row,) = leaderboard_rows(benchmark=benchmark)
+    assert (row["IFR"], row["CR"], row["EMR"]) == overall(run)
+    assert ScoringRun.objects.filter(id=first.id, status="finished").exists()  # kept
+    events = AuditEvent.objects.filter(benchmark_slug="mmae").order_by("id")
+    assert [(e.action, e.actor_name) for e in events] == [("rescore", "staff"),
+                                                         ("judge_config", "staff")]
+    assert events[0].before == {"run": first.id, "judge_config": scored["config"].name}
+    assert events[0].after == {"run": run.id, "judge_config": config_b.name}
+    assert events[1].after == {"judge_config": config_b.name} and events[1].public
+
+
+def test_a_resubmission_costs_only_its_changed_samples(scored, demo_set, staff):
+    sim, first = scored["sim"], scored["run"]
+    asked = sim.completions()
+    changed = sorted(scored["outputs"])[:2]
+    root = demo_set["root"]
+    outputs = dict(scored["outputs"])
+    for number, key in enumerate(changed):
+        path = f"systems/resubmitted/{key}.wav"
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        synthetic.write_wav(root / path, seconds=1.0, frequency=440.0 + 50 * number, seed=number)
+        outputs[key] = path
+    run = runs.run_create(benchmark=scored["benchmark"], audio_root=str(root),
+                          outputs=outputs, missing={})
+    score(run)
+    per_item = {key: first.benchmark.items.get(key=key).criteria.count() for key in changed}
+    assert sim.completions() - asked == sum(per_item.values()) * first.rounds
+    assert Answer.objects.filter(run=run, cached=False).count() == \
+        sum(per_item.values()) * first.rounds
+
+
+def test_a_failed_query_is_never_reused(scored, staff):
+    first = scored["run"]
+    answer = Answer.objects.filter(run=first).first()
+    Answer.objects.filter(id=answer.id).update(error="timed out", choice=None)
+    plan = rescore_plan(benchmark=scored["benchmark"], submissions=[scored["submission"]],
+                        config=scored["config"])
+    assert plan.queries == 1
+    asked = scored["sim"].completions()
+    score(rescore(scored, scored["config"], staff))
+    assert scored["sim"].completions() == asked + 1
+
+
+def test_a_rescore_needs_a_reason_and_a_config_for_the_same_prompts(scored, staff):
+    with pytest.raises(RescoreError, match="needs a reason"):
+        rescore(scored, scored["config"], staff, reason=" ")
+    foreign = judge_config(["http://127.0.0.1:9"], prompt_sha256="0" * 64)
+    with pytest.raises(RescoreError, match="other prompts"):
+        rescore(scored, foreign, staff)
+    assert ScoringRun.objects.count() == 1 and not AuditEvent.objects.exists()
+
+
+def test_submissions_with_a_run_in_progress_are_not_candidates(scored, staff):
+    rescore(scored, scored["config"], staff)
+    assert list(rescore_candidates(benchmark=scored["benchmark"])) == []
+
+
+def test_filters_pick_submissions(scored, author):
+    benchmark = scored["benchmark"]
+    where = RescoreFilter(model_contains="echo")
+    assert list(rescore_candidates(benchmark=benchmark, where=where)) == [scored["submission"]]
+    assert not rescore_candidates(benchmark=benchmark,
+                                  where=RescoreFilter(model_contains="vox")).exists()
+    assert not rescore_candidates(benchmark=benchmark,
+                                  where=RescoreFilter(state="failed")).exists()
+
+
+def test_rescoring_work_goes_to_the_rescoring_queue(scored, staff, settings):
+    settings.SCORING_RESCORE_QUEUE = "rescore-q"
+    run = rescore(scored, scored["config"], staff)
+    batches = list(run.batches.values_list("id", flat=True))
+    assert set(runs.batch_queues(batches).values()) == {"rescore-q"}
+    first = list(scored["run"].batches.values_list("id", flat=True))
+    assert set(runs.batch_queues(first).values()) == {settings.CELERY_TASK_DEFAULT_QUEUE}
+
+
+# --- the command -------------------------------------------------------------------------
+
+
+def test_the_command_dry_run_counts_submissions_and_queries(scored, capsys):
+    call_command("rescore", "--benchmark", "mmae", "--dry-run")
+    out = capsys.readouterr().out
+    assert f"1 submission(s) of mmae v1 under {scored['config'].name}: 0 judge queries " \
+           f"({scored['run'].total_queries} answers needed, " \
+           f"{scored['run'].total_queries} from the judgment cache)" in out
+    assert ScoringRun.objects.count() == 1
+
+
+def test_the_command_needs_an_actor_and_a_confirmation(scored, monkeypatch):
+    with pytest.raises(CommandError, match="--actor"):
+        call_command("rescore", "--benchmark", "mmae", "--reason", "x")
+    monkeypatch.setattr("builtins.input", lambda prompt: "nope")
+    with pytest.raises(CommandError, match="not confirmed"):
+        call_command("rescore", "--benchmark", "mmae", "--reason", "x", "--actor", "staff")
+    with pytest.raises(CommandError, match="no judge config named 'zz'"):
+        call_command("rescore", "--benchmark", "mmae", "--config", "zz", "--dry-run")
+    with pytest.raises(CommandError, match="no benchmark 'nope'"):
+        call_command("rescore", "--benchmark", "nope", "--dry-run")
+    assert ScoringRun.objects.count() == 1
+
+
+def test_the_command_rescores_once_confirmed(scored, monkeypatch, capsys):
+    monkeypatch.setattr("builtins.input", lambda prompt: "mmae")
+    call_command("rescore", "--benchmark", "mmae", "--reason", "check", "--actor", "staff",
+                 "--submission", str(scored["submission"].id))
+    assert "queued 1 rescoring run(s)" in capsys.readouterr().out
+    assert ScoringRun.objects.filter(purpose="rescore").count() == 1
+    assert AuditEvent.objects.get().reason == "check"
+
+
+def test_the_submission_page_lists_every_run_with_its_files(scored, staff, client, author):
+    first = scored["run"]
+    run = score(rescore(scored, scored["config"], staff))
+    submission = scored["submission"]
+    client.force_login(author)
+    body = client.get(f"/submissions/{submission.id}/").content.decode()
+    assert body.count("<tr") == 3 and "Scoring runs" in body
+    assert f"{run.total_queries} of {run.total_queries}" in body  # all from the cache
+    response = client.get(f"/submissions/{submission.id}/files/results.jsonl?run={first.id}")
+    assert response.status_code == 200
+    assert response["Content-Disposition"].endswith(f'-run{first.id}-results.jsonl"')
+    assert client.get(f"/submissions/{submission.id}/files/results.jsonl?run=999999") \
+        .status_code == 404
+    assert client.get(f"/submissions/{submission.id}/files/results.jsonl?run=x") \
+        .status_code == 404
+    data = client.get(f"/api/submissions/{submission.id}/").json()
+    assert [(r["id"], r["purpose"]) for r in data["runs"]] == [(run.id, "rescore"),
+                                                               (first.id, "submission")]
