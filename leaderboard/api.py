@@ -14,25 +14,34 @@ from rest_framework.views import APIView
 
 from leaderboard import selectors
 from leaderboard.forms import BoardForm
+from scoring.kinds import BenchmarkKind, get_kind
 from scoring.models import ScoringRun
 from submissions.selectors import submission_visible
 
-COLUMNS = ("rank", "rank_best", "rank_worst", "model", "organisation", "submission", "IFR",
-           "IFR_lo", "IFR_hi", "CR", "CR_lo", "CR_hi", "EMR", "EMR_lo", "EMR_hi", "n",
-           "coverage", "open_weights", "licence", "judge", "simulated", "date")
+
+def columns(kind: BenchmarkKind) -> tuple[str, ...]:
+    """The CSV's columns: each of the kind's metrics with its interval's bounds."""
+    figures = tuple(k for m in kind.metrics for k in (m, f"{m}_lo", f"{m}_hi"))
+    return ("rank", "rank_best", "rank_worst", "model", "organisation", "submission", *figures,
+            "n", "coverage", "open_weights", "licence", "judge", "simulated", "date", "flag")
 
 
-def row_out(row: dict) -> dict:
+COLUMNS = columns(get_kind("mmae"))
+
+
+def row_out(row: dict, kind: BenchmarkKind | None = None) -> dict:
+    kind = kind or get_kind("mmae")
     out = {"rank": row["rank"], "rank_best": row["rank_range"][0],
            "rank_worst": row["rank_range"][1]}
     for key in ("model", "organisation", "submission", "n", "coverage", "open_weights",
                 "licence", "judge", "simulated"):
         out[key] = row[key]
-    for metric in ("IFR", "CR", "EMR"):
+    for metric in kind.metrics:
         out[metric] = row[metric]
         interval = row[f"{metric}_interval"]
         out[f"{metric}_lo"], out[f"{metric}_hi"] = interval or (None, None)
     out["date"] = row["date"].isoformat()
+    out["flag"] = row.get("flag") or None  # staff's public reason for flagging the row
     return out
 
 
@@ -46,7 +55,8 @@ class CsvRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         buffer = io.StringIO()
         if "rows" in data:
-            writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+            fieldnames = columns(get_kind(data["kind"])) if "kind" in data else COLUMNS
+            writer = csv.DictWriter(buffer, fieldnames=fieldnames)
             writer.writeheader()
             writer.writerows(data["rows"])
         else:  # an error body
@@ -74,7 +84,8 @@ class LeaderboardApi(APIView):
         if benchmark is None:
             return Response({"errors": [f"no benchmark {slug!r}"]}, status=404)
         stamp = selectors.board_stamp(benchmark)
-        form = BoardForm(request.query_params,
+        kind = get_kind(benchmark.kind)
+        form = BoardForm(request.query_params, kind=kind,
                          buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
         if not form.is_valid():
             errors = [f"{k}: {m}" for k, ms in form.errors.items() for m in ms]
@@ -89,12 +100,15 @@ class LeaderboardApi(APIView):
 
         def payload():
             return {
-                "benchmark": slug, "version": benchmark.version,
+                "benchmark": slug, "version": benchmark.version, "kind": kind.name,
+                "metrics": list(kind.metrics),
                 "dimension": query.dimension, "bucket": query.bucket or None,
-                "rows": [row_out(r) for r in selectors.leaderboard_rows(benchmark=benchmark,
-                                                                        query=query)],
-                "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
-                                                    bucket=query.bucket),
+                "rows": [row_out(r, kind) for r in selectors.leaderboard_rows(
+                    benchmark=benchmark, query=query)],
+                "reported": [{k: v for k, v in r.items() if k != "cells"}
+                             for r in selectors.reported_rows(
+                                 slug=slug, dimension=query.dimension, bucket=query.bucket,
+                                 kind=kind)],
             }
 
         if renderer.format not in ("json", "csv"):  # the browsable page renders per request
@@ -107,9 +121,10 @@ class LeaderboardApi(APIView):
         return HttpResponse(body, content_type=content_type, headers=headers)
 
 
-def _interval_out(row: dict) -> dict:
-    out = {k: row[k] for k in ("IFR", "CR", "EMR", "n") if k in row}
-    for metric in ("IFR", "CR", "EMR"):
+def _interval_out(row: dict, kind: BenchmarkKind | None = None) -> dict:
+    metrics = (kind or get_kind("mmae")).metrics
+    out = {k: row[k] for k in (*metrics, "n") if k in row}
+    for metric in metrics:
         out[f"{metric}_lo"], out[f"{metric}_hi"] = row.get(f"{metric}_interval") or (None, None)
     return out
 
@@ -147,8 +162,9 @@ class ModelApi(APIView):
             "submissions": [{
                 "id": r["submission"], "benchmark": r["slug"], "version": r["version"],
                 "public": r["public"], "date": r["date"].isoformat(),
+                "hidden": r["hidden"], "flag": r["flag"] or None,
                 "coverage": r["coverage"], "judge": r["judge"], "simulated": r["simulated"],
-                **_interval_out(r)} for r in rows],
+                **_interval_out(r, get_kind(r["kind"]))} for r in rows],
         })
 
 
@@ -165,11 +181,12 @@ class SubmissionSlicesApi(APIView):
         if run is None or run.status != ScoringRun.Status.FINISHED:
             return Response({"errors": [f"submission {pk} has no finished scoring yet"]},
                             status=404)
+        kind = get_kind(submission.benchmark.kind)
         return Response({
             "id": submission.id, "model": submission.model.name,
             "model_id": submission.model_id, "benchmark": submission.benchmark.slug,
             "version": submission.benchmark.version, "judge": run.judge_model,
             "simulated": run.simulated, "coverage": submission.coverage,
             "slices": [{"dimension": r["dimension"], "bucket": r["bucket"] or None,
-                        **_interval_out(r)} for r in selectors.slice_rows(run.id)],
+                        **_interval_out(r, kind)} for r in selectors.slice_rows(run.id, kind)],
         })

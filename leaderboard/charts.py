@@ -14,9 +14,18 @@ import plotly.io as pio
 from django.utils.safestring import SafeString, mark_safe
 
 METRICS = ("IFR", "CR", "EMR")
-COLOURS = {"IFR": "#2f5fd0", "CR": "#2e9e5b", "EMR": "#d9822b"}
+PALETTE = ("#2f5fd0", "#2e9e5b", "#d9822b", "#8e44ad")
+COLOURS = {"IFR": "#2f5fd0", "CR": "#2e9e5b", "EMR": "#d9822b",
+           "acc_strict": "#2f5fd0", "acc": "#2e9e5b", "score": "#2f5fd0",
+           "pass_A": "#2e9e5b", "pass_B": "#d9822b"}
 NAMES = {"IFR": "IFR (instruction following)", "CR": "CR (consistency)",
-         "EMR": "EMR (exact match)"}
+         "EMR": "EMR (exact match)", "acc_strict": "acc (strict: correct of all)",
+         "acc": "acc (correct of parsed)", "score": "score (mean of both passes)",
+         "pass_A": "pass A (reference first)", "pass_B": "pass B (swapped)"}
+
+
+def _colour(metric: str, index: int) -> str:
+    return COLOURS.get(metric, PALETTE[index % len(PALETTE)])
 CONFIG = {"displaylogo": False, "responsive": True, "showSendToCloud": False,
           "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13,
@@ -71,61 +80,77 @@ def _figure_text(value, interval) -> str:
 
 def emr_ifr_scatter(rows: list[dict]) -> go.Figure:
     """EMR against IFR, one point per board row that has both, with bootstrap intervals."""
-    shown = [r for r in rows if r["IFR"] is not None and r["EMR"] is not None]
+    return metric_scatter(rows, x="IFR", y="EMR", metrics=METRICS)
+
+
+def _unit(scale: float) -> str:
+    return "%" if scale == 100 else f"0-{scale:g}"
+
+
+def metric_scatter(rows: list[dict], *, x: str, y: str, metrics: tuple[str, ...],
+                   scale: float = 100.0, labels: dict | None = None) -> go.Figure:
+    """Metric y against metric x, one point per board row that has both, with intervals
+    where there are any; the hover lists every metric of the row."""
+    shown = [r for r in rows if r[x] is not None and r[y] is not None]
     hover = [f"<b>{escape(r['model'])}</b>"
              + (f" ({escape(r['organisation'])})" if r["organisation"] else "")
              + f"<br>rank {r['rank']}"
-             + f"<br>IFR {_figure_text(r['IFR'], r['IFR_interval'])}"
-             + f"<br>CR {_figure_text(r['CR'], r['CR_interval'])}"
-             + f"<br>EMR {_figure_text(r['EMR'], r['EMR_interval'])}" for r in shown]
+             + "".join(f"<br>{escape(m)} {_figure_text(r[m], r.get(f'{m}_interval'))}"
+                       for m in metrics) for r in shown]
     trace = go.Scatter(
-        x=[r["IFR"] for r in shown], y=[r["EMR"] for r in shown], mode="markers",
+        x=[r[x] for r in shown], y=[r[y] for r in shown], mode="markers",
         hovertext=hover, hoverinfo="text", name="models",
         customdata=[r["model_id"] for r in shown],
-        marker={"size": 10, "color": COLOURS["IFR"], "opacity": .85,
+        marker={"size": 10, "color": PALETTE[0], "opacity": .85,
                 "line": {"width": 1, "color": "#fff"}},
-        error_x={**error_bars([r["IFR"] for r in shown], [r["IFR_interval"] for r in shown]),
-                 "color": "#9fb3e6"},
-        error_y={**error_bars([r["EMR"] for r in shown], [r["EMR_interval"] for r in shown]),
-                 "color": "#9fb3e6"},
+        error_x={**error_bars([r[x] for r in shown],
+                              [r.get(f"{x}_interval") for r in shown]), "color": "#9fb3e6"},
+        error_y={**error_bars([r[y] for r in shown],
+                              [r.get(f"{y}_interval") for r in shown]), "color": "#9fb3e6"},
     )
     return go.Figure(trace, layout=_layout(
-        height=440, showlegend=False, xaxis=_axis("IFR (%)"),
-        # Percentages never go below 0: an all-zero EMR must not get a -1..1 axis.
-        yaxis=_axis("EMR (%)", rangemode="nonnegative"),
+        height=440, showlegend=False,
+        xaxis=_axis(f"{(labels or {}).get(x, x)} ({_unit(scale)})"),
+        # Figures never go below 0: an all-zero metric must not get a -1..1 axis.
+        yaxis=_axis(f"{(labels or {}).get(y, y)} ({_unit(scale)})", rangemode="nonnegative"),
         hovermode="closest"))
 
 
-def slice_bars(rows: list[dict]) -> go.Figure:
-    """IFR, CR and EMR per bucket of one dimension (rows of selectors.slice_rows), grouped."""
+def slice_bars(rows: list[dict], metrics: tuple[str, ...] = METRICS,
+               scale: float = 100.0) -> go.Figure:
+    """The metrics per bucket of one dimension (rows of selectors.slice_rows), grouped."""
     buckets = [r["bucket"] for r in rows]
     traces = [go.Bar(
-        name=metric, x=buckets, y=[r[metric] for r in rows], marker_color=COLOURS[metric],
-        error_y={**error_bars([r[metric] for r in rows], [r[f"{metric}_interval"] for r in rows]),
-                 "color": "#5b6475"},
-        hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>{NAMES[metric]} "
-                   f"{_figure_text(r[metric], r[f'{metric}_interval'])}" for r in rows],
-        hoverinfo="text") for metric in METRICS]
+        name=metric, x=buckets, y=[r[metric] for r in rows],
+        marker_color=_colour(metric, i),
+        error_y={**error_bars([r[metric] for r in rows],
+                              [r.get(f"{metric}_interval") for r in rows]), "color": "#5b6475"},
+        hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>{NAMES.get(metric, metric)} "
+                   f"{_figure_text(r[metric], r.get(f'{metric}_interval'))}" for r in rows],
+        hoverinfo="text") for i, metric in enumerate(metrics)]
     return go.Figure(traces, layout=_layout(
         height=420, barmode="group", bargap=.25,
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         margin={"l": 60, "r": 20, "t": 40, "b": 40},
         xaxis=_axis("", tickangle=-30 if len(buckets) > 6 else 0),
-        yaxis=_axis("%", range=[0, 104])))
+        yaxis=_axis(_unit(scale), range=[0, scale * 1.04])))
 
 
-def slice_radar(rows: list[dict]) -> go.Figure:
+def slice_radar(rows: list[dict], metrics: tuple[str, ...] = METRICS,
+                scale: float = 100.0) -> go.Figure:
     """The same figures as slice_bars on a radar: one closed line per metric."""
     buckets = [r["bucket"] for r in rows]
     traces = []
-    for metric in METRICS:
+    for i, metric in enumerate(metrics):
         values = [r[metric] for r in rows]
+        colour = _colour(metric, i)
         traces.append(go.Scatterpolar(
             name=metric, theta=buckets + buckets[:1], r=values + values[:1],
-            mode="lines+markers", line={"color": COLOURS[metric]}, fill="toself",
-            fillcolor=_translucent(COLOURS[metric], .12),
-            hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>{NAMES[metric]} "
-                       f"{_figure_text(r[metric], r[f'{metric}_interval'])}"
+            mode="lines+markers", line={"color": colour}, fill="toself",
+            fillcolor=_translucent(colour, .12),
+            hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>"
+                       f"{NAMES.get(metric, metric)} "
+                       f"{_figure_text(r[metric], r.get(f'{metric}_interval'))}"
                        for r in rows + rows[:1]],
             hoverinfo="text"))
     # The first bucket at the top, clockwise; the radial scale between the first two buckets,
@@ -134,7 +159,8 @@ def slice_radar(rows: list[dict]) -> go.Figure:
     return go.Figure(traces, layout=_layout(
         height=480, legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         margin={"l": 70, "r": 70, "t": 50, "b": 40},
-        polar={"radialaxis": {"range": [0, 100], "gridcolor": GRID, "ticksuffix": "%",
+        polar={"radialaxis": {"range": [0, scale], "gridcolor": GRID,
+                              "ticksuffix": "%" if scale == 100 else "",
                               "angle": between, "tickangle": between, "linecolor": GRID,
                               "tickfont": {"size": 10, "color": "#5b6475"}},
                "angularaxis": {"gridcolor": GRID, "linecolor": "#c4cbd7", "rotation": 90,
@@ -154,7 +180,7 @@ def pivot_heatmap(pivot: dict) -> go.Figure:
     trace = go.Heatmap(
         z=z, x=[escape(b) for b in buckets], y=labels, text=text, texttemplate="%{text}",
         hovertext=hover, hoverinfo="text", colorscale="Blues", xgap=1, ygap=1,
-        colorbar={"title": {"text": f"{metric} (%)"}, "thickness": 12})
+        colorbar={"title": {"text": f"{metric} ({pivot.get('unit', '%')})"}, "thickness": 12})
     return go.Figure(trace, layout=_layout(
         height=max(260, 90 + 30 * len(rows) + (60 if len(buckets) > 6 else 0)),
         xaxis=_axis("", side="top", tickangle=-30 if len(buckets) > 6 else 0,

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_safe
 from django_htmx.http import push_url
 
 from leaderboard import explorer_selectors as selectors
-from scoring import mmae
+from scoring.kinds import get_kind
 from submissions.selectors import submission_visible
 
 AUDIO_WHICH = re.compile(r"output|input[1-9][0-9]{0,2}")
@@ -28,8 +28,7 @@ AUDIO_WHICH = re.compile(r"output|input[1-9][0-9]{0,2}")
 class ExplorerForm(forms.Form):
     """The explorer's GET parameters; every state of it is a shareable URL."""
 
-    dimension = forms.ChoiceField(required=False, choices=[("", "all samples")] + [
-        (d, d.replace("_", " ")) for d in mmae.DIMENSIONS])
+    dimension = forms.ChoiceField(required=False)
     bucket = forms.CharField(required=False, max_length=200)
     failed = forms.BooleanField(required=False)
     q = forms.CharField(required=False, max_length=200, label="Search")
@@ -38,6 +37,8 @@ class ExplorerForm(forms.Form):
     def __init__(self, data, *, buckets: dict[str, list[str]]):
         super().__init__(data)
         self.buckets = buckets
+        self.fields["dimension"].choices = [("", "all samples")] + [
+            (d, d.replace("_", " ")) for d in buckets]
 
     def clean(self):
         data = super().clean()
@@ -74,7 +75,8 @@ class ExplorerForm(forms.Form):
 def _explorer(request, submission) -> dict:
     """The explorer's context for the page and its partial; "explorer" is None on bad input."""
     items = selectors.explorer_items(submission.benchmark)
-    form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(items))
+    kind = get_kind(submission.benchmark.kind)
+    form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(items, kind))
     context = {"submission": submission, "form": form, "explorer": None,
                "page_url": reverse("leaderboard:submission", args=[submission.pk]),
                "samples_url": reverse("leaderboard:submission-samples", args=[submission.pk])}

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from django.core.paginator import Paginator
 
-from scoring import mmae
+from scoring import airbench, mmae
+from scoring.kinds import BenchmarkKind, get_kind
 from scoring.models import Answer, Criterion, Item, ItemResult, ScoringRun, SliceResult
 from scoring.predictions import resolve_audio
 from submissions.models import Submission
@@ -23,6 +24,13 @@ HINTS = {
            "rubrics passed",
     "CR": "consistency rate: mean share of a sample's consistency rubrics passed",
     "EMR": "exact match rate: share of samples passing every rubric",
+    "acc_strict": "correct answers of all items (an unreadable or missing answer is wrong)",
+    "acc": "correct answers of the items whose answer could be read (the published figure)",
+    "unparsed": "items whose answer neither the rule nor the judge could read",
+    "score": "mean of the two passes (1-10), averaged over speech, sound, music and mixed",
+    "pass_A": "the judge's score with the reference answer shown first",
+    "pass_B": "the judge's score with the reference answer shown second",
+    "failed": "judge replies that were not two scores (left out of the means)",
 }
 
 
@@ -38,13 +46,16 @@ def finished_run(submission: Submission) -> ScoringRun | None:
 # --- figures -----------------------------------------------------------------------------
 
 
-def _figures(s: SliceResult) -> dict:
-    row = {"dimension": s.dimension, "bucket": s.bucket, "n": s.n,
-           "IFR": s.ifr, "CR": s.cr, "EMR": s.emr}
-    for metric in METRICS:
-        lo, hi = getattr(s, f"{metric.lower()}_lo"), getattr(s, f"{metric.lower()}_hi")
+def _figures(s: SliceResult, kind: BenchmarkKind) -> dict:
+    values = s.figures()
+    row = {"dimension": s.dimension, "bucket": s.bucket, "n": s.n}
+    for metric in kind.metrics:
+        row[metric] = values.get(metric)
+        lo = getattr(s, f"{metric.lower()}_lo", None)
+        hi = getattr(s, f"{metric.lower()}_hi", None)
         row[f"{metric}_interval"] = None if lo is None or hi is None else (lo, hi)
-    row["cells"] = [(row[m], row[f"{m}_interval"]) for m in METRICS]  # display order
+    row["cells"] = [(row[m], row[f"{m}_interval"], m in kind.counts)
+                    for m in kind.metrics]  # display order
     return row
 
 
@@ -54,21 +65,24 @@ def submission_figures(submission: Submission) -> dict | None:
     run = finished_run(submission)
     if run is None:
         return None
-    rows = [_figures(s) for s in SliceResult.objects.filter(run=run)]
+    kind = get_kind(submission.benchmark.kind)
+    rows = [_figures(s, kind) for s in SliceResult.objects.filter(run=run)]
     overall = next((r for r in rows if r["dimension"] == SliceResult.OVERALL), None)
-    order = {d: i for i, d in enumerate(mmae.DIMENSIONS)}
+    order = {d: i for i, d in enumerate(kind.dimensions)}
     slices = sorted((r for r in rows if r["dimension"] != SliceResult.OVERALL),
                     key=lambda r: (order.get(r["dimension"], len(order)), r["dimension"],
-                                   r["bucket"]))
+                                   kind.bucket_key(r["dimension"], r["bucket"])))
     previous = None
     for row in slices:
         row["first_of_dimension"] = row["dimension"] != previous
         row["dimension_label"] = row["dimension"].replace("_", " ")
         previous = row["dimension"]
     cells = [] if overall is None else [
-        (metric, overall[metric], overall[f"{metric}_interval"], HINTS[metric])
-        for metric in METRICS]
-    return {"overall": overall, "overall_cells": cells, "slices": slices}
+        (kind.label(metric), overall[metric], overall[f"{metric}_interval"],
+         HINTS.get(metric, ""), metric in kind.counts)
+        for metric in kind.metrics]
+    return {"overall": overall, "overall_cells": cells, "slices": slices,
+            "labels": [kind.label(m) for m in kind.metrics]}
 
 
 # --- the explorer ------------------------------------------------------------------------
@@ -99,7 +113,10 @@ class ItemRow:
 
 
 def user_turns(content: dict) -> tuple[str, ...]:
-    """The text of each user turn (a multi-round sample has several), in order."""
+    """The text of each user turn (a multi-round sample has several), in order; a text
+    kind's question."""
+    if isinstance(content.get("question"), str):
+        return (content["question"],)
     turns = []
     for message in content.get("messages") or []:
         if not isinstance(message, dict) or message.get("role", "user") != "user":
@@ -119,29 +136,36 @@ def explorer_items(benchmark) -> list[ItemRow]:
             .values_list("id", "key", "dimensions", "content", "media")]
 
 
-def slice_buckets(items: list[ItemRow]) -> dict[str, list[str]]:
+def slice_buckets(items: list[ItemRow],
+                  kind: BenchmarkKind | None = None) -> dict[str, list[str]]:
     """dimension -> the buckets that the benchmark's items fall in."""
-    found: dict[str, set[str]] = {d: set() for d in mmae.DIMENSIONS}
+    kind = kind or get_kind(mmae.KIND)
+    found: dict[str, set[str]] = {d: set() for d in kind.dimensions}
     for item in items:
-        for dimension in mmae.DIMENSIONS:
-            found[dimension].update(mmae.buckets(dimension, item.dimensions))
-    return {d: sorted(b) for d, b in found.items()}
+        for dimension in kind.dimensions:
+            found[dimension].update(kind.buckets(dimension, item.dimensions))
+    return {d: sorted(b, key=lambda bucket, d=d: kind.bucket_key(d, bucket))
+            for d, b in found.items()}
 
 
 def _failed_ids(run: ScoringRun | None) -> set[int]:
-    """Items with at least one rubric scored 0 (a missing output scores 0 on every one)."""
+    """Items with at least one rubric scored 0 (a missing output scores 0 on every one); for
+    a text kind, items answered wrong or with a judge reply that could not be read."""
     if run is None:
         return set()
-    return {item_id for item_id, scores in ItemResult.objects.filter(run=run)
-            .values_list("item_id", "rubric_scores") if 0 in scores}
+    return {item_id for item_id, scores, values in ItemResult.objects.filter(run=run)
+            .values_list("item_id", "rubric_scores", "values")
+            if (0 in scores if not values else not values.get("correct", True)
+                or values.get("failed_A") or values.get("failed_B"))}
 
 
-def _matching(items: list[ItemRow], query: ExplorerQuery, run: ScoringRun | None):
+def _matching(items: list[ItemRow], query: ExplorerQuery, run: ScoringRun | None,
+              kind: BenchmarkKind):
     needle = query.search.strip().casefold()
     failed = _failed_ids(run) if query.failed else None
     return [
         item for item in items
-        if (not query.dimension or query.bucket in mmae.buckets(query.dimension,
+        if (not query.dimension or query.bucket in kind.buckets(query.dimension,
                                                                 item.dimensions))
         and (failed is None or item.id in failed)
         and (not needle or needle in item.instruction.casefold()
@@ -157,14 +181,16 @@ def explorer_page(*, submission: Submission, items: list[ItemRow],
     then the page's results, rubrics and answers.
     """
     run = submission.current_run
-    matching = _matching(items, query, finished_run(submission))
+    kind = get_kind(submission.benchmark.kind)
+    matching = _matching(items, query, finished_run(submission), kind)
     paginator = Paginator(matching, PAGE_SIZE)
     if query.page > paginator.num_pages:
         raise ExplorerError(f"page {query.page} is past the last page "
                             f"({paginator.num_pages})")
     page = paginator.page(query.page)
     return {"page": page, "count": paginator.count, "num_pages": paginator.num_pages,
-            "samples": _samples(list(page.object_list), run),
+            "samples": (_text_samples if kind.output == "text" else _samples)(
+                list(page.object_list), run),
             "run_finished": finished_run(submission) is not None}
 
 
@@ -215,6 +241,42 @@ def _sample(row: ItemRow, result: ItemResult | None, criteria: list[Criterion],
         "cr_passed": sum(1 for r in rubrics
                          if not r["instruction_following"] and r["score"] == 1),
     }
+
+
+def _text_samples(rows: list[ItemRow], run: ScoringRun | None) -> list[dict]:
+    """A text kind's items (AIR-Bench): the question, the response, what the rule read and
+    every judge reply (both passes of a chat item; the alignment of a foundation item)."""
+    ids = [r.id for r in rows]
+    results = ({r.item_id: r.values for r in ItemResult.objects.filter(run=run, item_id__in=ids)}
+               if run is not None else {})
+    contents = dict(Item.objects.filter(id__in=ids).values_list("id", "content"))
+    judged: dict[int, list[Answer]] = {}
+    if run is not None:
+        for answer in (Answer.objects.filter(run=run, criterion__item_id__in=ids)
+                       .select_related("criterion").order_by("criterion__item_id", "round")):
+            judged.setdefault(answer.criterion.item_id, []).append(answer)
+    samples = []
+    for row in rows:
+        content, result = contents[row.id], results.get(row.id)
+        chat = "meta_info" in content
+        samples.append({
+            "key": row.key, "text": True, "chat": chat,
+            "tags": [v for k, v in row.dimensions.items() if k != "task_name"],
+            "turns": row.turns, "answer_gt": content.get("answer_gt"),
+            "choices": [(airbench.LETTERS[i], c, c == content.get("answer_gt"))
+                        for i, c in enumerate(content.get("choices", []))],
+            "meta_info": content.get("meta_info"),
+            "inputs": [f"input{n}" for n in range(1, len(row.media) + 1)]
+            if run is not None and run.benchmark.audio_root else [],
+            "has_output": run is not None and row.key in run.outputs,
+            "response": run.outputs.get(row.key) if run is not None else None,
+            "scored": result is not None, "result": result or {},
+            "judgments": [{"label": f"pass {airbench.PASSES[a.round]}" if chat
+                           else "alignment", "raw": a.raw, "error": a.error,
+                           "score": a.score, "choice": a.choice, "attempts": a.attempts}
+                          for a in judged.get(row.id, [])],
+        })
+    return samples
 
 
 def _rubric(criterion: Criterion, score: int | None, answers: list[Answer]) -> dict:

@@ -2,27 +2,39 @@ import re
 
 from django import forms
 
-from leaderboard.selectors import METRICS, OVERALL, SORTS, BoardQuery, visible_models
+from leaderboard.selectors import OVERALL, SORTS, BoardQuery, visible_models
 from scoring import mmae
+from scoring.kinds import KINDS, BenchmarkKind, get_kind
+
+MMAE = get_kind(mmae.KIND)
+
+
+def dimension_choices(kind: BenchmarkKind) -> list[tuple[str, str]]:
+    return [(d, d.replace("_", " ")) for d in kind.dimensions]
+
+
+def default_dimension(kind: BenchmarkKind) -> str:
+    return "modality" if "modality" in kind.dimensions else kind.dimensions[0]
 
 
 class BoardForm(forms.Form):
     """The board's GET parameters; every state of the board is a shareable URL."""
 
-    dimension = forms.ChoiceField(required=False, choices=[(OVERALL, "overall")] + [
-        (d, d.replace("_", " ")) for d in mmae.DIMENSIONS])
+    dimension = forms.ChoiceField(required=False)
     bucket = forms.CharField(required=False, max_length=200)
     q = forms.CharField(required=False, max_length=100, label="Search")
     open_weights = forms.ChoiceField(required=False, choices=[("", "any"), ("yes", "open"),
                                                               ("no", "closed")])
     licence = forms.CharField(required=False, max_length=100)
-    sort = forms.ChoiceField(required=False, choices=[(s, s) for s in SORTS])
+    sort = forms.ChoiceField(required=False)
     desc = forms.BooleanField(required=False)
     page = forms.IntegerField(required=False, min_value=1)
 
-    def __init__(self, data, *, buckets: dict[str, list[str]]):
+    def __init__(self, data, *, buckets: dict[str, list[str]], kind: BenchmarkKind = MMAE):
         super().__init__(data)
         self.buckets = buckets
+        self.fields["dimension"].choices = [(OVERALL, "overall"), *dimension_choices(kind)]
+        self.fields["sort"].choices = [(s, s) for s in (*SORTS, *kind.metrics)]
 
     def clean(self):
         data = super().clean()
@@ -47,21 +59,23 @@ class BoardForm(forms.Form):
                           descending=bool(data.get("desc")))
 
 
-DEFAULT_DIMENSION = "modality"
-DIMENSION_CHOICES = [(d, d.replace("_", " ")) for d in mmae.DIMENSIONS]
-
-
 class PivotForm(forms.Form):
     """The pivot's GET parameters: which dimension's buckets and which metric."""
 
-    dimension = forms.ChoiceField(required=False, choices=DIMENSION_CHOICES)
-    metric = forms.ChoiceField(required=False, choices=[(m, m) for m in METRICS])
+    dimension = forms.ChoiceField(required=False)
+    metric = forms.ChoiceField(required=False)
     page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, data, *, kind: BenchmarkKind = MMAE):
+        super().__init__(data)
+        self.kind = kind
+        self.fields["dimension"].choices = dimension_choices(kind)
+        self.fields["metric"].choices = [(m, kind.label(m)) for m in kind.metrics]
 
     def clean(self):
         data = super().clean()
-        data["dimension"] = data.get("dimension") or DEFAULT_DIMENSION
-        data["metric"] = data.get("metric") or "EMR"
+        data["dimension"] = data.get("dimension") or default_dimension(self.kind)
+        data["metric"] = data.get("metric") or self.kind.interval_metric or self.kind.metrics[0]
         data["page"] = data.get("page") or 1
         return data
 
@@ -71,19 +85,27 @@ class ModelPageForm(forms.Form):
     dimension, as bars or a radar."""
 
     benchmark = forms.ChoiceField(required=False)
-    dimension = forms.ChoiceField(required=False, choices=DIMENSION_CHOICES)
+    dimension = forms.ChoiceField(required=False, choices=sorted(
+        {c for kind in KINDS.values() for c in dimension_choices(kind)}))
     chart = forms.ChoiceField(required=False, choices=[("bars", "bars"), ("radar", "radar")])
 
-    def __init__(self, data, *, benchmarks: list[str]):
+    def __init__(self, data, *, benchmarks: list[str],
+                 kinds: dict[str, BenchmarkKind] | None = None):
         super().__init__(data)
         self.fields["benchmark"].choices = [(b, b) for b in benchmarks]
         self.benchmarks = benchmarks
+        self.kinds = kinds or {}
 
     def clean(self):
         data = super().clean()
         data["benchmark"] = data.get("benchmark") or (self.benchmarks[0] if self.benchmarks
                                                       else "")
-        data["dimension"] = data.get("dimension") or DEFAULT_DIMENSION
+        kind = self.kinds.get(data["benchmark"], MMAE)
+        if data.get("dimension") and data["dimension"] not in kind.dimensions:
+            self.add_error("dimension", f"{data['dimension']!r} is not a dimension of "
+                                        f"{data['benchmark']}; choose one of: "
+                                        f"{', '.join(kind.dimensions)}")
+        data["dimension"] = data.get("dimension") or default_dimension(kind)
         data["chart"] = data.get("chart") or "bars"
         return data
 

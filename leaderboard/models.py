@@ -31,6 +31,7 @@ class ReferenceFigure(models.Model):
     ifr = models.FloatField(null=True)
     cr = models.FloatField(null=True)
     emr = models.FloatField(null=True)
+    values = models.JSONField(default=dict)  # a kind's own figures (AIR-Bench), by metric
 
     class Meta:
         constraints = [
@@ -40,3 +41,6 @@ class ReferenceFigure(models.Model):
 
     def __str__(self):
         return f"{self.result.model} {self.dimension}/{self.bucket}"
+
+    def figures(self) -> dict:
+        return {"IFR": self.ifr, "CR": self.cr, "EMR": self.emr, **self.values}

@@ -10,17 +10,18 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from scoring import mmae
-from scoring.models import Benchmark, ItemResult, ScoringRun, SliceResult
+from scoring.kinds import BenchmarkKind, get_kind
+from scoring.models import AuditEvent, Benchmark, ItemResult, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
-METRICS = ("IFR", "CR", "EMR")
-SORTS = ("rank", "model", "organisation", "IFR", "CR", "EMR", "coverage", "date")
+METRICS = ("IFR", "CR", "EMR")  # MMAE's; a board shows its kind's (BenchmarkKind.metrics)
+SORTS = ("rank", "model", "organisation", "coverage", "date")  # and the kind's metrics
 
 
 def benchmark_list() -> list[Benchmark]:
@@ -36,12 +37,17 @@ def benchmark_current(slug: str) -> Benchmark | None:
 
 
 def _published(benchmark: Benchmark):
-    return Submission.objects.filter(benchmark=benchmark, public=True,
-                                     current_run__status=ScoringRun.Status.FINISHED)
+    """Public submissions whose run is finished under the benchmark's current judge config
+    (runs under older configs stay viewable on each submission's page), unless staff have
+    hidden them."""
+    return Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
+                                     current_run__status=ScoringRun.Status.FINISHED,
+                                     current_run__judge_config_id=benchmark.judge_config_id)
 
 
 def representatives(benchmark: Benchmark) -> list[Submission]:
-    """Each model's representative submission: its latest public, finished one."""
+    """Each model's representative submission: the one its author chose, else its latest
+    public, finished one."""
     chosen: dict[int, Submission] = {}
     # The runs' and submissions' large JSON fields are not needed on a board.
     for submission in (_published(benchmark)
@@ -49,20 +55,32 @@ def representatives(benchmark: Benchmark) -> list[Submission]:
                        .defer("report", "status_times", "current_run__outputs",
                               "current_run__missing", "current_run__status_times",
                               "current_run__sampling", "current_run__base_urls")
-                       .order_by("model_id", "-created_at")):
+                       .order_by("model_id", "-representative", "-created_at")):
         chosen.setdefault(submission.model_id, submission)
     return list(chosen.values())
 
 
 def board_stamp(benchmark: Benchmark) -> str:
     """Changes whenever what a board shows may change: a submission published or a run
-    finished (its id and run), a model added, reported results reloaded."""
+    finished (its id and run), a model added, reported results reloaded, anything audited on
+    the benchmark (a flag, a hidden submission, a representative chosen), a calibration baseline
+    finished."""
     published = _published(benchmark).aggregate(
         n=Count("id"), last=Max("id"), runs=Sum("current_run_id"), models=Max("model_id"))
     reported = ReferenceResult.objects.filter(benchmark_slug=benchmark.slug).aggregate(
         n=Count("id"), last=Max("loaded_at"))
-    return (f"{benchmark.id}:{published['n']}:{published['last']}:{published['runs']}:"
-            f"{published['models']}:{reported['n']}:{reported['last']}")
+    # One query for the newest audit event and the newest finished calibration baseline.
+    latest = Benchmark.objects.filter(id=benchmark.id).values("id").annotate(
+        audited=Subquery(AuditEvent.objects.filter(benchmark_slug=OuterRef("slug"))
+                         .order_by("-id").values("id")[:1]),
+        baseline=Subquery(ScoringRun.objects.filter(
+            benchmark_id=OuterRef("id"), purpose=ScoringRun.Purpose.BASELINE,
+            status=ScoringRun.Status.FINISHED).order_by("-id").values("id")[:1]),
+    ).get()
+    return (f"{benchmark.id}:{benchmark.judge_config_id}:{published['n']}:"
+            f"{published['last']}:{published['runs']}:"
+            f"{published['models']}:{reported['n']}:{reported['last']}:{latest['audited']}:"
+            f"{latest['baseline']}")
 
 
 def cache_key(prefix: str, *parts) -> str:
@@ -71,25 +89,30 @@ def cache_key(prefix: str, *parts) -> str:
 
 
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
-    """What every view of a board needs (bucket and licence choices, the top two models),
-    computed once per board state."""
+    """What every view of a board needs (bucket and licence choices, the top two models, the
+    calibration baselines), computed once per board state."""
     key = cache_key("board-snapshot", stamp)
     snapshot = cache.get(key)
     if snapshot is None:
         top = leaderboard_rows(benchmark=benchmark)[:2]
         snapshot = {"buckets": bucket_choices(benchmark), "licences": licences(benchmark),
-                    "compare_models": ",".join(str(r["model_id"]) for r in top)}
+                    "compare_models": ",".join(str(r["model_id"]) for r in top),
+                    "diagnostics": diagnostic_rows(benchmark)}
         cache.set(key, snapshot, 300)
     return snapshot
 
 
 def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
-    """dimension -> buckets that the board's runs have figures for."""
+    """dimension -> buckets that the board's runs or reported results have figures for."""
     runs = [s.current_run_id for s in representatives(benchmark)]
-    choices: dict[str, list[str]] = {d: [] for d in mmae.DIMENSIONS}
-    for dimension, bucket in (SliceResult.objects.filter(run_id__in=runs)
-                              .exclude(dimension=OVERALL).values_list("dimension", "bucket")
-                              .distinct().order_by("dimension", "bucket")):
+    kind = get_kind(benchmark.kind)
+    choices: dict[str, list[str]] = {d: [] for d in kind.dimensions}
+    found = set(SliceResult.objects.filter(run_id__in=runs).exclude(dimension=OVERALL)
+                .values_list("dimension", "bucket").distinct())
+    # Reported results have slices of their own, shown even before anything is scored.
+    found |= set(ReferenceFigure.objects.filter(result__benchmark_slug=benchmark.slug)
+                 .exclude(dimension=OVERALL).values_list("dimension", "bucket").distinct())
+    for dimension, bucket in sorted(found, key=lambda f: (f[0], kind.bucket_key(*f))):
         choices.setdefault(dimension, []).append(bucket)
     return choices
 
@@ -109,37 +132,48 @@ def _interval(lo, hi):
     return None if lo is None or hi is None else (lo, hi)
 
 
-def _row(submission: Submission, figures: SliceResult) -> dict:
+def metric_figures(figures: SliceResult, kind: BenchmarkKind) -> dict:
+    """The kind's metrics of a slice and their intervals (None where there are none)."""
+    values = figures.figures()
+    row = {"n": figures.n}
+    for metric in kind.metrics:
+        row[metric] = values.get(metric)
+        row[f"{metric}_interval"] = _interval(getattr(figures, f"{metric.lower()}_lo", None),
+                                              getattr(figures, f"{metric.lower()}_hi", None))
+    return row
+
+
+def _row(submission: Submission, figures: SliceResult, kind: BenchmarkKind) -> dict:
     model = submission.model
     run = submission.current_run
     return {
         "model": model.name, "model_id": model.id, "organisation": model.organisation,
         "submission": submission.id, "link": model.link, "licence": model.licence,
         "open_weights": model.open_weights, "parameters": model.parameters,
-        "IFR": figures.ifr, "CR": figures.cr, "EMR": figures.emr, "n": figures.n,
-        "IFR_interval": _interval(figures.ifr_lo, figures.ifr_hi),
-        "CR_interval": _interval(figures.cr_lo, figures.cr_hi),
-        "EMR_interval": _interval(figures.emr_lo, figures.emr_hi),
+        **metric_figures(figures, kind),
         "coverage": submission.coverage, "partial": submission.partial,
         "judge": run.judge_model, "simulated": run.simulated,
-        "date": submission.created_at,
+        "date": submission.created_at, "flag": submission.flag_reason,
     }
 
 
 def leaderboard_rows(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> list[dict]:
-    """Ranked rows of a board on one slice (EMR, then IFR, then CR), with rank ranges from the
-    EMR intervals. Ranks are over every model; filters and sorting only choose what shows."""
+    """Ranked rows of a board on one slice in the kind's order (MMAE: EMR, then IFR, then CR),
+    with rank ranges from the intervals of the kind's interval metric (exact ranks where it has
+    none). Ranks are over every model; filters and sorting only choose what shows."""
+    kind = get_kind(benchmark.kind)
     subs = {s.current_run_id: s for s in representatives(benchmark)}
     figures = SliceResult.objects.filter(run_id__in=list(subs), dimension=query.dimension,
                                          bucket=query.bucket if query.dimension != OVERALL
                                          else "")
-    rows = sorted((_row(subs[f.run_id], f) for f in figures), key=mmae.rank_key)
-    ranges = mmae.rank_ranges([r["EMR_interval"] for r in rows])
+    rows = sorted((_row(subs[f.run_id], f, kind) for f in figures), key=kind.rank_key)
+    ranges = mmae.rank_ranges([r[f"{kind.interval_metric}_interval"] for r in rows]) \
+        if kind.interval_metric else None
     previous = None
-    for position, (row, (best, worst)) in enumerate(zip(rows, ranges, strict=True), start=1):
-        key = mmae.rank_key(row)
+    for position, row in enumerate(rows, start=1):
+        key = kind.rank_key(row)
         row["rank"] = previous[1] if previous and previous[0] == key else position
-        row["rank_range"] = (best, worst)
+        row["rank_range"] = ranges[position - 1] if ranges else (row["rank"], row["rank"])
         previous = (key, row["rank"])
     return _sorted(_filtered(rows, query), query)
 
@@ -157,9 +191,9 @@ def _filtered(rows: list[dict], query: BoardQuery) -> list[dict]:
 def _sorted(rows: list[dict], query: BoardQuery) -> list[dict]:
     if query.sort == "rank":
         return rows[::-1] if query.descending else rows
-    if query.sort in METRICS or query.sort == "coverage":
-        present = [r for r in rows if r[query.sort] is not None]
-        absent = [r for r in rows if r[query.sort] is None]
+    if query.sort not in ("model", "organisation", "date"):  # a metric, or coverage
+        present = [r for r in rows if r.get(query.sort) is not None]
+        absent = [r for r in rows if r.get(query.sort) is None]
         # Figures read best-first by default: high to low unless asked otherwise.
         return sorted(present, key=lambda r: r[query.sort], reverse=not query.descending) \
             + absent
@@ -169,16 +203,22 @@ def _sorted(rows: list[dict], query: BoardQuery) -> list[dict]:
     return sorted(rows, key=key, reverse=query.descending)
 
 
-def reported_rows(*, slug: str, dimension: str = OVERALL, bucket: str = "") -> list[dict]:
-    """Published results for the same slice, in challenge order, never ranked."""
+def reported_rows(*, slug: str, dimension: str = OVERALL, bucket: str = "",
+                  kind: BenchmarkKind | None = None) -> list[dict]:
+    """Published results for the same slice, in the kind's order, never ranked."""
+    kind = kind or get_kind(mmae.KIND)
     figures = (ReferenceFigure.objects
                .filter(result__benchmark_slug=slug, dimension=dimension,
                        bucket=bucket if dimension != OVERALL else "")
                .select_related("result"))
-    rows = [{"model": f.result.model, "note": f.result.note, "scope": f.result.scope,
-             "n_samples": f.result.n_samples, "source": f.result.source,
-             "IFR": f.ifr, "CR": f.cr, "EMR": f.emr} for f in figures]
-    return sorted(rows, key=mmae.rank_key)
+    rows = []
+    for f in figures:
+        values = f.figures()
+        rows.append({"model": f.result.model, "note": f.result.note, "scope": f.result.scope,
+                     "n_samples": f.result.n_samples, "source": f.result.source,
+                     **{m: values.get(m) for m in kind.metrics},
+                     "cells": [values.get(m) for m in kind.metrics]})
+    return sorted(rows, key=kind.rank_key)
 
 
 def licences(benchmark: Benchmark) -> list[str]:
@@ -197,7 +237,7 @@ def visible_models(user):
     owner and staff the others too (a model with only private submissions must not leak)."""
     if user.is_authenticated and user.is_staff:
         return ModelEntry.objects.all()
-    rule = Q(id__in=_finished().filter(public=True).values("model_id"))
+    rule = Q(id__in=_finished().filter(public=True, hidden=False).values("model_id"))
     if user.is_authenticated:
         rule |= Q(owner=user)
     return ModelEntry.objects.filter(rule)
@@ -217,59 +257,61 @@ def model_submissions(user, model: ModelEntry) -> list[Submission]:
     everyone, private ones for their owner and staff only (submission_for's rule)."""
     queryset = _finished().filter(model=model).select_related("benchmark", "current_run")
     if not user.is_authenticated:
-        queryset = queryset.filter(public=True)
+        queryset = queryset.filter(public=True, hidden=False)
     elif not user.is_staff:
-        queryset = queryset.filter(Q(public=True) | Q(owner=user))
+        queryset = queryset.filter(Q(public=True, hidden=False) | Q(owner=user))
     return list(queryset.order_by("-created_at", "-id"))
 
 
 def submission_rows(submissions: list[Submission]) -> list[dict]:
-    """A model page's list of submissions with their overall figures (one query)."""
+    """A model page's list of submissions with their overall figures (one query); each row
+    has its kind's metrics and `labelled` cells (label, value, interval) for mixed tables."""
     overall = {f.run_id: f for f in SliceResult.objects.filter(
         run_id__in=[s.current_run_id for s in submissions], dimension=OVERALL)}
     rows = []
     for s in submissions:
         figures = overall.get(s.current_run_id)
+        kind = get_kind(s.benchmark.kind)
+        values = metric_figures(figures, kind) if figures else {"n": None, **{
+            k: None for m in kind.metrics for k in (m, f"{m}_interval")}}
         rows.append({
             "submission": s.id, "benchmark": s.benchmark.title, "slug": s.benchmark.slug,
             "version": s.benchmark.version, "public": s.public, "date": s.created_at,
+            "hidden": s.hidden, "flag": s.flag_reason,
             "coverage": s.coverage, "partial": s.partial, "judge": s.current_run.judge_model,
-            "simulated": s.current_run.simulated,
-            **(_figures(figures) if figures else dict.fromkeys(
-                ("IFR", "CR", "EMR", "n", "IFR_interval", "CR_interval", "EMR_interval"))),
+            "simulated": s.current_run.simulated, "kind": kind.name, **values,
+            "labelled": [(kind.label(m), values[m], values[f"{m}_interval"])
+                         for m in kind.metrics],
         })
     return rows
 
 
 def featured_submissions(submissions: list[Submission]) -> dict[str, Submission]:
     """benchmark slug -> the submission whose slices a model page shows: on the newest
-    version, the latest public one (the board's representative), else the latest private one
-    the viewer may see."""
+    version, the board's representative (the chosen public one, else the latest), else the
+    latest other one the viewer may see."""
     featured: dict[str, Submission] = {}
-    for submission in sorted(submissions, key=lambda s: (-s.benchmark.version, not s.public,
+    for submission in sorted(submissions, key=lambda s: (-s.benchmark.version,
+                                                         not (s.public and not s.hidden),
+                                                         not s.representative,
                                                          -s.created_at.timestamp())):
         featured.setdefault(submission.benchmark.slug, submission)
     return featured
 
 
-def _slice_order(dimension: str, bucket: str) -> tuple:
-    known = (OVERALL, *mmae.DIMENSIONS)
-    return (known.index(dimension) if dimension in known else len(known), dimension, bucket)
+def _slice_order(dimension: str, bucket: str, kind: BenchmarkKind) -> tuple:
+    known = (OVERALL, *kind.dimensions)
+    return (known.index(dimension) if dimension in known else len(known), dimension,
+            kind.bucket_key(dimension, bucket))
 
 
-def _figures(figures: SliceResult) -> dict:
-    return {"IFR": figures.ifr, "CR": figures.cr, "EMR": figures.emr, "n": figures.n,
-            "IFR_interval": _interval(figures.ifr_lo, figures.ifr_hi),
-            "CR_interval": _interval(figures.cr_lo, figures.cr_hi),
-            "EMR_interval": _interval(figures.emr_lo, figures.emr_hi)}
-
-
-def slice_rows(run_id: int) -> list[dict]:
-    """Every slice of a run (overall first, then the taxonomy's dimensions in SPEC order, buckets
-    by name), with n, IFR, CR, EMR and their intervals."""
-    rows = [{"dimension": f.dimension, "bucket": f.bucket, **_figures(f)}
+def slice_rows(run_id: int, kind: BenchmarkKind | None = None) -> list[dict]:
+    """Every slice of a run (overall first, then the kind's dimensions in order, buckets by
+    name), with n, the kind's metrics (MMAE: IFR, CR, EMR) and their intervals."""
+    kind = kind or get_kind(mmae.KIND)
+    rows = [{"dimension": f.dimension, "bucket": f.bucket, **metric_figures(f, kind)}
             for f in SliceResult.objects.filter(run_id=run_id)]
-    return sorted(rows, key=lambda r: _slice_order(r["dimension"], r["bucket"]))
+    return sorted(rows, key=lambda r: _slice_order(r["dimension"], r["bucket"], kind))
 
 
 def _labels(models: list[ModelEntry]) -> dict[int, str]:
@@ -289,6 +331,7 @@ def _ranks(keys: list[tuple]) -> list[int]:
 def pivot(*, benchmark: Benchmark, dimension: str, metric: str) -> dict:
     """Models (in board order) x buckets of one dimension, for one metric. Reads the
     representatives' slices of that dimension and their overall figures in one query."""
+    kind = get_kind(benchmark.kind)
     subs = {s.current_run_id: s for s in representatives(benchmark)}
     cells: dict[int, dict[str, SliceResult]] = {run: {} for run in subs}
     overall: dict[int, SliceResult] = {}
@@ -298,20 +341,21 @@ def pivot(*, benchmark: Benchmark, dimension: str, metric: str) -> dict:
             overall[figures.run_id] = figures
         else:
             cells[figures.run_id][figures.bucket] = figures
-    buckets = sorted({b for by_bucket in cells.values() for b in by_bucket})
-    order = sorted(subs, key=lambda run: mmae.rank_key(
-        _figures(overall[run]) if run in overall else {}))
+    buckets = sorted({b for by_bucket in cells.values() for b in by_bucket},
+                     key=lambda b: kind.bucket_key(dimension, b))
+    def key(run):
+        return kind.rank_key(overall[run].figures() if run in overall else {})
+
+    order = sorted(subs, key=key)
     labels = _labels([subs[run].model for run in order])
-    ranks = _ranks([mmae.rank_key(_figures(overall[run]) if run in overall else {})
-                    for run in order])
-    field = metric.lower()
+    ranks = _ranks([key(run) for run in order])
     rows = []
     for run, rank in zip(order, ranks, strict=True):
         submission = subs[run]
         rows.append({
             "rank": rank, "model": labels[submission.model_id],
             "model_id": submission.model_id, "submission": submission.id,
-            "cells": [getattr(cells[run][b], field) if b in cells[run] else None
+            "cells": [cells[run][b].figures().get(metric) if b in cells[run] else None
                       for b in buckets],
             "n": [cells[run][b].n if b in cells[run] else None for b in buckets],
         })
@@ -330,25 +374,31 @@ def compared_models(submissions: list[Submission]) -> list[dict]:
              "organisation": s.model.organisation} for s in submissions]
 
 
-def compare_rows(submissions: list[Submission]) -> list[dict]:
+def compare_rows(submissions: list[Submission], kind: BenchmarkKind | None = None) -> list[dict]:
     """The slices of several runs side by side: one row per (dimension, bucket), one cell per
     submission (None where a run has no figures for the slice), the leaders of each metric
     marked. Reads all the runs' slices in one query."""
+    kind = kind or get_kind(mmae.KIND)
     runs = [s.current_run_id for s in submissions]
     by_slice: dict[tuple[str, str], dict[int, SliceResult]] = {}
     for figures in SliceResult.objects.filter(run_id__in=runs):
         by_slice.setdefault((figures.dimension, figures.bucket), {})[figures.run_id] = figures
     rows = []
-    for dimension, bucket in sorted(by_slice, key=lambda k: _slice_order(*k)):
+    for dimension, bucket in sorted(by_slice, key=lambda k: _slice_order(*k, kind)):
         found = by_slice[(dimension, bucket)]
-        cells = [_figures(found[run]) if run in found else None for run in runs]
-        for metric in METRICS:
+        cells = [metric_figures(found[run], kind) if run in found else None for run in runs]
+        for metric in kind.metrics:
             values = [c[metric] for c in cells if c and c[metric] is not None]
-            # Mark a leader only where the figures differ: all equal leads nobody.
-            best = max(values) if len(set(values)) > 1 else None
+            # Mark a leader only where the figures differ: all equal leads nobody. Counts
+            # (failures) lead nobody either.
+            best = max(values) if len(set(values)) > 1 and metric not in kind.counts \
+                else None
             for cell in cells:
                 if cell is not None:
                     cell[f"{metric}_best"] = best is not None and cell[metric] == best
+        for cell in cells:
+            if cell is not None:  # display order, for templates
+                cell["cells"] = [(cell[m], cell[f"{m}_best"]) for m in kind.metrics]
         rows.append({"dimension": dimension, "bucket": bucket,
                      "n": next(c["n"] for c in cells if c is not None), "cells": cells})
     return rows
@@ -365,7 +415,8 @@ def pairwise(submissions: list[Submission]) -> list[dict]:
     per_run: dict[int, dict[int, tuple[int, float | None]]] = {run: {} for run in runs}
     for run, item, em, scores in (ItemResult.objects.filter(run_id__in=runs)
                                   .values_list("run_id", "item_id", "em", "rubric_scores")):
-        per_run[run][item] = (em, sum(scores) / len(scores) if scores else None)
+        known = [score for score in scores if score is not None]
+        per_run[run][item] = (em, sum(known) / len(known) if known else None)
     labels = _labels([s.model for s in submissions])
     pairs = []
     for a, b in combinations(submissions, 2):
@@ -374,9 +425,41 @@ def pairwise(submissions: list[Submission]) -> list[dict]:
         em = dict.fromkeys(("wins", "losses", "ties"), 0)
         rubric = dict.fromkeys(("wins", "losses", "ties"), 0)
         for item in common:
-            em[_outcome(mine[item][0], theirs[item][0])] += 1
+            if mine[item][0] is not None and theirs[item][0] is not None:
+                em[_outcome(mine[item][0], theirs[item][0])] += 1
             if mine[item][1] is not None and theirs[item][1] is not None:
                 rubric[_outcome(mine[item][1], theirs[item][1])] += 1
         pairs.append({"a": labels[a.model_id], "a_id": a.model_id, "b": labels[b.model_id],
                       "b_id": b.model_id, "n": len(common), "EM": em, "rubric": rubric})
     return pairs
+
+
+def diagnostic_rows(benchmark: Benchmark) -> list[dict]:
+    """The calibration baselines (Identity, Noise) scored under the benchmark's current judge
+    config, latest finished run of each, beside the paper's row of the same name."""
+    latest: dict[str, ScoringRun] = {}
+    for run in (ScoringRun.objects.filter(
+            benchmark=benchmark, purpose=ScoringRun.Purpose.BASELINE,
+            status=ScoringRun.Status.FINISHED, judge_config_id=benchmark.judge_config_id)
+            .select_related("judge_config").defer("outputs", "missing", "digests")
+            .order_by("label", "-id")):
+        latest.setdefault(run.label, run)
+    if not latest:
+        return []
+    ours = {s.run_id: s.figures() for s in SliceResult.objects.filter(
+        run__in=latest.values(), dimension=OVERALL)}
+    paper = {f.result.model: f.figures() for f in ReferenceFigure.objects.filter(
+        result__benchmark_slug=benchmark.slug, result__model__in=list(latest),
+        dimension=OVERALL, bucket="").select_related("result")}
+    metrics = get_kind(benchmark.kind).metrics
+    rows = []
+    for label, run in latest.items():
+        mine, theirs = ours.get(run.id, {}), paper.get(label, {})
+        rows.append({
+            "model": label, "run": run.id, "judge": run.judge_config.name,
+            "simulated": run.simulated, "finished": run.status_times.get("finished"),
+            "figures": [(m, mine.get(m), theirs.get(m),
+                         None if mine.get(m) is None or theirs.get(m) is None
+                         else mine[m] - theirs[m]) for m in metrics],
+        })
+    return rows

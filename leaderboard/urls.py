@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard import api, explorer, views
+from leaderboard import api, changelog, explorer, views
 
 app_name = "leaderboard"
 
@@ -18,6 +18,7 @@ urlpatterns = [
          name="submission-audio"),
     path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
     path("b/<slug:slug>/compare/", views.compare, name="compare"),
+    path("b/<slug:slug>/changelog/", changelog.changelog, name="changelog"),
     path("m/<int:model_id>/", views.model, name="model"),
     path("static-plotly-<str:version>.js", views.plotly_js, name="plotly-js"),
 ]

@@ -12,7 +12,14 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from leaderboard import charts, selectors
-from leaderboard.forms import BoardForm, CompareForm, ModelPageForm, PivotForm
+from leaderboard.forms import (
+    BoardForm,
+    CompareForm,
+    ModelPageForm,
+    PivotForm,
+    dimension_choices,
+)
+from scoring.kinds import get_kind
 
 # A board's body is cached under its state's stamp, which changes as soon as a submission is
 # published; the timeout only bounds how long a model's edited metadata may show stale.
@@ -20,9 +27,14 @@ BOARD_CACHE_SECONDS = 300
 BOARD_PAGE_ROWS = 100
 PIVOT_PAGE_ROWS = 50
 
-COLUMNS = [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
-           ("IFR", "IFR"), ("CR", "CR"), ("EMR", "EMR"), ("coverage", "Coverage"),
-           ("date", "Date")]
+def columns(kind) -> list[tuple[str, str]]:
+    """The board's sortable columns: the kind's metrics between the model and its coverage."""
+    return [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
+            *[(m, kind.label(m)) for m in kind.metrics], ("coverage", "Coverage"),
+            ("date", "Date")]
+
+
+COLUMNS = columns(get_kind("mmae"))
 
 
 def home(request):
@@ -41,10 +53,11 @@ def board(request, slug):
         raise Http404("no such benchmark")
     stamp = selectors.board_stamp(benchmark)
     snapshot = selectors.board_snapshot(benchmark, stamp)
-    form = BoardForm(request.GET, buckets=snapshot["buckets"])
+    kind = get_kind(benchmark.kind)
+    form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
     context = {"benchmark": benchmark, "benchmarks": selectors.benchmark_list(), "form": form,
                "buckets": snapshot["buckets"], "licences": snapshot["licences"],
-               "snapshot": snapshot, "plotly_js": plotly_js_url()}
+               "snapshot": snapshot, "plotly_js": plotly_js_url(), "kind": kind}
     if not form.is_valid():
         return render(request, "leaderboard/board.html", context, status=400)
     query = form.query()
@@ -56,7 +69,8 @@ def board(request, slug):
                                 request=request)
         cache.set(key, body, BOARD_CACHE_SECONDS)
     return render(request, "leaderboard/board.html",
-                  {**context, "query": query, "body": mark_safe(body)})  # noqa: S308
+                  {**context, "query": query, "body": mark_safe(body),  # noqa: S308
+                   "diagnostics": snapshot["diagnostics"]})
 
 
 def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
@@ -70,22 +84,32 @@ def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
 
 
 def _board_body(benchmark, query, page: int) -> dict:
+    kind = get_kind(benchmark.kind)
     rows, paging = _page(selectors.leaderboard_rows(benchmark=benchmark, query=query), page,
                          BOARD_PAGE_ROWS)
     for row in rows:  # display order of the figure cells
-        row["figures"] = [(row[m], row[f"{m}_interval"]) for m in ("IFR", "CR", "EMR")]
+        row["figures"] = [(row[m], row[f"{m}_interval"], m in kind.counts)
+                          for m in kind.metrics]
+    x, y = kind.chart_axes
     return {
         "query": query,
         "rows": rows,
         "paging": paging,
-        "columns": COLUMNS,
+        "columns": columns(kind),
+        "kind": kind,
+        "metric_labels": [kind.label(m) for m in kind.metrics],
         "reported": selectors.reported_rows(slug=benchmark.slug, dimension=query.dimension,
-                                            bucket=query.bucket),
+                                            bucket=query.bucket, kind=kind),
         # The chart plots the very rows the table shows.
-        "scatter": charts.to_html(charts.emr_ifr_scatter(rows), div_id="chart-emr-ifr")
+        "scatter": charts.to_html(charts.metric_scatter(rows, x=x, y=y, metrics=kind.metrics,
+                                                        scale=kind.scale,
+                                                        labels=kind.metric_labels),
+                                  div_id=f"chart-{y.lower()}-{x.lower()}".replace("_", "-"))
         if rows else None,
-        "scatter_title": "EMR against IFR" + (f" on {query.dimension} = {query.bucket}"
-                                              if query.dimension != selectors.OVERALL else ""),
+        "scatter_id": f"{y.lower()}-{x.lower()}".replace("_", "-"),
+        "scatter_title": f"{kind.label(y)} against {kind.label(x)}"
+        + (f" on {query.dimension} = {query.bucket}"
+           if query.dimension != selectors.OVERALL else ""),
     }
 
 
@@ -129,9 +153,11 @@ def _benchmark_or_404(slug):
     return benchmark
 
 
-def _with_cells(rows: list[dict]) -> list[dict]:
+def _with_cells(rows: list[dict], kind=None) -> list[dict]:
+    kind = kind or get_kind("mmae")
     for row in rows:  # display order of the figure cells, as on the board
-        row["figures"] = [(row[m], row[f"{m}_interval"]) for m in selectors.METRICS]
+        row["figures"] = [(row[m], row[f"{m}_interval"], m in kind.counts)
+                          for m in kind.metrics]
     return rows
 
 
@@ -145,34 +171,46 @@ def model(request, model_id):
     entry = selectors.model_for(request.user, model_id)
     submissions = selectors.model_submissions(request.user, entry)
     featured = selectors.featured_submissions(submissions)
-    form = ModelPageForm(request.GET, benchmarks=list(featured))
+    kinds = {slug: get_kind(s.benchmark.kind) for slug, s in featured.items()}
+    form = ModelPageForm(request.GET, benchmarks=list(featured), kinds=kinds)
     context = {"entry": entry, "form": form, "errors": [],
-               "submissions": _with_cells(selectors.submission_rows(submissions)),
-               "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()]}
+               "submissions": selectors.submission_rows(submissions),
+               "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()],
+               "dimensions": dimension_choices(next(iter(kinds.values()), get_kind("mmae")))}
     if not form.is_valid():
         context["errors"] = _errors(form)
         return render(request, "leaderboard/model.html", context, status=400)
     data = form.cleaned_data
     shown = featured.get(data["benchmark"])
-    slices = _with_cells(selectors.slice_rows(shown.current_run_id)) if shown else []
+    kind = kinds.get(data["benchmark"]) or get_kind("mmae")
+    slices = _with_cells(selectors.slice_rows(shown.current_run_id, kind), kind) \
+        if shown else []
     chosen = [r for r in slices if r["dimension"] == data["dimension"]]
     build = charts.slice_radar if data["chart"] == "radar" else charts.slice_bars
+    plotted = tuple(m for m in kind.metrics if m not in kind.counts)
     context.update(
         shown=shown, slices=slices, dimension=data["dimension"], chart_kind=data["chart"],
-        benchmark_slug=data["benchmark"], plotly_js=plotly_js_url(),
-        chart_title=f"IFR, CR and EMR per bucket of {data['dimension'].replace('_', ' ')}",
+        benchmark_slug=data["benchmark"], plotly_js=plotly_js_url(), kind=kind,
+        dimensions=dimension_choices(kind), metric_labels=[kind.label(m) for m in kind.metrics],
+        chart_title=f"{', '.join(kind.label(m) for m in plotted[:-1])} and "
+                    f"{kind.label(plotted[-1])} per bucket of "
+                    f"{data['dimension'].replace('_', ' ')}",
         chart_note="The figures of the table below"
         + ("; whiskers are bootstrap 95% intervals over samples." if data["chart"] == "bars"
-           else "; intervals are in the table."),
-        chart=charts.to_html(build(chosen), div_id="chart-slices") if chosen else None)
+           and kind.interval_metric else "." if data["chart"] == "bars"
+           else "; intervals are in the table." if kind.interval_metric else "."),
+        chart=charts.to_html(build(chosen, plotted, kind.scale), div_id="chart-slices")
+        if chosen else None)
     return render(request, "leaderboard/model.html", context)
 
 
 @require_GET
 def pivot(request, slug):
     benchmark = _benchmark_or_404(slug)
-    form = PivotForm(request.GET)
-    context = {"benchmark": benchmark, "form": form, "errors": [], "metrics": selectors.METRICS}
+    kind = get_kind(benchmark.kind)
+    form = PivotForm(request.GET, kind=kind)
+    context = {"benchmark": benchmark, "form": form, "errors": [], "metrics": kind.metrics,
+               "kind": kind}
     if not form.is_valid():
         context["errors"] = _errors(form)
         return render(request, "leaderboard/pivot.html", context, status=400)
@@ -191,8 +229,13 @@ def pivot(request, slug):
 
 def _pivot_page(benchmark, data) -> dict:
     """A page of the pivot (models in board order), its heatmap of the same rows."""
+    kind = get_kind(benchmark.kind)
     table = selectors.pivot(benchmark=benchmark, dimension=data["dimension"],
                             metric=data["metric"])
+    table["unit"] = "count" if data["metric"] in kind.counts else \
+        "%" if kind.scale == 100 else f"0-{kind.scale:g}"
+    table["label"] = kind.label(data["metric"])
+    table["ranking"] = kind.ranking
     table["rows"], paging = _page(table["rows"], data["page"], PIVOT_PAGE_ROWS)
     chart = charts.to_html(charts.pivot_heatmap(table), div_id="chart-pivot") \
         if table["rows"] and table["buckets"] else None
@@ -214,7 +257,9 @@ def compare(request, slug):
         context["errors"] = _errors(form)
         return render(request, "leaderboard/compare.html", context, status=400)
     submissions = form.submissions()
+    kind = get_kind(benchmark.kind)
     context.update(models=selectors.compared_models(submissions),
-                   rows=selectors.compare_rows(submissions),
+                   rows=selectors.compare_rows(submissions, kind), kind=kind,
+                   metric_labels=[kind.label(m) for m in kind.metrics],
                    pairs=selectors.pairwise(submissions))
     return render(request, "leaderboard/compare.html", context)

@@ -3,6 +3,7 @@ from django.utils import timezone
 
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
+from tests.conftest import judge_config
 
 
 @pytest.fixture
@@ -11,6 +12,7 @@ def board(db, author):
     benchmark = Benchmark.objects.create(
         slug="mmae", kind="mmae", version=1, title="MMAE", sha256="a" * 64,
         source_name="MMAE-meta.json", audio_root="/x", n_items=4, n_criteria=30)
+    config = judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
 
     def scored(name, overall, *, slices=None, public=True, status="finished", owner=None,
                open_weights=False, licence="MIT", organisation="Lab", intervals=None,
@@ -20,7 +22,8 @@ def board(db, author):
             defaults={"organisation": organisation, "open_weights": open_weights,
                       "licence": licence})
         run = ScoringRun.objects.create(
-            benchmark=benchmark, audio_root="/x", judge_model="Qwen3-Omni-30B-A3B-Instruct",
+            benchmark=benchmark, judge_config=config, audio_root="/x",
+            judge_model="Qwen3-Omni-30B-A3B-Instruct",
             prompt_sha256="p" * 64, rounds=3, max_attempts=5, status=status,
             status_times={status: timezone.now().isoformat()})
         figures = {("overall", ""): overall, **(slices or {})}

@@ -10,6 +10,7 @@ from scoring.models import ScoringRun
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
+from tests.conftest import judge_config
 
 
 @pytest.fixture
@@ -21,7 +22,9 @@ def served(demo_set, author):
     outputs = {p.sample_id: p.audio_path for p in load_predictions(
         demo_set["predictions"], known_ids={s["id"] for s in samples})}
     run = ScoringRun.objects.create(
-        benchmark=benchmark, audio_root=str(demo_set["root"]), outputs=outputs,
+        benchmark=benchmark, judge_config=judge_config(["http://127.0.0.1:9"],
+                                                       benchmark=benchmark),
+        audio_root=str(demo_set["root"]), outputs=outputs,
         missing={s["id"]: "no prediction" for s in samples if s["id"] not in outputs},
         judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
         max_attempts=5, status="finished", status_times={"finished": timezone.now().isoformat()})

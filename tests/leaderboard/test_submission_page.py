@@ -16,11 +16,12 @@ from scoring.models import Answer, Criterion, ItemResult, SliceResult
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
+from tests.conftest import judge_config
 
 
-def judge(urls):
-    return runs.JudgeSettings(base_urls=urls, model="Qwen3-Omni-30B-A3B-Instruct",
-                              concurrency=8, timeout=10, max_attempts=5, down_wait=1)
+def judge(urls=None):
+    """Worker settings (the endpoints come from the run's judge config)."""
+    return runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 @pytest.fixture
@@ -40,7 +41,8 @@ def make_submission(demo_set, author, settings):
     def make(urls=None, *, public=True):
         run = runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
                               outputs=outputs, missing=missing,
-                              judge=judge(urls or ["http://127.0.0.1:9"]), seed=11)
+                              config=judge_config(urls or ["http://127.0.0.1:9"],
+                                                  benchmark=benchmark))
         if urls:
             for batch in run.batches.all():
                 assert runs.batch_score(batch.id, judge(urls))

@@ -8,6 +8,7 @@ from tqdm import tqdm
 
 from leaderboard.selectors import benchmark_current
 from scoring import mmae
+from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Item, ItemResult, ScoringRun, SliceResult
 from scoring.runs import _slices
@@ -36,6 +37,9 @@ class Command(BaseCommand):
         if options["submissions"] < 1:
             raise CommandError("--submissions must be at least 1")
         kind = get_kind(benchmark.kind)
+        if kind.score_item is None:
+            raise CommandError(f"seed_board draws rubric votes; {benchmark.kind} boards are "
+                               "scored otherwise (submit predictions to fill them)")
         items = list(Item.objects.filter(benchmark=benchmark).prefetch_related("criteria")
                      .order_by("position"))
         samples = [kind.from_rows(item.as_rows()) for item in items]
@@ -59,7 +63,8 @@ class Command(BaseCommand):
             licence=rng.choice(["MIT", "Apache-2.0", "proprietary"]),
             open_weights=rng.random() < 0.5, description=LABEL)
         run = ScoringRun.objects.create(
-            benchmark=benchmark, audio_root="", judge_model="synthetic (seed_board)",
+            benchmark=benchmark, judge_config=judge_config_current(benchmark), audio_root="",
+            judge_model="synthetic (seed_board)",
             prompt_sha256=prompt_hash(), rounds=kind.rounds, seed=options["seed"],
             max_attempts=1, status=ScoringRun.Status.FINISHED, simulated=True,
             status_times={"finished": timezone.now().isoformat()},

@@ -1,0 +1,100 @@
+"""/b/<slug>/changelog/: the public events of a benchmark, never private details."""
+
+import pytest
+
+from scoring.audit import audit_record
+from scoring.models import AuditEvent
+from submissions import moderation
+
+
+def changelog(client) -> str:
+    page = client.get("/b/mmae/changelog/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    return text[text.index('id="changelog"'):]
+
+
+def test_the_board_links_its_changelog(client, board):
+    assert 'href="/b/mmae/changelog/"' in client.get("/b/mmae/").content.decode()
+
+
+def test_an_empty_changelog_says_so(client, board):
+    assert "No change recorded on this board yet." in changelog(client)
+
+
+def test_flags_hidden_and_deleted_submissions_show_with_their_reasons(client, board, staff):
+    _, scored = board
+    flagged, hidden, deleted = (scored(name, (50.0, 40.0, 30.0))
+                                for name in ("Echo Editor", "Vox Remix", "Tone Shifter"))
+    moderation.submission_flag(actor=staff, submission=flagged, reason="copied outputs")
+    moderation.submission_hide(actor=staff, submission=hidden, reason="duplicate upload")
+    moderation.submission_delete(actor=staff, submission=deleted, reason="author's request")
+    text = changelog(client)
+    for expected in ("flagged", "copied outputs", f'href="/s/{flagged.pk}/"',
+                     "hidden from the board", "duplicate upload",
+                     "deleted", "author&#x27;s request", "Tone Shifter"):
+        assert expected in text, expected
+    # Newest first.
+    assert text.index("author&#x27;s request") < text.index("copied outputs")
+
+
+def test_rescoring_and_judge_config_events_show(client, board, staff):
+    benchmark, scored = board
+    submission = scored("Echo Editor", (50.0, 40.0, 30.0))
+    audit_record(actor=staff, action=AuditEvent.Action.RESCORE, obj=submission,
+                 reason="judge fix", benchmark_slug="mmae", public=True)
+    audit_record(actor=staff, action=AuditEvent.Action.JUDGE_CONFIG, obj=benchmark,
+                 reason="new judge prompt", benchmark_slug="mmae", public=True)
+    text = changelog(client)
+    assert "rescored" in text and "judge fix" in text
+    assert "judge config changed" in text and "new judge prompt" in text
+
+
+def test_private_submissions_quotas_and_authors_choices_stay_off_it(client, board, staff,
+                                                                     author):
+    _, scored = board
+    secret = scored("Secret Model", (50.0, 40.0, 30.0), public=False)
+    shown = scored("Shown Model", (50.0, 40.0, 30.0))
+    moderation.submission_flag(actor=staff, submission=secret, reason="private flag reason")
+    moderation.submission_hide(actor=staff, submission=secret, reason="private hide reason")
+    moderation.quota_override(actor=staff, user=author, per_day=99, in_flight=None,
+                              reason="quota reason")
+    moderation.submission_set_public(actor=author, submission=shown, public=False)
+    text = changelog(client)
+    for hidden in ("Secret Model", "private flag reason", "private hide reason",
+                   "quota reason", "Shown Model", "staff"):
+        assert hidden not in text, hidden
+    assert "No change recorded on this board yet." in text
+    assert AuditEvent.objects.count() == 4  # all of it is in the staff's audit log
+
+
+def test_another_benchmarks_events_stay_off_it(client, board, staff):
+    _, scored = board
+    submission = scored("Echo Editor", (50.0, 40.0, 30.0))
+    audit_record(actor=staff, action=AuditEvent.Action.RESCORE, obj=submission,
+                 reason="elsewhere", benchmark_slug="airbench", public=True)
+    assert "elsewhere" not in changelog(client)
+
+
+@pytest.mark.parametrize(("url", "code"), [("/b/nope/changelog/", 404),
+                                            ("/b/mmae/changelog/?page=0", 400)])
+def test_an_unknown_benchmark_or_bad_page_is_refused(client, board, url, code):
+    assert client.get(url).status_code == code
+
+
+def test_a_long_changelog_is_paged(client, board, staff):
+    from leaderboard import changelog as module
+
+    _, scored = board
+    submission = scored("Echo Editor", (50.0, 40.0, 30.0))
+    for i in range(3):
+        audit_record(actor=staff, action=AuditEvent.Action.RESCORE, obj=submission,
+                     reason=f"pass {i}", benchmark_slug="mmae", public=True)
+    original, module.PAGE_SIZE = module.PAGE_SIZE, 2
+    try:
+        first = client.get("/b/mmae/changelog/").content.decode()
+        second = client.get("/b/mmae/changelog/?page=2").content.decode()
+    finally:
+        module.PAGE_SIZE = original
+    assert "pass 2" in first and "pass 1" in first and "pass 0" not in first
+    assert "pass 0" in second and "page 2 of 2" in second
