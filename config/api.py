@@ -1,5 +1,8 @@
 """The API's one exception handler: every error body is `{"errors": [...]}`."""
 
+import math
+
+from rest_framework.exceptions import Throttled
 from rest_framework.views import exception_handler
 
 
@@ -15,6 +18,12 @@ def _messages(detail) -> list[str]:
 
 def errors_exception_handler(exc, context):
     response = exception_handler(exc, context)
-    if response is not None:
+    if response is None:
+        return response
+    if isinstance(exc, Throttled):
+        # DRF has already set Retry-After from the same wait.
+        wait = "a moment" if exc.wait is None else f"{max(math.ceil(exc.wait), 1)} seconds"
+        response.data = {"errors": [f"Too many requests: try again in {wait}."]}
+    else:
         response.data = {"errors": _messages(response.data)}
     return response

@@ -44,6 +44,31 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     return value
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, default).strip().lower() or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+_PERIODS = {"s": "s", "sec": "s", "second": "s", "m": "m", "min": "m", "minute": "m",
+            "h": "h", "hour": "h", "d": "d", "day": "d"}
+
+
+def env_rate(name: str, default: str) -> str | None:
+    """A request rate such as `10/m` or `20/hour` (s, m, h, d), as both DRF's throttles and
+    django-ratelimit read it; `off` (or empty) means no limit and gives None."""
+    raw = os.environ.get(name, default).strip()
+    if raw.lower() in ("", "off", "none"):
+        return None
+    count, _, period = raw.partition("/")
+    unit = _PERIODS.get(period.strip().lower())
+    if not count.strip().isdigit() or int(count) < 1 or unit is None:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a rate such as 10/m or 20/hour "
+                                   "(a count over s, m, h or d; or off)")
+    return f"{int(count)}/{unit}"
+
+
 def env_list(name: str, default: str = "") -> list[str]:
     raw = os.environ.get(name, default)
     return [part.strip() for part in raw.split(",") if part.strip()]

@@ -34,7 +34,9 @@ def main() -> int:
     subprocess.run(manage("load_demo"), env=env, check=True)
     processes.append(("worker", subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat", "--loglevel",
-         "INFO", "--concurrency", "2", "--schedule",
+         "INFO", "--concurrency", "2", "--queues",
+         f"{env.get('CELERY_TASK_DEFAULT_QUEUE', 'celery')},"
+         f"{env.get('SCORING_RESCORE_QUEUE', 'rescore')}", "--schedule",
          os.path.join(env.get("VAR_DIR", "var"), "celerybeat-schedule")],
         env=env)))
     processes.append(("web", subprocess.Popen(

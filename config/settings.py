@@ -4,22 +4,59 @@ The embedded default needs nothing but Python: SQLite and media under var/, and 
 on kombu's filesystem transport. Production sets DATABASE_URL, REDIS_URL and friends.
 """
 
+import importlib.util
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str, parse_base_urls
+from config.env import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_rate,
+    env_str,
+    parse_base_urls,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
 
+# DJANGO_ENV=production is the one switch for a public deployment: HTTPS only (redirect, HSTS,
+# secure cookies), a real SECRET_KEY, no DEBUG and a shared cache for the rate limits, so that
+# `manage.py check --deploy` passes (tests/config/test_production.py).
+DJANGO_ENV = env_choice("DJANGO_ENV", "development", ("development", "production"))
+PRODUCTION = DJANGO_ENV == "production"
+
 DEBUG = env_bool("DEBUG", False)
-# The fallback key only suits a local machine; docker/compose.yml sets a real one.
-SECRET_KEY = env_str("SECRET_KEY", "insecure-local-key-set-SECRET_KEY-in-production")
+# The fallback key only suits a local machine; production refuses it.
+_FALLBACK_SECRET_KEY = "insecure-local-key-set-SECRET_KEY-in-production"
+SECRET_KEY = env_str("SECRET_KEY", _FALLBACK_SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 PORT = env_int("PORT", 8000, minimum=1, maximum=65535)
+# Links in emails to authors point here.
+SITE_URL = parse_base_urls(env_str("SITE_URL", f"http://127.0.0.1:{PORT}"), name="SITE_URL")[0]
+
+# Behind a reverse proxy that terminates TLS and sets X-Forwarded-Proto and X-Forwarded-For
+# (overwriting whatever the client sent): the scheme and the client's address come from them.
+BEHIND_PROXY = env_bool("BEHIND_PROXY", PRODUCTION)
+if BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if PRODUCTION:
+    if SECRET_KEY in ("", _FALLBACK_SECRET_KEY):
+        raise ImproperlyConfigured("DJANGO_ENV=production needs SECRET_KEY: the built-in "
+                                   "fallback key is public")
+    if DEBUG:
+        raise ImproperlyConfigured("DJANGO_ENV=production refuses DEBUG=true: error pages "
+                                   "would show settings and code to anyone")
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -102,8 +139,32 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing folder
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media"))).resolve()
 MEDIA_URL = "/media/"
+# DEFAULT_STORAGE=s3 (pip install '.[s3]') puts Django's default storage in an S3-compatible
+# bucket. Submission files do not go through it: they are written, unpacked and scored as
+# files under MEDIA_ROOT, which web servers and workers must share (docker/README.md).
+DEFAULT_STORAGE = env_choice("DEFAULT_STORAGE", "filesystem", ("filesystem", "s3"))
+if DEFAULT_STORAGE == "s3":
+    if importlib.util.find_spec("storages") is None:
+        raise ImproperlyConfigured("DEFAULT_STORAGE=s3 needs django-storages: "
+                                   "pip install '.[s3]'")
+    if not env_str("S3_BUCKET", ""):
+        raise ImproperlyConfigured("DEFAULT_STORAGE=s3 needs S3_BUCKET (the bucket's name)")
+    # Credentials come from boto3's own sources (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,
+    # or the machine's role); files are private and read through signed URLs.
+    _default_storage = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        "bucket_name": env_str("S3_BUCKET", ""),
+        "endpoint_url": env_str("S3_ENDPOINT_URL", "") or None,
+        "region_name": env_str("S3_REGION", "") or None,
+        "location": env_str("S3_PREFIX", "media"),
+        "default_acl": "private",
+        "querystring_auth": True,
+        "signature_version": "s3v4",
+        "file_overwrite": False,
+    }}
+else:
+    _default_storage = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _default_storage,
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
@@ -118,6 +179,26 @@ LOGIN_REDIRECT_URL = "submissions:list"
 LOGOUT_REDIRECT_URL = "leaderboard:home"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "leaderboard@localhost")
+# For EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = 30
+
+# Rate limits, as `10/m` or `20/hour` (s, m, h, d) or `off`. They count in the default cache,
+# which every web process must share in production (Redis). The log-in forms and the API's
+# token endpoint count per client address and (forms) per username; uploads per user, the
+# browser form and the API each on their own count.
+THROTTLE_LOGIN = env_rate("THROTTLE_LOGIN", "10/m")
+THROTTLE_UPLOAD = env_rate("THROTTLE_UPLOAD", "20/h")
+THROTTLE_API_ANON = env_rate("THROTTLE_API_ANON", "300/m")
+THROTTLE_API_USER = env_rate("THROTTLE_API_USER", "1200/m")
+# django-ratelimit's client address: the proxy's view of it when behind one. The library is
+# used without being an installed app: its system check knows only django-redis and memcached
+# and would flag Django's own RedisCache, whose increments are atomic too.
+RATELIMIT_IP_META_KEY = "config.throttle.client_ip" if BEHIND_PROXY else None
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -128,6 +209,14 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_RESPONSE_STATUS": 401,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.errors_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
+                                 "rest_framework.throttling.UserRateThrottle"],
+    # Scopes `login` and `uploads` are set on the views they guard (ScopedRateThrottle).
+    "DEFAULT_THROTTLE_RATES": {"anon": THROTTLE_API_ANON, "user": THROTTLE_API_USER,
+                               "login": THROTTLE_LOGIN, "uploads": THROTTLE_UPLOAD},
+    # With a proxy, the client is the last address of X-Forwarded-For (the one the proxy
+    # added); without one, X-Forwarded-For is the client's to forge and is ignored.
+    "NUM_PROXIES": 1 if BEHIND_PROXY else 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Audio Leaderboard API",
@@ -167,8 +256,17 @@ JUDGE_TIMEOUT = env_int("JUDGE_TIMEOUT", 120, minimum=1)
 JUDGE_MAX_ATTEMPTS = env_int("JUDGE_MAX_ATTEMPTS", 5, minimum=1)
 # How long a batch waits for a judge when every endpoint is down before it is handed back.
 JUDGE_DOWN_WAIT = env_int("JUDGE_DOWN_WAIT", 300, minimum=1)
+# The fleet page: every endpoint of every judge config is probed (GET /v1/models for health,
+# GET /metrics for load) every FLEET_PROBE_SECONDS, each probe giving up after
+# FLEET_PROBE_TIMEOUT; throughput, error rate and latency cover the last FLEET_STATS_MINUTES.
+FLEET_PROBE_SECONDS = env_int("FLEET_PROBE_SECONDS", 30, minimum=1)
+FLEET_PROBE_TIMEOUT = env_int("FLEET_PROBE_TIMEOUT", 5, minimum=1)
+FLEET_STATS_MINUTES = env_int("FLEET_STATS_MINUTES", 15, minimum=1)
 
 REDIS_URL = env_str("REDIS_URL", "")
+if PRODUCTION and not REDIS_URL:
+    raise ImproperlyConfigured("DJANGO_ENV=production needs REDIS_URL: Celery's broker and the "
+                               "rate limits' counters must be shared by every process")
 
 # Boards are cached per state (leaderboard.selectors.board_stamp): in Redis when there is one,
 # so every web process shares them; else in each process's memory.
@@ -194,17 +292,33 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem")
-    else {"visibility_timeout": 3600}
+    # "priority": a worker serving several queues (`-Q celery,rescore`) drains them in the
+    # order given, so rescoring never gets ahead of new submissions.
+    else {"visibility_timeout": 3600, "queue_order_strategy": "priority"}
 )
 if CELERY_BROKER_URL.startswith("filesystem"):
     (CELERY_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
     (CELERY_BROKER_DIR / "processed").mkdir(parents=True, exist_ok=True)
     (CELERY_BROKER_DIR / "control").mkdir(parents=True, exist_ok=True)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Staff rescoring goes to its own queue, so rescoring a whole board never holds up new
+# submissions: workers for new work run `-Q celery` (the default queue above), rescoring
+# workers `-Q rescore` (docker/compose.yml).
+SCORING_RESCORE_QUEUE = env_str("SCORING_RESCORE_QUEUE", "rescore")
+# Called in this order with a run's id when it finishes (scoring.tasks.run_finished):
+# submissions moves its board run to a finished rescore, then emails the authors whose run it is.
+SCORING_RUN_FINISHED_HOOKS = ["submissions.rescoring.submission_run_finished",
+                              "submissions.notifications.run_finished_notify"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE = {
+    "probe-judge-fleet": {
+        "task": "scoring.tasks.probe_fleet",
+        "schedule": FLEET_PROBE_SECONDS,
+        # A probe stuck behind scoring work is stale by the time the next one is due.
+        "options": {"expires": FLEET_PROBE_SECONDS},
+    },
     "sweep-stale-scoring-work": {
         "task": "scoring.tasks.sweep",
         "schedule": env_int("SCORING_SWEEP_SECONDS", 30, minimum=1),
@@ -212,6 +326,10 @@ CELERY_BEAT_SCHEDULE = {
     "retry-lost-validations": {
         "task": "submissions.tasks.sweep_validations",
         "schedule": 300,
+    },
+    "notify-authors": {
+        "task": "submissions.tasks.notify_authors",
+        "schedule": env_int("NOTIFY_SWEEP_SECONDS", 60, minimum=1),
     },
 }
 

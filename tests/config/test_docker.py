@@ -1,0 +1,172 @@
+"""docker/: the compose file and the images refer to real settings, queues, commands and files.
+
+No Docker engine runs here, so the files are read: compose.yml with PyYAML (its ${VAR:-default}
+interpolation done as compose does it), the Dockerfiles line by line.
+"""
+
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+import yaml
+from django.conf import settings
+from django.core.management import get_commands
+
+from tests.conftest import ROOT
+
+DOCKER = ROOT / "docker"
+COMPOSE = yaml.safe_load((DOCKER / "compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+APP_SERVICES = ("web", "worker", "worker-rescore", "beat", "simulator")
+# Read by boto3 (through django-storages), not by the settings module.
+BOTO3_VARIABLES = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+SECRET_KEY = "compose-" + "Zq8vR2mW5tY1uI4oP7aS0dF3gH6jK9lX2cV5bN8mQ1wE4rT7yU"
+VARIABLE = re.compile(r"\$\{(\w+)(?::([-?])([^${}]*))?\}")
+
+
+def interpolate(value, env: dict) -> str:
+    """Compose's ${VAR}, ${VAR:-default} and ${VAR:?error}, innermost first."""
+    def one(match):
+        name, op, arg = match.groups()
+        if env.get(name):
+            return env[name]
+        if op == "?":
+            raise LookupError(f"{name}: {arg}")
+        return arg or ""
+
+    text = str(value)
+    while VARIABLE.search(text):
+        text = VARIABLE.sub(one, text)
+    return text
+
+
+def app_environment(**env) -> dict[str, str]:
+    return {name: interpolate(value, env)
+            for name, value in SERVICES["web"]["environment"].items()}
+
+
+def command(service: str) -> list[str]:
+    raw = SERVICES[service]["command"]
+    return shlex.split(raw) if isinstance(raw, str) else [str(word) for word in raw]
+
+
+def option(words: list[str], flag: str) -> str:
+    return words[words.index(flag) + 1]
+
+
+def settings_source() -> str:
+    return (ROOT / "config" / "settings.py").read_text()
+
+
+def dockerfile(name: str) -> list[tuple[str, str]]:
+    """(instruction, arguments) per instruction, continuation lines joined."""
+    text = re.sub(r"\\\n", " ", (DOCKER / name).read_text())
+    return [tuple(line.strip().split(None, 1)) for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_the_stack_has_every_service():
+    assert set(SERVICES) == {"postgres", "redis", "web", "worker", "worker-rescore", "beat",
+                             "simulator", "judge"}
+    assert SERVICES["simulator"]["profiles"] == ["simulator"]
+    assert SERVICES["judge"]["profiles"] == ["gpu"]
+
+
+def test_the_workers_consume_the_queues_the_settings_name():
+    scoring, rescoring = command("worker"), command("worker-rescore")
+    assert option(scoring, "-Q") == settings.CELERY_TASK_DEFAULT_QUEUE == "celery"
+    assert option(rescoring, "-Q") == settings.SCORING_RESCORE_QUEUE == "rescore"
+    assert app_environment(SECRET_KEY=SECRET_KEY)["SCORING_RESCORE_QUEUE"] == "rescore"
+    # Two workers on one machine need distinct node names.
+    assert option(scoring, "-n") != option(rescoring, "-n")
+
+
+def test_celery_and_web_commands_name_the_project_modules():
+    for service in ("worker", "worker-rescore", "beat"):
+        words = command(service)
+        assert words[:3] == ["celery", "-A", "config"]
+        assert words[3] == ("beat" if service == "beat" else "worker")
+    from config.celery import app
+    from config.wsgi import application
+
+    assert app.main == "mmae_board" and application is not None
+    web = " ".join(command("web"))
+    assert "python manage.py migrate --noinput" in web
+    assert "exec gunicorn config.wsgi --bind 0.0.0.0:8000" in web
+    assert "judge_simulator" in get_commands()
+    assert command("simulator")[:3] == ["python", "manage.py", "judge_simulator"]
+
+
+def test_every_app_variable_is_a_setting_the_app_reads():
+    source = settings_source()
+    unread = [name for name in SERVICES["web"]["environment"]
+              if name not in BOTO3_VARIABLES and f'"{name}"' not in source]
+    assert unread == []
+
+
+def test_the_app_services_share_one_environment_and_the_media_volume():
+    for service in APP_SERVICES:
+        assert SERVICES[service]["environment"] == SERVICES["web"]["environment"]
+    # Uploads are written by the web server and unpacked and read by the workers.
+    for service in ("web", "worker", "worker-rescore"):
+        assert "media:/data/media" in SERVICES[service]["volumes"]
+    assert app_environment(SECRET_KEY=SECRET_KEY)["MEDIA_ROOT"] == "/data/media"
+
+
+def test_the_stack_refuses_to_start_without_a_secret_key():
+    with pytest.raises(LookupError, match="SECRET_KEY: set SECRET_KEY"):
+        app_environment()
+
+
+def test_the_compose_environment_passes_check_deploy():
+    env = {**app_environment(SECRET_KEY=SECRET_KEY), "PATH": "/usr/bin:/bin",
+           "VAR_DIR": "/tmp/compose-test-var", "DJANGO_SETTINGS_MODULE": "config.settings"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
+        capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert env["DJANGO_ENV"] == "production"
+    assert env["DATABASE_URL"] == "postgres://postgres:postgres@postgres:5432/leaderboard"
+
+
+def test_the_web_healthcheck_is_valid_python_that_passes_the_https_redirect():
+    script = SERVICES["web"]["healthcheck"]["test"][-1]
+    compile(script, "healthcheck", "exec")
+    assert '"X-Forwarded-Proto": "https"' in script
+
+
+def test_the_judge_service_runs_the_launch_script_with_its_settings():
+    judge = SERVICES["judge"]
+    assert (ROOT / judge["build"]["context"].replace("..", ".") / judge["build"]["dockerfile"]) \
+        .is_file()
+    # The script reads each of its settings as NAME=${NAME:-default}.
+    script_settings = set(re.findall(r"^(\w+)=\$\{\1:-", (ROOT / "launch_qwen3_omni.sh")
+                                     .read_text(), re.M))
+    assert {"MODEL_DIR", "NUM_INSTANCES", "GPUS_PER_INSTANCE"} <= script_settings
+    assert set(judge["environment"]) <= script_settings
+    instructions = dockerfile("Dockerfile.judge")
+    env_names = set(re.findall(r"(\w+)=", dict(instructions)["ENV"]))
+    assert env_names <= script_settings
+    assert ("COPY", "launch_qwen3_omni.sh /opt/judge/launch_qwen3_omni.sh") in instructions
+    assert dict(instructions)["ENTRYPOINT"] == '["bash", "/opt/judge/launch_qwen3_omni.sh"]'
+    assert judge["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
+    host, container, mode = interpolate(judge["volumes"][0], {}).split(":")
+    assert host == container == re.search(r"MODEL_DIR=(\S+)", dict(instructions)["ENV"])[1]
+    assert mode == "ro"
+
+
+def test_the_app_image_copies_files_that_exist_and_installs_the_s3_extra():
+    instructions = dockerfile("Dockerfile")
+    for instruction, arguments in instructions:
+        if instruction == "COPY":
+            *sources, _ = arguments.split()
+            assert all((ROOT / source).exists() for source in sources), arguments
+    runs = " ".join(arguments for instruction, arguments in instructions if instruction == "RUN")
+    assert "pip install '.[s3]'" in runs
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r"^s3 = \[", pyproject, re.M)
+    assert "python manage.py collectstatic --noinput" in runs
+    assert "collectstatic" in get_commands()
+    assert dict(instructions)["CMD"].startswith('["gunicorn", "config.wsgi"')
