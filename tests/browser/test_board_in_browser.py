@@ -22,6 +22,7 @@ from scoring.services import benchmark_import
 from scoring.synthetic import MODALITIES, write_benchmark, write_system
 from submissions.models import ModelEntry, Submission
 from tests.browser.conftest import SCREENSHOTS
+from tests.conftest import judge_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
               pytest.mark.timeout(60)]
@@ -35,9 +36,9 @@ SYSTEMS = [  # model name, organisation, open weights, synthetic system seed, mi
 RERANKED_BUCKET = "sound-music"
 
 
-def judge(urls):
-    return runs.JudgeSettings(base_urls=urls, model="Qwen3-Omni-30B-A3B-Instruct",
-                              concurrency=8, timeout=10, max_attempts=5, down_wait=1)
+def judge(urls=None):
+    """Worker settings (the endpoints come from the run's judge config)."""
+    return runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 def in_thread(function):
@@ -73,7 +74,8 @@ def score(benchmark, root, samples, urls, *, system: str, seed: int, missing: in
     outputs = {p.sample_id: p.audio_path for p in load_predictions(path, known_ids=known)}
     absent = {k: "no prediction" for k in known - outputs.keys()}
     run = runs.run_create(benchmark=benchmark, audio_root=str(root), outputs=outputs,
-                          missing=absent, judge=judge(urls), seed=11)
+                          missing=absent,
+                          config=judge_config(urls, benchmark=benchmark))
     for batch in run.batches.order_by("index"):
         assert runs.batch_score(batch.id, judge(urls))
     assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
