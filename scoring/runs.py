@@ -69,6 +69,25 @@ def _move(run_id: int, source: list[str], target: str, **fields) -> bool:
 # --- creating a run --------------------------------------------------------------------
 
 
+def run_workload(*, benchmark: Benchmark, outputs: dict[str, str], config: JudgeConfig,
+                 options: dict | None = None) -> tuple[list[str], int]:
+    """What scoring these outputs asks of the judge: the keys of the items with a query, in
+    file order, and the number of queries (before the judgment cache)."""
+    kind = get_kind(benchmark.kind)
+    keys = list(Item.objects.filter(benchmark=benchmark, key__in=list(outputs))
+                .order_by("position").values_list("key", flat=True))
+    if kind.text_jobs is not None:  # only the items with a judge query are batched (AIR-Bench)
+        items = Item.objects.filter(benchmark=benchmark, key__in=keys).prefetch_related(
+            "criteria").order_by("position")
+        jobs = kind.text_jobs([kind.from_rows(i.as_rows()) for i in items], outputs,
+                              options or {})
+        asked = {job.key for job in jobs}
+        return [key for key in keys if key in asked], len(jobs)
+    n_criteria = Item.objects.filter(benchmark=benchmark, key__in=keys).aggregate(
+        n=Count("criteria"))["n"] or 0
+    return keys, n_criteria * config.rounds
+
+
 def run_create(*, benchmark: Benchmark, audio_root: str, outputs: dict[str, str],
                missing: dict[str, str], config: JudgeConfig | None = None,
                options: dict | None = None,
@@ -77,18 +96,8 @@ def run_create(*, benchmark: Benchmark, audio_root: str, outputs: dict[str, str]
     config); the caller enqueues them after commit."""
     kind = get_kind(benchmark.kind)
     config = config or judge_config_current(benchmark)
-    keys = list(Item.objects.filter(benchmark=benchmark, key__in=list(outputs))
-                .order_by("position").values_list("key", flat=True))
-    n_criteria = Item.objects.filter(benchmark=benchmark, key__in=keys).aggregate(
-        n=Count("criteria"))["n"] or 0
-    total = n_criteria * config.rounds
-    if kind.text_jobs is not None:  # only the items with a judge query are batched (AIR-Bench)
-        items = Item.objects.filter(benchmark=benchmark, key__in=keys).prefetch_related(
-            "criteria").order_by("position")
-        jobs = kind.text_jobs([kind.from_rows(i.as_rows()) for i in items], outputs,
-                              options or {})
-        asked = {job.key for job in jobs}
-        keys, total = [key for key in keys if key in asked], len(jobs)
+    keys, total = run_workload(benchmark=benchmark, outputs=outputs, config=config,
+                               options=options)
     run = ScoringRun.objects.create(
         benchmark=benchmark, judge_config=config, purpose=purpose, label=label,
         audio_root=audio_root,

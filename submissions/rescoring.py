@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Q
 
 from scoring import runs
 from scoring.audit import audit_record
 from scoring.judge_configs import JudgeConfigError
 from scoring.kinds import get_kind
-from scoring.models import Answer, AuditEvent, Benchmark, Item, JudgeConfig, ScoringRun
+from scoring.models import Answer, AuditEvent, Benchmark, JudgeConfig, ScoringRun
 from scoring.tasks import enqueue_run
 from submissions.models import Submission
 
@@ -86,13 +86,12 @@ def rescore_plan(*, benchmark: Benchmark, submissions: list[Submission],
                  config: JudgeConfig) -> RescorePlan:
     """The dry run: how many answers the rescore needs and how many the cache has."""
     _check_config(benchmark, config)
-    criteria = dict(Item.objects.filter(benchmark=benchmark).annotate(n=Count("criteria"))
-                    .values_list("key", "n"))
     total = cached = 0
     for submission in submissions:
         run = submission.current_run
         digests = _digests(run)
-        total += sum(criteria.get(key, 0) for key in run.outputs) * config.rounds
+        total += runs.run_workload(benchmark=benchmark, outputs=run.outputs, config=config,
+                                   options=run.options)[1]
         found = (Answer.objects.filter(
             run__judge_config=config, error=None, round__lt=config.rounds,
             content_sha256__in=set(digests.values()),

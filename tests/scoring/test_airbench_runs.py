@@ -9,6 +9,7 @@ from scoring import airbench, exports, runs
 from scoring.models import Answer, ItemResult, SliceResult
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
+from submissions.rescoring import rescore_plan
 from tests.conftest import judge_config
 from tests.scoring.airbench_data import chat_meta, foundation_meta, write
 
@@ -219,3 +220,19 @@ def test_the_submission_page_shows_each_items_replies(imported, simulator_factor
     assert files.status_code == 200
     assert json.loads(b"".join(files.streaming_content))["kind"] == "airbench-chat"
     assert client.get(f"/submissions/{submission.id}/files/taxonomy.json").status_code == 404
+
+
+def test_a_rescore_dry_run_counts_only_the_alignment_queries(imported, simulator_factory,
+                                                             author):
+    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+    benchmark, _ = imported(airbench.FOUNDATION)
+    plans = {}
+    for align in (False, True):
+        run = score_all(create(benchmark, RESPONSES, sim.urls, options={"align": align}))
+        submission = Submission.objects.create(
+            owner=author, model=ModelEntry.objects.create(owner=author, name=f"m{align}"),
+            benchmark=benchmark, status="queued", current_run=run, options={"align": align})
+        plans[align] = rescore_plan(benchmark=benchmark, submissions=[submission],
+                                    config=run.judge_config)
+    assert (plans[False].total, plans[False].queries) == (0, 0)
+    assert (plans[True].total, plans[True].cached, plans[True].queries) == (1, 1, 0)
