@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scoring.jobs import TextJob, user_message
-from scoring.mmae import MetaError, ReplyError, _show
+from scoring.mmae import MetaError, ReplyError, _show, read_json
 from scoring.predictions import PredictionError
 
 FOUNDATION = "airbench-foundation"
@@ -158,21 +158,6 @@ def audio_path(track: str, task_name: str, dataset_name: str, path: str) -> str:
     return f"{track}/{task_name}_{dataset_name}/{path}"
 
 
-def _read_json(path) -> object:
-    name = str(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except OSError as exc:
-        raise MetaError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
-    except UnicodeDecodeError as exc:
-        raise MetaError([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
-    except json.JSONDecodeError as exc:
-        raise MetaError(
-            [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
-        ) from None
-
-
 def _uniq_id(raw: dict, problems: list[str]) -> str | None:
     value = raw.get("uniq_id")
     if isinstance(value, bool) or not isinstance(value, (int, str)) or str(value).strip() == "":
@@ -273,11 +258,11 @@ def parse_chat(data, *, source: str = "Chat_meta.json") -> list[ChatItem]:
 
 
 def load_foundation(path) -> list[FoundationItem]:
-    return parse_foundation(_read_json(path), source=str(path))
+    return parse_foundation(read_json(path), source=str(path))
 
 
 def load_chat(path) -> list[ChatItem]:
-    return parse_chat(_read_json(path), source=str(path))
+    return parse_chat(read_json(path), source=str(path))
 
 
 # --- predictions ---------------------------------------------------------------------------

@@ -166,12 +166,13 @@ def parse_meta(data, *, source: str = "MMAE-meta.json") -> list[Sample]:
     return samples
 
 
-def load_meta(path) -> list[Sample]:
-    """Read and check MMAE-meta.json; syntax errors name the line and column."""
+def read_json(path) -> object:
+    """A benchmark file's JSON; a file that cannot be read or parsed raises MetaError naming
+    the problem (syntax errors by line and column)."""
     name = str(path)
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            return json.load(handle)
     except OSError as exc:
         raise MetaError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
     except UnicodeDecodeError as exc:
@@ -180,7 +181,11 @@ def load_meta(path) -> list[Sample]:
         raise MetaError(
             [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
         ) from None
-    return parse_meta(data, source=name)
+
+
+def load_meta(path) -> list[Sample]:
+    """Read and check MMAE-meta.json; syntax errors name the line and column."""
+    return parse_meta(read_json(path), source=str(path))
 
 
 def _str_field(raw: dict, key: str, problems: list[str]) -> str | None:

@@ -406,19 +406,7 @@ def _predictions_source(predictions: Path | None, unpacked: _Unpacked | None, au
 
 def _read_predictions(source: _Source, item_keys: list[str],
                       errors: list[str]) -> list[Prediction] | None:
-    try:
-        if source.path.stat().st_size > MAX_PREDICTIONS_BYTES:
-            errors.append(f"{source.name}: larger than {MAX_PREDICTIONS_BYTES} bytes")
-            return None
-        text = source.path.read_bytes().decode("utf-8-sig")
-        return parse_predictions(text, name=source.name, known_ids=set(item_keys))
-    except OSError as exc:
-        errors.append(f"{source.name}: cannot be read: {_why(exc)}")
-    except UnicodeDecodeError as exc:
-        errors.append(f"{source.name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
-    except PredictionError as exc:
-        errors.extend(exc.problems)
-    return None
+    return _read_responses(source, item_keys, parse_predictions, errors)
 
 
 def _prediction_place(source: _Source, prediction: Prediction) -> str:
@@ -553,8 +541,9 @@ def validate_responses(*, item_keys: list[str], predictions: Path | None, archiv
     return result
 
 
-def _read_responses(source: _Source, item_keys: list[str], parse,
-                    errors: list[str]) -> dict[str, str] | None:
+def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[str]):
+    """`parse` of a predictions file's UTF-8 text (a BOM allowed); None with `errors` told
+    why when it is too large, unreadable or malformed."""
     try:
         if source.path.stat().st_size > MAX_PREDICTIONS_BYTES:
             errors.append(f"{source.name}: larger than {MAX_PREDICTIONS_BYTES} bytes")

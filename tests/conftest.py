@@ -159,6 +159,22 @@ def judge_config(urls, *, seed: int = 11, kind: str = "mmae", benchmark=None, **
     return config
 
 
+def demo_run(demo_set, urls, *, slug: str = "mmae"):
+    """The demo set imported (synthetic) and judged by the simulator at `urls` as its current
+    config, and a queued run of system A's outputs: (benchmark, run)."""
+    from scoring import runs
+    from scoring.predictions import load_predictions
+    from scoring.services import benchmark_import
+
+    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
+                                    audio_root=demo_set["root"], slug=slug, synthetic=True)
+    judge_config(urls, benchmark=benchmark)
+    outputs = {p.sample_id: p.audio_path for p in load_predictions(
+        demo_set["predictions"], known_ids={s["id"] for s in demo_set["samples"]})}
+    return benchmark, runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
+                                      outputs=outputs, missing={})
+
+
 def run_manage(*args: str, timeout: float = 300, env: dict | None = None):
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, capture_output=True, text=True,

@@ -10,11 +10,9 @@ from judge.models import Endpoint
 from scoring import runs
 from scoring.fleet import fleet_probe
 from scoring.models import AuditEvent
-from scoring.predictions import load_predictions
-from scoring.services import benchmark_import
 from tests.browser.test_board_in_browser import in_thread
 from tests.browser.test_rescore_in_browser import log_in
-from tests.conftest import judge_config
+from tests.conftest import demo_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
               pytest.mark.timeout(120)]
@@ -26,13 +24,7 @@ def fleet(demo_set, staff, simulator_factory, settings):
     them (answers for the figures), the rest of the run waiting, and a probe stored."""
     settings.SCORING_BATCH_ITEMS = 6
     sim = simulator_factory("--latency-ms", "20")
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae", synthetic=True)
-    judge_config(sim.urls, benchmark=benchmark)
-    outputs = {p.sample_id: p.audio_path for p in load_predictions(
-        demo_set["predictions"], known_ids={s["id"] for s in demo_set["samples"]})}
-    run = runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
-                          outputs=outputs, missing={})
+    _, run = demo_run(demo_set, sim.urls)
     worker = runs.JudgeSettings(concurrency=4, timeout=10, down_wait=1)
     in_thread(lambda: runs.batch_score(run.batches.order_by("index").first().id, worker))
     in_thread(fleet_probe)

@@ -5,11 +5,9 @@ from playwright.sync_api import expect
 
 from scoring import runs
 from scoring.models import AuditEvent, ScoringRun
-from scoring.predictions import load_predictions
-from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
 from tests.browser.test_board_in_browser import in_thread
-from tests.conftest import CAST_PASSWORD, judge_config
+from tests.conftest import CAST_PASSWORD, demo_run
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
               pytest.mark.timeout(120)]
@@ -21,13 +19,7 @@ def scored(demo_set, author, staff, simulator_factory, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SCORING_BATCH_ITEMS = 20
     sim = simulator_factory("--latency-ms", "1")
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae", synthetic=True)
-    judge_config(sim.urls, benchmark=benchmark)
-    outputs = {p.sample_id: p.audio_path for p in load_predictions(
-        demo_set["predictions"], known_ids={s["id"] for s in demo_set["samples"]})}
-    run = runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
-                          outputs=outputs, missing={})
+    benchmark, run = demo_run(demo_set, sim.urls)
     worker = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
     def score():
