@@ -16,7 +16,7 @@ from leaderboard import selectors
 from leaderboard.forms import BoardForm
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
-from submissions.selectors import submission_visible
+from submissions.selectors import submission_get
 
 
 def columns(kind: Kind) -> tuple[str, ...]:
@@ -172,7 +172,7 @@ class SubmissionSlicesApi(APIView):
 
     @extend_schema(operation_id="submissions_slices", responses=OpenApiTypes.OBJECT)
     def get(self, request, pk):
-        submission = submission_visible(request.user, pk)
+        submission = submission_get(user=request.user, pk=pk)
         run = submission.current_run
         if run is None or run.status != ScoringRun.Status.FINISHED:
             return Response({"errors": [f"submission {pk} has no finished scoring yet"]},

@@ -1,7 +1,7 @@
 """A submission's page: figures, slices and the per-sample explorer, and its audio.
 
-Every view here looks the submission up with `submission_visible`, the one access check of
-this page: public and finished for anyone, otherwise its owner and staff, 404 for the rest.
+Every view here looks the submission up with `submission_get`, the one access check:
+published for anyone, otherwise its owner and staff, 404 for the rest.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django_htmx.http import push_url
 
 from leaderboard import explorer_selectors as selectors
 from scoring.kinds import get_kind
-from submissions.selectors import submission_visible
+from submissions.selectors import submission_get
 
 AUDIO_WHICH = re.compile(r"output|input[1-9][0-9]{0,2}")
 
@@ -99,7 +99,7 @@ def _explorer(request, submission) -> dict:
 
 @require_safe
 def submission_page(request, pk):
-    submission = submission_visible(request.user, pk)
+    submission = submission_get(user=request.user, pk=pk)
     context = _explorer(request, submission)
     context["figures"] = selectors.submission_figures(submission)
     status = 400 if context["explorer"] is None else 200
@@ -109,7 +109,7 @@ def submission_page(request, pk):
 @require_safe
 def submission_samples(request, pk):
     """The explorer's list alone, for htmx; the page includes the same template."""
-    submission = submission_visible(request.user, pk)
+    submission = submission_get(user=request.user, pk=pk)
     context = _explorer(request, submission)
     if context["explorer"] is None:
         return render(request, "leaderboard/_samples.html", context, status=400)
@@ -122,7 +122,7 @@ def submission_samples(request, pk):
 @require_safe
 def submission_audio(request, pk, item_key, which):
     """One of a sample's players: an input of the benchmark or the submitted output."""
-    submission = submission_visible(request.user, pk)
+    submission = submission_get(user=request.user, pk=pk)
     if not AUDIO_WHICH.fullmatch(which):
         raise Http404("no such audio")
     path = selectors.audio_file(submission, item_key, which)

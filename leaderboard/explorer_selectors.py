@@ -1,6 +1,6 @@
 """Reads that serve a submission's page: its figures and the per-sample explorer.
 
-The caller has already checked visibility (submissions.selectors.submission_visible); these
+The caller has already checked visibility (submissions.selectors.submission_get); these
 functions take the submission it returned and never look one up themselves.
 """
 

@@ -38,9 +38,8 @@ def _published(benchmark: Benchmark):
     """Public submissions whose run is finished under the benchmark's current judge config
     (runs under older configs stay viewable on each submission's page), unless staff have
     hidden them."""
-    return Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
-                                     current_run__status=ScoringRun.Status.FINISHED,
-                                     current_run__judge_config_id=benchmark.judge_config_id)
+    return Submission.objects.published().filter(
+        benchmark=benchmark, current_run__judge_config_id=benchmark.judge_config_id)
 
 
 def representatives(benchmark: Benchmark) -> list[Submission]:
@@ -241,19 +240,11 @@ def licences(benchmark: Benchmark) -> list[str]:
 # --- model pages, pivots and comparisons ----------------------------------------------------
 
 
-def _finished():
-    return Submission.objects.filter(current_run__status=ScoringRun.Status.FINISHED)
-
-
 def visible_models(user):
-    """Models the user may know of: anyone those with a public finished submission; their
-    owner and staff the others too (a model with only private submissions must not leak)."""
-    if user.is_authenticated and user.is_staff:
-        return ModelEntry.objects.all()
-    rule = Q(id__in=_finished().filter(public=True, hidden=False).values("model_id"))
-    if user.is_authenticated:
-        rule |= Q(owner=user)
-    return ModelEntry.objects.filter(rule)
+    """Models the user may know of: those with a submission the user may see, and their own
+    (a model with only private submissions must not leak)."""
+    seen = Q(id__in=Submission.objects.visible_to(user).values("model_id"))
+    return ModelEntry.objects.filter(seen | Q(owner=user) if user.is_authenticated else seen)
 
 
 def model_for(user, model_id) -> ModelEntry:
@@ -266,14 +257,10 @@ def model_for(user, model_id) -> ModelEntry:
 
 
 def model_submissions(user, model: ModelEntry) -> list[Submission]:
-    """The model's finished submissions the user may see, newest first: public ones for
-    everyone, private ones for their owner and staff only (submission_for's rule)."""
-    queryset = _finished().filter(model=model).select_related("benchmark", "current_run")
-    if not user.is_authenticated:
-        queryset = queryset.filter(public=True, hidden=False)
-    elif not user.is_staff:
-        queryset = queryset.filter(Q(public=True, hidden=False) | Q(owner=user))
-    return list(queryset.order_by("-created_at", "-id"))
+    """The model's scored submissions the user may see, newest first."""
+    return list(Submission.objects.visible_to(user)
+                .filter(model=model, current_run__status=ScoringRun.Status.FINISHED)
+                .select_related("benchmark", "current_run").order_by("-created_at", "-id"))
 
 
 def submission_rows(submissions: list[Submission]) -> list[dict]:

@@ -9,7 +9,6 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
 from django.utils.module_loading import import_string
 
 from judge.fleet import FleetUnavailable
@@ -18,11 +17,7 @@ from scoring import fleet, runs
 log = logging.getLogger(__name__)
 
 def enqueue_run(run_id: int) -> None:
-    """After the current transaction commits, queue every pending batch of a run."""
-    transaction.on_commit(lambda: _enqueue_batches(run_id))
-
-
-def _enqueue_batches(run_id: int) -> None:
+    """Queue every pending batch of a run (the tasks leave once the transaction commits)."""
     batch_ids = runs.pending_batch_ids(run_id)
     _send(batch_ids)
     if not batch_ids and runs.run_try_aggregate(run_id):

@@ -121,13 +121,13 @@ def _flatten(errors: dict) -> list[str]:
 
 
 class SubmissionDetailApi(APIView):
-    # Anyone may ask; submission_for answers 404 unless the caller is the owner or staff,
-    # so an anonymous caller learns no more than another user does.
+    # Anyone may ask: submission_get answers 404 for a submission the caller may not see and
+    # 403 for a published one that is not theirs.
     permission_classes = [AllowAny]
 
     @extend_schema(operation_id="submissions_detail", responses=OpenApiTypes.OBJECT)
     def get(self, request, pk):
-        submission = selectors.submission_for(request.user, pk)
+        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         progress = selectors.run_progress(submission.current_run)
         return Response({
             **submission_out(submission),
@@ -159,7 +159,7 @@ class SubmissionDetailApi(APIView):
                               403: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
     def patch(self, request, pk):
         """The author's choices: public or private, and the model's representative."""
-        submission = selectors.submission_for(request.user, pk)
+        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         if submission.owner_id != request.user.pk:
             return Response({"errors": ["only its author may change a submission's "
                                         "visibility; staff hide or flag it instead"]},
@@ -181,7 +181,8 @@ class SubmissionDetailApi(APIView):
                         chosen=data["representative"])
         except moderation.ModerationError as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(submission_out(selectors.submission_for(request.user, pk)))
+        return Response(submission_out(selectors.submission_get(user=request.user, pk=pk,
+                                                                write=True)))
 
 
 def _figures_out(submission) -> dict:
@@ -201,7 +202,7 @@ class SubmissionFileApi(APIView):
 
     @extend_schema(operation_id="submissions_file", responses={200: OpenApiTypes.BINARY})
     def get(self, request, pk, name):
-        submission = selectors.submission_for(request.user, pk)
+        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         return file_response(submission, name, run_id=request.query_params.get("run"))
 
 
@@ -209,7 +210,7 @@ class SubmissionCancelApi(APIView):
     @extend_schema(operation_id="submissions_cancel", request=None,
                    responses=OpenApiTypes.OBJECT)
     def post(self, request, pk):
-        submission = selectors.submission_for(request.user, pk)
+        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         if not submission_cancel(submission):
             return Response({"errors": [f"submission {pk} is {submission.state}; only a "
                                         "queued or scoring one can be cancelled"]},
@@ -238,7 +239,7 @@ class SubmissionRescoreApi(APIView):
     """Staff: score a submission again under a judge config (by default the benchmark's
     current one). 404 for anyone who cannot see the submission, 403 for its non-staff owner."""
 
-    permission_classes = [AllowAny]  # submission_for answers 404 to anonymous callers
+    permission_classes = [AllowAny]  # submission_get answers 404 or 403 to anyone else
 
     class RescoreSerializer(serializers.Serializer):
         judge_config = serializers.CharField(required=False, max_length=100,
@@ -249,7 +250,7 @@ class SubmissionRescoreApi(APIView):
     @extend_schema(operation_id="submissions_rescore", request=RescoreSerializer,
                    responses=OpenApiTypes.OBJECT)
     def post(self, request, pk):
-        submission = selectors.submission_for(request.user, pk)
+        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         if not request.user.is_staff:
             return Response({"errors": ["only staff can rescore a submission"]},
                             status=status.HTTP_403_FORBIDDEN)

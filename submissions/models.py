@@ -70,6 +70,21 @@ class ModelEntry(models.Model):
 
 
 class SubmissionQuerySet(models.QuerySet):
+    """The one rule of who sees which submission: `published()` for everyone (public, not
+    hidden by staff, scored), `visible_to(user)` adds an author's own and, for staff, all."""
+
+    PUBLISHED = Q(public=True, hidden=False, current_run__status=ScoringRun.Status.FINISHED)
+
+    def published(self):
+        return self.filter(self.PUBLISHED)
+
+    def visible_to(self, user):
+        if user.is_authenticated and user.is_staff:
+            return self.all()
+        if user.is_authenticated:
+            return self.filter(self.PUBLISHED | Q(owner=user))
+        return self.published()
+
     def in_flight(self):
         """Submissions still being handled: uploaded, validating, or with an active run."""
         return self.filter(

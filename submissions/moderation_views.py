@@ -46,9 +46,9 @@ class RepresentativeForm(forms.Form):
 
 
 def _own(request, pk) -> Submission:
-    """The author's own submission; staff see others' (submission_for) but may not change
+    """The author's own submission; staff see others' (submission_get) but may not change
     an author's choices: 403 for them, 404 for everyone else."""
-    submission = selectors.submission_for(request.user, pk)
+    submission = selectors.submission_get(user=request.user, pk=pk, write=True)
     if submission.owner_id != request.user.pk:
         raise PermissionDenied("only its author may change this submission's visibility")
     return submission

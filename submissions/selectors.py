@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import Http404
 from django.utils import timezone
@@ -11,20 +12,19 @@ from scoring.models import Answer, Benchmark, ScoringRun, SliceResult
 from submissions.models import Submission
 
 
-def submission_for(user, pk) -> Submission:
-    """The one access-checked lookup of a submission for its author's pages, API and files.
-
-    The owner and staff see it; anyone else, signed in or not, gets 404 as if it did not exist.
-    """
-    if not user.is_authenticated:
-        raise Http404("no such submission")
-    queryset = Submission.objects.select_related("model", "benchmark", "current_run")
-    if not user.is_staff:
-        queryset = queryset.filter(owner=user)
+def submission_get(*, user, pk, write: bool = False) -> Submission:
+    """The one access-checked lookup of a submission, for every page, API call, download and
+    the explorer. A submission the user may not see (Submission.objects.visible_to) is a 404,
+    as if it did not exist. With `write` (its status page, files, cancelling, the author's
+    choices), one the user may see but neither owns nor, as staff, manages is a 403."""
     try:
-        return queryset.get(pk=pk)
+        submission = (Submission.objects.visible_to(user)
+                      .select_related("model", "benchmark", "current_run").get(pk=pk))
     except (Submission.DoesNotExist, ValueError, TypeError):
         raise Http404("no such submission") from None
+    if write and not (user.is_staff or submission.owner_id == user.pk):
+        raise PermissionDenied(f"submission {submission.pk} is not yours")
+    return submission
 
 
 def submissions_of(user):
@@ -80,21 +80,6 @@ def run_progress(run: ScoringRun | None) -> dict:
         "percent": round(100 * done / total, 1) if total else 100.0,
         "eta_seconds": eta, "queue_position": position, "failures": failures,
     }
-
-
-def submission_visible(user, pk) -> Submission:
-    """The one access-checked lookup of a submission's public page, its explorer and audio.
-
-    A public submission whose current run is finished is seen by everyone, unless staff have
-    hidden it; any other is seen by its owner and staff only (the rule of `submission_for`),
-    and is a 404 for anyone else.
-    """
-    try:
-        return (Submission.objects.select_related("model", "benchmark", "current_run")
-                .get(pk=pk, public=True, hidden=False,
-                     current_run__status=ScoringRun.Status.FINISHED))
-    except (Submission.DoesNotExist, ValueError, TypeError):
-        return submission_for(user, pk)
 
 
 def moderation_queue(*, benchmark_slug: str = "", state: str = "", flagged: bool = False,

@@ -176,7 +176,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             submission.save(update_fields=["files_dir"])
             from submissions.tasks import validate_submission
 
-            transaction.on_commit(lambda: validate_submission.delay(submission.pk))
+            validate_submission.delay(submission.pk)
     except BaseException:
         if folder is not None:
             shutil.rmtree(folder.parent, ignore_errors=True)

@@ -49,7 +49,7 @@ def upload(request):
 
 
 def _detail_context(request, pk):
-    submission = selectors.submission_for(request.user, pk)
+    submission = selectors.submission_get(user=request.user, pk=pk, write=True)
     return {"submission": submission, "progress": selectors.run_progress(submission.current_run),
             "files": get_kind(submission.benchmark.kind).files}
 
@@ -67,11 +67,11 @@ def submission_progress(request, pk):
 
 def submission_file(request, pk, name):
     """A results file of the submission's current run, or of one of its runs (?run=ID)."""
-    return file_response(selectors.submission_for(request.user, pk), name,
+    return file_response(selectors.submission_get(user=request.user, pk=pk, write=True), name,
                          run_id=request.GET.get("run"))
 
 
 @require_POST
 def submission_cancel_view(request, pk):
-    submission_cancel(selectors.submission_for(request.user, pk))
+    submission_cancel(selectors.submission_get(user=request.user, pk=pk, write=True))
     return redirect("submissions:detail", pk=pk)

@@ -43,7 +43,8 @@ def test_staff_rescore_a_submission_through_the_api(finished, staff):
     response = api(staff).post(url, {"reason": "judge fix"}, format="json")
     assert response.status_code == 202, response.content
     run = ScoringRun.objects.get(id=response.json()["run"]["id"])
-    assert run.purpose == "rescore" and run.status == "queued"
+    # Its benchmark has no item: nothing to ask, so it goes straight to aggregation.
+    assert run.purpose == "rescore" and run.status == "aggregating"
     event = AuditEvent.objects.get()
     assert (event.action, event.reason, event.object_id) == ("rescore", "judge fix",
                                                              str(finished.id))
@@ -55,6 +56,10 @@ def test_staff_rescore_a_submission_through_the_api(finished, staff):
 def test_the_rescore_api_is_staff_only(finished, author, other_author):
     url = f"/api/submissions/{finished.id}/rescore/"
     assert api(author).post(url, {"reason": "x"}, format="json").status_code == 403
+    # Published: anyone may know it exists, no one else may manage it.
+    assert api(other_author).post(url, {"reason": "x"}, format="json").status_code == 403
+    assert api().post(url, {"reason": "x"}, format="json").status_code == 403
+    Submission.objects.filter(pk=finished.pk).update(public=False)
     assert api(other_author).post(url, {"reason": "x"}, format="json").status_code == 404
     assert api().post(url, {"reason": "x"}, format="json").status_code == 404
     assert api(author).get(url).status_code == 405
