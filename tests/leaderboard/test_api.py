@@ -48,3 +48,24 @@ class TestCsvCells:
     def test_an_error_body_is_neutralised_too(self):
         body = CsvRenderer().render({"errors": ["=cmd", "fine"]})
         assert body == "error\r\n'=cmd\r\nfine\r\n"
+
+
+class TestCacheKey:
+    def test_unknown_and_reordered_parameters_hit_the_same_key(self, client, board,
+                                                                cache_writes):
+        _, scored = board
+        scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
+        first = client.get("/api/leaderboards/mmae/?dimension=modality&bucket=sound&format=csv")
+        for query in ("format=csv&bucket=sound&dimension=modality",
+                      "dimension=modality&cachebust=1&bucket=sound&format=csv",
+                      "page=3&bucket=sound&format=csv&dimension=modality&cachebust=2"):
+            response = client.get(f"/api/leaderboards/mmae/?{query}")
+            assert response.content == first.content
+        assert len(cache_writes("board-api")) == 1
+
+    def test_each_format_and_query_gets_its_own_key(self, client, board, cache_writes):
+        _, scored = board
+        scored("Alpha", (50.0, 60.0, 30.0))
+        for query in ("", "format=csv", "sort=model", "sort=model&cachebust=1"):
+            assert client.get(f"/api/leaderboards/mmae/?{query}").status_code == 200
+        assert len(set(cache_writes("board-api"))) == 3
