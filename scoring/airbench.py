@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scoring import jsontext
 from scoring.jobs import TextJob, user_message
 from scoring.mmae import MetaError, ReplyError, _show, read_json
 from scoring.predictions import PredictionError
@@ -287,7 +288,7 @@ def parse_responses(text: str, *, name: str, known_ids: set[str]) -> list[Respon
     for number, line in lines:
         place = f"line {number}"
         try:
-            value = json.loads(line)
+            value = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(f"{name} {place}: invalid JSON at column {exc.colno}: {exc.msg}")
             continue

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from scoring import jsontext
 from scoring.mmae import _content_parts, _show, audio_url_of
 
 
@@ -34,7 +35,7 @@ def _entries(text: str, name: str) -> list[tuple[str, object]]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise PredictionError(
                 [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
@@ -46,7 +47,7 @@ def _entries(text: str, name: str) -> list[tuple[str, object]]:
         if not line.strip():
             continue
         try:
-            entries.append((f"line {number}", json.loads(line)))
+            entries.append((f"line {number}", jsontext.loads(line)))
         except json.JSONDecodeError as exc:
             problems.append(f"{name} line {number}: invalid JSON at column {exc.colno}: {exc.msg}")
     if problems:

@@ -190,6 +190,14 @@ def test_predictions_may_carry_the_metadata_fields_and_string_ids():
     assert (response.uniq_id, response.response, response.where) == ("1", "B", "line 1")
 
 
+def test_a_line_nested_too_deeply_is_refused_naming_the_line():
+    text = '{"uniq_id": 1, "response": "B"}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
+    with pytest.raises(PredictionError) as caught:
+        airbench.parse_responses(text, name="p.jsonl", known_ids={"1"})
+    assert caught.value.problems == [
+        "p.jsonl line 2: invalid JSON at column 65: nested too deeply (more than 64 levels)"]
+
+
 def test_an_empty_predictions_file_is_refused():
     with pytest.raises(PredictionError, match="holds no predictions"):
         airbench.parse_responses("\n", name="p.jsonl", known_ids={"1"})

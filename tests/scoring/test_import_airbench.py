@@ -86,3 +86,13 @@ def test_a_slug_of_another_kind_is_refused(tmp_path):
 def test_a_track_is_required(tmp_path):
     with pytest.raises(CommandError):
         call_command("import_airbench")
+
+
+def test_a_file_nested_too_deeply_imports_nothing_and_says_why(tmp_path):
+    path = tmp_path / "Chat_meta.json"
+    path.write_text('[{"uniq_id": ' + "[" * 100_000 + "]" * 100_000 + "}]")
+    with pytest.raises(CommandError) as caught:
+        call_command("import_airbench", "--chat", str(path))
+    assert f"{path}: invalid JSON at line 1, column 76: nested too deeply (more than 64 " \
+        "levels)" in str(caught.value)
+    assert not Benchmark.objects.exists()

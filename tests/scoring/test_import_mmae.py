@@ -148,3 +148,13 @@ def test_a_full_size_file_imports(tmp_path):
     import_(meta, tmp_path)
     assert Benchmark.objects.get().n_criteria == 17741 == Criterion.objects.count()
     assert Item.objects.count() == 2000
+
+
+def test_a_file_nested_too_deeply_imports_nothing_and_says_why(tmp_path):
+    meta = tmp_path / "MMAE-meta.json"
+    meta.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CommandError) as caught:
+        import_(meta, tmp_path)
+    assert f"{meta}: invalid JSON at line 1, column 65: nested too deeply (more than 64 " \
+        "levels)" in str(caught.value)
+    assert not Benchmark.objects.exists()

@@ -45,6 +45,17 @@ class TestFormats:
 
 
 class TestBadInput:
+    def test_a_json_array_nested_too_deeply_is_refused_naming_the_file(self):
+        assert problems("[" * 100_000 + "]" * 100_000) == [
+            "predictions.json: invalid JSON at line 1, column 65: nested too deeply (more than "
+            "64 levels)"]
+
+    def test_a_jsonl_line_nested_too_deeply_is_refused_naming_the_line(self):
+        text = '{"id": "a1", "audio_path": "a.wav"}\n{"id": ' + "[" * 100_000 + "\n"
+        assert problems(text, "submission.jsonl") == [
+            "submission.jsonl line 2: invalid JSON at column 71: nested too deeply (more than "
+            "64 levels)"]
+
     def test_a_jsonl_syntax_error_names_the_line(self):
         text = '{"id": "a1", "audio_path": "a.wav"}\n{"id": "b2", "audio_path": \n'
         assert problems(text, "submission.jsonl") == [

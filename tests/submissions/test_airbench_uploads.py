@@ -112,6 +112,21 @@ def test_the_api_takes_the_align_option_and_reports_errors_by_line(author, board
     assert detail["files"] == ["scores.json", "results.jsonl"] and detail["overall"] is None
 
 
+def test_the_api_refuses_a_line_nested_too_deeply_with_a_400(author, boards):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=author, name='t')[1]}")
+    deep = SimpleUploadedFile("predictions.jsonl", b'{"uniq_id": 1, "response": "B"}\n'
+                              + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    response = client.post("/api/submissions/", {
+        "benchmark": "air-bench-chat", "model_name": "Listener", "predictions": deep},
+        format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"errors": [
+        "predictions.jsonl line 2: invalid JSON at column 65: nested too deeply (more than 64 "
+        "levels)"]}
+    assert not Submission.objects.exists()
+
+
 def test_the_upload_page_takes_a_jsonl(client, author, boards):
     client.force_login(author)
     response = client.post("/submit/", {
