@@ -186,7 +186,7 @@ def _parse_array(data, source: str, parse_one) -> list:
     problems: list[str] = []
     items = []
     seen: dict[str, int] = {}
-    for index, raw in enumerate(data):
+    for index, raw in enumerate(data, start=1):
         item_problems: list[str] = []
         item = parse_one(raw, item_problems)
         where = f"{source}: item {index}"

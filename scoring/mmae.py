@@ -148,7 +148,7 @@ def parse_meta(data, *, source: str = "MMAE-meta.json") -> list[Sample]:
     problems: list[str] = []
     samples: list[Sample] = []
     seen: dict[str, int] = {}
-    for position, raw in enumerate(data):
+    for position, raw in enumerate(data, start=1):
         sample_problems: list[str] = []
         sample = _parse_sample(raw, sample_problems)
         where = f"{source}: sample {position}"

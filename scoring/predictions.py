@@ -27,7 +27,7 @@ class PredictionError(ValueError):
 class Prediction:
     sample_id: str
     audio_path: str
-    where: str  # "line 3" or "entry 2", for messages
+    where: str  # "line 3" or "entry 2" (both from 1), for messages
 
 
 def _entries(text: str, name: str) -> list[tuple[str, object]]:
@@ -40,7 +40,7 @@ def _entries(text: str, name: str) -> list[tuple[str, object]]:
             raise PredictionError(
                 [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
             ) from None
-        return [(f"entry {i}", value) for i, value in enumerate(data)]
+        return [(f"entry {i}", value) for i, value in enumerate(data, start=1)]
     entries = []
     problems = []
     for number, line in enumerate(text.splitlines(), start=1):

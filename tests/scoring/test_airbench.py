@@ -112,14 +112,14 @@ def test_a_faulty_foundation_file_names_file_index_and_uniq_id(tmp_path):
     with pytest.raises(MetaError) as caught:
         airbench.load_foundation(path)
     problems = caught.value.problems
-    assert f"{path}: item 1 (uniq_id 2): field 'answer_gt' \"zebra\" equals none of the " \
+    assert f"{path}: item 2 (uniq_id 2): field 'answer_gt' \"zebra\" equals none of the " \
            'choices ["a", "b", "c", "d"]' in problems
-    assert f"{path}: item 2 (uniq_id 3): field 'task_name' 'Speech_Ground' is not an " \
+    assert f"{path}: item 3 (uniq_id 3): field 'task_name' 'Speech_Ground' is not an " \
            "AIR-Bench foundation task" in problems
-    assert f"{path}: item 3 (uniq_id 4): field 'choice_d' is given but 'choice_c' is not" \
+    assert f"{path}: item 4 (uniq_id 4): field 'choice_d' is given but 'choice_c' is not" \
         in problems
-    assert f"{path}: item 4 (uniq_id 1): duplicate uniq_id, first used by item 0" in problems
-    assert f"{path}: item 5 (uniq_id 6): field 'question' must be a non-empty string, got " \
+    assert f"{path}: item 5 (uniq_id 1): duplicate uniq_id, first used by item 1" in problems
+    assert f"{path}: item 6 (uniq_id 6): field 'question' must be a non-empty string, got " \
            "nothing" in problems
     assert len(problems) == 5
 
@@ -145,9 +145,9 @@ def test_a_faulty_chat_file_names_every_fault(tmp_path):
     with pytest.raises(MetaError) as caught:
         airbench.load_chat(path)
     assert caught.value.problems == [
-        f"{path}: item 0 (uniq_id 0): field 'task_name' 'speech_qa' is not an AIR-Bench chat "
+        f"{path}: item 1 (uniq_id 0): field 'task_name' 'speech_qa' is not an AIR-Bench chat "
         "task",
-        f"{path}: item 2 (uniq_id 2): field 'meta_info' must be a non-empty string, got 5",
+        f"{path}: item 3 (uniq_id 2): field 'meta_info' must be a non-empty string, got 5",
     ]
 
 

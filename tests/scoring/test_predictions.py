@@ -28,7 +28,7 @@ class TestFormats:
         text = json.dumps([official("a1", "out/a1.wav"), official("b2", "out/b2.wav")])
         result = parse_predictions(text, name="predictions.json", known_ids=IDS)
         assert [(p.sample_id, p.audio_path, p.where) for p in result] == [
-            ("a1", "out/a1.wav", "entry 0"), ("b2", "out/b2.wav", "entry 1")]
+            ("a1", "out/a1.wav", "entry 1"), ("b2", "out/b2.wav", "entry 2")]
 
     def test_it_reads_the_challenge_jsonl_and_skips_blank_lines(self):
         text = '{"id": "a1", "audio_path": "audio/a1.wav"}\n\n{"id": "c3", "audio_path": ' \
@@ -85,13 +85,13 @@ class TestBadInput:
         text = json.dumps([["a1"], {"id": 7}, no_assistant, two_audios,
                            {"id": "a1", "audio_path": ""}])
         assert problems(text) == [
-            'predictions.json entry 0: must be a JSON object, got ["a1"]',
-            "predictions.json entry 1: 'id' must be a non-empty string, got 7",
-            "predictions.json entry 2 (id b2): the last message must be the assistant's turn "
+            'predictions.json entry 1: must be a JSON object, got ["a1"]',
+            "predictions.json entry 2: 'id' must be a non-empty string, got 7",
+            "predictions.json entry 3 (id b2): the last message must be the assistant's turn "
             "holding the edited audio",
-            "predictions.json entry 3 (id c3): the assistant turn must hold exactly one audio "
+            "predictions.json entry 4 (id c3): the assistant turn must hold exactly one audio "
             "item, found 2",
-            "predictions.json entry 4 (id a1): 'audio_path' must be a non-empty string, got \"\"",
+            "predictions.json entry 5 (id a1): 'audio_path' must be a non-empty string, got \"\"",
         ]
 
     def test_an_empty_file_is_refused(self):

@@ -295,7 +295,7 @@ class TestPredictionsFile:
     def test_a_path_outside_the_archive_is_refused_in_predictions_json(self, upload,
                                                                         audio_dir):
         result = run(audio_dir, predictions=predictions_json(upload, {"c3": "/tmp/x.wav"}))
-        assert result.errors == ["predictions.json entry 0 (id c3): '/tmp/x.wav': paths "
+        assert result.errors == ["predictions.json entry 1 (id c3): '/tmp/x.wav': paths "
                                  "outside the archive are not allowed"]
 
 
