@@ -372,18 +372,18 @@ def chat_pass_prompt(item: ChatItem, response: str, round_: int) -> str:
                        assistant2=second)
 
 
-_PAIR_RE = re.compile(r"(\d+) (\d+)")
-
-
 def parse_chat_reply(text: str | None) -> tuple[int, int]:
-    """Exactly two integers separated by one space, each at most 10 (surrounding whitespace
-    aside); ReplyError otherwise."""
+    """The two scores, read as the official cal_score.py reads them: strip, remove every
+    "\\n", split on single spaces; exactly two parts, each taken by int() (so "+9 8" and "-5 4"
+    are read), neither above 10. ReplyError otherwise."""
     if not isinstance(text, str) or not text.strip():
         raise ReplyError("empty reply")
-    match = _PAIR_RE.fullmatch(text.strip())
-    if match is None:
+    try:
+        pair = tuple(int(part) for part in text.strip().replace("\n", "").split(" "))
+    except ValueError:
+        pair = ()
+    if len(pair) != 2:
         raise ReplyError(f"not two integers separated by a space: {_show(text)}")
-    pair = int(match.group(1)), int(match.group(2))
     if max(pair) > MAX_CHAT_SCORE:
         raise ReplyError(f"a score above {MAX_CHAT_SCORE}: {_show(text)}")
     return pair

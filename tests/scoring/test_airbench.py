@@ -71,14 +71,17 @@ def test_the_chat_prompt_puts_the_reference_first_in_pass_a_and_second_in_pass_b
 
 @pytest.mark.parametrize(("reply", "pair"), [
     ("7 8", (7, 8)), ("10 1", (10, 1)), (" 3 4\n", (3, 4)), ("0 10", (0, 10)),
+    # Official cal_score.py: strip, drop every "\n", split on " ", int() each part.
+    ("8 \n7", (8, 7)), ("8\n 7", (8, 7)), ("+9 8", (9, 8)), ("-5 4", (-5, 4)),
+    ("-1 5", (-1, 5)), ("8\t 7", (8, 7)), ("010 1_0", (10, 10)), ("\u0668 7", (8, 7)),
 ])
-def test_a_chat_reply_is_two_integers(reply, pair):
+def test_a_chat_reply_is_read_as_the_official_cal_score_reads_it(reply, pair):
     assert airbench.parse_chat_reply(reply) == pair
 
 
 @pytest.mark.parametrize("reply", [
     "7, 8", "7  8", "7.5 8", "11 3", "7", "7 8 9", "Assistant 1: 7\nAssistant 2: 8", "", None,
-    "-1 5", "7 8\nbecause",
+    "7 8\nbecause", "8\t7", "8\r\n7", "3 11", "7 8.", "1e1 5", " \n ",
 ])
 def test_anything_else_is_a_failed_reply(reply):
     with pytest.raises(ReplyError):
