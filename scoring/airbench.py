@@ -282,7 +282,7 @@ def parse_responses(text: str, *, name: str, known_ids: set[str]) -> list[Respon
     problems: list[str] = []
     responses: list[Response] = []
     first: dict[str, str] = {}
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = list(jsontext.lines(text))
     if not lines:
         raise PredictionError([f"{name}: the file holds no predictions"])
     for number, line in lines:

@@ -43,9 +43,7 @@ def _entries(text: str, name: str) -> list[tuple[str, object]]:
         return [(f"entry {i}", value) for i, value in enumerate(data, start=1)]
     entries = []
     problems = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsontext.lines(text):
         try:
             entries.append((f"line {number}", jsontext.loads(line)))
         except json.JSONDecodeError as exc:

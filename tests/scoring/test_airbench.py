@@ -193,6 +193,27 @@ def test_predictions_may_carry_the_metadata_fields_and_string_ids():
     assert (response.uniq_id, response.response, response.where) == ("1", "B", "line 1")
 
 
+SEPARATORS = "\u2028\u2029\x85"  # raw in json.dumps(..., ensure_ascii=False), not line ends
+
+
+def test_a_file_of_the_official_inference_script_is_read_line_by_line_as_it_reads_it():
+    rows = [{"uniq_id": 1, "response": f"B{SEPARATORS}because"},
+            {"uniq_id": 2, "response": f"line one\u2028line two\x85{SEPARATORS}"}]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    assert len(text.splitlines()) > 2  # what str.splitlines() would have broken
+    responses = airbench.parse_responses(text, name="p.jsonl", known_ids={"1", "2"})
+    assert [(r.uniq_id, r.response, r.where) for r in responses] == [
+        ("1", rows[0]["response"], "line 1"), ("2", rows[1]["response"], "line 2")]
+    assert airbench.extract_letter(responses[0].response) == "B"
+
+
+def test_a_file_with_windows_line_ends_is_read():
+    text = '{"uniq_id": 1, "response": "A"}\r\n\r\n{"uniq_id": 2, "response": "B"}\r\n'
+    responses = airbench.parse_responses(text, name="p.jsonl", known_ids={"1", "2"})
+    assert [(r.uniq_id, r.response, r.where) for r in responses] == [
+        ("1", "A", "line 1"), ("2", "B", "line 3")]
+
+
 def test_a_line_nested_too_deeply_is_refused_naming_the_line():
     text = '{"uniq_id": 1, "response": "B"}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
     with pytest.raises(PredictionError) as caught:

@@ -37,6 +37,14 @@ class TestFormats:
         assert [(p.sample_id, p.audio_path, p.where) for p in result] == [
             ("a1", "audio/a1.wav", "line 1"), ("c3", "audio/c3.wav", "line 3")]
 
+    def test_jsonl_lines_end_only_where_pythons_file_iteration_ends_them(self):
+        rows = [{"id": "a1", "audio_path": "out/a\u2028\u2029\x85.wav"},
+                {"id": "b2", "audio_path": "out/b.wav"}]
+        text = json.dumps(rows[0], ensure_ascii=False) + "\r\n" + json.dumps(rows[1]) + "\r\n"
+        result = parse_predictions(text, name="submission.jsonl", known_ids=IDS)
+        assert [(p.sample_id, p.audio_path, p.where) for p in result] == [
+            ("a1", "out/a\u2028\u2029\x85.wav", "line 1"), ("b2", "out/b.wav", "line 2")]
+
     def test_an_audio_url_object_is_accepted(self):
         entry = official("a1")
         entry["messages"][-1]["content"] = [{"type": "audio", "audio_url": {"url": "o.wav"}}]
