@@ -228,9 +228,15 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-# Uploads: anything above FILE_UPLOAD_MAX_MEMORY_SIZE streams to a temporary file.
+# Uploads: anything above FILE_UPLOAD_MAX_MEMORY_SIZE streams to a temporary file in
+# FILE_UPLOAD_TEMP_DIR (on MEDIA_ROOT's disk, so keeping it is a rename), which a periodic task
+# sweeps of the files a killed web process leaves (submissions.uploads).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
-FILE_UPLOAD_TEMP_DIR = None
+FILE_UPLOAD_TEMP_DIR = str(Path(env_str("UPLOAD_TEMP_DIR", str(MEDIA_ROOT / "upload-tmp")))
+                           .resolve())
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler",
+                        "submissions.uploads.TemporaryFileUploadHandler"]
+UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600, minimum=60)
 SUBMISSION_MAX_UPLOAD_BYTES = env_int("SUBMISSION_MAX_UPLOAD_BYTES", 4 * 1024**3, minimum=1)
 SUBMISSION_MAX_FILES = env_int("SUBMISSION_MAX_FILES", 10_000, minimum=1)
 SUBMISSION_MAX_UNPACKED_BYTES = env_int("SUBMISSION_MAX_UNPACKED_BYTES", 8 * 1024**3, minimum=1)
@@ -329,6 +335,10 @@ CELERY_BEAT_SCHEDULE = {
     "retry-lost-validations": {
         "task": "submissions.tasks.sweep_validations",
         "schedule": 300,
+    },
+    "sweep-upload-temporaries": {
+        "task": "submissions.tasks.sweep_upload_temporaries",
+        "schedule": 3600,
     },
     "notify-authors": {
         "task": "submissions.tasks.notify_authors",

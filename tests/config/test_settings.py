@@ -44,6 +44,25 @@ def test_values_from_the_environment_are_used():
                                      "redis://127.0.0.1:6379/0"]
 
 
+def setting(name: str, **env) -> str:
+    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
+            "VAR_DIR": "/tmp/settings-test-var"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import "
+         f"settings; print(settings.{name})"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env={**base, **env})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_uploads_stream_to_a_folder_under_media_root_unless_told_otherwise():
+    assert setting("FILE_UPLOAD_TEMP_DIR") == "/tmp/settings-test-var/media/upload-tmp"
+    assert setting("FILE_UPLOAD_TEMP_DIR", MEDIA_ROOT="/srv/media") == "/srv/media/upload-tmp"
+    assert setting("FILE_UPLOAD_TEMP_DIR", UPLOAD_TEMP_DIR="/data/tmp/../up") == "/data/up"
+    assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS") == "21600"
+    assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS", UPLOAD_TEMP_MAX_AGE_SECONDS="600") == "600"
+
+
 @pytest.mark.parametrize("env, message", [
     ({"PORT": "eighty"}, "PORT='eighty' is not an integer"),
     ({"PORT": "70000"}, "PORT=70000 is above the maximum 65535"),
@@ -52,6 +71,8 @@ def test_values_from_the_environment_are_used():
                                             "http(s) URL"),
     ({"CELERY_BROKER_URL": "amqp://guest@localhost//"}, "CELERY_BROKER_URL='amqp://guest@"),
     ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
+    ({"UPLOAD_TEMP_MAX_AGE_SECONDS": "5"}, "UPLOAD_TEMP_MAX_AGE_SECONDS=5 is below the "
+                                           "minimum 60"),
 ])
 def test_a_bad_value_stops_start_up_naming_the_variable(env, message):
     result = load(**env)
