@@ -241,6 +241,15 @@ SUBMISSION_MAX_UPLOAD_BYTES = env_int("SUBMISSION_MAX_UPLOAD_BYTES", 4 * 1024**3
 SUBMISSION_MAX_FILES = env_int("SUBMISSION_MAX_FILES", 10_000, minimum=1)
 SUBMISSION_MAX_UNPACKED_BYTES = env_int("SUBMISSION_MAX_UNPACKED_BYTES", 8 * 1024**3, minimum=1)
 SUBMISSION_MAX_AUDIO_SECONDS = env_int("SUBMISSION_MAX_AUDIO_SECONDS", 300, minimum=1)
+# Each output file: 128 MiB holds 300 s of 48 kHz stereo even as 32-bit float (115 MB).
+SUBMISSION_MAX_OUTPUT_BYTES = env_int("SUBMISSION_MAX_OUTPUT_BYTES", 128 * 1024**2, minimum=1)
+SUBMISSION_MAX_SAMPLE_RATE = env_int("SUBMISSION_MAX_SAMPLE_RATE", 192_000, minimum=1)
+SUBMISSION_MAX_CHANNELS = env_int("SUBMISSION_MAX_CHANNELS", 8, minimum=1)
+# Zip bombs: the outputs' unpacked over compressed bytes, once they unpack to more than the
+# floor; real audio deflates by under 2:1 (submissions/validation.py says why 20 and 64 MiB).
+SUBMISSION_MAX_COMPRESSION_RATIO = env_int("SUBMISSION_MAX_COMPRESSION_RATIO", 20, minimum=1)
+SUBMISSION_COMPRESSION_FLOOR_BYTES = env_int("SUBMISSION_COMPRESSION_FLOOR_BYTES",
+                                             64 * 1024**2, minimum=0)
 SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 1800,
                                               minimum=2)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)
