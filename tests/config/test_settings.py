@@ -63,6 +63,14 @@ def test_uploads_stream_to_a_folder_under_media_root_unless_told_otherwise():
     assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS", UPLOAD_TEMP_MAX_AGE_SECONDS="600") == "600"
 
 
+def test_the_archive_limits_let_five_minutes_of_48_khz_stereo_through_by_default():
+    assert int(setting("SUBMISSION_MAX_OUTPUT_BYTES")) >= 300 * 48_000 * 2 * 4  # even float32
+    assert int(setting("SUBMISSION_MAX_SAMPLE_RATE")) >= 48_000
+    assert int(setting("SUBMISSION_MAX_CHANNELS")) >= 2
+    assert setting("SUBMISSION_MAX_COMPRESSION_RATIO", SUBMISSION_MAX_COMPRESSION_RATIO="50") \
+        == "50"
+
+
 @pytest.mark.parametrize("env, message", [
     ({"PORT": "eighty"}, "PORT='eighty' is not an integer"),
     ({"PORT": "70000"}, "PORT=70000 is above the maximum 65535"),
@@ -73,6 +81,14 @@ def test_uploads_stream_to_a_folder_under_media_root_unless_told_otherwise():
     ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
     ({"UPLOAD_TEMP_MAX_AGE_SECONDS": "5"}, "UPLOAD_TEMP_MAX_AGE_SECONDS=5 is below the "
                                            "minimum 60"),
+    ({"SUBMISSION_MAX_OUTPUT_BYTES": "0"}, "SUBMISSION_MAX_OUTPUT_BYTES=0 is below the minimum"),
+    ({"SUBMISSION_MAX_SAMPLE_RATE": "48k"}, "SUBMISSION_MAX_SAMPLE_RATE='48k' is not an "
+                                            "integer"),
+    ({"SUBMISSION_MAX_CHANNELS": "0"}, "SUBMISSION_MAX_CHANNELS=0 is below the minimum 1"),
+    ({"SUBMISSION_MAX_COMPRESSION_RATIO": "0"}, "SUBMISSION_MAX_COMPRESSION_RATIO=0 is below "
+                                                "the minimum 1"),
+    ({"SUBMISSION_COMPRESSION_FLOOR_BYTES": "-1"}, "SUBMISSION_COMPRESSION_FLOOR_BYTES=-1 is "
+                                                   "below the minimum 0"),
 ])
 def test_a_bad_value_stops_start_up_naming_the_variable(env, message):
     result = load(**env)
