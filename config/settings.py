@@ -208,6 +208,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "UNAUTHENTICATED_RESPONSE_STATUS": 401,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser",
+                               "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "EXCEPTION_HANDLER": "config.api.errors_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
                                  "rest_framework.throttling.UserRateThrottle"],
@@ -225,13 +228,27 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-# Uploads: anything above FILE_UPLOAD_MAX_MEMORY_SIZE streams to a temporary file.
+# Uploads: anything above FILE_UPLOAD_MAX_MEMORY_SIZE streams to a temporary file in
+# FILE_UPLOAD_TEMP_DIR (on MEDIA_ROOT's disk, so keeping it is a rename), which a periodic task
+# sweeps of the files a killed web process leaves (submissions.uploads).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
-FILE_UPLOAD_TEMP_DIR = None
+FILE_UPLOAD_TEMP_DIR = str(Path(env_str("UPLOAD_TEMP_DIR", str(MEDIA_ROOT / "upload-tmp")))
+                           .resolve())
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)  # Django's checks want it there
+UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600, minimum=60)
 SUBMISSION_MAX_UPLOAD_BYTES = env_int("SUBMISSION_MAX_UPLOAD_BYTES", 4 * 1024**3, minimum=1)
 SUBMISSION_MAX_FILES = env_int("SUBMISSION_MAX_FILES", 10_000, minimum=1)
 SUBMISSION_MAX_UNPACKED_BYTES = env_int("SUBMISSION_MAX_UNPACKED_BYTES", 8 * 1024**3, minimum=1)
 SUBMISSION_MAX_AUDIO_SECONDS = env_int("SUBMISSION_MAX_AUDIO_SECONDS", 300, minimum=1)
+# Each output file: 128 MiB holds 300 s of 48 kHz stereo even as 32-bit float (115 MB).
+SUBMISSION_MAX_OUTPUT_BYTES = env_int("SUBMISSION_MAX_OUTPUT_BYTES", 128 * 1024**2, minimum=1)
+SUBMISSION_MAX_SAMPLE_RATE = env_int("SUBMISSION_MAX_SAMPLE_RATE", 192_000, minimum=1)
+SUBMISSION_MAX_CHANNELS = env_int("SUBMISSION_MAX_CHANNELS", 8, minimum=1)
+# Zip bombs: the outputs' unpacked over compressed bytes, once they unpack to more than the
+# floor; real audio deflates by under 2:1 (submissions/validation.py says why 20 and 64 MiB).
+SUBMISSION_MAX_COMPRESSION_RATIO = env_int("SUBMISSION_MAX_COMPRESSION_RATIO", 20, minimum=1)
+SUBMISSION_COMPRESSION_FLOOR_BYTES = env_int("SUBMISSION_COMPRESSION_FLOOR_BYTES",
+                                             64 * 1024**2, minimum=0)
 SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 1800,
                                               minimum=2)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)
@@ -326,6 +343,10 @@ CELERY_BEAT_SCHEDULE = {
     "retry-lost-validations": {
         "task": "submissions.tasks.sweep_validations",
         "schedule": 300,
+    },
+    "sweep-upload-temporaries": {
+        "task": "submissions.tasks.sweep_upload_temporaries",
+        "schedule": 3600,
     },
     "notify-authors": {
         "task": "submissions.tasks.notify_authors",

@@ -2,6 +2,8 @@
 
 import csv
 import io
+import re
+from collections.abc import Iterable, Sequence
 
 from django.core.cache import cache
 from django.http import HttpResponse
@@ -41,6 +43,26 @@ def row_out(row: dict, kind: Kind) -> dict:
     return out
 
 
+# OWASP's CSV injection advice: a spreadsheet runs a cell starting with one of these as a
+# formula, so such a text cell gets a leading quote; a number written as text stays as it is.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value):
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS) \
+            and not PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def csv_text(rows: Iterable[Sequence]) -> str:
+    """Every CSV the project writes goes through here, so no cell can be a formula."""
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows([csv_cell(v) for v in row] for row in rows)
+    return buffer.getvalue()
+
+
 class CsvRenderer(BaseRenderer):
     """The board's rows as CSV (DRF picks it for `?format=csv` or `Accept: text/csv`)."""
 
@@ -49,17 +71,11 @@ class CsvRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        buffer = io.StringIO()
-        if "rows" in data:
-            fieldnames = columns(get_kind(data["kind"]))
-            writer = csv.DictWriter(buffer, fieldnames=fieldnames)
-            writer.writeheader()
-            writer.writerows(data["rows"])
-        else:  # an error body
-            writer = csv.writer(buffer)
-            writer.writerow(["error"])
-            writer.writerows([e] for e in data.get("errors", []))
-        return buffer.getvalue()
+        if "rows" not in data:  # an error body
+            return csv_text([["error"], *([e] for e in data.get("errors", []))])
+        fieldnames = columns(get_kind(data["kind"]))
+        return csv_text([fieldnames, *([row.get(f, "") for f in fieldnames]
+                                       for row in data["rows"])])
 
 
 class LeaderboardApi(APIView):

@@ -136,6 +136,9 @@ def submission_audio(request, pk, item_key, which):
 # django-ranged-response would do this but has had no release since 2017.
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+# No file reaches 2**63 bytes; a longer number would also be too long for int() past 4,300
+# digits, so a header holding one is ignored like any other this server does not serve.
+_MAX_DIGITS = len(str(2**63))
 
 
 class RangeNotSatisfiable(ValueError):
@@ -146,13 +149,16 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     """The inclusive (first, last) bytes a Range header asks of a file of `size` bytes.
 
     None means "send the whole file": no header, or one this server ignores as RFC 9110
-    allows (malformed, several ranges, last before first). Raises RangeNotSatisfiable when
-    the range starts past the end or asks for the last 0 bytes.
+    allows (malformed, several ranges, last before first, a number past any file's size).
+    Raises RangeNotSatisfiable when the range starts past the end or asks for the last 0
+    bytes.
     """
     match = _RANGE.fullmatch((header or "").strip())
     if match is None or match.groups() == ("", ""):
         return None
-    first, last = match.groups()
+    first, last = (g.lstrip("0") or "0" if g else "" for g in match.groups())
+    if max(len(first), len(last)) > _MAX_DIGITS:
+        return None
     if first == "":  # a suffix: the last N bytes
         if int(last) == 0 or size == 0:
             raise RangeNotSatisfiable

@@ -1,10 +1,11 @@
+import copy
 import functools
 import gzip
 from pathlib import Path
 
 import plotly
 from django.core.cache import cache
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -58,16 +59,38 @@ def board(request, slug):
     if not form.is_valid():
         return render(request, "leaderboard/board.html", context, status=400)
     query = form.query()
-    key = selectors.cache_key("board-body", stamp, sorted(request.GET.lists()))
+    normal = _normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
+    key = selectors.cache_key("board-body", stamp, normal.urlencode())
     body = cache.get(key)
     if body is None:
         body = render_to_string("leaderboard/_board_body.html",
                                 _board_body(benchmark, query, form.cleaned_data["page"] or 1),
-                                request=request)
+                                request=_asking(request, normal))
         cache.set(key, body, BOARD_CACHE_SECONDS)
     return render(request, "leaderboard/board.html",
                   {**context, "query": query, "body": mark_safe(body),  # noqa: S308
                    "diagnostics": snapshot["diagnostics"]})
+
+
+def _normalised(form, **defaults) -> QueryDict:
+    """A valid form's parameters in field order, leaving out empty and default values. A cached
+    body is keyed on this and rendered from it (its links carry the query on), so unknown,
+    reordered or spelled-out default parameters share one cache entry, and no visitor gets
+    links holding another's stray parameters."""
+    normal = QueryDict(mutable=True)
+    for name in form.fields:
+        value = form.cleaned_data.get(name)
+        if value is None or value == "" or value is False or defaults.get(name) == value:
+            continue
+        normal[name] = "on" if value is True else str(value)
+    return normal
+
+
+def _asking(request, query: QueryDict):
+    """The request as though it had asked exactly `query`, to render a cached body with."""
+    normal = copy.copy(request)
+    normal.GET = query
+    return normal
 
 
 def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
@@ -215,12 +238,13 @@ def pivot(request, slug):
         context["errors"] = _errors(form)
         return render(request, "leaderboard/pivot.html", context, status=400)
     data = form.cleaned_data
-    key = selectors.cache_key("pivot", selectors.board_stamp(benchmark), data["dimension"],
-                              data["metric"], data["page"])
+    normal = _normalised(form, page=1)
+    key = selectors.cache_key("pivot", selectors.board_stamp(benchmark), normal.urlencode())
     page = cache.get(key)
     if page is None:
         page = _pivot_page(benchmark, data)
-        page["body"] = render_to_string("leaderboard/_pivot_body.html", page, request=request)
+        page["body"] = render_to_string("leaderboard/_pivot_body.html", page,
+                                        request=_asking(request, normal))
         cache.set(key, page, BOARD_CACHE_SECONDS)
     context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
                    body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template

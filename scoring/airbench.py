@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scoring import jsontext
 from scoring.mmae import MetaError, ReplyError, _show, read_json
 from scoring.predictions import PredictionError
 
@@ -184,7 +185,7 @@ def _parse_array(data, source: str, parse_one) -> list:
     problems: list[str] = []
     items = []
     seen: dict[str, int] = {}
-    for index, raw in enumerate(data):
+    for index, raw in enumerate(data, start=1):
         item_problems: list[str] = []
         item = parse_one(raw, item_problems)
         where = f"{source}: item {index}"
@@ -280,13 +281,13 @@ def parse_responses(text: str, *, name: str, known_ids: set[str]) -> list[Respon
     problems: list[str] = []
     responses: list[Response] = []
     first: dict[str, str] = {}
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = list(jsontext.lines(text))
     if not lines:
         raise PredictionError([f"{name}: the file holds no predictions"])
     for number, line in lines:
         place = f"line {number}"
         try:
-            value = json.loads(line)
+            value = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(f"{name} {place}: invalid JSON at column {exc.colno}: {exc.msg}")
             continue
@@ -370,18 +371,18 @@ def chat_pass_prompt(item: ChatItem, response: str, round_: int) -> str:
                        assistant2=second)
 
 
-_PAIR_RE = re.compile(r"(\d+) (\d+)")
-
-
 def parse_chat_reply(text: str | None) -> tuple[int, int]:
-    """Exactly two integers separated by one space, each at most 10 (surrounding whitespace
-    aside); ReplyError otherwise."""
+    """The two scores, read as the official cal_score.py reads them: strip, remove every
+    "\\n", split on single spaces; exactly two parts, each taken by int() (so "+9 8" and "-5 4"
+    are read), neither above 10. ReplyError otherwise."""
     if not isinstance(text, str) or not text.strip():
         raise ReplyError("empty reply")
-    match = _PAIR_RE.fullmatch(text.strip())
-    if match is None:
+    try:
+        pair = tuple(int(part) for part in text.strip().replace("\n", "").split(" "))
+    except ValueError:
+        pair = ()
+    if len(pair) != 2:
         raise ReplyError(f"not two integers separated by a space: {_show(text)}")
-    pair = int(match.group(1)), int(match.group(2))
     if max(pair) > MAX_CHAT_SCORE:
         raise ReplyError(f"a score above {MAX_CHAT_SCORE}: {_show(text)}")
     return pair

@@ -13,6 +13,8 @@ import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from scoring import jsontext
+
 KIND = "mmae"
 ROUNDS = 3
 IF_CATEGORY = "Instruction Following"
@@ -146,7 +148,7 @@ def parse_meta(data, *, source: str = "MMAE-meta.json") -> list[Sample]:
     problems: list[str] = []
     samples: list[Sample] = []
     seen: dict[str, int] = {}
-    for position, raw in enumerate(data):
+    for position, raw in enumerate(data, start=1):
         sample_problems: list[str] = []
         sample = _parse_sample(raw, sample_problems)
         where = f"{source}: sample {position}"
@@ -172,7 +174,7 @@ def read_json(path) -> object:
     name = str(path)
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            return jsontext.loads(handle.read())
     except OSError as exc:
         raise MetaError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
     except UnicodeDecodeError as exc:

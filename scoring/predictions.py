@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from scoring import jsontext
 from scoring.mmae import _content_parts, _show, audio_url_of
 
 
@@ -26,7 +27,7 @@ class PredictionError(ValueError):
 class Prediction:
     sample_id: str
     audio_path: str
-    where: str  # "line 3" or "entry 2", for messages
+    where: str  # "line 3" or "entry 2" (both from 1), for messages
 
 
 def _entries(text: str, name: str) -> list[tuple[str, object]]:
@@ -34,19 +35,17 @@ def _entries(text: str, name: str) -> list[tuple[str, object]]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = jsontext.loads(text)
         except json.JSONDecodeError as exc:
             raise PredictionError(
                 [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
             ) from None
-        return [(f"entry {i}", value) for i, value in enumerate(data)]
+        return [(f"entry {i}", value) for i, value in enumerate(data, start=1)]
     entries = []
     problems = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsontext.lines(text):
         try:
-            entries.append((f"line {number}", json.loads(line)))
+            entries.append((f"line {number}", jsontext.loads(line)))
         except json.JSONDecodeError as exc:
             problems.append(f"{name} line {number}: invalid JSON at column {exc.colno}: {exc.msg}")
     if problems:

@@ -70,7 +70,7 @@ def benchmark_import(
     rows = [benchmark_kind.to_rows(item) for item in items]
     problems = [
         f"{path}: sample {position} (id {row.key}): input audio {media!r} {why} {audio_root}"
-        for position, row in enumerate(rows)
+        for position, row in enumerate(rows, start=1)
         for media in row.media
         for why in [_input_problem(audio_root, media) if audio_root else None] if why
     ]

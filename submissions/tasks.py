@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from submissions import notifications, services
+from submissions import notifications, services, uploads
 
 log = logging.getLogger(__name__)
 
@@ -37,3 +37,9 @@ def sweep_validations() -> None:
     """Periodic: validate again the uploads whose validation was lost with its worker."""
     for submission_id in services.validations_to_retry():
         validate_submission.delay(submission_id)
+
+
+@shared_task(ignore_result=True)
+def sweep_upload_temporaries() -> None:
+    """Periodic: delete what web processes killed mid-upload left in FILE_UPLOAD_TEMP_DIR."""
+    uploads.sweep_temporaries()

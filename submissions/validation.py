@@ -1,10 +1,19 @@
 """Upload validation of a submission (SPEC section 2), with no database access.
 
 An upload is a predictions file (predictions.json or submission.jsonl) plus an archive (.zip or
-.tar.gz) of the edited audio, or one archive holding both. The archive is checked whole before
-anything is extracted, then extracted member by member into `audio_dir`, counting the bytes
+.tar.gz) of the edited audio, or one archive holding both. The archive is listed and checked
+whole, and the predictions read (beside it or from inside it), before anything is written; then
+only the members the predictions name are extracted into `audio_dir`, counting the bytes
 actually written since headers can lie. Every problem names the file and the entry, and the
 sample id where there is one. Input audio always comes from the benchmark, never from here.
+
+Zip bombs are refused from the headers: by the total and each output's declared size, and by
+the compression ratio of the outputs taken together (unpacked bytes over compressed bytes; for
+a .tar.gz, over the whole archive). Real WAV and FLAC deflate by well under 2:1, and a few
+outputs of digital silence (about 1000:1) among real ones leave the whole far below the limit
+(SUBMISSION_MAX_COMPRESSION_RATIO, 20 by default); outputs that unpack to less than
+SUBMISSION_COMPRESSION_FLOOR_BYTES are never refused for their ratio. An upload made mostly of
+silence can be sent as a zip that stores its members (`zip -0`): a ratio of 1.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ BLOCK_SAMPLES = 2**18  # per read when scanning samples, over all channels
 ARCHIVER_FOLDERS = {"__MACOSX"}
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError,
                   zlib.error, OSError, RuntimeError, NotImplementedError, ValueError)
+SHOWN = 5  # file names a message or the report lists before "..."
 NOTHING_UPLOADED = ("nothing uploaded: send a predictions file and an archive of the edited "
                     "audio, or one archive holding both")
 
@@ -50,12 +60,22 @@ class Limits:
     max_files: int  # members in the archive
     max_unpacked_bytes: int  # total bytes once unpacked
     max_audio_seconds: float
+    max_output_bytes: int  # each output file
+    max_sample_rate: int  # Hz
+    max_channels: int
+    max_ratio: float  # unpacked over compressed bytes of what is extracted
+    ratio_floor_bytes: int  # what unpacks to no more than this is never refused for its ratio
 
 
 def limits_from_settings() -> Limits:
     return Limits(max_files=settings.SUBMISSION_MAX_FILES,
                   max_unpacked_bytes=settings.SUBMISSION_MAX_UNPACKED_BYTES,
-                  max_audio_seconds=float(settings.SUBMISSION_MAX_AUDIO_SECONDS))
+                  max_audio_seconds=float(settings.SUBMISSION_MAX_AUDIO_SECONDS),
+                  max_output_bytes=settings.SUBMISSION_MAX_OUTPUT_BYTES,
+                  max_sample_rate=settings.SUBMISSION_MAX_SAMPLE_RATE,
+                  max_channels=settings.SUBMISSION_MAX_CHANNELS,
+                  max_ratio=float(settings.SUBMISSION_MAX_COMPRESSION_RATIO),
+                  ratio_floor_bytes=settings.SUBMISSION_COMPRESSION_FLOOR_BYTES)
 
 
 @dataclass
@@ -65,6 +85,8 @@ class ValidationResult:
     missing: dict[str, str] = field(default_factory=dict)  # key -> why it has no output
     warnings: list[str] = field(default_factory=list)
     n_items: int = 0
+    ignored: list[str] = field(default_factory=list)  # archive files no prediction names
+
 
     @property
     def ok(self) -> bool:
@@ -77,25 +99,73 @@ class ValidationResult:
     def report(self) -> dict:
         return {"errors": list(self.errors), "warnings": list(self.warnings),
                 "missing": dict(self.missing), "n_items": self.n_items,
-                "n_outputs": len(self.outputs), "coverage": self.coverage}
+                "n_outputs": len(self.outputs), "coverage": self.coverage,
+                "ignored": {"count": len(self.ignored), "first": self.ignored[:SHOWN]}}
 
 
 def validate_upload(*, item_keys: list[str], predictions: Path | None, archive: Path | None,
                     audio_dir: Path, limits: Limits) -> ValidationResult:
-    """Check an upload, extracting the archive under the empty folder `audio_dir`."""
+    """Check an upload, extracting into the empty folder `audio_dir` the archive's members
+    that the predictions name, once every check that headers allow has passed."""
     result = ValidationResult(n_items=len(item_keys))
     if predictions is None and archive is None:
         result.errors.append(NOTHING_UPLOADED)
         return result
-    unpacked = _unpack(archive, audio_dir, limits, result.errors) if archive is not None else None
-    source = _predictions_source(predictions, unpacked, audio_dir, result.errors)
-    parsed = _read_predictions(source, item_keys, result.errors) if source else None
-    if parsed is None or (archive is not None and unpacked is None):
+    # Faults of a predictions file beside the archive are listed after the archive's.
+    faults: list[str] = []
+    source = _Source(name=predictions.name, path=predictions) if predictions else None
+    parsed = _read_predictions(source, item_keys, faults) if source else None
+    if archive is None:
+        result.errors.extend(faults)
+        if parsed is not None:
+            _match_outputs(parsed, source, None, result)
+            _summarise(item_keys, parsed, None, result)
         return result
-    _match_outputs(parsed, source, unpacked, result)
-    _check_outputs(parsed, source, audio_dir, limits, result)
-    _summarise(item_keys, parsed, source, unpacked, result)
+    try:
+        with _open_archive(archive) as reader:
+            if reader is None:
+                result.errors.append(f"{archive.name}: not a .zip or .tar.gz archive")
+            else:
+                _from_archive(reader, archive=archive, audio_dir=audio_dir, limits=limits,
+                              item_keys=item_keys, source=source, parsed=parsed, result=result)
+    except _ArchiveRefused as exc:
+        result.errors.append(f"{archive.name}: {exc}")
+    except ARCHIVE_ERRORS as exc:
+        result.errors.append(f"{archive.name}: damaged archive: {_why(exc)}")
+    result.errors.extend(faults)
     return result
+
+
+def _from_archive(reader, *, archive: Path, audio_dir: Path, limits: Limits,
+                  item_keys: list[str], source: _Source | None,
+                  parsed: list[Prediction] | None, result: ValidationResult) -> None:
+    """List and check the archive, read the predictions from it when they are not beside it,
+    check what the headers declare, then extract the named members and check their audio."""
+    listing = _list_archive(reader, archive, limits, result.errors)
+    if listing is None:
+        return
+    if source is None:
+        source = _predictions_inside(listing, result.errors)
+        if source is None:
+            return
+        parsed = _read_predictions(source, item_keys, result.errors, reader)
+    if parsed is None:
+        return
+    _match_outputs(parsed, source, listing, result)
+    if result.errors:
+        return
+    wanted = {*result.outputs.values(), source.member}
+    chosen = [p for p in listing.files if p in wanted]  # in the archive's order
+    result.errors.extend(_none_named(parsed, source, listing) if not result.outputs else
+                         _declared_problems(parsed, source, listing, chosen, limits, result))
+    if not result.errors:
+        result.errors.extend(_extract(reader, [listing.files[p] for p in chosen], audio_dir,
+                                      listing.name))
+    if result.errors:
+        return
+    _check_outputs(parsed, source, audio_dir, limits, result)
+    result.ignored = [p for p in listing.files if p not in wanted]
+    _summarise(item_keys, parsed, listing, result)
 
 
 # --- the archive ---------------------------------------------------------------------------
@@ -107,13 +177,20 @@ class _Entry:
     kind: str  # "file", "dir", "link", "special" or "encrypted"
     size: int  # declared unpacked size
     handle: object  # ZipInfo or TarInfo
+    packed: int | None = None  # declared compressed size (zip); a tar.gz compresses as a whole
 
 
 @dataclass(frozen=True)
-class _Unpacked:
+class _Listing:
     name: str  # the archive's file name, for messages
-    files: frozenset[str]  # regular files, normalised paths relative to audio_dir
+    files: dict[str, _Entry]  # regular files by normalised path, in the archive's order
     wrapper: str | None  # the one top-level folder every member sits under, if any
+    archive_bytes: int  # the archive's own size
+
+    def packed_bytes(self, paths: list[str]) -> int:
+        """What `paths` take compressed: their own sizes in a zip, the whole of a tar.gz."""
+        sizes = [self.files[p].packed for p in paths]
+        return self.archive_bytes if None in sizes else sum(sizes)
 
 
 class _ZipReader:
@@ -131,7 +208,7 @@ class _ZipReader:
     def entries(self) -> Iterator[_Entry]:
         self.archive = zipfile.ZipFile(self.path)
         for info in self.archive.infolist():
-            yield _Entry(info.filename, _zip_kind(info), info.file_size, info)
+            yield _Entry(info.filename, _zip_kind(info), info.file_size, info, info.compress_size)
 
     def open(self, entry: _Entry):
         return self.archive.open(entry.handle)
@@ -221,26 +298,15 @@ def _open_archive(path: Path):
             reader.close()
 
 
-def _unpack(archive: Path, audio_dir: Path, limits: Limits, errors: list[str]):
-    """Check then extract the archive; None (with the errors added) when it is refused."""
-    name = archive.name
-    problems: list[str] = []
-    try:
-        with _open_archive(archive) as reader:
-            if reader is None:
-                errors.append(f"{name}: not a .zip or .tar.gz archive")
-                return None
-            entries, problems = _list_entries(reader, name, limits)
-            problems = problems or _extract(reader, entries, audio_dir, limits, name)
-    except _ArchiveRefused as exc:
-        problems = [f"{name}: {exc}"]
-    except ARCHIVE_ERRORS as exc:
-        problems = [f"{name}: damaged archive: {_why(exc)}"]
+def _list_archive(reader, archive: Path, limits: Limits, errors: list[str]) -> _Listing | None:
+    """The archive's files, or None (with the errors added) when it is refused."""
+    entries, problems = _list_entries(reader, archive.name, limits)
     errors.extend(problems)
     if problems:
         return None
-    files = frozenset(p for e in entries if e.kind == "file" and (p := _member_path(e.name)))
-    return _Unpacked(name=name, files=files, wrapper=_wrapper(files))
+    files = {p: e for e in entries if e.kind == "file" and (p := _member_path(e.name))}
+    return _Listing(name=archive.name, files=files, wrapper=_wrapper(frozenset(files)),
+                    archive_bytes=archive.stat().st_size)
 
 
 def _list_entries(reader, name: str, limits: Limits) -> tuple[list[_Entry], list[str]]:
@@ -319,34 +385,26 @@ def _wrapper(files: frozenset[str]) -> str | None:
     return top if top not in files else None
 
 
-def _extract(reader, entries: list[_Entry], audio_dir: Path, limits: Limits,
-             name: str) -> list[str]:
-    """Extract one member at a time; stop at the first problem, returned as its message."""
+def _extract(reader, entries: list[_Entry], audio_dir: Path, name: str) -> list[str]:
+    """Extract these members one at a time; stop at the first problem, returned as its
+    message. A member cannot write more than its header declares."""
     root = audio_dir.resolve()
-    budget = limits.max_unpacked_bytes
     for entry in entries:
-        relative = _member_path(entry.name)
-        if not relative:
-            continue
-        target = (root / relative).resolve()
+        target = (root / _member_path(entry.name)).resolve()
         if target == root or not target.is_relative_to(root):
             return [f"{name}: member {entry.name!r}: points outside the archive"]
         try:
-            written = _extract_one(reader, entry, target, budget)
+            written = _extract_one(reader, entry, target, entry.size)
         except OSError as exc:
             return [f"{name}: member {entry.name!r}: cannot be extracted: {_why(exc)}"]
         if written is None:
-            return [f"{_too_big(name, limits)}, more than its headers declare (at member "
-                    f"{entry.name!r})"]
-        budget -= written
+            return [f"{name}: member {entry.name!r} unpacks to more than the {entry.size} "
+                    "bytes its header declares"]
     return []
 
 
 def _extract_one(reader, entry: _Entry, target: Path, budget: int) -> int | None:
     """Bytes written for one member, or None (and no file) when it goes over `budget`."""
-    if entry.kind == "dir":
-        target.mkdir(parents=True, exist_ok=True)
-        return 0
     target.parent.mkdir(parents=True, exist_ok=True)
     with reader.open(entry) as source, open(target, "xb") as sink:
         written = _copy_limited(source, sink, budget)
@@ -378,35 +436,35 @@ def _why(exc: BaseException) -> str:
 @dataclass(frozen=True)
 class _Source:
     name: str  # for messages
-    path: Path
-    member: str | None = None  # its path inside the archive, when it came in one
+    path: Path | None = None  # beside the archive
+    entry: _Entry | None = None  # or inside it
+
+    @property
+    def member(self) -> str | None:
+        """Its path inside the archive, when it came in one."""
+        return _member_path(self.entry.name) if self.entry else None
 
     @property
     def folder(self) -> str | None:
         return posixpath.dirname(self.member) if self.member else None
 
 
-def _predictions_source(predictions: Path | None, unpacked: _Unpacked | None, audio_dir: Path,
-                        errors: list[str]) -> _Source | None:
-    if predictions is not None:
-        return _Source(name=predictions.name, path=predictions)
-    if unpacked is None:
-        return None
-    found = sorted(f for f in unpacked.files if posixpath.basename(f) in PREDICTION_NAMES)
+def _predictions_inside(listing: _Listing, errors: list[str]) -> _Source | None:
+    found = sorted(f for f in listing.files if posixpath.basename(f) in PREDICTION_NAMES)
     if len(found) == 1:
-        return _Source(name=found[0], path=audio_dir / found[0], member=found[0])
+        return _Source(name=found[0], entry=listing.files[found[0]])
     if found:
-        errors.append(f"{unpacked.name}: holds {len(found)} predictions files "
+        errors.append(f"{listing.name}: holds {len(found)} predictions files "
                       f"({', '.join(found)}): keep exactly one")
     else:
-        errors.append(f"{unpacked.name}: holds no predictions.json or submission.jsonl; put "
+        errors.append(f"{listing.name}: holds no predictions.json or submission.jsonl; put "
                       "one in the archive or upload it beside the archive")
     return None
 
 
-def _read_predictions(source: _Source, item_keys: list[str],
-                      errors: list[str]) -> list[Prediction] | None:
-    return _read_responses(source, item_keys, parse_predictions, errors)
+def _read_predictions(source: _Source, item_keys: list[str], errors: list[str],
+                      reader=None) -> list[Prediction] | None:
+    return _read_responses(source, item_keys, parse_predictions, errors, reader)
 
 
 def _prediction_place(source: _Source, prediction: Prediction) -> str:
@@ -419,22 +477,22 @@ def _archive_path(raw: str) -> str | None:
     return None if _unsafe(path) else posixpath.normpath(path)
 
 
-def _locate(path: str, source: _Source, unpacked: _Unpacked | None) -> str | None:
+def _locate(path: str, source: _Source, listing: _Listing | None) -> str | None:
     """The archive file a prediction names: from the archive's root, from its one top-level
     folder, or from the predictions file's own folder, in that order."""
-    if unpacked is None:
+    if listing is None:
         return None
-    bases = ["", unpacked.wrapper or "", source.folder or ""]
+    bases = ["", listing.wrapper or "", source.folder or ""]
     found = (posixpath.normpath(posixpath.join(base, path)) for base in bases)
-    return next((f for f in found if f in unpacked.files), None)
+    return next((f for f in found if f in listing.files), None)
 
 
-def _match_outputs(parsed: list[Prediction], source: _Source, unpacked: _Unpacked | None,
+def _match_outputs(parsed: list[Prediction], source: _Source, listing: _Listing | None,
                    result: ValidationResult) -> None:
     for prediction in parsed:
         raw = prediction.audio_path
         path = _archive_path(raw)
-        found = _locate(path, source, unpacked) if path is not None else None
+        found = _locate(path, source, listing) if path is not None else None
         if path is None:
             result.errors.append(f"{_prediction_place(source, prediction)}: {raw!r}: paths "
                                  "outside the archive are not allowed")
@@ -442,6 +500,41 @@ def _match_outputs(parsed: list[Prediction], source: _Source, unpacked: _Unpacke
             result.outputs[prediction.sample_id] = found
         else:
             result.missing[prediction.sample_id] = f"{raw}: file not in the archive"
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:SHOWN]) + (", ..." if len(names) > SHOWN else "")
+
+
+def _none_named(parsed: list[Prediction], source: _Source, listing: _Listing) -> list[str]:
+    held = [f for f in listing.files if f != source.member]
+    holds = _shown(held) + (f" ({len(held)} files)" if len(held) > SHOWN else "") if held \
+        else "no other file"
+    return [f"{listing.name}: holds none of the {len(parsed)} output files the predictions "
+            f"name: they name {_shown([p.audio_path for p in parsed])}; the archive holds "
+            f"{holds}"]
+
+
+def _declared_problems(parsed: list[Prediction], source: _Source, listing: _Listing,
+                       chosen: list[str], limits: Limits, result: ValidationResult) -> list[str]:
+    """What the headers of the members to extract tell before a byte is written: outputs
+    above the size limit, and a compression ratio no real audio has (see the module's doc)."""
+    problems = []
+    for prediction in parsed:
+        relative = result.outputs.get(prediction.sample_id)
+        size = listing.files[relative].size if relative else 0
+        if size > limits.max_output_bytes:
+            problems.append(f"{_prediction_place(source, prediction)}: {relative}: {size} "
+                            f"bytes, above the limit of {limits.max_output_bytes} bytes")
+    unpacked = sum(listing.files[p].size for p in chosen)
+    packed = listing.packed_bytes(chosen)
+    if unpacked > limits.ratio_floor_bytes and unpacked > limits.max_ratio * packed:
+        problems.append(
+            f"{listing.name}: its outputs unpack to {unpacked} bytes from {packed} compressed "
+            f"bytes, {unpacked // max(packed, 1)} times as many, above the limit of "
+            f"{limits.max_ratio:g} (a zip bomb, or mostly digital silence: store such files "
+            "uncompressed, as zip -0 does)")
+    return problems
 
 
 # --- the audio files -----------------------------------------------------------------------
@@ -453,28 +546,33 @@ def _check_outputs(parsed: list[Prediction], source: _Source, audio_dir: Path, l
         relative = result.outputs.get(prediction.sample_id)
         if relative is None:
             continue
-        why = _audio_problem(audio_dir / relative, limits.max_audio_seconds)
+        why = _audio_problem(audio_dir / relative, limits)
         if why:
             result.errors.append(f"{_prediction_place(source, prediction)}: {relative}: {why}")
 
 
-def _audio_problem(path: Path, max_seconds: float) -> str | None:
+def _audio_problem(path: Path, limits: Limits) -> str | None:
     """None when `path` is usable output audio, else why not (the whole file is read)."""
     try:
         with soundfile.SoundFile(str(path)) as audio:
-            return _header_problem(audio, max_seconds) or _samples_problem(audio)
+            return _header_problem(audio, limits) or _samples_problem(audio)
     except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
         return f"not readable as WAV or FLAC audio ({_why(exc)})"
 
 
-def _header_problem(audio: soundfile.SoundFile, max_seconds: float) -> str | None:
+def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
     if audio.format not in AUDIO_FORMATS:
         return f"{audio.format_info} audio; only WAV and FLAC are accepted"
+    if audio.samplerate > limits.max_sample_rate:
+        return (f"a sample rate of {audio.samplerate} Hz, above the limit of "
+                f"{limits.max_sample_rate} Hz")
+    if audio.channels > limits.max_channels:
+        return f"{audio.channels} channels, above the limit of {limits.max_channels}"
     if audio.frames == 0:
         return "empty audio (no frames)"
     seconds = audio.frames / audio.samplerate
-    if seconds > max_seconds:
-        return f"{seconds:.2f} s long, above the limit of {max_seconds:g} s"
+    if seconds > limits.max_audio_seconds:
+        return f"{seconds:.2f} s long, above the limit of {limits.max_audio_seconds:g} s"
     return None
 
 
@@ -490,28 +588,21 @@ def _samples_problem(audio: soundfile.SoundFile) -> str | None:
 # --- summary -------------------------------------------------------------------------------
 
 
-def _summarise(item_keys: list[str], parsed: list[Prediction], source: _Source,
-               unpacked: _Unpacked | None, result: ValidationResult) -> None:
+def _summarise(item_keys: list[str], parsed: list[Prediction], listing: _Listing | None,
+               result: ValidationResult) -> None:
     predicted = {p.sample_id for p in parsed}
     why = {**result.missing, **{k: "no prediction" for k in item_keys if k not in predicted}}
     result.missing = {k: why[k] for k in item_keys if k in why}
     result.outputs = {k: result.outputs[k] for k in item_keys if k in result.outputs}
-    if unpacked is None:
+    if listing is None:
         result.warnings.append(f"no archive uploaded: none of the {len(parsed)} predictions "
                                "has its audio, so every item counts as missing")
-    else:
-        _warn_unreferenced(unpacked, source, result)
+    elif result.ignored:
+        result.warnings.append(f"{listing.name}: {len(result.ignored)} file(s) not named by "
+                               f"any prediction were ignored ({_shown(result.ignored)})")
     if result.missing:
         result.warnings.append(f"{len(result.missing)} of {result.n_items} items have no "
                                "output and will score 0 on every rubric")
-
-
-def _warn_unreferenced(unpacked: _Unpacked, source: _Source, result: ValidationResult) -> None:
-    extra = sorted(unpacked.files - set(result.outputs.values()) - {source.member})
-    if extra:
-        shown = ", ".join(extra[:3]) + (", ..." if len(extra) > 3 else "")
-        result.warnings.append(f"{unpacked.name}: {len(extra)} file(s) not referenced by any "
-                               f"prediction ({shown})")
 
 
 # --- text predictions (kinds judged on text, e.g. AIR-Bench) --------------------------------
@@ -529,8 +620,8 @@ def validate_responses(*, item_keys: list[str], predictions: Path | None, archiv
     if predictions is None:
         result.errors.append("no predictions file uploaded")
         return result
-    source = _Source(name=predictions.name, path=predictions)
-    responses = _read_responses(source, item_keys, parse, result.errors)
+    responses = _read_responses(_Source(name=predictions.name, path=predictions), item_keys,
+                                parse, result.errors)
     if responses is None or result.errors:
         return result
     result.outputs = {k: responses[k] for k in item_keys if k in responses}
@@ -541,15 +632,17 @@ def validate_responses(*, item_keys: list[str], predictions: Path | None, archiv
     return result
 
 
-def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[str]):
-    """`parse` of a predictions file's UTF-8 text (a BOM allowed); None with `errors` told
-    why when it is too large, unreadable or malformed."""
+def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[str],
+                    reader=None):
+    """`parse` of a predictions file's UTF-8 text (a BOM allowed), beside the archive or read
+    from it by `reader` without writing it out; None with `errors` told why when it is too
+    large, unreadable or malformed."""
     try:
-        if source.path.stat().st_size > MAX_PREDICTIONS_BYTES:
+        data = _predictions_bytes(source, reader)
+        if data is None:
             errors.append(f"{source.name}: larger than {MAX_PREDICTIONS_BYTES} bytes")
             return None
-        text = source.path.read_bytes().decode("utf-8-sig")
-        return parse(text, name=source.name, known_ids=set(item_keys))
+        return parse(data.decode("utf-8-sig"), name=source.name, known_ids=set(item_keys))
     except OSError as exc:
         errors.append(f"{source.name}: cannot be read: {_why(exc)}")
     except UnicodeDecodeError as exc:
@@ -557,3 +650,15 @@ def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[s
     except PredictionError as exc:
         errors.extend(exc.problems)
     return None
+
+
+def _predictions_bytes(source: _Source, reader) -> bytes | None:
+    """The file's bytes; None when it holds more than MAX_PREDICTIONS_BYTES."""
+    if source.path is not None:
+        return None if source.path.stat().st_size > MAX_PREDICTIONS_BYTES \
+            else source.path.read_bytes()
+    if source.entry.size > MAX_PREDICTIONS_BYTES:
+        return None
+    with reader.open(source.entry) as handle:
+        data = handle.read(MAX_PREDICTIONS_BYTES + 1)
+    return None if len(data) > MAX_PREDICTIONS_BYTES else data

@@ -122,7 +122,8 @@ def test_the_stack_refuses_to_start_without_a_secret_key():
 
 def test_the_compose_environment_passes_check_deploy():
     env = {**app_environment(SECRET_KEY=SECRET_KEY), "PATH": "/usr/bin:/bin",
-           "VAR_DIR": "/tmp/compose-test-var", "DJANGO_SETTINGS_MODULE": "config.settings"}
+           "VAR_DIR": "/tmp/compose-test-var", "MEDIA_ROOT": "/tmp/compose-test-var/media",
+           "DJANGO_SETTINGS_MODULE": "config.settings"}
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
         capture_output=True, text=True, timeout=120, env=env)

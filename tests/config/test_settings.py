@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -36,12 +37,43 @@ def test_the_defaults_need_nothing_but_python():
 
 def test_values_from_the_environment_are_used():
     result = load(PORT="9000", JUDGE_BASE_URLS="http://a:1, http://b:2/",
-                  DATABASE_URL="postgres://u@h:5432/db", MEDIA_ROOT="/srv/media",
+                  DATABASE_URL="postgres://u@h:5432/db", MEDIA_ROOT="/tmp/settings-test-media",
                   REDIS_URL="redis://127.0.0.1:6379/0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["9000", "['http://a:1',", "'http://b:2']",
-                                     "django.db.backends.postgresql", "/srv/media",
+                                     "django.db.backends.postgresql",
+                                     "/tmp/settings-test-media",
                                      "redis://127.0.0.1:6379/0"]
+
+
+def setting(name: str, **env) -> str:
+    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
+            "VAR_DIR": "/tmp/settings-test-var"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import "
+         f"settings; print(settings.{name})"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env={**base, **env})
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_uploads_stream_to_a_folder_under_media_root_unless_told_otherwise():
+    assert setting("FILE_UPLOAD_TEMP_DIR") == "/tmp/settings-test-var/media/upload-tmp"
+    assert setting("FILE_UPLOAD_TEMP_DIR", MEDIA_ROOT="/tmp/settings-test-media") == \
+        "/tmp/settings-test-media/upload-tmp"
+    moved = "/tmp/settings-test/../settings-test-up"
+    assert setting("FILE_UPLOAD_TEMP_DIR", UPLOAD_TEMP_DIR=moved) == "/tmp/settings-test-up"
+    assert Path("/tmp/settings-test-up").is_dir()  # made at start: Django's checks want it
+    assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS") == "21600"
+    assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS", UPLOAD_TEMP_MAX_AGE_SECONDS="600") == "600"
+
+
+def test_the_archive_limits_let_five_minutes_of_48_khz_stereo_through_by_default():
+    assert int(setting("SUBMISSION_MAX_OUTPUT_BYTES")) >= 300 * 48_000 * 2 * 4  # even float32
+    assert int(setting("SUBMISSION_MAX_SAMPLE_RATE")) >= 48_000
+    assert int(setting("SUBMISSION_MAX_CHANNELS")) >= 2
+    assert setting("SUBMISSION_MAX_COMPRESSION_RATIO", SUBMISSION_MAX_COMPRESSION_RATIO="50") \
+        == "50"
 
 
 @pytest.mark.parametrize("env, message", [
@@ -52,6 +84,16 @@ def test_values_from_the_environment_are_used():
                                             "http(s) URL"),
     ({"CELERY_BROKER_URL": "amqp://guest@localhost//"}, "CELERY_BROKER_URL='amqp://guest@"),
     ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
+    ({"UPLOAD_TEMP_MAX_AGE_SECONDS": "5"}, "UPLOAD_TEMP_MAX_AGE_SECONDS=5 is below the "
+                                           "minimum 60"),
+    ({"SUBMISSION_MAX_OUTPUT_BYTES": "0"}, "SUBMISSION_MAX_OUTPUT_BYTES=0 is below the minimum"),
+    ({"SUBMISSION_MAX_SAMPLE_RATE": "48k"}, "SUBMISSION_MAX_SAMPLE_RATE='48k' is not an "
+                                            "integer"),
+    ({"SUBMISSION_MAX_CHANNELS": "0"}, "SUBMISSION_MAX_CHANNELS=0 is below the minimum 1"),
+    ({"SUBMISSION_MAX_COMPRESSION_RATIO": "0"}, "SUBMISSION_MAX_COMPRESSION_RATIO=0 is below "
+                                                "the minimum 1"),
+    ({"SUBMISSION_COMPRESSION_FLOOR_BYTES": "-1"}, "SUBMISSION_COMPRESSION_FLOOR_BYTES=-1 is "
+                                                   "below the minimum 0"),
 ])
 def test_a_bad_value_stops_start_up_naming_the_variable(env, message):
     result = load(**env)

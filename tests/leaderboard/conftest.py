@@ -1,4 +1,5 @@
 import pytest
+from django.core.cache import caches
 from django.utils import timezone
 
 from scoring.models import Benchmark, ScoringRun, SliceResult
@@ -40,3 +41,20 @@ def board(db, author):
         return submission
 
     return benchmark, scored
+
+
+@pytest.fixture
+def cache_writes(monkeypatch):
+    """`cache_writes(prefix)`: the keys under `prefix` written to the default cache so far."""
+    keys: list[str] = []
+    backend = caches["default"]
+
+    def spying(write):
+        def spy(key, *args, **kwargs):
+            keys.append(key)
+            return write(key, *args, **kwargs)
+        return spy
+
+    for name in ("set", "add"):
+        monkeypatch.setattr(backend, name, spying(getattr(backend, name)))
+    return lambda prefix: [k for k in keys if k.startswith(f"{prefix}:")]

@@ -96,6 +96,21 @@ def test_a_range_this_server_ignores_gets_the_whole_file(client, served, header)
     assert b"".join(response.streaming_content) == served["bytes"]
 
 
+@pytest.mark.parametrize("header", ["bytes=" + "9" * 5000 + "-", "bytes=-" + "9" * 5000,
+                                    "bytes=0-" + "9" * 5000])
+def test_a_range_with_a_number_longer_than_any_file_gets_the_whole_file(client, served,
+                                                                         header):
+    response = client.get(served["url"], HTTP_RANGE=header)
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == served["bytes"]
+
+
+def test_leading_zeros_do_not_make_a_number_long(client, served):
+    response = client.get(served["url"], HTTP_RANGE="bytes=" + "0" * 5000 + "1-")
+    assert response.status_code == 206
+    assert b"".join(response.streaming_content) == served["bytes"][1:]
+
+
 def test_a_stale_if_range_gets_the_whole_file(client, served):
     modified = client.get(served["url"])["Last-Modified"]
     fresh = client.get(served["url"], HTTP_RANGE="bytes=0-9", HTTP_IF_RANGE=modified)
@@ -108,6 +123,9 @@ def test_a_stale_if_range_gets_the_whole_file(client, served):
     (None, 10, None), ("", 10, None), ("bytes=0-0", 10, (0, 0)), ("bytes=2-", 10, (2, 9)),
     ("bytes=-3", 10, (7, 9)), ("bytes=-30", 10, (0, 9)), ("bytes=5-100", 10, (5, 9)),
     ("bytes=-", 10, None), ("bytes=4-2", 10, None), ("bytes=0-1, 3-4", 10, None),
+    ("bytes=" + "1" * 20 + "-", 10, None), ("bytes=-" + "1" * 20, 10, None),
+    ("bytes=" + "0" * 30 + "2-" + "0" * 30 + "3", 10, (2, 3)),
+    ("bytes=9223372036854775807-", 2**63, (2**63 - 1, 2**63 - 1)),
 ])
 def test_byte_range_reads_one_range_as_rfc_9110_says(header, size, expected):
     assert byte_range(header, size) == expected

@@ -71,14 +71,17 @@ def test_the_chat_prompt_puts_the_reference_first_in_pass_a_and_second_in_pass_b
 
 @pytest.mark.parametrize(("reply", "pair"), [
     ("7 8", (7, 8)), ("10 1", (10, 1)), (" 3 4\n", (3, 4)), ("0 10", (0, 10)),
+    # Official cal_score.py: strip, drop every "\n", split on " ", int() each part.
+    ("8 \n7", (8, 7)), ("8\n 7", (8, 7)), ("+9 8", (9, 8)), ("-5 4", (-5, 4)),
+    ("-1 5", (-1, 5)), ("8\t 7", (8, 7)), ("010 1_0", (10, 10)), ("\u0668 7", (8, 7)),
 ])
-def test_a_chat_reply_is_two_integers(reply, pair):
+def test_a_chat_reply_is_read_as_the_official_cal_score_reads_it(reply, pair):
     assert airbench.parse_chat_reply(reply) == pair
 
 
 @pytest.mark.parametrize("reply", [
     "7, 8", "7  8", "7.5 8", "11 3", "7", "7 8 9", "Assistant 1: 7\nAssistant 2: 8", "", None,
-    "-1 5", "7 8\nbecause",
+    "7 8\nbecause", "8\t7", "8\r\n7", "3 11", "7 8.", "1e1 5", " \n ",
 ])
 def test_anything_else_is_a_failed_reply(reply):
     with pytest.raises(ReplyError):
@@ -112,14 +115,14 @@ def test_a_faulty_foundation_file_names_file_index_and_uniq_id(tmp_path):
     with pytest.raises(MetaError) as caught:
         airbench.load_foundation(path)
     problems = caught.value.problems
-    assert f"{path}: item 1 (uniq_id 2): field 'answer_gt' \"zebra\" equals none of the " \
+    assert f"{path}: item 2 (uniq_id 2): field 'answer_gt' \"zebra\" equals none of the " \
            'choices ["a", "b", "c", "d"]' in problems
-    assert f"{path}: item 2 (uniq_id 3): field 'task_name' 'Speech_Ground' is not an " \
+    assert f"{path}: item 3 (uniq_id 3): field 'task_name' 'Speech_Ground' is not an " \
            "AIR-Bench foundation task" in problems
-    assert f"{path}: item 3 (uniq_id 4): field 'choice_d' is given but 'choice_c' is not" \
+    assert f"{path}: item 4 (uniq_id 4): field 'choice_d' is given but 'choice_c' is not" \
         in problems
-    assert f"{path}: item 4 (uniq_id 1): duplicate uniq_id, first used by item 0" in problems
-    assert f"{path}: item 5 (uniq_id 6): field 'question' must be a non-empty string, got " \
+    assert f"{path}: item 5 (uniq_id 1): duplicate uniq_id, first used by item 1" in problems
+    assert f"{path}: item 6 (uniq_id 6): field 'question' must be a non-empty string, got " \
            "nothing" in problems
     assert len(problems) == 5
 
@@ -145,9 +148,9 @@ def test_a_faulty_chat_file_names_every_fault(tmp_path):
     with pytest.raises(MetaError) as caught:
         airbench.load_chat(path)
     assert caught.value.problems == [
-        f"{path}: item 0 (uniq_id 0): field 'task_name' 'speech_qa' is not an AIR-Bench chat "
+        f"{path}: item 1 (uniq_id 0): field 'task_name' 'speech_qa' is not an AIR-Bench chat "
         "task",
-        f"{path}: item 2 (uniq_id 2): field 'meta_info' must be a non-empty string, got 5",
+        f"{path}: item 3 (uniq_id 2): field 'meta_info' must be a non-empty string, got 5",
     ]
 
 
@@ -188,6 +191,35 @@ def test_predictions_may_carry_the_metadata_fields_and_string_ids():
     text = json.dumps({**foundation_meta()[0], "uniq_id": "1", "response": "B"}) + "\n\n"
     [response] = airbench.parse_responses(text, name="p.jsonl", known_ids={"1"})
     assert (response.uniq_id, response.response, response.where) == ("1", "B", "line 1")
+
+
+SEPARATORS = "\u2028\u2029\x85"  # raw in json.dumps(..., ensure_ascii=False), not line ends
+
+
+def test_a_file_of_the_official_inference_script_is_read_line_by_line_as_it_reads_it():
+    rows = [{"uniq_id": 1, "response": f"B{SEPARATORS}because"},
+            {"uniq_id": 2, "response": f"line one\u2028line two\x85{SEPARATORS}"}]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    assert len(text.splitlines()) > 2  # what str.splitlines() would have broken
+    responses = airbench.parse_responses(text, name="p.jsonl", known_ids={"1", "2"})
+    assert [(r.uniq_id, r.response, r.where) for r in responses] == [
+        ("1", rows[0]["response"], "line 1"), ("2", rows[1]["response"], "line 2")]
+    assert airbench.extract_letter(responses[0].response) == "B"
+
+
+def test_a_file_with_windows_line_ends_is_read():
+    text = '{"uniq_id": 1, "response": "A"}\r\n\r\n{"uniq_id": 2, "response": "B"}\r\n'
+    responses = airbench.parse_responses(text, name="p.jsonl", known_ids={"1", "2"})
+    assert [(r.uniq_id, r.response, r.where) for r in responses] == [
+        ("1", "A", "line 1"), ("2", "B", "line 3")]
+
+
+def test_a_line_nested_too_deeply_is_refused_naming_the_line():
+    text = '{"uniq_id": 1, "response": "B"}\n' + "[" * 100_000 + "]" * 100_000 + "\n"
+    with pytest.raises(PredictionError) as caught:
+        airbench.parse_responses(text, name="p.jsonl", known_ids={"1"})
+    assert caught.value.problems == [
+        "p.jsonl line 2: invalid JSON at column 65: nested too deeply (more than 64 levels)"]
 
 
 def test_an_empty_predictions_file_is_refused():

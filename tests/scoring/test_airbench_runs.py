@@ -214,7 +214,7 @@ def test_the_submission_page_shows_each_items_replies(imported, simulator_factor
     assert client.get(f"/s/{submission.id}/?dimension=category&bucket=music") \
         .status_code == 200
     files = client.get(f"/submissions/{submission.id}/files/scores.json")
-    assert files.status_code == 404  # the files are for the owner (signed in) and staff
+    assert files.status_code == 403  # published, but the files are for the owner and staff
     client.force_login(author)
     files = client.get(f"/submissions/{submission.id}/files/scores.json")
     assert files.status_code == 200

@@ -52,7 +52,7 @@ def test_a_malformed_file_imports_nothing(tmp_path):
     data = foundation_meta()
     data[4]["answer_gt"] = "nope"
     path = write(tmp_path / "Foundation_meta.json", data)
-    with pytest.raises(CommandError, match=r"item 4 \(uniq_id 5\): field 'answer_gt'"):
+    with pytest.raises(CommandError, match=r"item 5 \(uniq_id 5\): field 'answer_gt'"):
         call_command("import_airbench", "--foundation", str(path))
     assert not Benchmark.objects.exists() and not Item.objects.exists()
 
@@ -64,7 +64,7 @@ def test_with_an_audio_root_every_item_needs_its_audio(tmp_path):
         target = root / "Chat" / f"{item['task_name']}_{item['dataset_name']}" / item["path"]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(b"RIFF")
-    with pytest.raises(CommandError, match=r"sample 0 \(id 0\): input audio "
+    with pytest.raises(CommandError, match=r"sample 1 \(id 0\): input audio "
                                            r"'Chat/speech_QA_iemocap/0.wav' not found"):
         call_command("import_airbench", "--chat", str(path), "--audio-root", str(root))
     assert not Benchmark.objects.exists()
@@ -86,3 +86,13 @@ def test_a_slug_of_another_kind_is_refused(tmp_path):
 def test_a_track_is_required(tmp_path):
     with pytest.raises(CommandError):
         call_command("import_airbench")
+
+
+def test_a_file_nested_too_deeply_imports_nothing_and_says_why(tmp_path):
+    path = tmp_path / "Chat_meta.json"
+    path.write_text('[{"uniq_id": ' + "[" * 100_000 + "]" * 100_000 + "}]")
+    with pytest.raises(CommandError) as caught:
+        call_command("import_airbench", "--chat", str(path))
+    assert f"{path}: invalid JSON at line 1, column 76: nested too deeply (more than 64 " \
+        "levels)" in str(caught.value)
+    assert not Benchmark.objects.exists()

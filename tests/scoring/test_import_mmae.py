@@ -78,23 +78,23 @@ def test_a_slug_keeps_benchmarks_apart(bench):
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d[4].pop("complexity"),
-     "sample 4 (id {id4}): field 'complexity' must be a non-empty string, got nothing"),
+     "sample 5 (id {id4}): field 'complexity' must be a non-empty string, got nothing"),
     (lambda d: d[2]["rubrics"][1].update(wrong_choices="nope"),
-     "sample 2 (id {id2}): field 'rubrics[1].wrong_choices' must be a non-empty list of "
+     "sample 3 (id {id2}): field 'rubrics[1].wrong_choices' must be a non-empty list of "
      'strings, got "nope"'),
     (lambda d: d[5].update(granularity=[]),
-     "sample 5 (id {id5}): field 'granularity' must be a non-empty list of strings, got []"),
+     "sample 6 (id {id5}): field 'granularity' must be a non-empty list of strings, got []"),
     (lambda d: d[1]["operations"][0].pop("operation"),
-     "sample 1 (id {id1}): field 'operations[0]' must be"),
+     "sample 2 (id {id1}): field 'operations[0]' must be"),
     (lambda d: d[3]["rubrics"][0].update(question="Is <audio input3> kept?"),
-     "sample 3 (id {id3}): field 'rubrics[0].question' names <audio input3> but the sample "
+     "sample 4 (id {id3}): field 'rubrics[0].question' names <audio input3> but the sample "
      "has 1 input audio item(s)"),
     (lambda d: d[6].update(id=d[0]["id"]),
-     "sample 6 (id {id0}): duplicate id, first used by sample 0"),
+     "sample 7 (id {id0}): duplicate id, first used by sample 1"),
     (lambda d: d[0]["messages"][0].update(content=[{"type": "text", "text": "no audio"}]),
-     "sample 0 (id {id0}): field 'messages' holds no audio item"),
+     "sample 1 (id {id0}): field 'messages' holds no audio item"),
     (lambda d: d.__setitem__(8, "not an object"),
-     'sample 8: must be a JSON object, got "not an object"'),
+     'sample 9: must be a JSON object, got "not an object"'),
 ])
 def test_a_malformed_file_names_sample_and_field_and_imports_nothing(bench, mutate, message):
     root, meta = bench
@@ -130,7 +130,7 @@ def test_missing_input_audio_is_named_and_nothing_imported(bench):
     shutil.rmtree(root / "wav" / data[9]["id"])
     with pytest.raises(CommandError) as info:
         import_(meta, root)
-    assert (f"sample 9 (id {data[9]['id']}): input audio 'wav/{data[9]['id']}/audio1.wav' "
+    assert (f"sample 10 (id {data[9]['id']}): input audio 'wav/{data[9]['id']}/audio1.wav' "
             f"not found under {root}") in str(info.value)
     assert Benchmark.objects.count() == Item.objects.count() == 0
 
@@ -148,3 +148,13 @@ def test_a_full_size_file_imports(tmp_path):
     import_(meta, tmp_path)
     assert Benchmark.objects.get().n_criteria == 17741 == Criterion.objects.count()
     assert Item.objects.count() == 2000
+
+
+def test_a_file_nested_too_deeply_imports_nothing_and_says_why(tmp_path):
+    meta = tmp_path / "MMAE-meta.json"
+    meta.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CommandError) as caught:
+        import_(meta, tmp_path)
+    assert f"{meta}: invalid JSON at line 1, column 65: nested too deeply (more than 64 " \
+        "levels)" in str(caught.value)
+    assert not Benchmark.objects.exists()

@@ -28,7 +28,7 @@ class TestFormats:
         text = json.dumps([official("a1", "out/a1.wav"), official("b2", "out/b2.wav")])
         result = parse_predictions(text, name="predictions.json", known_ids=IDS)
         assert [(p.sample_id, p.audio_path, p.where) for p in result] == [
-            ("a1", "out/a1.wav", "entry 0"), ("b2", "out/b2.wav", "entry 1")]
+            ("a1", "out/a1.wav", "entry 1"), ("b2", "out/b2.wav", "entry 2")]
 
     def test_it_reads_the_challenge_jsonl_and_skips_blank_lines(self):
         text = '{"id": "a1", "audio_path": "audio/a1.wav"}\n\n{"id": "c3", "audio_path": ' \
@@ -36,6 +36,14 @@ class TestFormats:
         result = parse_predictions(text, name="submission.jsonl", known_ids=IDS)
         assert [(p.sample_id, p.audio_path, p.where) for p in result] == [
             ("a1", "audio/a1.wav", "line 1"), ("c3", "audio/c3.wav", "line 3")]
+
+    def test_jsonl_lines_end_only_where_pythons_file_iteration_ends_them(self):
+        rows = [{"id": "a1", "audio_path": "out/a\u2028\u2029\x85.wav"},
+                {"id": "b2", "audio_path": "out/b.wav"}]
+        text = json.dumps(rows[0], ensure_ascii=False) + "\r\n" + json.dumps(rows[1]) + "\r\n"
+        result = parse_predictions(text, name="submission.jsonl", known_ids=IDS)
+        assert [(p.sample_id, p.audio_path, p.where) for p in result] == [
+            ("a1", "out/a\u2028\u2029\x85.wav", "line 1"), ("b2", "out/b.wav", "line 2")]
 
     def test_an_audio_url_object_is_accepted(self):
         entry = official("a1")
@@ -45,6 +53,17 @@ class TestFormats:
 
 
 class TestBadInput:
+    def test_a_json_array_nested_too_deeply_is_refused_naming_the_file(self):
+        assert problems("[" * 100_000 + "]" * 100_000) == [
+            "predictions.json: invalid JSON at line 1, column 65: nested too deeply (more than "
+            "64 levels)"]
+
+    def test_a_jsonl_line_nested_too_deeply_is_refused_naming_the_line(self):
+        text = '{"id": "a1", "audio_path": "a.wav"}\n{"id": ' + "[" * 100_000 + "\n"
+        assert problems(text, "submission.jsonl") == [
+            "submission.jsonl line 2: invalid JSON at column 71: nested too deeply (more than "
+            "64 levels)"]
+
     def test_a_jsonl_syntax_error_names_the_line(self):
         text = '{"id": "a1", "audio_path": "a.wav"}\n{"id": "b2", "audio_path": \n'
         assert problems(text, "submission.jsonl") == [
@@ -74,13 +93,13 @@ class TestBadInput:
         text = json.dumps([["a1"], {"id": 7}, no_assistant, two_audios,
                            {"id": "a1", "audio_path": ""}])
         assert problems(text) == [
-            'predictions.json entry 0: must be a JSON object, got ["a1"]',
-            "predictions.json entry 1: 'id' must be a non-empty string, got 7",
-            "predictions.json entry 2 (id b2): the last message must be the assistant's turn "
+            'predictions.json entry 1: must be a JSON object, got ["a1"]',
+            "predictions.json entry 2: 'id' must be a non-empty string, got 7",
+            "predictions.json entry 3 (id b2): the last message must be the assistant's turn "
             "holding the edited audio",
-            "predictions.json entry 3 (id c3): the assistant turn must hold exactly one audio "
+            "predictions.json entry 4 (id c3): the assistant turn must hold exactly one audio "
             "item, found 2",
-            "predictions.json entry 4 (id a1): 'audio_path' must be a non-empty string, got \"\"",
+            "predictions.json entry 5 (id a1): 'audio_path' must be a non-empty string, got \"\"",
         ]
 
     def test_an_empty_file_is_refused(self):

@@ -6,6 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from scoring import airbench
 from scoring.services import benchmark_import
 from submissions.models import ApiToken, Submission
 from submissions.services import SubmissionRefused, submission_create, submission_validate
@@ -52,6 +53,22 @@ def test_a_valid_upload_is_stored_and_validates_into_a_run_of_the_responses(auth
     assert submission.coverage == pytest.approx(2 / 6)
     assert submission.report["warnings"] == [
         "4 of 6 items have no response and count as unanswered"]
+
+
+def test_a_file_written_as_the_official_inference_script_writes_it_is_accepted_and_scored(
+        author, boards):
+    rows = [{"uniq_id": 1, "response": "B\u2028because the speaker says so"},
+            {"uniq_id": 2, "response": "It\x85is\u2029A."}]
+    # Inference_Foundation.py: json.dumps(..., ensure_ascii=False) + "\n" per line
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    submission = create(author, boards["foundation"],
+                        SimpleUploadedFile("predictions.jsonl", text.encode()))
+    assert submission_validate(submission.id)
+    submission.refresh_from_db()
+    assert submission.status == "queued" and submission.report["errors"] == []
+    run = submission.current_run
+    assert run.outputs == {"1": rows[0]["response"], "2": rows[1]["response"]}
+    assert [airbench.extract_letter(run.outputs[k]) for k in ("1", "2")] == ["B", "A"]
 
 
 @pytest.mark.parametrize(("rows", "problem"), [
@@ -110,6 +127,21 @@ def test_the_api_takes_the_align_option_and_reports_errors_by_line(author, board
     detail = client.get(f"/api/submissions/{good.json()['id']}/").json()
     assert detail["metrics"] == ["acc_strict", "acc", "unparsed"]
     assert detail["files"] == ["scores.json", "results.jsonl"] and detail["overall"] is None
+
+
+def test_the_api_refuses_a_line_nested_too_deeply_with_a_400(author, boards):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=author, name='t')[1]}")
+    deep = SimpleUploadedFile("predictions.jsonl", b'{"uniq_id": 1, "response": "B"}\n'
+                              + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    response = client.post("/api/submissions/", {
+        "benchmark": "air-bench-chat", "model_name": "Listener", "predictions": deep},
+        format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"errors": [
+        "predictions.jsonl line 2: invalid JSON at column 65: nested too deeply (more than 64 "
+        "levels)"]}
+    assert not Submission.objects.exists()
 
 
 def test_the_upload_page_takes_a_jsonl(client, author, boards):

@@ -54,6 +54,17 @@ def test_the_detail_shows_progress_coverage_report_and_runs(api, small_bench):
     assert [s["id"] for s in api.get("/api/submissions/").json()] == [submission_id]
 
 
+def test_predictions_nested_too_deeply_are_a_400_naming_the_file(api, small_bench):
+    deep = SimpleUploadedFile("predictions.json", b"[" * 100_000 + b"]" * 100_000)
+    response = api.post("/api/submissions/", payload(small_bench, predictions=deep),
+                        format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"errors": [
+        "predictions.json: invalid JSON at line 1, column 65: nested too deeply (more than 64 "
+        "levels)"]}
+    assert Submission.objects.count() == 0
+
+
 def test_it_needs_a_token(small_bench):
     response = APIClient().post("/api/submissions/", payload(small_bench), format="multipart")
     assert response.status_code == 401

@@ -1,5 +1,6 @@
 """Upload validation (submissions/validation.py): pure, so no database is needed."""
 
+import dataclasses
 import io
 import json
 import stat
@@ -22,7 +23,13 @@ from submissions.validation import (
 )
 
 KEYS = ["a1", "b2", "c3"]
-LIMITS = Limits(max_files=50, max_unpacked_bytes=5_000_000, max_audio_seconds=5.0)
+LIMITS = Limits(max_files=50, max_unpacked_bytes=5_000_000, max_audio_seconds=5.0,
+                max_output_bytes=5_000_000, max_sample_rate=48_000, max_channels=2,
+                max_ratio=20.0, ratio_floor_bytes=1_000_000)
+
+
+def with_limits(**changes) -> Limits:
+    return dataclasses.replace(LIMITS, **changes)
 
 
 @pytest.fixture
@@ -164,8 +171,8 @@ class TestHappyPaths:
         assert result.errors == []
         assert result.outputs == {"a1": "sys/audio/a1.wav", "b2": "sys/audio/b2.wav",
                                   "c3": "c3.wav"}
-        assert result.warnings == ["all.zip: 1 file(s) not referenced by any prediction "
-                                   "(README.txt)"]
+        assert result.warnings == ["all.zip: 1 file(s) not named by any prediction were "
+                                   "ignored (README.txt)"]
 
     def test_it_accepts_paths_under_a_top_level_folder(self, upload, audio_dir, wav):
         members = {f"my-system/audio/{k}.wav": wav for k in KEYS}
@@ -212,14 +219,20 @@ class TestHappyPaths:
         assert report["coverage"] == pytest.approx(1 / 3)
         assert report["missing"] == {"b2": "no prediction", "c3": "no prediction"}
         assert report["errors"] == []
-        assert "audio.zip: 1 file(s) not referenced by any prediction (extra.wav)" \
+        assert "audio.zip: 1 file(s) not named by any prediction were ignored (extra.wav)" \
             in report["warnings"]
+        assert report["ignored"] == {"count": 1, "first": ["extra.wav"]}
 
     def test_limits_come_from_settings_when_called(self, settings):
         settings.SUBMISSION_MAX_FILES = 7
         settings.SUBMISSION_MAX_UNPACKED_BYTES = 1234
         settings.SUBMISSION_MAX_AUDIO_SECONDS = 9
-        assert limits_from_settings() == Limits(7, 1234, 9.0)
+        settings.SUBMISSION_MAX_OUTPUT_BYTES = 99
+        settings.SUBMISSION_MAX_SAMPLE_RATE = 8000
+        settings.SUBMISSION_MAX_CHANNELS = 1
+        settings.SUBMISSION_MAX_COMPRESSION_RATIO = 5
+        settings.SUBMISSION_COMPRESSION_FLOOR_BYTES = 10
+        assert limits_from_settings() == Limits(7, 1234, 9.0, 99, 8000, 1, 5.0, 10)
 
     def test_an_empty_result_has_no_coverage(self):
         assert ValidationResult(n_items=0).coverage == 0.0
@@ -295,7 +308,7 @@ class TestPredictionsFile:
     def test_a_path_outside_the_archive_is_refused_in_predictions_json(self, upload,
                                                                         audio_dir):
         result = run(audio_dir, predictions=predictions_json(upload, {"c3": "/tmp/x.wav"}))
-        assert result.errors == ["predictions.json entry 0 (id c3): '/tmp/x.wav': paths "
+        assert result.errors == ["predictions.json entry 1 (id c3): '/tmp/x.wav': paths "
                                  "outside the archive are not allowed"]
 
 
@@ -369,7 +382,7 @@ class TestArchiveRefusedBeforeExtraction:
     @pytest.mark.parametrize("make, name", [(make_zip, "audio.zip"), (make_tgz, "audio.tgz")])
     def test_too_many_members_are_refused(self, upload, audio_dir, tmp_path, wav, make, name):
         archive = make(upload / name, {f"{k}.wav": wav for k in KEYS})
-        limits = Limits(max_files=2, max_unpacked_bytes=10**9, max_audio_seconds=5)
+        limits = with_limits(max_files=2, max_unpacked_bytes=10**9)
         errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
         assert errors == [f"{name}: more than 2 members (the limit)"]
 
@@ -381,7 +394,7 @@ class TestArchiveRefusedBeforeExtraction:
         end = data.rfind(b"PK\x05\x06")
         data[end + 8:end + 12] = (1).to_bytes(2, "little") * 2  # claims a single member
         archive.write_bytes(bytes(data))
-        limits = Limits(max_files=1, max_unpacked_bytes=10**9, max_audio_seconds=5)
+        limits = with_limits(max_files=1, max_unpacked_bytes=10**9)
         errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
         assert len(errors) == 1
         assert errors[0].startswith("audio.zip: its directory of members is ")
@@ -390,14 +403,14 @@ class TestArchiveRefusedBeforeExtraction:
     def test_a_zip_bomb_is_refused_by_its_declared_size(self, upload, audio_dir, tmp_path):
         archive = make_zip(upload / "bomb.zip", {"a1.wav": bytes(20_000_000)})
         assert archive.stat().st_size < 100_000
-        limits = Limits(max_files=10, max_unpacked_bytes=1_000_000, max_audio_seconds=5)
+        limits = with_limits(max_files=10, max_unpacked_bytes=1_000_000)
         errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
         assert errors == ["bomb.zip: unpacks to more than 1000000 bytes (the limit)"]
 
     def test_a_tar_bomb_is_refused_by_its_declared_size(self, upload, audio_dir, tmp_path):
         archive = make_tgz(upload / "bomb.tgz", {"a.wav": bytes(3_000_000),
                                                  "b.wav": bytes(3_000_000)})
-        limits = Limits(max_files=10, max_unpacked_bytes=4_000_000, max_audio_seconds=5)
+        limits = with_limits(max_files=10, max_unpacked_bytes=4_000_000)
         errors = rejected(run(audio_dir, archive=archive, limits=limits), audio_dir, tmp_path)
         assert errors == ["bomb.tgz: unpacks to more than 4000000 bytes (the limit)"]
 
@@ -453,8 +466,9 @@ class TestArchiveRefusedWhileExtracting:
 
     def test_a_zip_with_lying_headers_is_refused(self, upload, audio_dir, tmp_path):
         archive = self.lying_zip(upload / "liar.zip", real=3_000_000, declared=1000)
-        limits = Limits(max_files=10, max_unpacked_bytes=100_000, max_audio_seconds=5)
-        result = run(audio_dir, archive=archive, limits=limits)
+        limits = with_limits(max_files=10, max_unpacked_bytes=100_000)
+        result = run(audio_dir, predictions=submission_jsonl(upload, {"a1": "a1.wav"}),
+                     archive=archive, limits=limits)
         assert not result.ok
         assert "liar.zip" in result.errors[0] and "a1.wav" in result.errors[0]
         written = sum(p.stat().st_size for p in audio_dir.rglob("*") if p.is_file())
@@ -483,7 +497,8 @@ class TestArchiveRefusedWhileExtracting:
     def test_a_file_and_a_folder_of_the_same_name_are_refused(self, upload, audio_dir,
                                                                tmp_path, wav):
         archive = make_zip(upload / "audio.zip", {"a": wav, "a/b.wav": wav})
-        result = run(audio_dir, archive=archive)
+        predictions = submission_jsonl(upload, {"a1": "a", "b2": "a/b.wav"})
+        result = run(audio_dir, predictions=predictions, archive=archive)
         assert result.errors == ["audio.zip: member 'a/b.wav': cannot be extracted: File "
                                  "exists"]
         assert strays(tmp_path) == []
@@ -511,7 +526,7 @@ class TestAudio:
             "submission.jsonl line 1 (id a1): audio/a1.wav: empty audio (no frames)"]
 
     def test_a_wav_longer_than_the_limit_is_refused(self, upload, audio_dir, wav):
-        limits = Limits(max_files=10, max_unpacked_bytes=10**7, max_audio_seconds=0.05)
+        limits = with_limits(max_files=10, max_unpacked_bytes=10**7, max_audio_seconds=0.05)
         assert self.check(upload, audio_dir, wav, limits=limits) == [
             "submission.jsonl line 1 (id a1): audio/a1.wav: 0.10 s long, above the limit of "
             "0.05 s"]
@@ -531,3 +546,179 @@ class TestAudio:
         errors = run(audio_dir, predictions=predictions, archive=archive).errors
         assert [e.split(":")[0] for e in errors] == ["submission.jsonl line 1 (id a1)",
                                                      "submission.jsonl line 2 (id b2)"]
+
+
+def written_files(audio_dir) -> list[str]:
+    return sorted(str(p.relative_to(audio_dir)) for p in audio_dir.rglob("*") if p.is_file())
+
+
+class TestOnlyReferencedMembers:
+    def test_members_no_prediction_names_are_not_extracted_and_are_reported(self, upload,
+                                                                            audio_dir, wav):
+        junk = {f"junk/{i:04}.bin": b"x" * 100 for i in range(40)}
+        archive = make_zip(upload / "audio.zip", {**junk, **{f"audio/{k}.wav": wav
+                                                             for k in KEYS}})
+        result = run(audio_dir, predictions=predictions_json(upload, ALL), archive=archive)
+        assert result.ok and result.outputs == ALL
+        assert written_files(audio_dir) == sorted(ALL.values())
+        assert result.report()["ignored"] == {
+            "count": 40, "first": ["junk/0000.bin", "junk/0001.bin", "junk/0002.bin",
+                                   "junk/0003.bin", "junk/0004.bin"]}
+        assert result.warnings == [
+            "audio.zip: 40 file(s) not named by any prediction were ignored (junk/0000.bin, "
+            "junk/0001.bin, junk/0002.bin, junk/0003.bin, junk/0004.bin, ...)"]
+
+    def test_the_predictions_inside_the_archive_are_kept_with_the_outputs(self, upload,
+                                                                         audio_dir, wav):
+        text = jsonl_text({"a1": "a1.wav"}).encode()
+        archive = make_tgz(upload / "all.tgz", {"sys/submission.jsonl": text, "sys/a1.wav": wav,
+                                                "sys/notes.txt": b"hi"})
+        result = run(audio_dir, archive=archive)
+        assert result.ok and result.outputs == {"a1": "sys/a1.wav"}
+        assert written_files(audio_dir) == ["sys/a1.wav", "sys/submission.jsonl"]
+        assert result.report()["ignored"] == {"count": 1, "first": ["sys/notes.txt"]}
+
+    def test_nothing_ignored_is_reported_as_nothing(self, upload, audio_dir, wav):
+        archive = make_zip(upload / "audio.zip", {f"audio/{k}.wav": wav for k in KEYS})
+        result = run(audio_dir, predictions=predictions_json(upload, ALL), archive=archive)
+        assert result.report()["ignored"] == {"count": 0, "first": []}
+
+    def test_an_archive_holding_none_of_the_named_outputs_is_refused_naming_both_sides(
+            self, upload, audio_dir, tmp_path, wav):
+        held = {f"outputs/{i}.wav": wav for i in range(7)}
+        archive = make_zip(upload / "audio.zip", held)
+        predictions = submission_jsonl(upload, {k: f"edited/{k}.wav" for k in KEYS})
+        errors = rejected(run(audio_dir, predictions=predictions, archive=archive), audio_dir,
+                          tmp_path)
+        assert errors == [
+            "audio.zip: holds none of the 3 output files the predictions name: they name "
+            "edited/a1.wav, edited/b2.wav, edited/c3.wav; the archive holds outputs/0.wav, "
+            "outputs/1.wav, outputs/2.wav, outputs/3.wav, outputs/4.wav, ... (7 files)"]
+
+    def test_an_archive_holding_only_the_predictions_is_refused(self, upload, audio_dir,
+                                                                 tmp_path):
+        text = jsonl_text({"a1": "a1.wav"}).encode()
+        archive = make_zip(upload / "all.zip", {"submission.jsonl": text})
+        errors = rejected(run(audio_dir, archive=archive), audio_dir, tmp_path)
+        assert errors == [
+            "all.zip: holds none of the 1 output files the predictions name: they name "
+            "a1.wav; the archive holds no other file"]
+
+
+def silence_zip(path, members: int, size: int, *, level: int = 1):
+    """A zip of `members` WAV-named files of `size` zero bytes each (digital silence)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as archive:
+        for key in KEYS[:members]:
+            with archive.open(f"{key}.wav", "w", force_zip64=True) as member:
+                for _ in range(size // CHUNK):
+                    member.write(ZEROS)
+    return path
+
+
+CHUNK = 2**20
+ZEROS = bytes(CHUNK)
+
+
+class TestArchiveRefusedBeforeWriting:
+    def test_a_bomb_within_the_size_limits_is_refused_by_its_ratio(self, upload, audio_dir,
+                                                                    tmp_path):
+        archive = silence_zip(upload / "audio.zip", 3, 4 * CHUNK)
+        limits = with_limits(max_unpacked_bytes=10**9, max_output_bytes=10**9)
+        result = run(audio_dir, predictions=submission_jsonl(upload, {k: f"{k}.wav"
+                                                                       for k in KEYS}),
+                     archive=archive, limits=limits)
+        [error] = rejected(result, audio_dir, tmp_path)
+        packed = sum(i.compress_size for i in zipfile.ZipFile(archive).infolist())
+        assert error == (
+            f"audio.zip: its outputs unpack to {12 * CHUNK} bytes from {packed} compressed "
+            f"bytes, {12 * CHUNK // packed} times as many, above the limit of 20 (a zip bomb, "
+            "or mostly digital silence: store such files uncompressed, as zip -0 does)")
+
+    def test_a_tar_gz_bomb_is_refused_by_its_ratio(self, upload, audio_dir, tmp_path):
+        archive = make_tgz(upload / "audio.tgz", {f"{k}.wav": bytes(2 * CHUNK) for k in KEYS})
+        limits = with_limits(max_unpacked_bytes=10**9, max_output_bytes=10**9)
+        result = run(audio_dir, predictions=submission_jsonl(upload, {k: f"{k}.wav"
+                                                                       for k in KEYS}),
+                     archive=archive, limits=limits)
+        [error] = rejected(result, audio_dir, tmp_path)
+        assert error.startswith(f"audio.tgz: its outputs unpack to {6 * CHUNK} bytes from "
+                                f"{archive.stat().st_size} compressed bytes")
+
+    def test_with_the_default_limits_a_one_megabyte_bomb_writes_nothing(self, upload,
+                                                                        audio_dir, tmp_path):
+        archive = silence_zip(upload / "bomb.zip", 3, 100 * CHUNK, level=9)
+        assert archive.stat().st_size < CHUNK
+        result = run(audio_dir, predictions=submission_jsonl(upload, {k: f"{k}.wav"
+                                                                       for k in KEYS}),
+                     archive=archive, limits=limits_from_settings())
+        [error] = rejected(result, audio_dir, tmp_path)
+        assert error.startswith(f"bomb.zip: its outputs unpack to {300 * CHUNK} bytes")
+
+    def test_silence_below_the_floor_passes(self, upload, audio_dir):
+        silence = sound_bytes(np.zeros(16_000, dtype="int16"))  # one second
+        archive = make_zip(upload / "audio.zip", {f"{k}.wav": silence for k in KEYS})
+        packed = sum(i.compress_size for i in zipfile.ZipFile(archive).infolist())
+        assert sum(i.file_size for i in zipfile.ZipFile(archive).infolist()) > 20 * packed
+        result = run(audio_dir, predictions=submission_jsonl(upload, {k: f"{k}.wav"
+                                                                       for k in KEYS}),
+                     archive=archive)
+        assert result.errors == [] and len(result.outputs) == 3
+
+    def test_silence_stored_uncompressed_passes_above_the_floor(self, upload, audio_dir):
+        silence = sound_bytes(np.zeros(400_000, dtype="int16"))  # 800 KB each
+        path = upload / "audio.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+            for key in KEYS:
+                archive.writestr(f"{key}.wav", silence)
+        limits = with_limits(max_audio_seconds=60.0)
+        result = run(audio_dir, predictions=submission_jsonl(upload, {k: f"{k}.wav"
+                                                                       for k in KEYS}),
+                     archive=path, limits=limits)
+        assert result.errors == [] and len(result.outputs) == 3
+
+    def test_an_output_above_the_byte_limit_is_refused_naming_it(self, upload, audio_dir,
+                                                                 tmp_path, wav):
+        archive = make_zip(upload / "audio.zip", {"a1.wav": wav, "b2.wav": wav + bytes(500)})
+        limits = with_limits(max_output_bytes=len(wav) + 100)
+        result = run(audio_dir, predictions=submission_jsonl(upload, {"a1": "a1.wav",
+                                                                      "b2": "b2.wav"}),
+                     archive=archive, limits=limits)
+        assert rejected(result, audio_dir, tmp_path) == [
+            f"submission.jsonl line 2 (id b2): b2.wav: {len(wav) + 500} bytes, above the "
+            f"limit of {len(wav) + 100} bytes"]
+
+
+class TestAudioFormatLimits:
+    def check(self, upload, audio_dir, data: bytes, **changes):
+        archive = make_zip(upload / "audio.zip", {"audio/a1.wav": data})
+        predictions = submission_jsonl(upload, {"a1": "audio/a1.wav"})
+        return run(audio_dir, predictions=predictions, archive=archive,
+                   limits=with_limits(**changes)).errors
+
+    def test_a_sample_rate_above_the_limit_is_refused_naming_it(self, upload, audio_dir):
+        data = sound_bytes(np.zeros(9600, dtype="int16"), samplerate=96_000)
+        assert self.check(upload, audio_dir, data) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: a sample rate of 96000 Hz, above "
+            "the limit of 48000 Hz"]
+
+    def test_more_channels_than_the_limit_are_refused_naming_them(self, upload, audio_dir):
+        data = sound_bytes(np.zeros((1600, 3), dtype="int16"))
+        assert self.check(upload, audio_dir, data) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: 3 channels, above the limit of 2"]
+
+    def test_at_the_limits_a_file_passes(self, upload, audio_dir):
+        data = sound_bytes(np.zeros((4800, 2), dtype="int16"), samplerate=48_000)
+        assert self.check(upload, audio_dir, data) == []
+
+    def test_five_minutes_of_48_khz_stereo_pass_with_the_default_limits(self, upload,
+                                                                       audio_dir):
+        rng = np.random.default_rng(4)
+        samples = rng.integers(-3000, 3000, size=(300 * 48_000, 2), dtype="int16")
+        path = upload / "long.wav"
+        soundfile.write(path, samples, 48_000, subtype="PCM_16")
+        archive = upload / "audio.zip"
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as handle:
+            handle.write(path, "a1.wav")
+        result = run(audio_dir, predictions=submission_jsonl(upload, {"a1": "a1.wav"}),
+                     archive=archive, limits=limits_from_settings(), keys=["a1"])
+        assert result.errors == [] and result.outputs == {"a1": "a1.wav"}

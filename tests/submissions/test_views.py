@@ -53,6 +53,9 @@ def test_an_upload_redirects_to_its_status_page(logged_in, small_bench):
     ({"predictions": SimpleUploadedFile("submission.jsonl", b'{"id": "zz", "audio_path": '
                                         b'"a.wav"}\n')},
      "submission.jsonl line 1: unknown id &#x27;zz&#x27; (not in the benchmark)"),
+    ({"predictions": SimpleUploadedFile("predictions.json", b"[" * 100_000 + b"]" * 100_000)},
+     "predictions.json: invalid JSON at line 1, column 65: nested too deeply (more than 64 "
+     "levels)"),
 ])
 def test_bad_input_shows_the_problem_and_stores_nothing(logged_in, small_bench, overrides,
                                                         message):

@@ -1,0 +1,53 @@
+"""JSON and JSONL as people send them: predictions, benchmark files, API request bodies.
+
+Plain Python. `loads` is json.loads with a bound on nesting: the json module recurses once per
+level, so `[` repeated 100,000 times raises RecursionError, and even a few hundred levels that
+it does read can overflow the stack of code that walks or prints the value later. `lines`
+splits JSONL exactly as the official AIR-Bench and MMAE scripts read it (`for line in open(f)`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Iterator
+
+# Benchmark and predictions files nest 6 levels at most; API bodies fewer.
+MAX_DEPTH = 64
+# A whole string (escapes included), or a bracket that opens or closes a level.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+
+
+def loads(text: str | bytes, **options) -> object:
+    """json.loads(text, **options); nesting deeper than MAX_DEPTH raises json.JSONDecodeError
+    ("nested too deeply") at the bracket that goes too deep, before json reads anything."""
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode("utf-8")
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        _check_depth(text)
+    return json.loads(text, **options)
+
+
+def _check_depth(text: str) -> None:
+    depth = 0
+    for token in _TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise json.JSONDecodeError(f"nested too deeply (more than {MAX_DEPTH} levels)",
+                                           text, token.start())
+        elif bracket in ("]", "}"):
+            depth -= 1
+
+
+def lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number from 1, line without its end) for each non-blank line. Lines end at "\\n",
+    "\\r\\n" or "\\r", as Python's text files read them, and nowhere else: U+2028, U+2029 and
+    U+0085, which json.dumps(..., ensure_ascii=False) writes raw inside strings, are not line
+    ends here (str.splitlines() would split on them)."""
+    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
+        line = line.removesuffix("\n")
+        if line.strip():
+            yield number, line

@@ -1,0 +1,72 @@
+"""The board API (leaderboard/api.py): its CSV cells and its cache key."""
+
+import csv
+import io
+
+import pytest
+
+from leaderboard.api import CsvRenderer
+
+FORMULA_STARTS = ["=", "+", "-", "@", "\t", "\r"]
+
+
+def csv_rows(response) -> list[dict]:
+    assert response.status_code == 200
+    return list(csv.DictReader(io.StringIO(response.content.decode(), newline="")))
+
+
+class TestCsvCells:
+    @pytest.mark.parametrize("start", FORMULA_STARTS, ids=repr)
+    def test_a_text_cell_that_a_spreadsheet_would_run_as_a_formula_starts_with_a_quote(
+            self, client, board, start):
+        _, scored = board
+        scored(f"{start}HYPERLINK(\"http://x\")", (50.0, 60.0, 30.0),
+               organisation=f"{start}cmd|' /C calc'!A0", licence=f"{start}1+1")
+        (row,) = csv_rows(client.get("/api/leaderboards/mmae/?format=csv"))
+        assert row["model"] == f"'{start}HYPERLINK(\"http://x\")"
+        assert row["organisation"] == f"'{start}cmd|' /C calc'!A0"
+        assert row["licence"] == f"'{start}1+1"
+
+    def test_ordinary_text_is_left_alone(self, client, board):
+        _, scored = board
+        scored("Echo 2 = best", (50.0, 60.0, 30.0), organisation="Lab @ Uni", licence="MIT")
+        (row,) = csv_rows(client.get("/api/leaderboards/mmae/?format=csv"))
+        assert (row["model"], row["organisation"], row["licence"]) == \
+            ("Echo 2 = best", "Lab @ Uni", "MIT")
+
+    def test_a_negative_figure_stays_a_number(self, client, board):
+        _, scored = board
+        scored("Minus", (-5.0, 60.0, -2.5))
+        (row,) = csv_rows(client.get("/api/leaderboards/mmae/?format=csv"))
+        assert (row["IFR"], row["EMR"]) == ("-5.0", "-2.5")
+
+    def test_a_number_written_as_text_stays_a_number(self):
+        body = CsvRenderer().render({"kind": "mmae",
+                                     "rows": [{"model": "-12.5", "licence": "+3e2"}]})
+        (row,) = csv.DictReader(io.StringIO(body, newline=""))
+        assert (row["model"], row["licence"]) == ("-12.5", "+3e2")
+
+    def test_an_error_body_is_neutralised_too(self):
+        body = CsvRenderer().render({"errors": ["=cmd", "fine"]})
+        assert body == "error\r\n'=cmd\r\nfine\r\n"
+
+
+class TestCacheKey:
+    def test_unknown_and_reordered_parameters_hit_the_same_key(self, client, board,
+                                                                cache_writes):
+        _, scored = board
+        scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
+        first = client.get("/api/leaderboards/mmae/?dimension=modality&bucket=sound&format=csv")
+        for query in ("format=csv&bucket=sound&dimension=modality",
+                      "dimension=modality&cachebust=1&bucket=sound&format=csv",
+                      "page=3&bucket=sound&format=csv&dimension=modality&cachebust=2"):
+            response = client.get(f"/api/leaderboards/mmae/?{query}")
+            assert response.content == first.content
+        assert len(cache_writes("board-api")) == 1
+
+    def test_each_format_and_query_gets_its_own_key(self, client, board, cache_writes):
+        _, scored = board
+        scored("Alpha", (50.0, 60.0, 30.0))
+        for query in ("", "format=csv", "sort=model", "sort=model&cachebust=1"):
+            assert client.get(f"/api/leaderboards/mmae/?{query}").status_code == 200
+        assert len(set(cache_writes("board-api"))) == 3
