@@ -14,6 +14,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from config.celery import broker_check
 from scoring import runs
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
@@ -151,6 +152,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
         problems.extend(_check_predictions(predictions, benchmark))
     if problems:
         raise SubmissionRefused(problems)
+    broker_check()  # a validation that cannot be queued: refuse before storing anything
     folder = None
     try:
         with transaction.atomic():
@@ -179,7 +181,9 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             submission.save(update_fields=["files_dir"])
             from submissions.tasks import validate_submission
 
-            transaction.on_commit(lambda: validate_submission.delay(submission.pk))
+            # Robust: should the broker fail between broker_check and here, the upload stays
+            # "uploaded" and the validation sweep (validations_to_retry) queues it later.
+            transaction.on_commit(lambda: validate_submission.delay(submission.pk), robust=True)
     except BaseException:
         if folder is not None:
             shutil.rmtree(folder.parent, ignore_errors=True)
