@@ -1,8 +1,12 @@
-"""allauth's hooks: the client's address and the log-in counters come from config.throttle."""
+"""allauth's hooks: the client's address and the log-in counters come from config.throttle;
+a log-in provider without keys is not there."""
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.utils import filter_users_by_email
 from allauth.core.exceptions import ImmediateHttpResponse
+from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from allauth.socialaccount.models import SocialApp
+from django.http import Http404
 
 from config.throttle import client_ip, login_attempt, too_many_requests
 
@@ -31,3 +35,13 @@ class AccountAdapter(DefaultAccountAdapter):
             raise ImmediateHttpResponse(too_many_requests(
                 request, what="log-in attempts", rate=limited.rate,
                 retry_after=limited.retry_after))
+
+
+class SocialAccountAdapter(DefaultSocialAccountAdapter):
+    def get_provider(self, request, provider, client_id=None):
+        """GitHub's and Hugging Face's pages exist only once their keys are set
+        (SOCIALACCOUNT_PROVIDERS): before that they answer 404, not a server error."""
+        try:
+            return super().get_provider(request, provider, client_id=client_id)
+        except SocialApp.DoesNotExist:
+            raise Http404(f"log-in through {provider} is not set up here") from None

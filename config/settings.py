@@ -77,7 +77,7 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.socialaccount",
-    # Listed on the log-in page only when configured (SOCIALACCOUNT_PROVIDERS below).
+    # Offered only when configured (SOCIALACCOUNT_PROVIDERS below); 404 otherwise.
     "allauth.socialaccount.providers.github",
     "allauth.socialaccount.providers.openid_connect",
     "accounts",
@@ -257,6 +257,7 @@ ACCOUNT_RATE_LIMITS = {
 
 # Log-in through GitHub (OAuth) and Hugging Face (OpenID Connect), each offered only when its
 # client id and secret are set.
+SOCIALACCOUNT_ADAPTER = "accounts.adapter.SocialAccountAdapter"
 SOCIALACCOUNT_PROVIDERS = {}
 _github = env_secret_pair("GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET")
 if _github:
