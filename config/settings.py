@@ -235,7 +235,6 @@ ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_choice("ACCOUNT_EMAIL_VERIFICATION", "optional",
                                         ("mandatory", "optional", "none"))
 ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Audio Leaderboard] "
-ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
 # A reset asked for an address without an account sends nothing: the form must not become a
 # way to mail strangers.
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False

@@ -16,10 +16,10 @@ PRINT_SETTINGS = (
 )
 
 
-def load(**env):
+def load(script=PRINT_SETTINGS, **env):
     base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
             "VAR_DIR": "/tmp/settings-test-var"}
-    return subprocess.run([sys.executable, "-c", PRINT_SETTINGS], cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, env={**base, **env})
 
 
@@ -82,10 +82,7 @@ PRINT_PROVIDERS = (
 
 
 def load_providers(**env):
-    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
-            "VAR_DIR": "/tmp/settings-test-var"}
-    return subprocess.run([sys.executable, "-c", PRINT_PROVIDERS], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, env={**base, **env})
+    return load(PRINT_PROVIDERS, **env)
 
 
 def test_log_in_providers_are_off_without_their_keys():
