@@ -106,6 +106,7 @@ def main():
         import django
 
         django.setup()
+        from allauth.account.models import EmailAddress
         from django.contrib.auth import get_user_model
 
         from scoring import synthetic
@@ -118,6 +119,8 @@ def main():
         benchmark_import(kind="mmae", path=meta_path, audio_root=work / "inputs", slug="mmae",
                          synthetic=True)
         user = get_user_model().objects.create_user("bench", "bench@example.com", "pw-bench-1")
+        # Uploads wait for a confirmed email address (accounts.verification).
+        EmailAddress.objects.create(user=user, email=user.email, primary=True, verified=True)
         _, key = ApiToken.issue(user=user, name="bench")
 
         keys = [sample["id"] for sample in meta]

@@ -1,25 +1,54 @@
+import logging
 import os
 
 from celery import Celery, Task
 from django.db import transaction
+from kombu.exceptions import OperationalError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+log = logging.getLogger(__name__)
 
 
 class TransactionAwareTask(Task):
     """A task that is queued only once the current database transaction commits, and not at
     all if it rolls back, so that no call site has to remember `transaction.on_commit` and a
     worker never looks for rows that are not there yet (as pretix's TransactionAwareTask).
-    Outside a transaction it is queued at once."""
+    Outside a transaction it is queued at once.
+
+    Queuing after a commit is robust: should the broker fail then, the error is logged and
+    the committed rows wait for their periodic sweep (lost validations, batches and runs are
+    all swept), instead of failing a request whose work is already stored."""
 
     def apply_async(self, *args, **kwargs):
         if not transaction.get_connection().in_atomic_block:
             return super().apply_async(*args, **kwargs)
         transaction.on_commit(lambda: super(TransactionAwareTask, self).apply_async(
-            *args, **kwargs))
+            *args, **kwargs), robust=True)
         return None
 
 
 app = Celery("mmae_board", task_cls=TransactionAwareTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class BrokerUnavailable(Exception):
+    """Celery's broker cannot be reached: no work can be queued now."""
+
+    retry_after = 60  # seconds; an outage of the broker is rarely shorter
+
+    def __init__(self):
+        super().__init__("uploads are paused: the queue that validates and scores them cannot "
+                         "be reached. Nothing was stored; try again in a minute.")
+
+
+def broker_check() -> None:
+    """Raise BrokerUnavailable unless the broker answers now (one try, no retries), so that a
+    request about to queue work can refuse before it stores anything."""
+    try:
+        with app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=0)
+    except OperationalError as exc:
+        log.error("Celery's broker cannot be reached: %s", exc)
+        raise BrokerUnavailable() from exc

@@ -4,6 +4,7 @@ Each reader fails loudly with the variable's name and the offending value, so a 
 deployment stops the process at start-up instead of surfacing later as odd behaviour.
 """
 
+import ipaddress
 import os
 from urllib.parse import urlsplit
 
@@ -72,6 +73,28 @@ def env_rate(name: str, default: str) -> str | None:
 def env_list(name: str, default: str = "") -> list[str]:
     raw = os.environ.get(name, default)
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def env_networks(name: str, default: str = "") -> tuple:
+    """Comma-separated IP addresses or CIDR ranges (`10.0.0.5, 172.18.0.0/16`) as networks."""
+    networks = []
+    for part in env_list(name, default):
+        try:
+            networks.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {part!r} is not an IP address or a CIDR range "
+                                       "such as 10.0.0.5 or 172.18.0.0/16") from None
+    return tuple(networks)
+
+
+def env_secret_pair(id_name: str, secret_name: str) -> tuple[str, str] | None:
+    """An OAuth client's id and secret: both set, or neither (None: the feature is off)."""
+    client_id, secret = env_str(id_name, "").strip(), env_str(secret_name, "").strip()
+    if bool(client_id) != bool(secret):
+        missing = secret_name if client_id else id_name
+        raise ImproperlyConfigured(f"{missing} is missing: set both {id_name} and "
+                                   f"{secret_name}, or neither")
+    return (client_id, secret) if client_id else None
 
 
 def parse_base_urls(raw: str, *, name: str = "JUDGE_BASE_URLS") -> list[str]:

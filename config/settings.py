@@ -15,7 +15,9 @@ from config.env import (
     env_choice,
     env_int,
     env_list,
+    env_networks,
     env_rate,
+    env_secret_pair,
     env_str,
     parse_base_urls,
 )
@@ -39,9 +41,13 @@ PORT = env_int("PORT", 8000, minimum=1, maximum=65535)
 # Links in emails to authors point here.
 SITE_URL = parse_base_urls(env_str("SITE_URL", f"http://127.0.0.1:{PORT}"), name="SITE_URL")[0]
 
-# Behind a reverse proxy that terminates TLS and sets X-Forwarded-Proto and X-Forwarded-For
-# (overwriting whatever the client sent): the scheme and the client's address come from them.
+# Behind a reverse proxy that terminates TLS and sets X-Forwarded-Proto: the scheme comes from
+# it. The client's address is another matter (TRUSTED_PROXIES below).
 BEHIND_PROXY = env_bool("BEHIND_PROXY", PRODUCTION)
+# The peers whose X-Forwarded-For is believed: the client is then the right-most address of
+# it that is not one of them (config.throttle.client_ip, which every rate limit uses). Empty:
+# the header is ignored and the client is the connection's peer, since anyone can send one.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", "")
 if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if PRODUCTION:
@@ -68,6 +74,13 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_htmx",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    # Offered only when configured (SOCIALACCOUNT_PROVIDERS below); 404 otherwise.
+    "allauth.socialaccount.providers.github",
+    "allauth.socialaccount.providers.openid_connect",
+    "accounts",
     "judge",
     "scoring",
     "submissions",
@@ -82,6 +95,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
@@ -174,7 +188,7 @@ STORAGES = {
     },
 }
 
-LOGIN_URL = "login"
+LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "submissions:list"
 LOGOUT_REDIRECT_URL = "leaderboard:home"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
@@ -188,17 +202,75 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = 30
 
 # Rate limits, as `10/m` or `20/hour` (s, m, h, d) or `off`. They count in the default cache,
-# which every web process must share in production (Redis). The log-in forms and the API's
-# token endpoint count per client address and (forms) per username; uploads per user, the
-# browser form and the API each on their own count.
+# which every web process must share in production (Redis). Log-in attempts count per account
+# from one client address and per account from all addresses (the log-in form, which the
+# admin's log-in goes through, and the API's token endpoint: config.throttle.login_attempt),
+# and per client address on the form; sign-ups and password resets per client address (and
+# resets per email) through allauth; uploads per user, the browser form and the API each on
+# their own count.
 THROTTLE_LOGIN = env_rate("THROTTLE_LOGIN", "10/m")
+THROTTLE_LOGIN_ACCOUNT = env_rate("THROTTLE_LOGIN_ACCOUNT", "50/h")
+THROTTLE_LOGIN_ADDRESS = env_rate("THROTTLE_LOGIN_ADDRESS", "30/m")
+THROTTLE_SIGNUP = env_rate("THROTTLE_SIGNUP", "10/h")
+THROTTLE_PASSWORD_RESET = env_rate("THROTTLE_PASSWORD_RESET", "5/h")
 THROTTLE_UPLOAD = env_rate("THROTTLE_UPLOAD", "20/h")
 THROTTLE_API_ANON = env_rate("THROTTLE_API_ANON", "300/m")
 THROTTLE_API_USER = env_rate("THROTTLE_API_USER", "1200/m")
-# django-ratelimit's client address: the proxy's view of it when behind one. The library is
-# used without being an installed app: its system check knows only django-redis and memcached
-# and would flag Django's own RedisCache, whose increments are atomic too.
-RATELIMIT_IP_META_KEY = "config.throttle.client_ip" if BEHIND_PROXY else None
+# django-ratelimit's client address. The library is used without being an installed app: its
+# system check knows only django-redis and memcached and would flag Django's own RedisCache,
+# whose increments are atomic too. A counter the cache cannot give lets the request through.
+RATELIMIT_IP_META_KEY = "config.throttle.client_ip"
+RATELIMIT_FAIL_OPEN = True
+
+# Accounts (django-allauth): sign up with a username and an email address, log in with
+# either. ACCOUNT_EMAIL_VERIFICATION: "optional" lets a new user in at once and emails a link
+# to confirm the address, which uploads need (accounts.verification); "mandatory" lets no one
+# in before confirming; "none" sends no link and lets unconfirmed users upload.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend",
+                           "allauth.account.auth_backends.AuthenticationBackend"]
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+ACCOUNT_FORMS = {"login": "accounts.forms.SiteLoginForm"}
+ACCOUNT_LOGIN_METHODS = {"username", "email"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = env_choice("ACCOUNT_EMAIL_VERIFICATION", "optional",
+                                        ("mandatory", "optional", "none"))
+ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Audio Leaderboard] "
+# A reset asked for an address without an account sends nothing: the form must not become a
+# way to mail strangers.
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
+
+
+def _allauth_rate(rate: str | None, *per: str) -> str:
+    """`10/m` counted per "ip" (the client address) and/or per "key" (the email), as
+    ACCOUNT_RATE_LIMITS reads it; "" for no limit."""
+    return ",".join(f"{rate}/{counter}" for counter in per) if rate else ""
+
+
+ACCOUNT_RATE_LIMITS = {
+    "login": _allauth_rate(THROTTLE_LOGIN_ADDRESS, "ip"),
+    # Replaced by config.throttle.login_attempt, which the token endpoint shares.
+    "login_failed": "",
+    "signup": _allauth_rate(THROTTLE_SIGNUP, "ip"),
+    "reset_password": _allauth_rate(THROTTLE_PASSWORD_RESET, "ip", "key"),
+}
+
+# Log-in through GitHub (OAuth) and Hugging Face (OpenID Connect), each offered only when its
+# client id and secret are set.
+SOCIALACCOUNT_ADAPTER = "accounts.adapter.SocialAccountAdapter"
+SOCIALACCOUNT_PROVIDERS = {}
+_github = env_secret_pair("GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET")
+if _github:
+    SOCIALACCOUNT_PROVIDERS["github"] = {
+        "APPS": [{"client_id": _github[0], "secret": _github[1]}],
+        "SCOPE": ["read:user", "user:email"],
+    }
+_huggingface = env_secret_pair("HUGGINGFACE_CLIENT_ID", "HUGGINGFACE_CLIENT_SECRET")
+if _huggingface:
+    SOCIALACCOUNT_PROVIDERS["openid_connect"] = {
+        "APPS": [{"provider_id": "huggingface", "name": "Hugging Face",
+                  "client_id": _huggingface[0], "secret": _huggingface[1],
+                  "settings": {"server_url": "https://huggingface.co"}}],
+    }
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -212,14 +284,12 @@ REST_FRAMEWORK = {
                                "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
     "EXCEPTION_HANDLER": "config.api.errors_exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
-                                 "rest_framework.throttling.UserRateThrottle"],
-    # Scopes `login` and `uploads` are set on the views they guard (ScopedRateThrottle).
+    # DRF's throttles counting anonymous callers by config.throttle.client_ip.
+    "DEFAULT_THROTTLE_CLASSES": ["config.throttle.AnonThrottle", "config.throttle.UserThrottle"],
+    # Scope `uploads` is set on the view it guards (ScopedThrottle); the token endpoint counts
+    # on the log-in counters (config.throttle.LoginThrottle).
     "DEFAULT_THROTTLE_RATES": {"anon": THROTTLE_API_ANON, "user": THROTTLE_API_USER,
-                               "login": THROTTLE_LOGIN, "uploads": THROTTLE_UPLOAD},
-    # With a proxy, the client is the last address of X-Forwarded-For (the one the proxy
-    # added); without one, X-Forwarded-For is the client's to forge and is ignored.
-    "NUM_PROXIES": 1 if BEHIND_PROXY else 0,
+                               "uploads": THROTTLE_UPLOAD},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Audio Leaderboard API",
@@ -286,10 +356,11 @@ if PRODUCTION and not REDIS_URL:
                                "rate limits' counters must be shared by every process")
 
 # Boards are cached per state (leaderboard.selectors.board_stamp): in Redis when there is one,
-# so every web process shares them; else in each process's memory.
+# so every web process shares them; else in each process's memory. A Redis that cannot be
+# reached reads as an empty cache (config.cache), and gives up within the timeouts.
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                "LOCATION": REDIS_URL} if REDIS_URL else
+    "default": {"BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": REDIS_URL,
+                "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 3}} if REDIS_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards"},
 }
 

@@ -1,10 +1,122 @@
 from django.contrib import admin
 
-from scoring.models import AuditEvent
+from config.admin import ReadOnlyAdmin
+from scoring.models import (
+    Answer,
+    AuditEvent,
+    Benchmark,
+    Criterion,
+    Item,
+    ItemResult,
+    JudgeConfig,
+    RunBatch,
+    ScoringRun,
+    SliceResult,
+)
+
+
+@admin.register(JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    """New configs and changes to one go through the staff pages, which keep the verdict
+    fields fixed once a run has used them and audit each change; here only notes change."""
+
+    list_display = ("name", "judge_model", "rounds", "seed", "max_attempts", "created_at")
+    search_fields = ("name", "judge_model")
+    readonly_fields = ("name", "judge_model", "base_urls", "prompt_sha256", "rounds", "sampling",
+                       "seed", "max_attempts", "created_by", "created_at")
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(Benchmark)
+class BenchmarkAdmin(admin.ModelAdmin):
+    """A version is what its imported file says (its sha256), and its judge config changes
+    through the audited staff page: only the title is edited here."""
+
+    list_display = ("slug", "version", "kind", "title", "n_items", "n_criteria", "synthetic",
+                    "judge_config", "imported_at")
+    list_filter = ("kind", "synthetic")
+    search_fields = ("slug", "title")
+    list_select_related = ("judge_config",)
+    readonly_fields = ("slug", "kind", "version", "sha256", "source_name", "audio_root",
+                       "synthetic", "n_items", "n_criteria", "imported_at", "judge_config")
+
+    def has_add_permission(self, request):
+        return False  # `manage.py import_mmae` / `import_airbench`
+
+
+@admin.register(Item)
+class ItemAdmin(ReadOnlyAdmin):
+    """Imported with its benchmark version: a change would part it from the file's sha256."""
+
+    list_display = ("key", "benchmark", "position")
+    list_filter = ("benchmark__kind",)
+    search_fields = ("key", "benchmark__slug")
+    list_select_related = ("benchmark",)
+
+
+@admin.register(Criterion)
+class CriterionAdmin(ReadOnlyAdmin):
+    """Imported with its item; answers are cached under it, so it never changes in place."""
+
+    list_display = ("__str__", "category", "item")
+    search_fields = ("item__key", "category", "question")
+    list_select_related = ("item",)
+
+
+@admin.register(ScoringRun)
+class ScoringRunAdmin(ReadOnlyAdmin):
+    list_display = ("id", "benchmark", "purpose", "label", "status", "judge_config",
+                    "simulated", "total_queries", "created_at")
+    list_filter = ("status", "purpose", "simulated")
+    search_fields = ("=id", "label", "benchmark__slug", "judge_config__name")
+    list_select_related = ("benchmark", "judge_config")
+    date_hierarchy = "created_at"
+    # A full-size run's outputs and digests are thousands of entries each.
+    exclude = ("outputs", "digests")
+
+
+class RunRowsAdmin(ReadOnlyAdmin):
+    """Rows a run produces, found by the run's id."""
+
+    search_fields = ("=run__id",)
+    list_select_related = ("run", "run__benchmark")
+
+
+@admin.register(RunBatch)
+class RunBatchAdmin(RunRowsAdmin):
+    list_display = ("__str__", "run", "status", "claims", "claimed_at", "heartbeat_at")
+    list_filter = ("status",)
+
+
+@admin.register(Answer)
+class AnswerAdmin(ReadOnlyAdmin):
+    list_display = ("__str__", "round", "choice", "correct", "cached", "endpoint", "attempts",
+                    "latency_ms", "answered_at")
+    list_filter = ("correct", "cached", "round")
+    search_fields = ("=run__id", "endpoint")
+    # Millions of rows: the changelist does not count them all.
+    show_full_result_count = False
+
+
+@admin.register(ItemResult)
+class ItemResultAdmin(RunRowsAdmin):
+    list_display = ("__str__", "run", "ifr", "cr", "em", "missing")
+    list_filter = ("missing",)
+    search_fields = ("=run__id", "item__key")
+    show_full_result_count = False
+
+
+@admin.register(SliceResult)
+class SliceResultAdmin(RunRowsAdmin):
+    list_display = ("__str__", "run", "n", "values")
+    list_filter = ("dimension",)
+    search_fields = ("=run__id", "bucket")
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     """The audit log, read-only: it is append-only (the database refuses changes too)."""
 
     list_display = ("created_at", "actor_name", "action", "benchmark_slug", "object_repr",
@@ -12,12 +124,3 @@ class AuditEventAdmin(admin.ModelAdmin):
     list_filter = ("action", "public", "benchmark_slug")
     search_fields = ("actor_name", "object_repr", "object_id", "reason")
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -9,9 +9,11 @@ from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from accounts.verification import verification_needed, verification_problem
+from config.celery import BrokerUnavailable
+from config.throttle import ScopedThrottle
 from scoring.exports import FILES, file_chunks
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
@@ -84,7 +86,7 @@ class SubmissionListCreateApi(APIView):
         """Uploads also count against the `uploads` rate (THROTTLE_UPLOAD); listing does not."""
         throttles = super().get_throttles()
         if self.request.method == "POST":
-            throttles.append(ScopedRateThrottle())
+            throttles.append(ScopedThrottle())
         return throttles
 
     @extend_schema(operation_id="submissions_list", responses=OpenApiTypes.OBJECT)
@@ -93,8 +95,12 @@ class SubmissionListCreateApi(APIView):
 
     @extend_schema(operation_id="submissions_create", request=InputSerializer,
                    responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
-                              429: OpenApiTypes.OBJECT})
+                              403: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT,
+                              503: OpenApiTypes.OBJECT})
     def post(self, request):
+        if verification_needed(request.user):
+            return Response({"errors": [verification_problem(request)]},
+                            status=status.HTTP_403_FORBIDDEN)
         serializer = self.InputSerializer(data=request.data)
         if not serializer.is_valid():
             return Response({"errors": _flatten(serializer.errors)},
@@ -110,6 +116,9 @@ class SubmissionListCreateApi(APIView):
         except SubmissionRefused as exc:
             code = status.HTTP_429_TOO_MANY_REQUESTS if exc.quota else status.HTTP_400_BAD_REQUEST
             return Response({"errors": exc.problems}, status=code)
+        except BrokerUnavailable as exc:
+            return Response({"errors": [str(exc)]}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                            headers={"Retry-After": str(exc.retry_after)})
         url = request.build_absolute_uri(reverse("submissions:api-detail",
                                                  args=[submission.id]))
         return Response({"id": submission.id, "status": submission.state, "url": url},

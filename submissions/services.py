@@ -14,6 +14,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from config.celery import broker_check
 from scoring import runs
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
@@ -148,6 +149,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
         problems.extend(_check_predictions(predictions, benchmark))
     if problems:
         raise SubmissionRefused(problems)
+    broker_check()  # a validation that cannot be queued: refuse before storing anything
     folder = None
     try:
         with transaction.atomic():

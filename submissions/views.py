@@ -2,6 +2,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.verification import verified_email_for_uploads
+from config.celery import BrokerUnavailable
 from config.throttle import limit_posts
 from scoring.kinds import get_kind
 from submissions import selectors
@@ -24,11 +26,13 @@ def submission_list(request):
     })
 
 
-@login_required
+@verified_email_for_uploads
 @limit_posts(group="upload", rate_setting="THROTTLE_UPLOAD", keys=("user",),
              what="upload attempts")
 def upload(request):
     form = SubmissionForm(request.POST or None, request.FILES or None)
+    status = 400 if request.method == "POST" else 200
+    retry_after = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -41,11 +45,16 @@ def upload(request):
         except SubmissionRefused as exc:
             for problem in exc.problems:
                 form.add_error(None, problem)
+        except BrokerUnavailable as exc:
+            form.add_error(None, str(exc))
+            status, retry_after = 503, exc.retry_after
         else:
             return redirect("submissions:detail", pk=submission.pk)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "submissions/upload.html",
-                  {"form": form, "quota": quota_left(request.user)}, status=status)
+    response = render(request, "submissions/upload.html",
+                      {"form": form, "quota": quota_left(request.user)}, status=status)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 def _detail_context(request, pk):

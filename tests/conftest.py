@@ -169,25 +169,31 @@ def run_manage(*args: str, timeout: float = 300, env: dict | None = None):
     )
 
 
-# The cast: each user logs in with CAST_PASSWORD.
+# The cast: each user logs in with CAST_PASSWORD and has confirmed their email address.
 CAST_PASSWORD = "pw-correct-horse-1"
+
+
+def cast_member(django_user_model, username: str, email: str, **fields):
+    from allauth.account.models import EmailAddress
+
+    user = django_user_model.objects.create_user(username, email, CAST_PASSWORD, **fields)
+    EmailAddress.objects.create(user=user, email=email, primary=True, verified=True)
+    return user
 
 
 @pytest.fixture
 def author(db, django_user_model):
-    return django_user_model.objects.create_user("author", "author@example.com", CAST_PASSWORD)
+    return cast_member(django_user_model, "author", "author@example.com")
 
 
 @pytest.fixture
 def other_author(db, django_user_model):
-    return django_user_model.objects.create_user("other_author", "other@example.com",
-                                                 CAST_PASSWORD)
+    return cast_member(django_user_model, "other_author", "other@example.com")
 
 
 @pytest.fixture
 def staff(db, django_user_model):
-    return django_user_model.objects.create_user("staff", "staff@example.com", CAST_PASSWORD,
-                                                 is_staff=True)
+    return cast_member(django_user_model, "staff", "staff@example.com", is_staff=True)
 
 
 # The Redis that `make test` names (tests/servers.py: its own, or the machine's in CI); a bare

@@ -8,6 +8,7 @@ import re
 import zipfile
 
 import pytest
+from django.core import mail
 from playwright.sync_api import expect
 
 from scoring.services import benchmark_import
@@ -55,12 +56,30 @@ def sign_up(page, screenshot, username):
     page.get_by_label("Username").fill(username)
     page.get_by_label("Email").fill(f"{username}@example.com")
     page.locator("#id_password1").fill(PASSWORD)
-    page.get_by_label("Password confirmation").fill(PASSWORD)
+    page.get_by_label("Password (again)").fill(PASSWORD)
     screenshot("signup")
     page.get_by_role("button", name="Sign up").click()
     page.wait_for_url("**/submissions/")
     expect(page.get_by_role("button", name="Log out")).to_be_visible()
     screenshot("my-submissions-empty")
+    confirm_email(page, screenshot, username)
+
+
+def confirm_email(page, screenshot, username):
+    """Uploads wait for the email address to be confirmed: the upload page says so, and the
+    link in the email (printed on the console under `make run`) confirms it."""
+    page.get_by_role("link", name="Upload a submission").click()
+    expect(page.get_by_role("heading", name="Confirm your email address")).to_be_visible()
+    expect(page.get_by_role("button", name="Send the link again")).to_be_visible()
+    screenshot("confirm-email-first")
+    message = [m for m in mail.outbox if m.to == [f"{username}@example.com"]][-1]
+    link = re.search(r"https?://[^/\s]+(/accounts/confirm-email/\S+/)", message.body).group(1)
+    page.goto(link)
+    expect(page.get_by_text(f"{username}@example.com")).to_be_visible()
+    page.get_by_role("button", name="Confirm").click()
+    page.wait_for_url("**/submissions/")
+    expect(page.get_by_text(f"You have confirmed {username}@example.com.")).to_be_visible()
+    screenshot("email-confirmed")
 
 
 def open_upload_page(page, screenshot):

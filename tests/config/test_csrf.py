@@ -21,7 +21,7 @@ def post_forms() -> list[tuple[str, str]]:
 
 def test_every_post_form_in_the_templates_carries_a_csrf_token():
     forms = post_forms()
-    assert {"registration/login.html", "submissions/upload.html", "base.html",
+    assert {"account/verified_email_required.html", "submissions/upload.html", "base.html",
             "accounts/tokens.html"} <= {name for name, _ in forms}
     missing = [name for name, body in forms if "{% csrf_token %}" not in body]
     assert missing == []
@@ -29,8 +29,7 @@ def test_every_post_form_in_the_templates_carries_a_csrf_token():
 
 def test_a_form_post_without_the_token_is_refused_with_403(author):
     client = Client(enforce_csrf_checks=True)
-    response = client.post("/accounts/login/", {"username": "author",
-                                                "password": CAST_PASSWORD})
+    response = client.post("/accounts/login/", {"login": "author", "password": CAST_PASSWORD})
     assert response.status_code == 403
     assert "_auth_user_id" not in client.session
 
@@ -39,7 +38,7 @@ def test_a_form_post_with_the_token_goes_through(author):
     client = Client(enforce_csrf_checks=True)
     client.get("/accounts/login/")
     token = client.cookies[settings.CSRF_COOKIE_NAME].value
-    response = client.post("/accounts/login/", {"username": "author", "password": CAST_PASSWORD,
+    response = client.post("/accounts/login/", {"login": "author", "password": CAST_PASSWORD,
                                                 "csrfmiddlewaretoken": token})
     assert response.status_code == 302
     assert client.session["_auth_user_id"] == str(author.pk)

@@ -15,7 +15,7 @@ PRINT_SECURITY = (
     "import django; django.setup(); from django.conf import settings as s; "
     "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_SSL_REDIRECT, "
     "s.SECURE_HSTS_SECONDS, s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.SECURE_HSTS_PRELOAD, "
-    "s.SECURE_PROXY_SSL_HEADER, s.REST_FRAMEWORK['NUM_PROXIES'], s.RATELIMIT_IP_META_KEY)"
+    "s.SECURE_PROXY_SSL_HEADER, len(s.TRUSTED_PROXIES), s.RATELIMIT_IP_META_KEY)"
 )
 
 
@@ -60,14 +60,14 @@ def test_production_turns_on_https_settings_behind_the_proxy():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
         "True", "True", "True", "31536000", "True", "True",
-        "('HTTP_X_FORWARDED_PROTO',", "'https')", "1", "config.throttle.client_ip"]
+        "('HTTP_X_FORWARDED_PROTO',", "'https')", "0", "config.throttle.client_ip"]
 
 
 def test_development_keeps_plain_http_and_ignores_forwarded_headers():
     result = run(["-c", PRINT_SECURITY])
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False", "False", "0", "False", "False", "None",
-                                     "0", "None"]
+                                     "0", "config.throttle.client_ip"]
 
 
 @pytest.mark.parametrize("env, message", [

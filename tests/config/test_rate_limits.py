@@ -1,13 +1,19 @@
-"""Rate limits: the log-in and upload forms (django-ratelimit) and the API (DRF throttles)
-answer 429 naming the limit and when to try again; rates come from the environment."""
+"""Rate limits: log-in attempts (one count per account across the log-in form, the admin
+and the token endpoint), sign-ups and password resets (allauth), the upload form
+(django-ratelimit) and the API (DRF throttles) answer 429 naming the limit and when to try
+again; rates come from the environment."""
+
+import subprocess
+import sys
 
 import pytest
+from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.throttling import SimpleRateThrottle
 
 from config.env import env_rate
 from submissions.models import ApiToken
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, ROOT
 
 
 @pytest.fixture
@@ -15,19 +21,36 @@ def api_rates(monkeypatch):
     """DRF reads its rates once, at import: a test sets them on the throttle class."""
 
     def set_rates(**rates):
-        defaults = {"anon": None, "user": None, "login": None, "uploads": None}
+        defaults = {"anon": None, "user": None, "uploads": None}
         monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**defaults, **rates})
 
     return set_rates
 
 
-def log_in(client, password="wrong", username="author", **extra):
-    return client.post("/accounts/login/", {"username": username, "password": password},
-                       **extra)
+def log_in(client, password="wrong", login="author", **extra):
+    return client.post("/accounts/login/", {"login": login, "password": password}, **extra)
 
 
-def test_log_in_attempts_past_the_limit_get_a_429_page_naming_it(client, author, settings):
-    settings.THROTTLE_LOGIN = "2/m"
+def ask_token(client, password="wrong", username="author", **extra):
+    return client.post("/api/token/", {"username": username, "password": password}, **extra)
+
+
+@pytest.fixture
+def login_rates(settings):
+    """THROTTLE_LOGIN (an account from one address) and THROTTLE_LOGIN_ACCOUNT (an account
+    from every address); the form's per-address limit off."""
+
+    def set_rates(per_address, per_account=None):
+        settings.THROTTLE_LOGIN, settings.THROTTLE_LOGIN_ACCOUNT = per_address, per_account
+        settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS, "login": ""}
+
+    return set_rates
+
+
+# Log-in attempts: one count per account, whichever door they come through
+
+def test_log_in_attempts_past_the_limit_get_a_429_page_naming_it(client, author, login_rates):
+    login_rates("2/m")
     assert log_in(client).status_code == 200  # the form again, with its error
     assert log_in(client).status_code == 200
     response = log_in(client, password=CAST_PASSWORD)
@@ -41,52 +64,138 @@ def test_log_in_attempts_past_the_limit_get_a_429_page_naming_it(client, author,
     assert "_auth_user_id" not in client.session  # the right password did not get through
 
 
-def test_the_log_in_page_itself_is_not_limited(client, settings):
-    settings.THROTTLE_LOGIN = "1/m"
+def test_the_log_in_page_itself_is_not_limited(client, db, login_rates):
+    login_rates("1/m")
     assert all(client.get("/accounts/login/").status_code == 200 for _ in range(3))
 
 
-def test_log_in_attempts_count_per_username_across_addresses(client, author, settings):
-    settings.THROTTLE_LOGIN = "2/m"
-    for address in ("10.0.0.1", "10.0.0.2"):
+def test_a_stranger_guessing_from_one_address_does_not_lock_the_owner_out(
+        client, author, login_rates):
+    login_rates("2/m", "10/h")
+    for _ in range(2):
+        log_in(client, REMOTE_ADDR="198.51.100.9")
+    assert log_in(client, REMOTE_ADDR="198.51.100.9").status_code == 429
+    response = log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="192.0.2.1")
+    assert response.status_code == 302
+    assert client.session["_auth_user_id"] == str(author.pk)
+
+
+def test_guesses_from_many_addresses_meet_the_accounts_ceiling(client, author, login_rates):
+    login_rates("2/m", "3/h")
+    for address in ("198.51.100.1", "198.51.100.2", "198.51.100.3"):
         assert log_in(client, REMOTE_ADDR=address).status_code == 200
-    assert log_in(client, REMOTE_ADDR="10.0.0.3").status_code == 429
-    assert log_in(client, username="other", REMOTE_ADDR="10.0.0.4").status_code == 200
-
-
-def test_the_admin_log_in_shares_the_limit(client, staff, settings):
-    settings.THROTTLE_LOGIN = "1/m"
-    form = {"username": "staff", "password": "wrong", "next": "/admin/"}
-    assert client.post("/admin/login/", form).status_code == 200
-    response = client.post("/admin/login/", {**form, "password": CAST_PASSWORD})
+    response = log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="198.51.100.4")
     assert response.status_code == 429
-    assert "Too many log-in attempts" in response.content.decode()
+    assert "The limit is <strong>3 per hour</strong>" in response.content.decode()
+    assert 1 <= int(response["Retry-After"]) <= 3600
+    # Other accounts keep their own counts.
+    assert log_in(client, login="other_author", REMOTE_ADDR="198.51.100.4").status_code == 200
 
 
-def test_password_reset_requests_are_limited(client, author, settings):
-    settings.THROTTLE_LOGIN = "1/m"
-    form = {"email": "author@example.com"}
-    assert client.post("/accounts/password-reset/", form).status_code == 302
-    response = client.post("/accounts/password-reset/", form)
+def test_the_form_and_the_token_endpoint_share_one_count(client, author, login_rates):
+    login_rates("2/m")
+    assert log_in(client).status_code == 200
+    assert ask_token(client).status_code == 400
+    response = ask_token(client, password=CAST_PASSWORD)
     assert response.status_code == 429
-    assert "Too many password reset requests" in response.content.decode()
+    wait = int(response["Retry-After"])
+    assert response.json() == {"errors": [f"Too many requests: try again in {wait} seconds."]}
+    assert ApiToken.objects.count() == 0
+    assert log_in(client, password=CAST_PASSWORD).status_code == 429
 
 
-def test_a_limit_set_to_off_lets_every_attempt_through(client, author, settings):
-    settings.THROTTLE_LOGIN = None
+def test_the_token_endpoint_counts_per_account_and_address(client, author, login_rates):
+    login_rates("2/m", "10/h")
+    assert [ask_token(client).status_code for _ in range(3)] == [400, 400, 429]
+    response = ask_token(client, password=CAST_PASSWORD, REMOTE_ADDR="192.0.2.1")
+    assert response.status_code == 200 and "token" in response.json()
+
+
+def test_an_email_and_its_username_share_one_count(client, author, login_rates):
+    login_rates("2/m")
+    assert log_in(client, login="author@example.com").status_code == 200
+    assert log_in(client, login="AUTHOR").status_code == 200
+    assert log_in(client, login="author", password=CAST_PASSWORD).status_code == 429
+
+
+def test_the_admin_log_in_goes_through_the_sites_form_and_its_count(client, staff, login_rates):
+    login_rates("1/m")
+    form = {"username": "staff", "password": CAST_PASSWORD, "next": "/admin/"}
+    response = client.post("/admin/login/", form)
+    # No password is checked there: the admin sends every visitor to the one log-in form.
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/?next=")
+    assert "_auth_user_id" not in client.session
+    assert log_in(client, login="staff").status_code == 200
+    assert log_in(client, login="staff", password=CAST_PASSWORD).status_code == 429
+
+
+def test_a_limit_set_to_off_lets_every_attempt_through(client, author, login_rates):
+    login_rates(None, None)
     assert all(log_in(client).status_code == 200 for _ in range(12))
 
 
-def test_behind_a_proxy_the_address_is_the_one_the_proxy_added(client, author, settings):
-    settings.THROTTLE_LOGIN = "1/m"
-    settings.RATELIMIT_IP_META_KEY = "config.throttle.client_ip"
-    # One proxy address for everyone; the client forges the first X-Forwarded-For entry.
-    assert log_in(client, username="a", HTTP_X_FORWARDED_FOR="1.1.1.1, 203.0.113.7").status_code \
-        == 200
-    assert log_in(client, username="b", HTTP_X_FORWARDED_FOR="9.9.9.9, 203.0.113.7").status_code \
-        == 429
-    assert log_in(client, username="c", HTTP_X_FORWARDED_FOR="203.0.113.8").status_code == 200
+def test_the_log_in_form_also_limits_each_address_across_accounts(client, author, settings):
+    settings.THROTTLE_LOGIN_ADDRESS = "2/m"
+    settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS, "login": "2/m/ip"}
+    assert log_in(client, login="a").status_code == 200
+    assert log_in(client, login="b").status_code == 200
+    response = log_in(client, login="author", password=CAST_PASSWORD)
+    assert response.status_code == 429
+    page = response.content.decode()
+    assert "Too many log-in attempts" in page and "Try again within" in page
+    assert response["Retry-After"] == "60"  # allauth's window: the longest wait
 
+
+# Sign-up and password reset: allauth's own limits (ACCOUNT_RATE_LIMITS)
+
+def sign_up(client, username, **extra):
+    return client.post("/accounts/signup/", {
+        "username": username, "email": f"{username}@example.com",
+        "password1": "a-Sturdy-passphrase-7", "password2": "a-Sturdy-passphrase-7"}, **extra)
+
+
+def test_sign_ups_past_the_limit_get_a_429_page(client, db, settings, django_user_model):
+    settings.THROTTLE_SIGNUP = "2/h"
+    settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS, "signup": "2/h/ip"}
+    for name in ("first", "second"):
+        assert sign_up(client, name).status_code == 302
+        client.logout()
+    response = sign_up(client, "third")
+    assert response.status_code == 429
+    page = response.content.decode()
+    assert "Too many sign-ups" in page and "2 per hour" in page
+    assert response["Retry-After"] == "3600"
+    assert not django_user_model.objects.filter(username="third").exists()
+    assert sign_up(client, "fourth", REMOTE_ADDR="192.0.2.1").status_code == 302
+
+
+def test_password_reset_requests_are_limited(client, author, settings):
+    settings.THROTTLE_PASSWORD_RESET = "1/h"
+    settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS,
+                                    "reset_password": "1/h/ip,1/h/key"}
+    form = {"email": "author@example.com"}
+    assert client.post("/accounts/password/reset/", form).status_code == 302
+    response = client.post("/accounts/password/reset/", form)
+    assert response.status_code == 429
+    assert "Too many password reset requests" in response.content.decode()
+    assert len(mail.outbox) == 1
+
+
+def test_the_environment_sets_allauths_rates():
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import "
+         "settings as s; r = s.ACCOUNT_RATE_LIMITS; print(r['login'], r['signup'], "
+         "repr(r['reset_password']), repr(r['login_failed']))"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
+             "VAR_DIR": "/tmp/rate-limits-test-var", "THROTTLE_LOGIN_ADDRESS": "7/m",
+             "THROTTLE_SIGNUP": "3/hour", "THROTTLE_PASSWORD_RESET": "off"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["7/m/ip", "3/h/ip", "''", "''"]
+
+
+# Uploads and the API
 
 def test_upload_attempts_on_the_form_past_the_limit_get_a_429_page(client, author, settings):
     settings.THROTTLE_UPLOAD = "1/h"
@@ -119,16 +228,6 @@ def test_api_uploads_past_the_limit_get_a_429_with_an_errors_body(client, author
     wait = int(response["Retry-After"])
     assert response.json() == {"errors": [f"Too many requests: try again in {wait} seconds."]}
     assert client.get("/api/submissions/", **auth).status_code == 200  # listing is not an upload
-
-
-def test_the_api_token_endpoint_shares_the_log_in_limit(client, author, api_rates):
-    api_rates(login="2/m")
-    form = {"username": "author", "password": "wrong"}
-    assert [client.post("/api/token/", form).status_code for _ in range(2)] == [400, 400]
-    response = client.post("/api/token/", {**form, "password": CAST_PASSWORD})
-    assert response.status_code == 429
-    assert response.json()["errors"][0].startswith("Too many requests: try again in ")
-    assert ApiToken.objects.count() == 0
 
 
 def test_the_read_api_limits_anonymous_callers(client, db, api_rates):

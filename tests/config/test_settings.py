@@ -17,10 +17,10 @@ PRINT_SETTINGS = (
 )
 
 
-def load(**env):
+def load(script=PRINT_SETTINGS, **env):
     base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
             "VAR_DIR": "/tmp/settings-test-var"}
-    return subprocess.run([sys.executable, "-c", PRINT_SETTINGS], cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", script], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, env={**base, **env})
 
 
@@ -113,3 +113,45 @@ def test_helpers(monkeypatch):
     with pytest.raises(ImproperlyConfigured, match="has an invalid port"):
         parse_base_urls("http://a:99999")
     assert parse_base_urls(" http://a:1/ ,, https://b ") == ["http://a:1", "https://b"]
+
+
+PRINT_PROVIDERS = (
+    "import django; django.setup(); from django.conf import settings as s; "
+    "p = s.SOCIALACCOUNT_PROVIDERS; print(sorted(p)); "
+    "print([(a.get('provider_id', k), a['client_id'], a.get('settings')) "
+    "for k in sorted(p) for a in p[k]['APPS']])"
+)
+
+
+def load_providers(**env):
+    return load(PRINT_PROVIDERS, **env)
+
+
+def test_log_in_providers_are_off_without_their_keys():
+    result = load_providers()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]", "[]"]
+
+
+def test_each_log_in_provider_comes_with_its_keys():
+    result = load_providers(GITHUB_CLIENT_ID="gh-id", GITHUB_CLIENT_SECRET="gh-secret",
+                            HUGGINGFACE_CLIENT_ID="hf-id", HUGGINGFACE_CLIENT_SECRET="hf-s")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "['github', 'openid_connect']",
+        "[('github', 'gh-id', None), ('huggingface', 'hf-id', "
+        "{'server_url': 'https://huggingface.co'})]"]
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"GITHUB_CLIENT_ID": "gh-id"}, "GITHUB_CLIENT_SECRET is missing: set both "
+                                    "GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET, or neither"),
+    ({"HUGGINGFACE_CLIENT_SECRET": "s"}, "HUGGINGFACE_CLIENT_ID is missing"),
+    ({"ACCOUNT_EMAIL_VERIFICATION": "sometimes"},
+     "ACCOUNT_EMAIL_VERIFICATION='sometimes' is not one of mandatory, optional, none"),
+    ({"TRUSTED_PROXIES": "10.0.0.1,proxy"}, "TRUSTED_PROXIES: 'proxy' is not an IP address"),
+])
+def test_a_half_set_provider_or_a_bad_account_setting_stops_start_up(env, message):
+    result = load_providers(**env)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and message in result.stderr

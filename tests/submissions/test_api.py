@@ -4,6 +4,7 @@ from rest_framework.test import APIClient
 
 from submissions.models import ApiToken, Submission
 from submissions.services import submission_validate
+from tests.conftest import _use_broker, free_ports
 
 
 @pytest.fixture
@@ -152,3 +153,19 @@ def test_another_user_cannot_cancel_through_the_api(api, small_bench, other_auth
     other = APIClient()
     other.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=other_author, name='o')[1]}")
     assert other.post(f"/api/submissions/{submission_id}/cancel/").status_code == 404
+
+
+def test_an_upload_while_the_broker_is_down_answers_503_and_stores_nothing(api, small_bench,
+                                                                           settings):
+    _use_broker(f"redis://127.0.0.1:{free_ports(1)[0]}/0")
+    try:
+        response = api.post("/api/submissions/", payload(small_bench), format="multipart")
+    finally:
+        _use_broker("memory://")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "60"
+    assert response.json() == {"errors": [
+        "uploads are paused: the queue that validates and scores them cannot be reached. "
+        "Nothing was stored; try again in a minute."]}
+    assert Submission.objects.count() == 0
+    assert not (settings.MEDIA_ROOT / "submissions").exists()

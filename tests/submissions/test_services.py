@@ -2,10 +2,14 @@
 
 import io
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
+import celery
 import pytest
 from django.conf import settings
+from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from scoring.models import Criterion, RunBatch, ScoringRun
 from submissions.models import ModelEntry, Submission
@@ -13,6 +17,7 @@ from submissions.services import (
     SubmissionRefused,
     quota_left,
     submission_validate,
+    validations_to_retry,
 )
 
 
@@ -120,3 +125,21 @@ def test_missing_outputs_make_a_partial_submission(author, make_submission, smal
     assert submission.coverage == pytest.approx(4 / 6) and submission.partial
     assert set(submission.report["missing"]) == {s["id"] for s in small_bench["samples"][4:]}
     assert len(submission.current_run.outputs) == 4
+
+
+def test_a_validation_the_broker_drops_after_the_check_is_left_to_the_sweep(
+        author, make_submission, monkeypatch, django_capture_on_commit_callbacks):
+    """The broker answered broker_check, then failed: the upload stays whole and the sweep
+    queues its validation later."""
+    def broker_gone(*args):
+        raise OperationalError("Error 111 connecting to redis: Connection refused.")
+
+    # The queuing itself, which the task base does once the upload's transaction commits.
+    monkeypatch.setattr(celery.Task, "apply_async", broker_gone)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        submission = make_submission(author)
+    assert len(callbacks) == 1
+    submission.refresh_from_db()
+    assert submission.status == "uploaded" and len(media_files()) == 2
+    later = timezone.now() + timedelta(seconds=settings.SUBMISSION_VALIDATION_STALE_SECONDS + 1)
+    assert validations_to_retry(now=later) == [submission.id]

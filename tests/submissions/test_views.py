@@ -3,7 +3,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from submissions.models import Submission
 from submissions.services import submission_validate
-from tests.conftest import CAST_PASSWORD
+from tests.conftest import CAST_PASSWORD, _use_broker, free_ports
 
 
 @pytest.fixture
@@ -96,3 +96,31 @@ def test_the_list_shows_the_authors_submissions(logged_in, author, make_submissi
     submission = make_submission(author, name="Listed Model")
     html = logged_in.get("/submissions/").content.decode()
     assert f'href="/submissions/{submission.id}/"' in html and "Listed Model" in html
+
+
+# Redis down: the cache reads as empty, and the broker that would queue the validation is
+# unreachable, so the upload is refused before anything is stored.
+
+@pytest.fixture
+def redis_down(settings):
+    dead = f"redis://127.0.0.1:{free_ports(1)[0]}/0"
+    settings.CACHES = {"default": {"BACKEND": "config.cache.FailSoftRedisCache",
+                                   "LOCATION": dead}}
+    _use_broker(dead)
+    yield
+    _use_broker("memory://")
+
+
+def test_an_upload_while_redis_is_down_answers_503_and_stores_nothing(logged_in, small_bench,
+                                                                      redis_down, settings):
+    settings.THROTTLE_UPLOAD = "1/h"
+    folder = settings.MEDIA_ROOT / "submissions"
+    for _ in range(2):  # the upload limit's counter is unreadable too: it lets both through
+        response = logged_in.post("/submit/", form(small_bench))
+        assert response.status_code == 503
+        assert response["Retry-After"] == "60"
+        assert "uploads are paused: the queue that validates and scores them cannot be " \
+            "reached. Nothing was stored" in response.content.decode()
+    assert Submission.objects.count() == 0
+    assert not folder.exists() or not any(folder.iterdir())
+    assert logged_in.get("/submit/").status_code == 200

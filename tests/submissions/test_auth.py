@@ -1,7 +1,8 @@
+"""ApiTokenAuthentication: `Authorization: Token KEY` against the stored hashes."""
+
 from datetime import timedelta
 
 import pytest
-from django.urls import reverse
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.response import Response
 from rest_framework.test import APIRequestFactory
@@ -11,8 +12,6 @@ from submissions.auth import ApiTokenAuthentication
 from submissions.models import ApiToken
 
 pytestmark = pytest.mark.django_db
-
-PASSWORD = "pw-correct-horse-1"  # the cast's password (tests/conftest.py)
 
 
 class WhoAmI(APIView):
@@ -26,55 +25,6 @@ def authenticate(key):
     request = APIRequestFactory().get("/api/", HTTP_AUTHORIZATION=f"Token {key}")
     return ApiTokenAuthentication().authenticate(request)
 
-
-# POST /api/token/
-
-@pytest.mark.parametrize("fmt", ["json", "multipart"])
-def test_good_credentials_get_a_new_token(client, author, fmt):
-    data = {"username": "author", "password": PASSWORD}
-    if fmt == "json":
-        response = client.post(reverse("api_token"), data, content_type="application/json")
-    else:
-        response = client.post(reverse("api_token"), data)
-    assert response.status_code == 200
-    key = response.json()["token"]
-    token = ApiToken.objects.get(key_hash=ApiToken.hash_key(key))
-    assert token.user == author and token.name == "api"
-
-
-def test_each_request_issues_another_token(client, author):
-    data = {"username": "author", "password": PASSWORD}
-    keys = {client.post(reverse("api_token"), data).json()["token"] for _ in range(2)}
-    assert len(keys) == 2
-    assert ApiToken.objects.filter(user=author).count() == 2
-
-
-def test_wrong_password_gives_400(client, author):
-    response = client.post(reverse("api_token"), {"username": "author", "password": "nope"})
-    assert response.status_code == 400
-    assert response.json() == {"errors": ["Unable to log in with provided credentials."]}
-    assert not ApiToken.objects.exists()
-
-
-def test_inactive_user_gets_no_token(client, author):
-    author.is_active = False
-    author.save()
-    response = client.post(reverse("api_token"), {"username": "author", "password": PASSWORD})
-    assert response.status_code == 400
-
-
-def test_missing_fields_are_named(client):
-    response = client.post(reverse("api_token"), {}, content_type="application/json")
-    assert response.status_code == 400
-    assert response.json() == {"errors": ["username: This field is required.",
-                                          "password: This field is required."]}
-
-
-def test_the_endpoint_needs_post(client):
-    assert client.get(reverse("api_token")).status_code == 405
-
-
-# ApiTokenAuthentication
 
 def test_a_token_authenticates_its_user_and_records_the_use(author):
     token, key = ApiToken.issue(user=author, name="ci")

@@ -1,0 +1,47 @@
+"""allauth's hooks: the client's address and the log-in counters come from config.throttle;
+a log-in provider without keys is not there."""
+
+from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.utils import filter_users_by_email
+from allauth.core.exceptions import ImmediateHttpResponse
+from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from allauth.socialaccount.models import SocialApp
+from django.http import Http404
+
+from config.throttle import client_ip, login_attempt, too_many_requests
+
+
+def account_name(credentials: dict) -> str:
+    """The username a log-in attempt is for: an attempt by email counts on the same counter
+    as one by username when the email belongs to one account. (allauth passes an email both
+    as "email" and as "username", in case a username looks like one.)"""
+    email = credentials.get("email")
+    if not email:
+        return credentials.get("username", "")
+    users = filter_users_by_email(email, is_active=True, prefer_verified=True)
+    return users[0].get_username() if len(users) == 1 else email
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    def get_client_ip(self, request):
+        return client_ip(request)
+
+    def pre_authenticate(self, request, **credentials):
+        """Count the attempt on the log-in counters that `POST /api/token/` shares, in place of
+        allauth's own (ACCOUNT_RATE_LIMITS "login_failed" is off); past a limit the answer is
+        the 429 page with Retry-After, and the password is not checked."""
+        limited = login_attempt(request, account_name(credentials))
+        if limited:
+            raise ImmediateHttpResponse(too_many_requests(
+                request, what="log-in attempts", rate=limited.rate,
+                retry_after=limited.retry_after))
+
+
+class SocialAccountAdapter(DefaultSocialAccountAdapter):
+    def get_provider(self, request, provider, client_id=None):
+        """GitHub's and Hugging Face's pages exist only once their keys are set
+        (SOCIALACCOUNT_PROVIDERS): before that they answer 404, not a server error."""
+        try:
+            return super().get_provider(request, provider, client_id=client_id)
+        except SocialApp.DoesNotExist:
+            raise Http404(f"log-in through {provider} is not set up here") from None

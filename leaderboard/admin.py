@@ -1,0 +1,19 @@
+from django.contrib import admin
+
+from leaderboard.models import ReferenceFigure, ReferenceResult
+
+
+class ReferenceFigureInline(admin.TabularInline):
+    model = ReferenceFigure
+    fields = ("dimension", "bucket", "values")
+    extra = 0
+
+
+@admin.register(ReferenceResult)
+class ReferenceResultAdmin(admin.ModelAdmin):
+    """A paper's published figures (`manage.py load_reference_results`), shown as reported."""
+
+    list_display = ("model", "benchmark_slug", "scope", "n_samples", "source", "loaded_at")
+    list_filter = ("benchmark_slug",)
+    search_fields = ("model", "source", "note")
+    inlines = [ReferenceFigureInline]

@@ -1,0 +1,54 @@
+from django.contrib import admin
+from django.db import models
+
+from config.admin import ReadOnlyAdmin
+from submissions.models import ApiToken, ModelEntry, QuotaOverride, Submission
+
+
+@admin.register(ModelEntry)
+class ModelEntryAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "organisation", "parameters", "licence", "open_weights",
+                    "created_at")
+    list_filter = ("open_weights",)
+    search_fields = ("name", "organisation", "owner__username")
+    list_select_related = ("owner",)
+    raw_id_fields = ("owner",)
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+
+@admin.register(Submission)
+class SubmissionAdmin(ReadOnlyAdmin):
+    """Its state is the pipeline's, and visibility, moderation and deletion go through the
+    staff pages, which record a reason in the audit log."""
+
+    list_display = ("id", "model", "owner", "benchmark", "status", "public", "hidden",
+                    "representative", "coverage", "created_at")
+    list_filter = ("status", "public", "hidden", "representative")
+    search_fields = ("=id", "model__name", "owner__username", "benchmark__slug")
+    list_select_related = ("model", "owner", "benchmark")
+    date_hierarchy = "created_at"
+
+
+@admin.register(QuotaOverride)
+class QuotaOverrideAdmin(ReadOnlyAdmin):
+    """Set on the staff quota page, which audits each change."""
+
+    list_display = ("user", "per_day", "in_flight", "set_by", "updated_at")
+    search_fields = ("user__username", "reason")
+    list_select_related = ("user", "set_by")
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Staff may rename or revoke a token. Keys are issued only to their owner (the tokens
+    page, `POST /api/token/`), and only their hash is stored, which is never edited."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "prefix", "user__username")
+    list_select_related = ("user",)
+    fields = ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("user", "prefix", "created_at", "last_used_at")
+
+    def has_add_permission(self, request):
+        return False

@@ -1,0 +1,200 @@
+"""The Django admin: every model registered, every changelist and change page open to staff
+and closed to everyone else, platform-owned state read-only, and no page that loads a large
+table into a select box or a query per row."""
+
+import pytest
+from django.contrib import admin
+from django.db import models
+from django.urls import reverse
+
+from config.admin import ReadOnlyAdmin
+from judge.models import Endpoint
+from leaderboard.models import ReferenceFigure, ReferenceResult
+from scoring.models import (
+    Answer,
+    AuditEvent,
+    Benchmark,
+    Criterion,
+    Item,
+    ItemResult,
+    JudgeConfig,
+    RunBatch,
+    ScoringRun,
+    SliceResult,
+)
+from submissions.models import ApiToken, ModelEntry, QuotaOverride, Submission
+from tests.submissions import conftest as submissions_fixtures
+
+OURS = {"judge", "scoring", "submissions", "leaderboard"}
+REQUIRED = [Benchmark, Item, Criterion, JudgeConfig, Submission, ModelEntry, ScoringRun,
+            RunBatch, Answer, Endpoint, ReferenceResult, AuditEvent, QuotaOverride, ApiToken,
+            ItemResult, SliceResult]
+READ_ONLY = [ScoringRun, RunBatch, Answer, ItemResult, SliceResult, AuditEvent]
+
+scored = submissions_fixtures.scored  # the submissions tests' factory of scored submissions
+
+
+@pytest.fixture
+def world(scored, author, staff):
+    """One row of every model."""
+    submission = scored("Alpha")
+    run = submission.current_run
+    item = Item.objects.create(benchmark=scored.benchmark, position=0, key="s1",
+                               dimensions={"modality": "sound"}, content={})
+    criterion = Criterion.objects.create(item=item, index=0, category="content",
+                                         question="Is it louder?", right_choice="yes",
+                                         wrong_choices=["no"])
+    RunBatch.objects.create(run=run, index=0, item_keys=["s1"])
+    Answer.objects.create(run=run, criterion=criterion, round=0, choices=["yes", "no"],
+                          correct_letter="A", choice="A", correct=True, attempts=1)
+    ItemResult.objects.create(run=run, item=item, ifr=100.0, cr=100.0, em=1, rubric_scores=[1])
+    Endpoint.objects.create(base_url="http://127.0.0.1:8001", healthy=True)
+    result = ReferenceResult.objects.create(benchmark_slug="mmae", model="Paper-Model",
+                                            scope="2,000 samples", source="a paper")
+    ReferenceFigure.objects.create(result=result, dimension="overall",
+                                   values={"IFR": 50.7, "CR": 56.9, "EMR": 4.99})
+    AuditEvent.objects.create(actor=staff, actor_name="staff", action="flag",
+                              object_type="submission", object_id=str(submission.pk),
+                              object_repr=str(submission), reason="checking")
+    QuotaOverride.objects.create(user=author, per_day=9, reason="a lab", set_by=staff)
+    ApiToken.issue(user=author, name="ci")
+    return submission
+
+
+@pytest.fixture
+def superuser(django_user_model):
+    return django_user_model.objects.create_superuser("root", "root@example.com", "pw-root-1")
+
+
+def admin_urls():
+    """(model, changelist URL, URL of its first row's change page or None)."""
+    for model in admin.site._registry:
+        meta = model._meta
+        changelist = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
+        first = model._default_manager.order_by("pk").first()
+        change = reverse(f"admin:{meta.app_label}_{meta.model_name}_change",
+                         args=[first.pk]) if first else None
+        yield model, changelist, change
+
+
+def test_every_model_is_registered():
+    assert [m.__name__ for m in REQUIRED if m not in admin.site._registry] == []
+
+
+def test_staff_open_every_changelist_search_and_change_page(client, world, superuser):
+    client.force_login(superuser)
+    opened = set()
+    for model, changelist, change in admin_urls():
+        assert client.get(changelist).status_code == 200, changelist
+        assert client.get(changelist, {"q": "abc"}).status_code == 200, changelist
+        if change:
+            assert client.get(change).status_code == 200, change
+            opened.add(model)
+    assert set(REQUIRED) <= opened
+
+
+@pytest.mark.parametrize("who", ["visitor", "author"])
+def test_anyone_else_is_sent_to_the_log_in(client, world, author, who):
+    if who == "author":
+        client.force_login(author)
+    for _, changelist, change in admin_urls():
+        for url in filter(None, (changelist, change)):
+            response = client.get(url)
+            assert response.status_code == 302, url
+            assert response["Location"].startswith("/admin/login/?next="), url
+
+
+@pytest.mark.parametrize("model", READ_ONLY + [Submission, Item, Criterion, QuotaOverride])
+def test_platform_owned_state_is_read_only(client, world, superuser, model):
+    client.force_login(superuser)
+    meta = model._meta
+    row = model.objects.first()
+    change = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[row.pk])
+    page = client.get(change).content.decode()
+    assert 'name="_save"' not in page
+    assert client.post(change, {}).status_code == 403
+    assert client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_add")) \
+        .status_code == 403
+    delete = reverse(f"admin:{meta.app_label}_{meta.model_name}_delete", args=[row.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    assert model.objects.filter(pk=row.pk).exists()
+
+
+def test_a_token_can_be_revoked_but_its_hash_is_never_shown(client, world, superuser):
+    client.force_login(superuser)
+    token = ApiToken.objects.get()
+    url = reverse("admin:submissions_apitoken_change", args=[token.pk])
+    page = client.get(url).content.decode()
+    assert "key_hash" not in page and token.key_hash not in page
+    response = client.post(url, {"name": "ci (revoked)", "revoked_at_0": "2026-01-02",
+                                 "revoked_at_1": "03:04:05"})
+    assert response.status_code == 302
+    token.refresh_from_db()
+    assert token.name == "ci (revoked)" and not token.active
+
+
+def test_a_reported_result_shows_its_figures_inline(client, world, superuser):
+    client.force_login(superuser)
+    result = ReferenceResult.objects.get()
+    page = client.get(reverse("admin:leaderboard_referenceresult_change", args=[result.pk]))
+    html = page.content.decode()
+    assert 'name="figures-0-values"' in html and "&quot;EMR&quot;: 4.99" in html
+
+
+def our_admins():
+    return [(model, model_admin) for model, model_admin in admin.site._registry.items()
+            if model._meta.app_label in OURS]
+
+
+def test_no_form_loads_a_related_table_into_a_select():
+    offenders = []
+    for model, model_admin in our_admins():
+        if isinstance(model_admin, ReadOnlyAdmin):
+            continue  # related rows show as links
+        picked = set(model_admin.raw_id_fields) | set(model_admin.autocomplete_fields) \
+            | set(model_admin.readonly_fields) | set(model_admin.exclude or ())
+        if model_admin.fields is not None:
+            picked |= {f.name for f in model._meta.get_fields()} - set(model_admin.fields)
+        offenders += [f"{model.__name__}.{field.name}" for field in model._meta.get_fields()
+                      if isinstance(field, (models.ForeignKey, models.ManyToManyField))
+                      and field.name not in picked]
+    assert offenders == []
+
+
+def test_no_list_filter_lists_a_related_table():
+    offenders = [f"{model.__name__}.{name}" for model, model_admin in our_admins()
+                 for name in model_admin.list_filter
+                 if isinstance(name, str) and "__" not in name
+                 and model._meta.get_field(name).is_relation]
+    assert offenders == []
+
+
+def test_changelists_join_the_related_rows_they_show():
+    missing = []
+    for model, model_admin in our_admins():
+        for name in model_admin.list_display:
+            try:
+                field = model._meta.get_field(name)
+            except Exception:
+                continue  # a method or "__str__"
+            if field.is_relation and name not in (model_admin.list_select_related or ()):
+                missing.append(f"{model.__name__}.{name}")
+    assert missing == []
+
+
+def test_a_changelist_costs_the_same_queries_for_one_row_or_many(client, world, superuser,
+                                                                  scored,
+                                                                  django_assert_max_num_queries):
+    client.force_login(superuser)
+    urls = [changelist for model, changelist, _ in admin_urls()
+            if model._meta.app_label in OURS]
+    counts = {}
+    for url in urls:
+        with django_assert_max_num_queries(50) as captured:
+            client.get(url)
+        counts[url] = len(captured)
+    for n in range(5):
+        scored(f"Model {n}")
+    for url in urls:
+        with django_assert_max_num_queries(counts[url]) as captured:
+            assert client.get(url).status_code == 200
