@@ -3,6 +3,8 @@ import gzip
 from pathlib import Path
 
 import plotly
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.core.cache import cache
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -27,6 +29,12 @@ BOARD_CACHE_SECONDS = 300
 BOARD_PAGE_ROWS = 100
 PIVOT_PAGE_ROWS = 50
 
+# plotly.js adds its stylesheet as <style> elements (and a heatmap's colour bar sets style
+# attributes), with no way to give them a nonce: the pages that draw charts allow inline
+# styles. Scripts stay 'self' only, and images, fonts and requests may not leave the site,
+# so an injected style could neither run code nor send anything out.
+draws_charts = csp_update({"style-src": [UNSAFE_INLINE]})
+
 def columns(kind) -> list[tuple[str, str]]:
     """The board's sortable columns: the kind's metrics between the model and its coverage."""
     return [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
@@ -45,6 +53,7 @@ def home(request):
     return render(request, "leaderboard/home.html", {"benchmarks": benchmarks})
 
 
+@draws_charts
 def board(request, slug):
     """A board on one slice. The part below the filters is rendered once per board state
     (see selectors.board_stamp) and query, then served from the cache."""
@@ -167,6 +176,7 @@ def _errors(form) -> list[str]:
 
 
 @require_GET
+@draws_charts
 def model(request, model_id):
     entry = selectors.model_for(request.user, model_id)
     submissions = selectors.model_submissions(request.user, entry)
@@ -205,6 +215,7 @@ def model(request, model_id):
 
 
 @require_GET
+@draws_charts
 def pivot(request, slug):
     benchmark = _benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
