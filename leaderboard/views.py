@@ -35,11 +35,19 @@ PIVOT_PAGE_ROWS = 50
 # so an injected style could neither run code nor send anything out.
 draws_charts = csp_update({"style-src": [UNSAFE_INLINE]})
 
+def board_metrics(kind) -> list[str]:
+    """The kind's metrics in the board's column order: the one that ranks first (whose
+    intervals give the rank ranges, else the kind's first), so that a phone's first screen
+    shows rank, model and the figure that ranks them."""
+    lead = kind.interval_metric or kind.metrics[0]
+    return [lead, *[m for m in kind.metrics if m != lead]]
+
+
 def columns(kind) -> list[tuple[str, str]]:
-    """The board's sortable columns: the kind's metrics between the model and its coverage."""
-    return [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
-            *[(m, kind.label(m)) for m in kind.metrics], ("coverage", "Coverage"),
-            ("date", "Date")]
+    """The board's sortable columns: the metrics beside the model, then its details."""
+    return [("rank", "Rank"), ("model", "Model"),
+            *[(m, kind.label(m)) for m in board_metrics(kind)],
+            ("organisation", "Organisation"), ("coverage", "Coverage"), ("date", "Date")]
 
 
 COLUMNS = columns(get_kind("mmae"))
@@ -98,7 +106,7 @@ def _board_body(benchmark, query, page: int) -> dict:
                          BOARD_PAGE_ROWS)
     for row in rows:  # display order of the figure cells
         row["figures"] = [(row[m], row[f"{m}_interval"], m in kind.counts)
-                          for m in kind.metrics]
+                          for m in board_metrics(kind)]
     x, y = kind.chart_axes
     return {
         "query": query,

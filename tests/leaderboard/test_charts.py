@@ -10,6 +10,7 @@ import pytest
 from leaderboard import charts
 from leaderboard.selectors import BoardQuery, leaderboard_rows, slice_rows
 from leaderboard.views import PLOTLY_JS
+from tests.config.test_csp import assert_nothing_from_outside, policy
 
 
 def figure_spec(html: str, div_id: str) -> dict:
@@ -147,3 +148,17 @@ def test_a_chart_renders_without_plotly_js_inline(three):
     # Data only: the one <script> holds JSON, which the Content-Security-Policy lets through.
     assert html.count("<script") == 1 and 'type="application/json"' in html
     assert len(html) < 20_000  # no inline bundle, no default template
+
+
+# Content-Security-Policy: plotly.js injects styles, so chart pages allow inline ones.
+def test_a_page_with_a_chart_allows_inline_styles_and_nothing_else_inline(client, three):
+    response = client.get("/b/mmae/")
+    assert response.status_code == 200
+    assert 'class="plotly-chart"' in response.content.decode()
+    assert_nothing_from_outside(policy(response), inline_styles=True)
+
+
+def test_a_page_without_a_chart_allows_nothing_inline(client, three):
+    response = client.get(f"/s/{three.submissions.get(model__name='Alpha').pk}/")
+    assert response.status_code == 200
+    assert_nothing_from_outside(policy(response), inline_styles=False)
