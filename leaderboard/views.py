@@ -4,6 +4,8 @@ import gzip
 from pathlib import Path
 
 import plotly
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.core.cache import cache
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -28,11 +30,25 @@ BOARD_CACHE_SECONDS = 300
 BOARD_PAGE_ROWS = 100
 PIVOT_PAGE_ROWS = 50
 
+# plotly.js adds its stylesheet as <style> elements (and a heatmap's colour bar sets style
+# attributes), with no way to give them a nonce: the pages that draw charts allow inline
+# styles. Scripts stay 'self' only, and images, fonts and requests may not leave the site,
+# so an injected style could neither run code nor send anything out.
+draws_charts = csp_update({"style-src": [UNSAFE_INLINE]})
+
+def board_metrics(kind) -> list:
+    """The kind's metrics in the board's column order: the one that ranks first, then the
+    others, so that a phone's first screen shows rank, model and the figure that ranks
+    them."""
+    lead = kind.metric(kind.ranking[0])
+    return [lead, *[m for m in kind.metrics if m is not lead]]
+
+
 def columns(kind) -> list[tuple[str, str]]:
-    """The board's sortable columns: the kind's metrics between the model and its coverage."""
-    return [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
-            *[(m.key, m.label) for m in kind.metrics], ("coverage", "Coverage"),
-            ("date", "Date")]
+    """The board's sortable columns: the metrics beside the model, then its details."""
+    return [("rank", "Rank"), ("model", "Model"),
+            *[(m.key, m.label) for m in board_metrics(kind)],
+            ("organisation", "Organisation"), ("coverage", "Coverage"), ("date", "Date")]
 
 
 def home(request):
@@ -43,6 +59,7 @@ def home(request):
     return render(request, "leaderboard/home.html", {"benchmarks": benchmarks})
 
 
+@draws_charts
 def board(request, slug):
     """A board on one slice. The part below the filters is rendered once per board state
     (see selectors.board_stamp) and query, then served from the cache."""
@@ -107,7 +124,9 @@ def _board_body(benchmark, query, page: int) -> dict:
     kind = get_kind(benchmark.kind)
     rows, paging = _page(selectors.leaderboard_rows(benchmark=benchmark, query=query), page,
                          BOARD_PAGE_ROWS)
-    _with_cells(rows, kind)
+    for row in rows:  # display order of the figure cells
+        row["figures"] = [(row[m.key], row[f"{m.key}_interval"], m.count)
+                          for m in board_metrics(kind)]
     x, y = kind.chart_axes
     return {
         "query": query,
@@ -186,6 +205,7 @@ def _errors(form) -> list[str]:
 
 
 @require_GET
+@draws_charts
 def model(request, model_id):
     entry = selectors.model_for(request.user, model_id)
     submissions = selectors.model_submissions(request.user, entry)
@@ -228,6 +248,7 @@ def model(request, model_id):
 
 
 @require_GET
+@draws_charts
 def pivot(request, slug):
     benchmark = _benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)

@@ -4,7 +4,7 @@
   const form = document.getElementById("upload-form");
   if (!form) return;
   const box = document.getElementById("upload-progress");
-  const fill = box.querySelector(".fill");
+  const bar = box.querySelector("progress");
   const label = box.querySelector(".label");
   form.addEventListener("submit", function (event) {
     event.preventDefault();
@@ -17,7 +17,7 @@
       const share = e.loaded / e.total;
       const seconds = (Date.now() - started) / 1000;
       const eta = share > 0 ? Math.round(seconds / share - seconds) : null;
-      fill.style.width = (100 * share).toFixed(1) + "%";
+      bar.value = 100 * share;
       label.textContent = (100 * share).toFixed(0) + "% uploaded" +
         (eta !== null && share < 1 ? ", about " + eta + " s left" : ", checking…");
     });

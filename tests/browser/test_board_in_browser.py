@@ -136,10 +136,12 @@ def expected_models(benchmark, dimension="overall", bucket="") -> list[str]:
 def table_cells(page) -> list[list[str]]:
     """Each row's model, organisation and IFR, CR and EMR cells without their intervals."""
     return page.locator("#board tbody tr").evaluate_all("""rows => rows.map(row => {
-        const cells = [...row.children];
+        const heads = [...document.querySelectorAll("#board thead th")];
+        const cell = key => row.children[heads.findIndex(th => th.classList.contains(key))];
         const figure = td => td.firstChild ? td.firstChild.textContent.trim() : "";
-        return [cells[1].querySelector("a").textContent.trim(), cells[2].textContent.trim(),
-                ...cells.slice(3, 6).map(figure)];
+        return [cell("col-model").querySelector("a").textContent.trim(),
+                cell("col-organisation").textContent.trim(),
+                ...["col-IFR", "col-CR", "col-EMR"].map(key => figure(cell(key)))];
     })""")
 
 

@@ -11,13 +11,20 @@ from leaderboard import charts
 from leaderboard.selectors import BoardQuery, leaderboard_rows, slice_rows
 from leaderboard.views import PLOTLY_JS
 from scoring.kinds import get_kind
+from tests.config.test_csp import assert_nothing_from_outside, policy
+
+
+def figure_spec(html: str, div_id: str) -> dict:
+    """The figure (data, layout, config) a page embeds as JSON for static/js/charts.js."""
+    assert f'<div id="{div_id}" class="plotly-chart" data-figure="{div_id}-figure"></div>' in html
+    element = re.search(r'<script id="' + re.escape(div_id) + r'-figure" type="application/json">'
+                        r'(.*?)</script>', html, re.DOTALL)
+    return json.loads(element.group(1))
 
 
 def figure_data(html: str, div_id: str) -> list[dict]:
     """The traces a page hands to Plotly.newPlot for one chart."""
-    call = re.search(r'Plotly\.newPlot\(\s*"' + re.escape(div_id) + r'",\s*', html)
-    data, _ = json.JSONDecoder().raw_decode(html[call.end():])
-    return data
+    return figure_spec(html, div_id)["data"]
 
 
 @pytest.fixture
@@ -81,7 +88,7 @@ def test_the_board_page_loads_plotly_once_and_links_the_new_pages(client, three)
 
 def test_a_board_without_rows_has_no_chart(client, board):
     html = client.get("/b/mmae/").content.decode()
-    assert "Plotly.newPlot" not in html and "static-plotly" not in html
+    assert "plotly-chart" not in html and "static-plotly" not in html
 
 
 def test_model_bars_and_radar_hold_the_slice_table_figures(board):
@@ -138,5 +145,22 @@ def test_plotly_js_answers_get_only(client, db):
 def test_a_chart_renders_without_plotly_js_inline(three):
     html = charts.to_html(charts.emr_ifr_scatter(leaderboard_rows(
         benchmark=three, query=BoardQuery())), div_id="x")
-    assert '<div id="x"' in html and "Plotly.newPlot" in html
+    spec = figure_spec(html, "x")
+    assert spec["data"][0]["type"] == "scatter" and spec["config"] == charts.CONFIG
+    # Data only: the one <script> holds JSON, which the Content-Security-Policy lets through.
+    assert html.count("<script") == 1 and 'type="application/json"' in html
     assert len(html) < 20_000  # no inline bundle, no default template
+
+
+# Content-Security-Policy: plotly.js injects styles, so chart pages allow inline ones.
+def test_a_page_with_a_chart_allows_inline_styles_and_nothing_else_inline(client, three):
+    response = client.get("/b/mmae/")
+    assert response.status_code == 200
+    assert 'class="plotly-chart"' in response.content.decode()
+    assert_nothing_from_outside(policy(response), inline_styles=True)
+
+
+def test_a_page_without_a_chart_allows_nothing_inline(client, three):
+    response = client.get(f"/s/{three.submissions.get(model__name='Alpha').pk}/")
+    assert response.status_code == 200
+    assert_nothing_from_outside(policy(response), inline_styles=False)

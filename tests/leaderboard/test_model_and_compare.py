@@ -7,6 +7,7 @@ from leaderboard.selectors import compare_rows, pairwise, slice_rows
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item, ItemResult
 from tests.conftest import CAST_PASSWORD
+from tests.leaderboard.test_charts import figure_data
 
 
 def login(client, user):
@@ -93,10 +94,11 @@ def test_the_chart_shows_the_chosen_dimension_of_the_table(client, models):
     response = client.get(f"/m/{model_id}/?dimension=modality")
     html = response.content.decode()
     assert "70.00<small> [60.0, 75.0]</small>" in html
-    assert '"x":["music","sound"]' in html and '"y":[70.0,30.0]' in html
-    assert '"type":"bar"' in html
+    ifr = figure_data(html, "chart-slices")[0]
+    assert (ifr["type"], ifr["x"], ifr["y"]) == ("bar", ["music", "sound"], [70.0, 30.0])
     radar = client.get(f"/m/{model_id}/?dimension=complexity&chart=radar").content.decode()
-    assert '"type":"scatterpolar"' in radar and '"theta":["single","single"]' in radar
+    ifr = figure_data(radar, "chart-slices")[0]
+    assert (ifr["type"], ifr["theta"]) == ("scatterpolar", ["single", "single"])
 
 
 def test_a_dimension_the_run_lacks_shows_no_chart(client, models):

@@ -33,6 +33,14 @@ def reported(board, tmp_path):
     return path
 
 
+def test_a_search_without_a_match_says_no_model_matches(client, filled):
+    html = client.get("/b/mmae/", {"q": "no <such> model"}).content.decode()
+    assert "No model matches &ldquo;no &lt;such&gt; model&rdquo;." in html
+    html = client.get("/b/mmae/", {"q": "zzz", "dimension": "modality", "bucket": "sound"})
+    assert "No model matches &ldquo;zzz&rdquo; with samples in this slice." in html.content.decode()
+    assert "No model matches" not in client.get("/b/mmae/", {"q": "alp"}).content.decode()
+
+
 def test_the_home_page_opens_the_first_real_benchmarks_board(client, filled):
     response = client.get("/")
     assert response.status_code == 302 and response["Location"] == "/b/mmae/"

@@ -221,6 +221,13 @@ def test_the_search_looks_in_every_user_turn_and_the_id(client, scored, keys):
     assert search("no such words") == []
 
 
+def test_a_search_without_a_match_says_so(client, scored):
+    html = client.get(f"/s/{scored.pk}/samples/", {"q": "no <such> words"}).content.decode()
+    assert "No sample matches &ldquo;no &lt;such&gt; words&rdquo;." in html
+    html = client.get(f"/s/{scored.pk}/samples/", {"q": "zzz", "failed": "on"}).content.decode()
+    assert "No sample matches &ldquo;zzz&rdquo; with these filters." in html
+
+
 def test_the_explorer_pages_keep_the_filters(client, scored, keys, monkeypatch):
     assert explorer_selectors.PAGE_SIZE == 20
     monkeypatch.setattr(explorer_selectors, "PAGE_SIZE", 5)

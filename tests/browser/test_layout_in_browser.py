@@ -1,0 +1,146 @@
+"""Every kind of page at a desktop's width (1366 px) and a phone's (390 px): nothing scrolls
+the page sideways, the Content-Security-Policy blocks nothing the page needs, htmx and plotly
+still work, and on a phone the board's first screen shows the first row's rank, model and
+ranking figure (EMR).
+
+The data is real: a synthetic benchmark, one model's outputs scored by the judge simulator
+(so the explorer has votes), and a board filled by `seed_board`. Screenshots:
+artifacts/screenshots/layout-<width>-<page>.png.
+"""
+
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect
+
+from scoring.services import benchmark_import
+from scoring.synthetic import write_benchmark
+from submissions.models import ModelEntry, Submission
+from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS
+from tests.browser.test_board_in_browser import in_thread, score
+from tests.conftest import CAST_PASSWORD
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
+              pytest.mark.timeout(120)]
+
+WIDTHS = {"desktop": (1366, 900), "phone": (390, 844)}
+# Recorded before any page script runs, so a violation at load time is caught too.
+RECORD_VIOLATIONS = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", (e) => window.__violations.push(
+  `${e.violatedDirective} blocked ${e.blockedURI || "inline"} (${e.sourceFile}:${e.lineNumber})`));
+"""
+MODEL = "Echo Editor Large v2 (instruction-tuned)"
+
+
+@pytest.fixture
+def site(tmp_path, settings, author, simulator_factory):
+    """The mmae board: the author's scored public submission and ten seeded ones."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.SCORING_BATCH_ITEMS = 6
+    root = tmp_path / "bench"
+    samples = json.loads(write_benchmark(root, 12, seed=21).read_text())
+    benchmark, _ = benchmark_import(kind="mmae", path=root / "MMAE-meta.json",
+                                    audio_root=root, slug="mmae", synthetic=True)
+    urls = simulator_factory("--latency-ms", "1").urls
+    run, coverage = in_thread(lambda: score(benchmark, root, samples, urls, system="sys-5",
+                                            seed=5, missing=1))
+    model = ModelEntry.objects.create(owner=author, name=MODEL, organisation="Example Audio Lab",
+                                      open_weights=True, licence="MIT")
+    submission = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
+                                           public=True, status="queued", current_run=run,
+                                           coverage=coverage)
+    submission.runs.add(run)
+    call_command("seed_board", "--benchmark", "mmae", "--submissions", "10")
+    other = ModelEntry.objects.exclude(pk=model.pk).order_by("name").first()
+    return {"submission": submission, "model": model, "other": other}
+
+
+def pages(site) -> list[tuple[str, str, bool]]:
+    """(name, address, needs the author logged in) of every page the test opens."""
+    submission, model, other = site["submission"], site["model"], site["other"]
+    return [
+        ("login", "/accounts/login/", False),
+        ("404", "/no-such-page/", False),
+        ("board", "/b/mmae/", False),
+        ("board-slice", "/b/mmae/?dimension=modality&bucket=sound", False),
+        ("pivot", "/b/mmae/pivot/?dimension=operation", False),
+        ("model", f"/m/{model.pk}/", False),
+        ("submission", f"/s/{submission.pk}/", False),
+        ("compare", f"/b/mmae/compare/?models={model.pk},{other.pk}", False),
+        ("status", f"/submissions/{submission.pk}/", True),
+        ("my-submissions", "/submissions/", True),
+        ("upload", "/submit/", True),
+    ]
+
+
+def open_page(page, address: str, name: str, width: int) -> None:
+    """Opens a page and checks what every page must hold: no sideways scroll, no blocked
+    resource or script; then saves its screenshot."""
+    response = page.goto(address)
+    assert response.status == (404 if name == "404" else 200), address
+    page.wait_for_load_state("networkidle")
+    scroll_width, window_width = page.evaluate(
+        "[document.documentElement.scrollWidth, window.innerWidth]")
+    assert scroll_width <= window_width, f"{address} scrolls sideways at {width} px"
+    assert page.evaluate("window.__violations") == [], address
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"layout-{width}-{name}.png"), full_page=True)
+
+
+def log_in(page) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill("author")
+    page.get_by_label("Password").fill(CAST_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("button", name="Log out")).to_be_attached()
+
+
+def first_screen_shows_the_leading_row(page) -> None:
+    """The first row's rank, model and EMR lie wholly inside the first screen."""
+    boxes = page.evaluate("""() => {
+        const heads = [...document.querySelectorAll("#board thead th")];
+        const row = document.querySelector("#board tbody tr");
+        const emr = row.children[heads.findIndex(th => th.classList.contains("col-EMR"))];
+        return [row.querySelector("td.rank"), row.querySelector("td.model a"), emr]
+            .map(el => { const r = el.getBoundingClientRect();
+                         return {text: el.textContent.trim(), left: r.left, right: r.right,
+                                 top: r.top, bottom: r.bottom}; });
+    }""")
+    width, height = page.viewport_size["width"], page.viewport_size["height"]
+    for box in boxes:
+        assert 0 <= box["left"] and box["right"] <= width, box
+        assert 0 <= box["top"] and box["bottom"] <= height, box
+    rank, model, emr = (box["text"] for box in boxes)
+    assert rank.split()[0] == "1" and model and re.match(r"\d+\.\d\d", emr)
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_every_page_fits_the_screen_under_the_content_security_policy(browser, live_server,
+                                                                       site, device):
+    width, height = WIDTHS[device]
+    context = browser.new_context(base_url=live_server.url,
+                                  viewport={"width": width, "height": height})
+    context.set_default_timeout(TIMEOUT_MS)
+    context.add_init_script(RECORD_VIOLATIONS)
+    page = context.new_page()
+    try:
+        for name, address, needs_login in pages(site):
+            if needs_login and not page.get_by_role("button", name="Log out").count():
+                log_in(page)
+            open_page(page, address, name, width)
+            if name == "board":
+                expect(page.locator("#chart-emr-ifr .main-svg").first)\
+                    .to_be_attached()  # plotly drew the chart
+                if device == "phone":
+                    first_screen_shows_the_leading_row(page)
+            if name == "submission":  # htmx swaps the explorer's list under the policy
+                with page.expect_response(re.compile(r"/samples/\?")) as partial:
+                    page.locator("#explorer-dimension").select_option("modality")
+                assert partial.value.status == 200
+                expect(page.locator(".explorer-count")).to_contain_text("match")
+                assert page.evaluate("window.__violations") == []
+    finally:
+        context.close()
