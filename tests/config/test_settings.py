@@ -52,6 +52,8 @@ def test_values_from_the_environment_are_used():
                                             "http(s) URL"),
     ({"CELERY_BROKER_URL": "amqp://guest@localhost//"}, "CELERY_BROKER_URL='amqp://guest@"),
     ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
+    ({"JUDGE_LEASE_TTL": "0"}, "JUDGE_LEASE_TTL=0 is below the minimum 1"),
+    ({"JUDGE_MAX_INFLIGHT_BYTES": "256MB"}, "JUDGE_MAX_INFLIGHT_BYTES='256MB' is not an integer"),
 ])
 def test_a_bad_value_stops_start_up_naming_the_variable(env, message):
     result = load(**env)
