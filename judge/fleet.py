@@ -29,6 +29,7 @@ import logging
 import random
 import ssl
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -169,7 +170,10 @@ class JudgeFleet:
         options = {
             "headers": {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
             "timeout": httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-            "verify": _ssl_context(),
+            "verify": _ssl_context(any(e.base_url.startswith("https:") for e in self.endpoints)),
+            # httpx reads the proxy variables for each client it builds (a millisecond or so,
+            # for every lane of every batch): with none set, there is nothing to read.
+            "trust_env": bool(urllib.request.getproxies()),
         }
         one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         for endpoint in self.endpoints:
@@ -275,12 +279,14 @@ class JudgeFleet:
         self._bump()
 
     async def _release(self, slot: _Slot) -> None:
-        slot.endpoint.in_flight -= 1
-        slot.endpoint.lanes.append(slot.lane)
         try:
             if slot.token is not None:
                 await self.leases.release(slot.endpoint.base_url, slot.token)
-        finally:  # even when cancelled: a waiter may be waiting for this lane
+        finally:
+            # The lane comes back once the lease is gone (a waiter that finds a free lane
+            # finds the lease free too), and even if the release was cancelled.
+            slot.endpoint.in_flight -= 1
+            slot.endpoint.lanes.append(slot.lane)
             self._bump()
 
     @contextlib.asynccontextmanager
@@ -424,10 +430,14 @@ class JudgeFleet:
 
 
 @functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One context per process: building one loads the CA store (milliseconds of CPU), and
-    the pipeline opens a fleet client for every batch."""
-    return ssl.create_default_context()
+def _ssl_context(trust_store: bool = True) -> ssl.SSLContext:
+    """One context per process: building one loads the CA store (tens of milliseconds of
+    CPU), and the pipeline opens a fleet client for every batch. A fleet of plain http
+    endpoints gets one that loads no CA (so it trusts none): httpx wants a context for every
+    client, and that fleet never uses it."""
+    if trust_store:
+        return ssl.create_default_context()
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _describe(exc: httpx.HTTPError) -> str:

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import ssl
 import time
 import tracemalloc
 
@@ -9,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from judge.body import JsonBody
-from judge.fleet import FleetUnavailable, JudgeFleet
+from judge.fleet import FleetUnavailable, JudgeFleet, _ssl_context
 from judge.simulator import DEFAULT_MODEL as MODEL
 from judge.simulator import SimulatorConfig, verdict
 from scoring import mmae
@@ -368,3 +369,11 @@ def test_a_body_larger_than_the_whole_budget_goes_alone():
 def test_a_byte_budget_below_one_is_refused():
     with pytest.raises(ValueError, match="max_inflight_bytes must be at least 1, got 0"):
         fleet("http://127.0.0.1:1", max_inflight_bytes=0)
+
+
+def test_a_plain_http_fleet_loads_no_ca_store_yet_never_turns_verification_off():
+    bare, trusting = _ssl_context(False), _ssl_context(True)
+    assert bare.cert_store_stats()["x509_ca"] == 0  # nothing loaded, nothing trusted
+    assert (bare.verify_mode, bare.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert (trusting.verify_mode, trusting.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert _ssl_context(False) is bare  # built once per process
