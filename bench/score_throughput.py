@@ -96,6 +96,7 @@ def main():
                     raise SystemExit("the simulator did not start")
                 time.sleep(0.2)
             cpu_before = children_cpu()
+            started_at = time.time()
             started = time.monotonic()
             subprocess.run(manage(
                 "score", "--meta", str(meta), "--predictions", str(predictions),
@@ -104,6 +105,7 @@ def main():
                 "--timeout", "60"), env=env, check=True, cwd=ROOT)
             wall = time.monotonic() - started
             scorer_cpu = children_cpu() - cpu_before
+            stats = [httpx.get(f"{u}/simulator/stats", timeout=10).json() for u in urls]
         finally:
             simulator.terminate()
             simulator.wait(timeout=30)
@@ -121,6 +123,16 @@ def main():
               f"{args.latency_ms:g} ms = {capacity:.0f} queries/s")
         print(f"achieved: {achieved:.1f} queries/s = {achieved / capacity:.3f} of capacity "
               f"(--concurrency {args.concurrency})")
+        first = min(s["first_busy_at"] for s in stats)
+        ramps = [s["all_busy_at"] - s["first_busy_at"] if s["all_busy_at"] else None
+                 for s in stats]
+        busy = sum(s["busy_slot_seconds"] for s in stats)
+        slots = args.endpoints * args.slots
+        print(f"first query reached the simulator {first - started_at:.2f} s after the command "
+              f"started; every slot busy after: "
+              + ", ".join("never" if r is None else f"{r:.3f} s" for r in ramps))
+        print(f"slots busy: {busy / (slots * wall):.3f} of the whole command, "
+              f"{busy / (slots * (started_at + wall - first)):.3f} from the first query on")
         print(f"scorer CPU: {scorer_cpu:.1f} s = {1000 * scorer_cpu / queries:.2f} ms per query")
     finally:
         if args.keep:
