@@ -149,6 +149,8 @@ class JudgeFleet:
         self.leases = leases
         self.max_inflight_bytes = max_inflight_bytes
         self._turn: asyncio.Lock | None = None  # held by the one query looking for a slot
+        self._queued = 0  # queries waiting for the turn
+        self._spares: list[_Slot] = []  # leased in one go for the queries queued
         self._wake: asyncio.Event | None = None  # set when a slot may have freed
         self._version = 0  # counts those events, so a wake-up is never missed
         self._bytes_turn: asyncio.Lock | None = None  # held by the one query waiting for bytes
@@ -211,16 +213,24 @@ class JudgeFleet:
         self._wake.set()
 
     async def _acquire(self, avoid: Endpoint | None) -> _Slot:
-        async with self._turn:
+        self._queued += 1
+        try:
+            await self._turn.acquire()
+        finally:
+            self._queued -= 1
+        try:
             while True:
+                if self._spares:
+                    return self._spare(avoid)
                 seen = self._version
                 usable = [e for e in self.endpoints if e.healthy and not e.excluded]
                 free = [e for e in usable if e.in_flight < e.capacity]
                 timeout = None  # wait for a local release
                 if free:
-                    slot = await self._take(free, avoid)
-                    if slot is not None:
-                        return slot
+                    slots = await self._take(free, avoid, want=1 + self._queued)
+                    if slots:
+                        self._spares = slots[1:]
+                        return slots[0]
                     timeout = self.leases.poll  # full elsewhere: wait for a release there
                 elif not usable:
                     timeout = self._down_remaining()
@@ -231,21 +241,38 @@ class JudgeFleet:
                             await self._wake.wait()
                     except TimeoutError:
                         pass
+        finally:
+            try:
+                if not self._queued:  # taken for queries that gave up waiting
+                    spares, self._spares = self._spares, []
+                    for slot in spares:
+                        await self._release(slot)
+            finally:
+                self._turn.release()
 
-    async def _take(self, free: list[Endpoint], avoid: Endpoint | None) -> _Slot | None:
-        token = None
+    async def _take(self, free: list[Endpoint], avoid: Endpoint | None,
+                    want: int) -> list[_Slot]:
+        """Slots on the least-loaded endpoints: one, or with leases up to `want` in one
+        round trip (the others are for the queries queued behind this one)."""
         if self.leases is None:
             preferred = [e for e in free if e is not avoid] or free
-            chosen = min(preferred, key=lambda e: (e.load, e.in_flight))
-        else:
-            taken = await self.leases.acquire([(e.base_url, e.capacity) for e in free],
-                                              avoid=avoid.base_url if avoid else None)
-            if taken is None:
-                return None
-            chosen = next(e for e in free if e.base_url == taken[0])
-            token = taken[1]
-        chosen.in_flight += 1
-        return _Slot(chosen, chosen.lanes.pop(), token)
+            return [self._book(min(preferred, key=lambda e: (e.load, e.in_flight)), None)]
+        rooms = [(e.base_url, e.capacity, e.capacity - e.in_flight) for e in free]
+        taken = await self.leases.acquire(rooms, want=min(want, sum(r for *_, r in rooms)),
+                                          avoid=avoid.base_url if avoid else None)
+        by_url = {e.base_url: e for e in free}
+        return [self._book(by_url[url], token) for url, token in taken]
+
+    def _book(self, endpoint: Endpoint, token: str | None) -> _Slot:
+        endpoint.in_flight += 1
+        return _Slot(endpoint, endpoint.lanes.pop(), token)
+
+    def _spare(self, avoid: Endpoint | None) -> _Slot:
+        """A slot taken for this query by the one before it, on another endpoint than
+        `avoid` if there is one."""
+        slot = next((s for s in self._spares if s.endpoint is not avoid), self._spares[0])
+        self._spares.remove(slot)
+        return slot
 
     def _down_remaining(self) -> float:
         """Seconds left to wait for an endpoint to come back; FleetUnavailable when none."""

@@ -34,32 +34,44 @@ from judge.fleet import FleetUnavailable
 
 log = logging.getLogger(__name__)
 
-# KEYS: the endpoints' sets, in the caller's order. ARGV: token, ttl ms, index of the endpoint
-# to avoid (0: none), then each endpoint's cap. Returns the index taken, 0 when all are full.
+# KEYS: the endpoints' sets, in the caller's order. ARGV: ttl ms, index of the endpoint to
+# avoid (0: none), each endpoint's cap, each endpoint's room (how many more the caller can
+# send it), then one token per lease wanted. Each token goes to the least-loaded endpoint
+# with room at that moment; returns the endpoint index of each lease taken (maybe none).
 _ACQUIRE = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local ttl = tonumber(ARGV[2])
-local avoid = tonumber(ARGV[3])
-local best, best_rank, best_load, best_count = 0, 0, 0, 0
+local ttl = tonumber(ARGV[1])
+local avoid = tonumber(ARGV[2])
+local n = #KEYS
+local counts, caps, rooms = {}, {}, {}
 for i, key in ipairs(KEYS) do
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  local count = redis.call('ZCARD', key)
-  local cap = tonumber(ARGV[3 + i])
-  if count < cap then
-    local rank = (i == avoid) and 1 or 0
-    local load = count / cap
-    if best == 0 or rank < best_rank or (rank == best_rank and (load < best_load
-        or (load == best_load and count < best_count))) then
-      best, best_rank, best_load, best_count = i, rank, load, count
+  counts[i] = redis.call('ZCARD', key)
+  caps[i] = tonumber(ARGV[2 + i])
+  rooms[i] = tonumber(ARGV[2 + n + i])
+end
+local taken = {}
+for t = 3 + 2 * n, #ARGV do
+  local best, best_rank, best_load = 0, 0, 0
+  for i = 1, n do
+    if counts[i] < caps[i] and rooms[i] > 0 then
+      local rank = (i == avoid) and 1 or 0
+      local load = counts[i] / caps[i]
+      if best == 0 or rank < best_rank or (rank == best_rank and (load < best_load
+          or (load == best_load and counts[i] < counts[best]))) then
+        best, best_rank, best_load = i, rank, load
+      end
     end
   end
-end
-if best > 0 then
-  redis.call('ZADD', KEYS[best], now + ttl, ARGV[1])
+  if best == 0 then break end
+  redis.call('ZADD', KEYS[best], now + ttl, ARGV[t])
   redis.call('PEXPIRE', KEYS[best], ttl)
+  counts[best] = counts[best] + 1
+  rooms[best] = rooms[best] - 1
+  taken[#taken + 1] = best
 end
-return best
+return taken
 """
 
 # KEYS[1]: an endpoint's set. ARGV: token, channel. Returns 1 when the lease was still held.
@@ -71,19 +83,20 @@ end
 return 0
 """
 
-# KEYS[1]: an endpoint's set. ARGV: ttl ms, then tokens. Returns how many were still held.
+# KEYS[1]: an endpoint's set. ARGV: ttl ms, then tokens. Returns the tokens no longer held.
 _RENEW = """
 local clock = redis.call('TIME')
 local expiry = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) + tonumber(ARGV[1])
-local kept = 0
+local lost = {}
 for i = 2, #ARGV do
   if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
     redis.call('ZADD', KEYS[1], expiry, ARGV[i])
-    kept = kept + 1
+  else
+    lost[#lost + 1] = ARGV[i]
   end
 end
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
-return kept
+return lost
 """
 
 
@@ -114,6 +127,7 @@ class RedisLeases:
         self.round_trips = 0  # script calls sent, for benchmarks
         self._client: aioredis.Redis | None = None
         self._held: dict[str, set[str]] = {}  # key -> tokens this instance holds
+        self._releasing: set[tuple[str, str]] = set()  # (key, token) being released
         self._tasks: list[asyncio.Task] = []
         self._acquire = self._release = self._renew = None
         self._holder = ""  # host:pid in every token, so a look at a set says who holds it
@@ -156,39 +170,43 @@ class RedisLeases:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
         held = [(key, token) for key, tokens in self._held.items() for token in tokens]
-        for key, token in held:  # leftovers of queries cancelled mid-flight
+        for key, token in held + list(self._releasing):  # left by cancelled queries
             await self._drop(key, token)
-        self._held = {}
+        self._held, self._releasing = {}, set()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
 
-    async def acquire(self, caps: list[tuple[str, int]], avoid: str | None = None
-                      ) -> tuple[str, str] | None:
-        """A lease on the least-loaded endpoint with room among `caps` ((base URL, cap)
-        pairs), another than `avoid` if one has room: (base URL, token), or None when every
-        one is full."""
-        token = f"{self._holder}:{uuid.uuid4().hex[:12]}"
-        urls = [url for url, _ in caps]
+    async def acquire(self, endpoints: list[tuple[str, int, int]], *, want: int = 1,
+                      avoid: str | None = None) -> list[tuple[str, str]]:
+        """Up to `want` leases, each on the least-loaded endpoint with room at that moment,
+        one other than `avoid` while one has room. `endpoints` are (base URL, cap, room)
+        triples: the cap holds for everyone, room is how many more the caller can send
+        there. Returns (base URL, token) pairs: as many as there were free slots, maybe none.
+        """
+        tokens = [f"{self._holder}:{uuid.uuid4().hex[:12]}" for _ in range(want)]
+        urls = [url for url, _, _ in endpoints]
         avoid_index = urls.index(avoid) + 1 if avoid in urls else 0
         try:
             self.round_trips += 1
             taken = await self._acquire(
                 keys=[self.key(url) for url in urls],
-                args=[token, int(self.ttl * 1000), avoid_index, *(cap for _, cap in caps)])
+                args=[int(self.ttl * 1000), avoid_index, *(cap for _, cap, _ in endpoints),
+                      *(room for _, _, room in endpoints), *tokens])
         except (RedisError, OSError) as exc:
             raise self._error(exc) from None
-        if not taken:
-            return None
-        url = urls[int(taken) - 1]
-        self._held.setdefault(self.key(url), set()).add(token)
-        return url, token
+        leases = [(urls[int(index) - 1], token)
+                  for index, token in zip(taken, tokens[:len(taken)], strict=True)]
+        for url, token in leases:
+            self._held.setdefault(self.key(url), set()).add(token)
+        return leases
 
     async def release(self, base_url: str, token: str) -> None:
         key = self.key(base_url)
-        await self._drop(key, token)
-        # Forgotten only once dropped: a release cut short is dropped again by close().
         self._held.get(key, set()).discard(token)
+        self._releasing.add((key, token))  # until dropped: close() drops it if cut short
+        await self._drop(key, token)
+        self._releasing.discard((key, token))
 
     async def _drop(self, key: str, token: str) -> None:
         try:
@@ -228,14 +246,17 @@ class RedisLeases:
                     continue
                 try:
                     self.round_trips += 1
-                    kept = await self._renew(keys=[key], args=[int(self.ttl * 1000), *tokens])
+                    lost = await self._renew(keys=[key], args=[int(self.ttl * 1000), *tokens])
                 except (RedisError, OSError) as exc:
                     log.warning("cannot renew judge slot leases on %s (%s)", self.server, exc)
                     continue
-                if kept < len(tokens):
+                # A token released while the renewal was on its way is not lost: only one
+                # still held is.
+                lost = [t for t in (v.decode() for v in lost) if t in self._held.get(key, ())]
+                if lost:
                     log.warning("%d judge slot lease(s) on %s expired before renewal (this "
                                 "process stalled for over %g s); their requests go on over "
-                                "the cap", len(tokens) - kept, key, self.ttl)
+                                "the cap", len(lost), key, self.ttl)
 
     def _error(self, exc: Exception) -> LeaseError:
         return LeaseError(f"the judge slot leases on {self.server} cannot be reached: "

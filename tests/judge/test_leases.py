@@ -49,34 +49,55 @@ def test_no_more_leases_than_the_cap_are_granted_whoever_asks(prefix):
     async def main():
         a, b = await opened(prefix), await opened(prefix)
         try:
-            got = [await holder.acquire([("http://e1", 3)]) for holder in (a, b, a, b)]
-            return got, await b.count("http://e1")
+            one_by_one = [await holder.acquire([("http://e1", 3, 3)])
+                          for holder in (a, b, a, b)]
+            at_once = await a.acquire([("http://e2", 3, 3)], want=5)
+            return one_by_one, at_once, await b.count("http://e1"), await b.count("http://e2")
         finally:
             await a.close()
             await b.close()
 
-    got, count = run(main())
-    assert [lease is not None for lease in got] == [True, True, True, False]
-    assert count == 3
+    one_by_one, at_once, count_1, count_2 = run(main())
+    assert [len(leases) for leases in one_by_one] == [1, 1, 1, 0]
+    assert len(at_once) == 3 and len({token for _, token in at_once}) == 3
+    assert (count_1, count_2) == (3, 3)
 
 
-def test_the_least_loaded_endpoint_is_chosen_and_an_avoided_one_only_when_alone(prefix):
+def test_each_lease_goes_to_the_least_loaded_endpoint_with_room(prefix):
     async def main():
         leases = await opened(prefix)
         try:
-            caps = [("http://e1", 2), ("http://e2", 4)]
-            spread = [(await leases.acquire(caps))[0] for _ in range(6)]
-            avoiding = [(await leases.acquire([("http://e3", 1), ("http://e4", 1)],
-                                              avoid="http://e3"))[0] for _ in range(2)]
-            return spread, avoiding
+            caps = [("http://e1", 2, 2), ("http://e2", 4, 4)]
+            one_by_one = [(await leases.acquire(caps))[0][0] for _ in range(6)]
+            in_one_go = await leases.acquire([("http://e3", 2, 2), ("http://e4", 4, 4)],
+                                             want=7)
+            # the caller can send only one more to e5
+            roomy = await leases.acquire([("http://e5", 4, 1), ("http://e6", 4, 4)], want=3)
+            return one_by_one, [url for url, _ in in_one_go], [url for url, _ in roomy]
         finally:
             await leases.close()
 
-    spread, avoiding = run(main())
+    one_by_one, in_one_go, roomy = run(main())
     # loads after each: e1 1/2; e2 1/4; e2 2/4; e1 full; e2 3/4; e2 full
-    assert spread == ["http://e1", "http://e2", "http://e2", "http://e1", "http://e2",
-                      "http://e2"]
-    assert avoiding == ["http://e4", "http://e3"]
+    assert one_by_one == ["http://e1", "http://e2", "http://e2", "http://e1", "http://e2",
+                          "http://e2"]
+    assert in_one_go == ["http://e3", "http://e4", "http://e4", "http://e3", "http://e4",
+                         "http://e4"]
+    assert roomy == ["http://e5", "http://e6", "http://e6"]
+
+
+def test_an_avoided_endpoint_gets_a_lease_only_when_no_other_has_room(prefix):
+    async def main():
+        leases = await opened(prefix)
+        try:
+            caps = [("http://e1", 1, 1), ("http://e2", 1, 1)]
+            first = await leases.acquire(caps, avoid="http://e1")
+            second = await leases.acquire(caps, avoid="http://e1")
+            return first[0][0], second[0][0]
+        finally:
+            await leases.close()
+
+    assert run(main()) == ("http://e2", "http://e1")
 
 
 def test_a_release_wakes_the_other_holders_at_once(prefix):
@@ -84,28 +105,27 @@ def test_a_release_wakes_the_other_holders_at_once(prefix):
         woken = asyncio.Event()
         a, b = await opened(prefix), await opened(prefix, woken.set, poll=30)
         try:
-            lease = await a.acquire([("http://e1", 1)])
-            refused = await b.acquire([("http://e1", 1)])
+            [lease] = await a.acquire([("http://e1", 1, 1)])
+            refused = await b.acquire([("http://e1", 1, 1)])
             released = time.monotonic()
             await a.release(*lease)
             await asyncio.wait_for(woken.wait(), 5)
-            return refused, time.monotonic() - released, await b.acquire([("http://e1", 1)])
+            return refused, time.monotonic() - released, await b.acquire([("http://e1", 1, 1)])
         finally:
             await a.close()
             await b.close()
 
     refused, waited, taken = run(main())
-    assert refused is None
+    assert refused == []
     assert waited < 1.0
-    assert taken is not None
+    assert len(taken) == 1
 
 
 def test_a_held_lease_is_renewed_past_its_ttl_and_closing_gives_it_back(prefix):
     async def main():
         holder, other = await opened(prefix, ttl=0.6), await opened(prefix)
         try:
-            await holder.acquire([("http://e1", 2)])
-            await holder.acquire([("http://e1", 2)])
+            await holder.acquire([("http://e1", 2, 2)], want=2)
             await asyncio.sleep(1.5)
             held = await other.count("http://e1")
             await holder.close()
@@ -225,20 +245,18 @@ def test_a_killed_workers_slots_come_back_within_the_lease_ttl(simulator_factory
     async def take_them_all():
         leases = await opened(prefix, ttl=ttl)
         try:
-            right_after = await leases.acquire([(url, CAP)])
+            right_after = await leases.acquire([(url, CAP, CAP)], want=CAP)
             taken = 0
             while taken < CAP:
-                if await leases.acquire([(url, CAP)]):
-                    taken += 1
-                else:
-                    await asyncio.sleep(0.02)
+                taken += len(await leases.acquire([(url, CAP, CAP)], want=CAP - taken))
+                await asyncio.sleep(0.02)
             return right_after, time.monotonic() - killed
         finally:
             await leases.close()
 
     right_after, came_back = run(take_them_all())
     assert held_while_alive == CAP
-    assert right_after is None  # nothing released them: they expire
+    assert right_after == []  # nothing released them: they expire
     assert came_back <= ttl + 0.5
 
 
@@ -249,7 +267,7 @@ def test_a_waiting_fleet_wakes_when_a_slot_frees_elsewhere_without_polling(simul
 
     async def main():
         elsewhere = await opened(prefix)
-        taken = [await elsewhere.acquire([(url, 2)]) for _ in range(2)]
+        taken = await elsewhere.acquire([(url, 2, 2)], want=2)
         leases = RedisLeases(REDIS, prefix=prefix, poll=60)
         try:
             async with JudgeFleet([url], model=MODEL, concurrency=2, leases=leases) as fleet:
@@ -268,3 +286,19 @@ def test_a_waiting_fleet_wakes_when_a_slot_frees_elsewhere_without_polling(simul
     assert [a.ok for a in answers] == [True, True]
     assert tries_while_full == 1  # one look, then asleep until a release is published
     assert took < 1.5  # two 300 ms answers, far from the 60 s poll
+
+
+def test_queries_queued_for_slots_lease_them_in_one_round_trip(simulator_factory, prefix):
+    sim = simulator_factory("--latency-ms", "200", ports=free_ports(1))
+
+    async def main():
+        leases = RedisLeases(REDIS, prefix=prefix)
+        async with JudgeFleet(sim.urls, model=MODEL, concurrency=8, leases=leases) as fleet:
+            answers = await asyncio.gather(*(fleet.ask(messages(i), parse) for i in range(8)))
+        return answers, leases.round_trips
+
+    answers, round_trips = run(main())
+    assert [a.ok for a in answers] == [True] * 8
+    assert sim.stats()[0]["peak_in_progress"] == 8
+    # the first query takes one; the seven queued behind it take theirs in one go
+    assert round_trips - 8 == 2  # less the eight releases
