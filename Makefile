@@ -4,8 +4,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
-# The suite runs on PostgreSQL (as in production); override for a quick local run.
-TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/mmae_board
 
 .PHONY: install run test lint bench clean
 
@@ -20,9 +18,12 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python -m config.run
 
+# The suite runs on PostgreSQL (as in production) and Redis: throwaway servers of its own
+# (tests/servers.py, which also brings the loopback interface up in a fresh network namespace),
+# or the ones TEST_DATABASE_URL and TEST_REDIS_URL name.
 test: $(STAMP)
 	$(BIN)/ruff check .
-	DATABASE_URL=$(TEST_DATABASE_URL) $(BIN)/pytest
+	$(BIN)/python -m tests.servers $(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -92,9 +92,9 @@ def main():
 
         from scoring import synthetic
         from scoring.judge_configs import judge_config_current
+        from scoring.kinds import get_kind
         from scoring.models import Answer, Item, ScoringRun
-        from scoring.runs import _store
-        from scoring.scorer import prompt_hash
+        from scoring.runs import _answer, _store
         from scoring.services import benchmark_import
 
         meta = synthetic.make_meta(args.samples, n_rubrics=args.rubrics)
@@ -110,7 +110,7 @@ def main():
             benchmark=benchmark, judge_config=judge_config_current(benchmark),
             audio_root=str(work), outputs={}, missing={},
             judge_model="bench", base_urls=["http://127.0.0.1:8001"],
-            prompt_sha256=prompt_hash(), rounds=rounds, max_attempts=5,
+            prompt_sha256=get_kind("mmae").prompt_sha256(), rounds=rounds, max_attempts=5,
             total_queries=benchmark.n_criteria * rounds)
 
         items = list(Item.objects.filter(benchmark=benchmark).order_by("position")
@@ -135,7 +135,9 @@ def main():
             truncate()
             started = time.perf_counter()
             for records in batches:
-                _store(run, criterion_ids, records, [True] * len(records))
+                answers = [_answer(run, criterion_ids[(r["id"], r["rubric_index"])], "", r)
+                           for r in records]
+                _store(run, answers, [True] * len(records))
             return time.perf_counter() - started
 
         def copy_store() -> float:

@@ -14,29 +14,25 @@ from rest_framework.views import APIView
 
 from leaderboard import selectors
 from leaderboard.forms import BoardForm
-from scoring.kinds import BenchmarkKind, get_kind
+from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
 from submissions.selectors import submission_visible
 
 
-def columns(kind: BenchmarkKind) -> tuple[str, ...]:
+def columns(kind: Kind) -> tuple[str, ...]:
     """The CSV's columns: each of the kind's metrics with its interval's bounds."""
-    figures = tuple(k for m in kind.metrics for k in (m, f"{m}_lo", f"{m}_hi"))
+    figures = tuple(k for m in kind.metric_keys for k in (m, f"{m}_lo", f"{m}_hi"))
     return ("rank", "rank_best", "rank_worst", "model", "organisation", "submission", *figures,
             "n", "coverage", "open_weights", "licence", "judge", "simulated", "date", "flag")
 
 
-COLUMNS = columns(get_kind("mmae"))
-
-
-def row_out(row: dict, kind: BenchmarkKind | None = None) -> dict:
-    kind = kind or get_kind("mmae")
+def row_out(row: dict, kind: Kind) -> dict:
     out = {"rank": row["rank"], "rank_best": row["rank_range"][0],
            "rank_worst": row["rank_range"][1]}
     for key in ("model", "organisation", "submission", "n", "coverage", "open_weights",
                 "licence", "judge", "simulated"):
         out[key] = row[key]
-    for metric in kind.metrics:
+    for metric in kind.metric_keys:
         out[metric] = row[metric]
         interval = row[f"{metric}_interval"]
         out[f"{metric}_lo"], out[f"{metric}_hi"] = interval or (None, None)
@@ -55,7 +51,7 @@ class CsvRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         buffer = io.StringIO()
         if "rows" in data:
-            fieldnames = columns(get_kind(data["kind"])) if "kind" in data else COLUMNS
+            fieldnames = columns(get_kind(data["kind"]))
             writer = csv.DictWriter(buffer, fieldnames=fieldnames)
             writer.writeheader()
             writer.writerows(data["rows"])
@@ -101,7 +97,7 @@ class LeaderboardApi(APIView):
         def payload():
             return {
                 "benchmark": slug, "version": benchmark.version, "kind": kind.name,
-                "metrics": list(kind.metrics),
+                "metrics": list(kind.metric_keys),
                 "dimension": query.dimension, "bucket": query.bucket or None,
                 "rows": [row_out(r, kind) for r in selectors.leaderboard_rows(
                     benchmark=benchmark, query=query)],
@@ -121,8 +117,8 @@ class LeaderboardApi(APIView):
         return HttpResponse(body, content_type=content_type, headers=headers)
 
 
-def _interval_out(row: dict, kind: BenchmarkKind | None = None) -> dict:
-    metrics = (kind or get_kind("mmae")).metrics
+def _interval_out(row: dict, kind: Kind) -> dict:
+    metrics = kind.metric_keys
     out = {k: row[k] for k in (*metrics, "n") if k in row}
     for metric in metrics:
         out[f"{metric}_lo"], out[f"{metric}_hi"] = row.get(f"{metric}_interval") or (None, None)

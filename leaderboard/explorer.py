@@ -37,7 +37,7 @@ class ExplorerForm(forms.Form):
     def __init__(self, data, *, buckets: dict[str, list[str]]):
         super().__init__(data)
         self.buckets = buckets
-        self.fields["dimension"].choices = [("", "all samples")] + [
+        self.fields["dimension"].choices = [("", "all items")] + [
             (d, d.replace("_", " ")) for d in buckets]
 
     def clean(self):

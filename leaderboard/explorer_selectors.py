@@ -11,27 +11,15 @@ from pathlib import Path
 
 from django.core.paginator import Paginator
 
-from scoring import airbench, mmae
-from scoring.kinds import BenchmarkKind, get_kind
-from scoring.models import Answer, Criterion, Item, ItemResult, ScoringRun, SliceResult
+from scoring.kinds import ItemRows, Kind, get_kind
+from scoring.models import Criterion, Item, ItemResult, ScoringRun, SliceResult
 from scoring.predictions import resolve_audio
+from scoring.runs import answer_groups
 from submissions.models import Submission
 
 PAGE_SIZE = 20
-METRICS = ("IFR", "CR", "EMR")
-HINTS = {
-    "IFR": "instruction following rate: mean share of a sample's instruction-following "
-           "rubrics passed",
-    "CR": "consistency rate: mean share of a sample's consistency rubrics passed",
-    "EMR": "exact match rate: share of samples passing every rubric",
-    "acc_strict": "correct answers of all items (an unreadable or missing answer is wrong)",
-    "acc": "correct answers of the items whose answer could be read (the published figure)",
-    "unparsed": "items whose answer neither the rule nor the judge could read",
-    "score": "mean of the two passes (1-10), averaged over speech, sound, music and mixed",
-    "pass_A": "the judge's score with the reference answer shown first",
-    "pass_B": "the judge's score with the reference answer shown second",
-    "failed": "judge replies that were not two scores (left out of the means)",
-}
+RESULT_COLUMNS = ("ifr", "cr", "em", "rubric_scores", "missing", "values")
+CRITERION_FIELDS = ("index", "category", "question", "right_choice", "wrong_choices")
 
 
 class ExplorerError(ValueError):
@@ -46,43 +34,41 @@ def finished_run(submission: Submission) -> ScoringRun | None:
 # --- figures -----------------------------------------------------------------------------
 
 
-def _figures(s: SliceResult, kind: BenchmarkKind) -> dict:
+def _figures(s: SliceResult, kind: Kind) -> dict:
     values = s.figures()
     row = {"dimension": s.dimension, "bucket": s.bucket, "n": s.n}
-    for metric in kind.metrics:
+    for metric in kind.metric_keys:
         row[metric] = values.get(metric)
-        lo = getattr(s, f"{metric.lower()}_lo", None)
-        hi = getattr(s, f"{metric.lower()}_hi", None)
-        row[f"{metric}_interval"] = None if lo is None or hi is None else (lo, hi)
-    row["cells"] = [(row[m], row[f"{m}_interval"], m in kind.counts)
+        row[f"{metric}_interval"] = s.interval(metric)
+    row["cells"] = [(row[m.key], row[f"{m.key}_interval"], m.count)
                     for m in kind.metrics]  # display order
     return row
 
 
 def submission_figures(submission: Submission) -> dict | None:
-    """Overall figures and every bucket of every dimension (in SPEC order), with bootstrap
-    intervals; None until the current run is finished."""
+    """Overall figures and every bucket of every dimension (in the kind's order), with
+    bootstrap intervals; None until the current run is finished."""
     run = finished_run(submission)
     if run is None:
         return None
     kind = get_kind(submission.benchmark.kind)
     rows = [_figures(s, kind) for s in SliceResult.objects.filter(run=run)]
     overall = next((r for r in rows if r["dimension"] == SliceResult.OVERALL), None)
-    order = {d: i for i, d in enumerate(kind.dimensions)}
+    order = {d: i for i, d in enumerate(kind.dimension_keys)}
     slices = sorted((r for r in rows if r["dimension"] != SliceResult.OVERALL),
                     key=lambda r: (order.get(r["dimension"], len(order)), r["dimension"],
                                    kind.bucket_key(r["dimension"], r["bucket"])))
     previous = None
     for row in slices:
         row["first_of_dimension"] = row["dimension"] != previous
-        row["dimension_label"] = row["dimension"].replace("_", " ")
+        row["dimension_label"] = kind.dimension_label(row["dimension"])
         previous = row["dimension"]
     cells = [] if overall is None else [
-        (kind.label(metric), overall[metric], overall[f"{metric}_interval"],
-         HINTS.get(metric, ""), metric in kind.counts)
+        (metric.label, overall[metric.key], overall[f"{metric.key}_interval"],
+         metric.definition, metric.count)
         for metric in kind.metrics]
     return {"overall": overall, "overall_cells": cells, "slices": slices,
-            "labels": [kind.label(m) for m in kind.metrics]}
+            "labels": [m.label for m in kind.metrics]}
 
 
 # --- the explorer ------------------------------------------------------------------------
@@ -104,6 +90,7 @@ class ItemRow:
     id: int
     key: str
     dimensions: dict
+    content: dict
     turns: tuple[str, ...]
     media: tuple[str, ...]
 
@@ -112,57 +99,38 @@ class ItemRow:
         return "\n".join(self.turns)
 
 
-def user_turns(content: dict) -> tuple[str, ...]:
-    """The text of each user turn (a multi-round sample has several), in order; a text
-    kind's question."""
-    if isinstance(content.get("question"), str):
-        return (content["question"],)
-    turns = []
-    for message in content.get("messages") or []:
-        if not isinstance(message, dict) or message.get("role", "user") != "user":
-            continue
-        parts = message.get("content")
-        parts = [{"type": "text", "text": parts}] if isinstance(parts, str) else parts or []
-        text = "\n".join(p["text"] for p in parts if isinstance(p, dict)
-                         and p.get("type") == "text" and isinstance(p.get("text"), str))
-        if text:
-            turns.append(text)
-    return tuple(turns)
-
-
 def explorer_items(benchmark) -> list[ItemRow]:
-    return [ItemRow(id=i, key=k, dimensions=d, turns=user_turns(c), media=tuple(m))
+    kind = get_kind(benchmark.kind)
+    return [ItemRow(id=i, key=k, dimensions=d, content=c, media=tuple(m),
+                    turns=kind.item_text(ItemRows(key=k, dimensions=d, content=c,
+                                                  media=m, criteria=[])))
             for i, k, d, c, m in Item.objects.filter(benchmark=benchmark).order_by("position")
             .values_list("id", "key", "dimensions", "content", "media")]
 
 
-def slice_buckets(items: list[ItemRow],
-                  kind: BenchmarkKind | None = None) -> dict[str, list[str]]:
+def slice_buckets(items: list[ItemRow], kind: Kind) -> dict[str, list[str]]:
     """dimension -> the buckets that the benchmark's items fall in."""
-    kind = kind or get_kind(mmae.KIND)
-    found: dict[str, set[str]] = {d: set() for d in kind.dimensions}
+    found: dict[str, set[str]] = {d: set() for d in kind.dimension_keys}
     for item in items:
-        for dimension in kind.dimensions:
+        for dimension in kind.dimension_keys:
             found[dimension].update(kind.buckets(dimension, item.dimensions))
     return {d: sorted(b, key=lambda bucket, d=d: kind.bucket_key(d, bucket))
             for d, b in found.items()}
 
 
-def _failed_ids(run: ScoringRun | None) -> set[int]:
-    """Items with at least one rubric scored 0 (a missing output scores 0 on every one); for
-    a text kind, items answered wrong or with a judge reply that could not be read."""
+def _failed_ids(run: ScoringRun | None, kind: Kind) -> set[int]:
+    """Items the kind counts as failed (MMAE: a rubric scored 0; AIR-Bench: answered wrong,
+    or a judge reply that could not be read)."""
     if run is None:
         return set()
-    return {item_id for item_id, scores, values in ItemResult.objects.filter(run=run)
-            .values_list("item_id", "rubric_scores", "values")
-            if (0 in scores if not values else not values.get("correct", True)
-                or values.get("failed_A") or values.get("failed_B"))}
+    return {columns["item_id"] for columns in ItemResult.objects.filter(run=run)
+            .values("item_id", *RESULT_COLUMNS) if kind.failed(columns)}
 
 
 def _matching(items: list[ItemRow], query: ExplorerQuery, run: ScoringRun | None,
-              kind: BenchmarkKind):
+              kind: Kind):
     needle = query.search.strip().casefold()
-    failed = _failed_ids(run) if query.failed else None
+    failed = _failed_ids(run, kind) if query.failed else None
     return [
         item for item in items
         if (not query.dimension or query.bucket in kind.buckets(query.dimension,
@@ -175,10 +143,11 @@ def _matching(items: list[ItemRow], query: ExplorerQuery, run: ScoringRun | None
 
 def explorer_page(*, submission: Submission, items: list[ItemRow],
                   query: ExplorerQuery) -> dict:
-    """One page of samples matching the query, each with its audio, figures and votes.
+    """One page of items matching the query, each with its audio, figures and every judge
+    answer, as the kind shows an item.
 
-    At most four queries whatever the page size: the failed filter's scores (when asked),
-    then the page's results, rubrics and answers.
+    A few queries whatever the page size: the failed filter's results (when asked), then
+    the page's items, results and answers.
     """
     run = submission.current_run
     kind = get_kind(submission.benchmark.kind)
@@ -189,119 +158,41 @@ def explorer_page(*, submission: Submission, items: list[ItemRow],
                             f"({paginator.num_pages})")
     page = paginator.page(query.page)
     return {"page": page, "count": paginator.count, "num_pages": paginator.num_pages,
-            "samples": (_text_samples if kind.output == "text" else _samples)(
-                list(page.object_list), run),
-            "run_finished": finished_run(submission) is not None}
+            "samples": _samples(kind, submission, list(page.object_list), run),
+            "item_noun": kind.item_noun, "run_finished": finished_run(submission) is not None}
 
 
-def _samples(rows: list[ItemRow], run: ScoringRun | None) -> list[dict]:
+def _samples(kind: Kind, submission: Submission, rows: list[ItemRow],
+             run: ScoringRun | None) -> list[dict]:
     ids = [r.id for r in rows]
-    results = ({r.item_id: r for r in ItemResult.objects.filter(run=run, item_id__in=ids)}
-               if run is not None else {})
-    criteria: dict[int, list[Criterion]] = {}
-    for criterion in Criterion.objects.filter(item_id__in=ids).order_by("item_id", "index"):
-        criteria.setdefault(criterion.item_id, []).append(criterion)
-    votes: dict[int, list[Answer]] = {}
+    criteria: dict[int, list[dict]] = {}
+    for item_id, *fields in (Criterion.objects.filter(item_id__in=ids).order_by("item_id", "index")
+                             .values_list("item_id", *CRITERION_FIELDS)):
+        criteria.setdefault(item_id, []).append(dict(zip(CRITERION_FIELDS, fields, strict=True)))
+    results, answers = {}, {}
     if run is not None:
-        criterion_ids = [c.id for cs in criteria.values() for c in cs]
-        for answer in (Answer.objects.filter(run=run, criterion_id__in=criterion_ids)
-                       .only("criterion_id", "round", "choices", "correct_letter", "choice",
-                             "correct", "reason", "error").order_by("criterion_id", "round")):
-            votes.setdefault(answer.criterion_id, []).append(answer)
-    return [_sample(row, results.get(row.id), criteria.get(row.id, []), votes, run)
-            for row in rows]
-
-
-def _sample(row: ItemRow, result: ItemResult | None, criteria: list[Criterion],
-            votes: dict[int, list[Answer]], run: ScoringRun | None) -> dict:
-    scores = result.rubric_scores if result is not None else [None] * len(criteria)
-    has_output = run is not None and row.key in run.outputs
-    rubrics = [_rubric(c, score, votes.get(c.id, []))
-               for c, score in zip(criteria, scores, strict=False)]
-    dims = row.dimensions
-    return {
-        "key": row.key,
-        "complexity": dims.get("complexity"),
-        "modality": dims.get("modality"),
-        "operations": mmae.buckets("operation", dims),
-        "turns": row.turns,
-        "inputs": [f"input{n}" for n in range(1, len(row.media) + 1)],
-        "has_output": has_output,
-        "missing_reason": "" if has_output or run is None else run.missing.get(row.key, ""),
-        "IFR": None if result is None else result.ifr,
-        "CR": None if result is None else result.cr,
-        "EM": None if result is None else result.em,
-        "scored": result is not None,
-        "rubrics": rubrics,
-        "n_passed": sum(1 for r in rubrics if r["score"] == 1),
-        "n_failed": sum(1 for r in rubrics if r["score"] == 0),
-        "n_if": sum(1 for r in rubrics if r["instruction_following"]),
-        "if_passed": sum(1 for r in rubrics if r["instruction_following"] and r["score"] == 1),
-        "n_cr": sum(1 for r in rubrics if not r["instruction_following"]),
-        "cr_passed": sum(1 for r in rubrics
-                         if not r["instruction_following"] and r["score"] == 1),
-    }
-
-
-def _text_samples(rows: list[ItemRow], run: ScoringRun | None) -> list[dict]:
-    """A text kind's items (AIR-Bench): the question, the response, what the rule read and
-    every judge reply (both passes of a chat item; the alignment of a foundation item)."""
-    ids = [r.id for r in rows]
-    results = ({r.item_id: r.values for r in ItemResult.objects.filter(run=run, item_id__in=ids)}
-               if run is not None else {})
-    contents = dict(Item.objects.filter(id__in=ids).values_list("id", "content"))
-    judged: dict[int, list[Answer]] = {}
-    if run is not None:
-        for answer in (Answer.objects.filter(run=run, criterion__item_id__in=ids)
-                       .select_related("criterion").order_by("criterion__item_id", "round")):
-            judged.setdefault(answer.criterion.item_id, []).append(answer)
+        results = {r["item_id"]: r for r in ItemResult.objects.filter(run=run, item_id__in=ids)
+                   .values("item_id", *RESULT_COLUMNS)}
+        answers = dict(answer_groups(run, ids))
+    playable = bool(submission.benchmark.audio_root)
     samples = []
     for row in rows:
-        content, result = contents[row.id], results.get(row.id)
-        chat = "meta_info" in content
-        samples.append({
-            "key": row.key, "text": True, "chat": chat,
-            "tags": [v for k, v in row.dimensions.items() if k != "task_name"],
-            "turns": row.turns, "answer_gt": content.get("answer_gt"),
-            "choices": [(airbench.LETTERS[i], c, c == content.get("answer_gt"))
-                        for i, c in enumerate(content.get("choices", []))],
-            "meta_info": content.get("meta_info"),
-            "inputs": [f"input{n}" for n in range(1, len(row.media) + 1)]
-            if run is not None and run.benchmark.audio_root else [],
-            "has_output": run is not None and row.key in run.outputs,
-            "response": run.outputs.get(row.key) if run is not None else None,
-            "scored": result is not None, "result": result or {},
-            "judgments": [{"label": f"pass {airbench.PASSES[a.round]}" if chat
-                           else "alignment", "raw": a.raw, "error": a.error,
-                           "score": a.score, "choice": a.choice, "attempts": a.attempts}
-                          for a in judged.get(row.id, [])],
+        item_rows = ItemRows(key=row.key, dimensions=row.dimensions, content=row.content,
+                             media=list(row.media), criteria=criteria.get(row.id, []))
+        result = results.get(row.id)
+        output = run.outputs.get(row.key) if run is not None else None
+        found = answers.get(row.id, {})
+        sample = kind.explorer_item(
+            item_rows, None if result is None else kind.stored_row(item_rows, result),
+            [found[k] for k in sorted(found)], output)
+        sample.update({
+            "key": row.key, "template": kind.explorer_template,
+            "inputs": [f"input{n}" for n in range(1, len(row.media) + 1)] if playable else [],
+            "missing_reason": "" if output is not None or run is None
+            else run.missing.get(row.key, ""),
         })
+        samples.append(sample)
     return samples
-
-
-def _rubric(criterion: Criterion, score: int | None, answers: list[Answer]) -> dict:
-    return {
-        "index": criterion.index,
-        "category": criterion.category,
-        "instruction_following": criterion.category == mmae.IF_CATEGORY,
-        "question": criterion.question,
-        "score": score,
-        "votes": [_vote(a) for a in answers],
-    }
-
-
-def _vote(answer: Answer) -> dict:
-    return {
-        "round": answer.round,
-        "choices": [{"letter": letter, "text": text,
-                     "right": letter == answer.correct_letter, "chosen": letter == answer.choice}
-                    for letter, text in zip(mmae.LETTERS, answer.choices, strict=False)],
-        "correct_letter": answer.correct_letter,
-        "choice": answer.choice,
-        "correct": answer.correct,
-        "error": answer.error if answer.choice is None else None,
-        "reason": answer.reason,
-    }
 
 
 # --- audio -------------------------------------------------------------------------------

@@ -3,18 +3,16 @@ import re
 from django import forms
 
 from leaderboard.selectors import OVERALL, SORTS, BoardQuery, visible_models
-from scoring import mmae
-from scoring.kinds import KINDS, BenchmarkKind, get_kind
-
-MMAE = get_kind(mmae.KIND)
+from scoring.kinds import KINDS, Kind
 
 
-def dimension_choices(kind: BenchmarkKind) -> list[tuple[str, str]]:
-    return [(d, d.replace("_", " ")) for d in kind.dimensions]
+def dimension_choices(kind: Kind) -> list[tuple[str, str]]:
+    return [(d.key, d.label) for d in kind.dimensions]
 
 
-def default_dimension(kind: BenchmarkKind) -> str:
-    return "modality" if "modality" in kind.dimensions else kind.dimensions[0]
+def default_dimension(kind: Kind) -> str:
+    """The dimension a pivot or a model page opens on."""
+    return kind.main_dimension or kind.dimensions[0].key
 
 
 class BoardForm(forms.Form):
@@ -30,11 +28,11 @@ class BoardForm(forms.Form):
     desc = forms.BooleanField(required=False)
     page = forms.IntegerField(required=False, min_value=1)
 
-    def __init__(self, data, *, buckets: dict[str, list[str]], kind: BenchmarkKind = MMAE):
+    def __init__(self, data, *, buckets: dict[str, list[str]], kind: Kind):
         super().__init__(data)
         self.buckets = buckets
         self.fields["dimension"].choices = [(OVERALL, "overall"), *dimension_choices(kind)]
-        self.fields["sort"].choices = [(s, s) for s in (*SORTS, *kind.metrics)]
+        self.fields["sort"].choices = [(s, s) for s in (*SORTS, *kind.metric_keys)]
 
     def clean(self):
         data = super().clean()
@@ -66,16 +64,16 @@ class PivotForm(forms.Form):
     metric = forms.ChoiceField(required=False)
     page = forms.IntegerField(required=False, min_value=1)
 
-    def __init__(self, data, *, kind: BenchmarkKind = MMAE):
+    def __init__(self, data, *, kind: Kind):
         super().__init__(data)
         self.kind = kind
         self.fields["dimension"].choices = dimension_choices(kind)
-        self.fields["metric"].choices = [(m, kind.label(m)) for m in kind.metrics]
+        self.fields["metric"].choices = [(m.key, m.label) for m in kind.metrics]
 
     def clean(self):
         data = super().clean()
         data["dimension"] = data.get("dimension") or default_dimension(self.kind)
-        data["metric"] = data.get("metric") or self.kind.interval_metric or self.kind.metrics[0]
+        data["metric"] = data.get("metric") or self.kind.ranking[0]
         data["page"] = data.get("page") or 1
         return data
 
@@ -89,22 +87,23 @@ class ModelPageForm(forms.Form):
         {c for kind in KINDS.values() for c in dimension_choices(kind)}))
     chart = forms.ChoiceField(required=False, choices=[("bars", "bars"), ("radar", "radar")])
 
-    def __init__(self, data, *, benchmarks: list[str],
-                 kinds: dict[str, BenchmarkKind] | None = None):
+    def __init__(self, data, *, kinds: dict[str, Kind]):
         super().__init__(data)
-        self.fields["benchmark"].choices = [(b, b) for b in benchmarks]
-        self.benchmarks = benchmarks
-        self.kinds = kinds or {}
+        self.fields["benchmark"].choices = [(b, b) for b in kinds]
+        self.kinds = kinds
 
     def clean(self):
         data = super().clean()
-        data["benchmark"] = data.get("benchmark") or (self.benchmarks[0] if self.benchmarks
-                                                      else "")
-        kind = self.kinds.get(data["benchmark"], MMAE)
-        if data.get("dimension") and data["dimension"] not in kind.dimensions:
+        data["benchmark"] = data.get("benchmark") or next(iter(self.kinds), "")
+        kind = self.kinds.get(data["benchmark"])
+        if kind is None:  # the model has no submission the viewer may see
+            data["dimension"] = data.get("dimension") or ""
+            data["chart"] = data.get("chart") or "bars"
+            return data
+        if data.get("dimension") and data["dimension"] not in kind.dimension_keys:
             self.add_error("dimension", f"{data['dimension']!r} is not a dimension of "
                                         f"{data['benchmark']}; choose one of: "
-                                        f"{', '.join(kind.dimensions)}")
+                                        f"{', '.join(kind.dimension_keys)}")
         data["dimension"] = data.get("dimension") or default_dimension(kind)
         data["chart"] = data.get("chart") or "bars"
         return data

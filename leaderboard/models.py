@@ -28,10 +28,7 @@ class ReferenceFigure(models.Model):
     result = models.ForeignKey(ReferenceResult, on_delete=models.CASCADE, related_name="figures")
     dimension = models.CharField(max_length=50)  # "overall" with bucket ""
     bucket = models.CharField(max_length=200, blank=True)
-    ifr = models.FloatField(null=True)
-    cr = models.FloatField(null=True)
-    emr = models.FloatField(null=True)
-    values = models.JSONField(default=dict)  # a kind's own figures (AIR-Bench), by metric
+    values = models.JSONField(default=dict)  # the published figures, by metric name
 
     class Meta:
         constraints = [
@@ -43,4 +40,4 @@ class ReferenceFigure(models.Model):
         return f"{self.result.model} {self.dimension}/{self.bucket}"
 
     def figures(self) -> dict:
-        return {"IFR": self.ifr, "CR": self.cr, "EMR": self.emr, **self.values}
+        return dict(self.values)

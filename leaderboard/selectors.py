@@ -14,13 +14,11 @@ from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
 from leaderboard.models import ReferenceFigure, ReferenceResult
-from scoring import mmae
-from scoring.kinds import BenchmarkKind, get_kind
+from scoring.kinds import Kind, get_kind
 from scoring.models import AuditEvent, Benchmark, ItemResult, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
-METRICS = ("IFR", "CR", "EMR")  # MMAE's; a board shows its kind's (BenchmarkKind.metrics)
 SORTS = ("rank", "model", "organisation", "coverage", "date")  # and the kind's metrics
 
 
@@ -106,7 +104,7 @@ def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
     """dimension -> buckets that the board's runs or reported results have figures for."""
     runs = [s.current_run_id for s in representatives(benchmark)]
     kind = get_kind(benchmark.kind)
-    choices: dict[str, list[str]] = {d: [] for d in kind.dimensions}
+    choices: dict[str, list[str]] = {d: [] for d in kind.dimension_keys}
     found = set(SliceResult.objects.filter(run_id__in=runs).exclude(dimension=OVERALL)
                 .values_list("dimension", "bucket").distinct())
     # Reported results have slices of their own, shown even before anything is scored.
@@ -128,22 +126,37 @@ class BoardQuery:
     descending: bool = False
 
 
-def _interval(lo, hi):
-    return None if lo is None or hi is None else (lo, hi)
-
-
-def metric_figures(figures: SliceResult, kind: BenchmarkKind) -> dict:
+def metric_figures(figures: SliceResult, kind: Kind) -> dict:
     """The kind's metrics of a slice and their intervals (None where there are none)."""
     values = figures.figures()
     row = {"n": figures.n}
-    for metric in kind.metrics:
+    for metric in kind.metric_keys:
         row[metric] = values.get(metric)
-        row[f"{metric}_interval"] = _interval(getattr(figures, f"{metric.lower()}_lo", None),
-                                              getattr(figures, f"{metric.lower()}_hi", None))
+        row[f"{metric}_interval"] = figures.interval(metric)
     return row
 
 
-def _row(submission: Submission, figures: SliceResult, kind: BenchmarkKind) -> dict:
+def rank_ranges(intervals: list[tuple[float, float] | None]) -> list[tuple[int, int]]:
+    """For each entry, the ranks it could hold: it ranks above another only when its interval
+    lies clear above the other's. Entries without an interval rank last."""
+    import bisect
+
+    known = [i for i in intervals if i is not None]
+    lows = sorted(lo for lo, _ in known)
+    highs = sorted(hi for _, hi in known)
+    n, unknown = len(intervals), len(intervals) - len(known)
+    ranges = []
+    for mine in intervals:
+        if mine is None:
+            ranges.append((n, n))
+            continue
+        better = len(lows) - bisect.bisect_right(lows, mine[1])  # their low above my high
+        worse = bisect.bisect_left(highs, mine[0]) + unknown  # their high below my low
+        ranges.append((1 + better, n - worse))
+    return ranges
+
+
+def _row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
     model = submission.model
     run = submission.current_run
     return {
@@ -167,8 +180,9 @@ def leaderboard_rows(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) 
                                          bucket=query.bucket if query.dimension != OVERALL
                                          else "")
     rows = sorted((_row(subs[f.run_id], f, kind) for f in figures), key=kind.rank_key)
-    ranges = mmae.rank_ranges([r[f"{kind.interval_metric}_interval"] for r in rows]) \
-        if kind.interval_metric else None
+    first = kind.ranking[0]
+    ranges = rank_ranges([r[f"{first}_interval"] for r in rows]) \
+        if any(r[f"{first}_interval"] for r in rows) else None
     previous = None
     for position, row in enumerate(rows, start=1):
         key = kind.rank_key(row)
@@ -203,10 +217,9 @@ def _sorted(rows: list[dict], query: BoardQuery) -> list[dict]:
     return sorted(rows, key=key, reverse=query.descending)
 
 
-def reported_rows(*, slug: str, dimension: str = OVERALL, bucket: str = "",
-                  kind: BenchmarkKind | None = None) -> list[dict]:
+def reported_rows(*, slug: str, kind: Kind, dimension: str = OVERALL,
+                  bucket: str = "") -> list[dict]:
     """Published results for the same slice, in the kind's order, never ranked."""
-    kind = kind or get_kind(mmae.KIND)
     figures = (ReferenceFigure.objects
                .filter(result__benchmark_slug=slug, dimension=dimension,
                        bucket=bucket if dimension != OVERALL else "")
@@ -216,8 +229,8 @@ def reported_rows(*, slug: str, dimension: str = OVERALL, bucket: str = "",
         values = f.figures()
         rows.append({"model": f.result.model, "note": f.result.note, "scope": f.result.scope,
                      "n_samples": f.result.n_samples, "source": f.result.source,
-                     **{m: values.get(m) for m in kind.metrics},
-                     "cells": [values.get(m) for m in kind.metrics]})
+                     **{m: values.get(m) for m in kind.metric_keys},
+                     "cells": [values.get(m) for m in kind.metric_keys]})
     return sorted(rows, key=kind.rank_key)
 
 
@@ -273,14 +286,14 @@ def submission_rows(submissions: list[Submission]) -> list[dict]:
         figures = overall.get(s.current_run_id)
         kind = get_kind(s.benchmark.kind)
         values = metric_figures(figures, kind) if figures else {"n": None, **{
-            k: None for m in kind.metrics for k in (m, f"{m}_interval")}}
+            k: None for m in kind.metric_keys for k in (m, f"{m}_interval")}}
         rows.append({
             "submission": s.id, "benchmark": s.benchmark.title, "slug": s.benchmark.slug,
             "version": s.benchmark.version, "public": s.public, "date": s.created_at,
             "hidden": s.hidden, "flag": s.flag_reason,
             "coverage": s.coverage, "partial": s.partial, "judge": s.current_run.judge_model,
             "simulated": s.current_run.simulated, "kind": kind.name, **values,
-            "labelled": [(kind.label(m), values[m], values[f"{m}_interval"])
+            "labelled": [(m.label, values[m.key], values[f"{m.key}_interval"])
                          for m in kind.metrics],
         })
     return rows
@@ -299,16 +312,15 @@ def featured_submissions(submissions: list[Submission]) -> dict[str, Submission]
     return featured
 
 
-def _slice_order(dimension: str, bucket: str, kind: BenchmarkKind) -> tuple:
-    known = (OVERALL, *kind.dimensions)
+def _slice_order(dimension: str, bucket: str, kind: Kind) -> tuple:
+    known = (OVERALL, *kind.dimension_keys)
     return (known.index(dimension) if dimension in known else len(known), dimension,
             kind.bucket_key(dimension, bucket))
 
 
-def slice_rows(run_id: int, kind: BenchmarkKind | None = None) -> list[dict]:
-    """Every slice of a run (overall first, then the kind's dimensions in order, buckets by
-    name), with n, the kind's metrics (MMAE: IFR, CR, EMR) and their intervals."""
-    kind = kind or get_kind(mmae.KIND)
+def slice_rows(run_id: int, kind: Kind) -> list[dict]:
+    """Every slice of a run (overall first, then the kind's dimensions in order, buckets in
+    the kind's order), with n, the kind's metrics and their intervals."""
     rows = [{"dimension": f.dimension, "bucket": f.bucket, **metric_figures(f, kind)}
             for f in SliceResult.objects.filter(run_id=run_id)]
     return sorted(rows, key=lambda r: _slice_order(r["dimension"], r["bucket"], kind))
@@ -374,11 +386,10 @@ def compared_models(submissions: list[Submission]) -> list[dict]:
              "organisation": s.model.organisation} for s in submissions]
 
 
-def compare_rows(submissions: list[Submission], kind: BenchmarkKind | None = None) -> list[dict]:
+def compare_rows(submissions: list[Submission], kind: Kind) -> list[dict]:
     """The slices of several runs side by side: one row per (dimension, bucket), one cell per
     submission (None where a run has no figures for the slice), the leaders of each metric
     marked. Reads all the runs' slices in one query."""
-    kind = kind or get_kind(mmae.KIND)
     runs = [s.current_run_id for s in submissions]
     by_slice: dict[tuple[str, str], dict[int, SliceResult]] = {}
     for figures in SliceResult.objects.filter(run_id__in=runs):
@@ -387,7 +398,7 @@ def compare_rows(submissions: list[Submission], kind: BenchmarkKind | None = Non
     for dimension, bucket in sorted(by_slice, key=lambda k: _slice_order(*k, kind)):
         found = by_slice[(dimension, bucket)]
         cells = [metric_figures(found[run], kind) if run in found else None for run in runs]
-        for metric in kind.metrics:
+        for metric in kind.metric_keys:
             values = [c[metric] for c in cells if c and c[metric] is not None]
             # Mark a leader only where the figures differ: all equal leads nobody. Counts
             # (failures) lead nobody either.
@@ -398,7 +409,7 @@ def compare_rows(submissions: list[Submission], kind: BenchmarkKind | None = Non
                     cell[f"{metric}_best"] = best is not None and cell[metric] == best
         for cell in cells:
             if cell is not None:  # display order, for templates
-                cell["cells"] = [(cell[m], cell[f"{m}_best"]) for m in kind.metrics]
+                cell["cells"] = [(cell[m], cell[f"{m}_best"]) for m in kind.metric_keys]
         rows.append({"dimension": dimension, "bucket": bucket,
                      "n": next(c["n"] for c in cells if c is not None), "cells": cells})
     return rows
@@ -451,7 +462,7 @@ def diagnostic_rows(benchmark: Benchmark) -> list[dict]:
     paper = {f.result.model: f.figures() for f in ReferenceFigure.objects.filter(
         result__benchmark_slug=benchmark.slug, result__model__in=list(latest),
         dimension=OVERALL, bucket="").select_related("result")}
-    metrics = get_kind(benchmark.kind).metrics
+    metrics = get_kind(benchmark.kind).metric_keys
     rows = []
     for label, run in latest.items():
         mine, theirs = ours.get(run.id, {}), paper.get(label, {})

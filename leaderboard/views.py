@@ -30,11 +30,8 @@ PIVOT_PAGE_ROWS = 50
 def columns(kind) -> list[tuple[str, str]]:
     """The board's sortable columns: the kind's metrics between the model and its coverage."""
     return [("rank", "Rank"), ("model", "Model"), ("organisation", "Organisation"),
-            *[(m, kind.label(m)) for m in kind.metrics], ("coverage", "Coverage"),
+            *[(m.key, m.label) for m in kind.metrics], ("coverage", "Coverage"),
             ("date", "Date")]
-
-
-COLUMNS = columns(get_kind("mmae"))
 
 
 def home(request):
@@ -87,9 +84,7 @@ def _board_body(benchmark, query, page: int) -> dict:
     kind = get_kind(benchmark.kind)
     rows, paging = _page(selectors.leaderboard_rows(benchmark=benchmark, query=query), page,
                          BOARD_PAGE_ROWS)
-    for row in rows:  # display order of the figure cells
-        row["figures"] = [(row[m], row[f"{m}_interval"], m in kind.counts)
-                          for m in kind.metrics]
+    _with_cells(rows, kind)
     x, y = kind.chart_axes
     return {
         "query": query,
@@ -97,13 +92,15 @@ def _board_body(benchmark, query, page: int) -> dict:
         "paging": paging,
         "columns": columns(kind),
         "kind": kind,
-        "metric_labels": [kind.label(m) for m in kind.metrics],
+        "metric_labels": [m.label for m in kind.metrics],
+        "has_intervals": any(f[1] for row in rows for f in row["figures"]),
         "reported": selectors.reported_rows(slug=benchmark.slug, dimension=query.dimension,
                                             bucket=query.bucket, kind=kind),
         # The chart plots the very rows the table shows.
-        "scatter": charts.to_html(charts.metric_scatter(rows, x=x, y=y, metrics=kind.metrics,
+        "scatter": charts.to_html(charts.metric_scatter(rows, x=x, y=y, metrics=kind.metric_keys,
                                                         scale=kind.scale,
-                                                        labels=kind.metric_labels),
+                                                        labels={m.key: m.label
+                                                                for m in kind.metrics}),
                                   div_id=f"chart-{y.lower()}-{x.lower()}".replace("_", "-"))
         if rows else None,
         "scatter_id": f"{y.lower()}-{x.lower()}".replace("_", "-"),
@@ -153,10 +150,9 @@ def _benchmark_or_404(slug):
     return benchmark
 
 
-def _with_cells(rows: list[dict], kind=None) -> list[dict]:
-    kind = kind or get_kind("mmae")
-    for row in rows:  # display order of the figure cells, as on the board
-        row["figures"] = [(row[m], row[f"{m}_interval"], m in kind.counts)
+def _with_cells(rows: list[dict], kind) -> list[dict]:
+    for row in rows:  # display order of the figure cells, as on every page
+        row["figures"] = [(row[m.key], row[f"{m.key}_interval"], m.count)
                           for m in kind.metrics]
     return rows
 
@@ -172,33 +168,37 @@ def model(request, model_id):
     submissions = selectors.model_submissions(request.user, entry)
     featured = selectors.featured_submissions(submissions)
     kinds = {slug: get_kind(s.benchmark.kind) for slug, s in featured.items()}
-    form = ModelPageForm(request.GET, benchmarks=list(featured), kinds=kinds)
+    form = ModelPageForm(request.GET, kinds=kinds)
     context = {"entry": entry, "form": form, "errors": [],
                "submissions": selectors.submission_rows(submissions),
                "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()],
-               "dimensions": dimension_choices(next(iter(kinds.values()), get_kind("mmae")))}
+               "dimensions": dimension_choices(next(iter(kinds.values())))
+               if kinds else []}
     if not form.is_valid():
         context["errors"] = _errors(form)
         return render(request, "leaderboard/model.html", context, status=400)
     data = form.cleaned_data
     shown = featured.get(data["benchmark"])
-    kind = kinds.get(data["benchmark"]) or get_kind("mmae")
-    slices = _with_cells(selectors.slice_rows(shown.current_run_id, kind), kind) \
-        if shown else []
+    if shown is None:
+        return render(request, "leaderboard/model.html", context)
+    kind = kinds[data["benchmark"]]
+    slices = _with_cells(selectors.slice_rows(shown.current_run_id, kind), kind)
     chosen = [r for r in slices if r["dimension"] == data["dimension"]]
     build = charts.slice_radar if data["chart"] == "radar" else charts.slice_bars
-    plotted = tuple(m for m in kind.metrics if m not in kind.counts)
+    plotted = tuple(m.key for m in kind.metrics if not m.count)
+    labels = [kind.label(m) for m in plotted]
+    has_intervals = any(r[f"{m}_interval"] for r in chosen for m in plotted)
     context.update(
         shown=shown, slices=slices, dimension=data["dimension"], chart_kind=data["chart"],
         benchmark_slug=data["benchmark"], plotly_js=plotly_js_url(), kind=kind,
-        dimensions=dimension_choices(kind), metric_labels=[kind.label(m) for m in kind.metrics],
-        chart_title=f"{', '.join(kind.label(m) for m in plotted[:-1])} and "
-                    f"{kind.label(plotted[-1])} per bucket of "
-                    f"{data['dimension'].replace('_', ' ')}",
+        dimensions=dimension_choices(kind), metric_labels=[m.label for m in kind.metrics],
+        chart_title=f"{', '.join(labels[:-1])} and {labels[-1]} per bucket of "
+                    f"{kind.dimension_label(data['dimension'])}" if len(labels) > 1
+                    else f"{labels[0]} per bucket of {kind.dimension_label(data['dimension'])}",
         chart_note="The figures of the table below"
         + ("; whiskers are bootstrap 95% intervals over samples." if data["chart"] == "bars"
-           and kind.interval_metric else "." if data["chart"] == "bars"
-           else "; intervals are in the table." if kind.interval_metric else "."),
+           and has_intervals else "." if data["chart"] == "bars"
+           else "; intervals are in the table." if has_intervals else "."),
         chart=charts.to_html(build(chosen, plotted, kind.scale), div_id="chart-slices")
         if chosen else None)
     return render(request, "leaderboard/model.html", context)
@@ -209,8 +209,8 @@ def pivot(request, slug):
     benchmark = _benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
     form = PivotForm(request.GET, kind=kind)
-    context = {"benchmark": benchmark, "form": form, "errors": [], "metrics": kind.metrics,
-               "kind": kind}
+    context = {"benchmark": benchmark, "form": form, "errors": [],
+               "metrics": kind.metric_keys, "kind": kind}
     if not form.is_valid():
         context["errors"] = _errors(form)
         return render(request, "leaderboard/pivot.html", context, status=400)
@@ -232,10 +232,10 @@ def _pivot_page(benchmark, data) -> dict:
     kind = get_kind(benchmark.kind)
     table = selectors.pivot(benchmark=benchmark, dimension=data["dimension"],
                             metric=data["metric"])
-    table["unit"] = "count" if data["metric"] in kind.counts else \
+    table["unit"] = "count" if kind.metric(data["metric"]).count else \
         "%" if kind.scale == 100 else f"0-{kind.scale:g}"
     table["label"] = kind.label(data["metric"])
-    table["ranking"] = kind.ranking
+    table["ranking"] = kind.ranking_text
     table["rows"], paging = _page(table["rows"], data["page"], PIVOT_PAGE_ROWS)
     chart = charts.to_html(charts.pivot_heatmap(table), div_id="chart-pivot") \
         if table["rows"] and table["buckets"] else None
@@ -260,6 +260,6 @@ def compare(request, slug):
     kind = get_kind(benchmark.kind)
     context.update(models=selectors.compared_models(submissions),
                    rows=selectors.compare_rows(submissions, kind), kind=kind,
-                   metric_labels=[kind.label(m) for m in kind.metrics],
+                   metric_labels=[m.label for m in kind.metrics],
                    pairs=selectors.pairwise(submissions))
     return render(request, "leaderboard/compare.html", context)

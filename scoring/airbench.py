@@ -14,7 +14,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scoring.jobs import TextJob, user_message
 from scoring.mmae import MetaError, ReplyError, _show, read_json
 from scoring.predictions import PredictionError
 
@@ -505,86 +504,3 @@ def chat_summary(rows: Sequence[dict]) -> dict:
                     and k not in ("pass_A", "pass_B")})
     tasks = {t: _chat_figures(by_task[t]) for t in CHAT_TASK_ORDER if t in by_task}
     return {"overall": overall, "category": categories, "task": tasks}
-
-
-def foundation_rank_key(figures: dict) -> tuple:
-    """acc_strict, then acc, descending (SPEC: rank by acc_strict)."""
-    return tuple(-(figures.get(k) if figures.get(k) is not None else -1.0)
-                 for k in ("acc_strict", "acc"))
-
-
-def chat_rank_key(figures: dict) -> tuple:
-    return (-(figures.get("score") if figures.get("score") is not None else -1.0),)
-
-
-# --- judge jobs ----------------------------------------------------------------------------
-
-
-def foundation_jobs(items: Sequence[FoundationItem], outputs: dict[str, str], *,
-                    align: bool) -> list[TextJob]:
-    """Alignment queries, one per response the rule cannot read; none unless asked for."""
-    if not align:
-        return []
-    jobs = []
-    for item in items:
-        response = outputs.get(item.uniq_id)
-        if response is None or extract_letter(response) is not None:
-            continue
-        n = len(item.choices)
-        jobs.append(TextJob(
-            key=item.uniq_id, criterion_index=0, round=0,
-            messages=user_message(alignment_prompt(item.question, response, item.choices)),
-            parse=lambda text, n=n: parse_alignment(text, n),
-            fields=lambda letter, item=item: {
-                "choices": list(item.choices), "correct_letter": item.correct_letter,
-                "choice": letter, "correct": letter == item.correct_letter, "score": None}))
-    return jobs
-
-
-def chat_jobs(items: Sequence[ChatItem], outputs: dict[str, str]) -> list[TextJob]:
-    """Both passes of every item with a response."""
-    jobs = []
-    for item in items:
-        response = outputs.get(item.uniq_id)
-        if response is None:
-            continue
-        for round_ in range(CHAT_ROUNDS):
-            jobs.append(TextJob(
-                key=item.uniq_id, criterion_index=0, round=round_,
-                messages=user_message(chat_pass_prompt(item, response, round_)),
-                parse=parse_chat_reply,
-                fields=lambda pair, round_=round_: {
-                    "choices": [], "correct_letter": "", "choice": None, "correct": False,
-                    "score": None if pair is None else model_score(pair, round_)}))
-    return jobs
-
-
-def foundation_results(items: Sequence[FoundationItem], outputs: dict[str, str],
-                       answers: dict[tuple[str, int], dict]) -> tuple[list[dict], dict]:
-    """(per-item rows, summary) from the responses and the alignment answers, keyed
-    (uniq_id, round) with the answer's `choice`."""
-    rows = [foundation_row(item, outputs.get(item.uniq_id),
-                           (answers.get((item.uniq_id, 0)) or {}).get("choice"))
-            for item in items]
-    return rows, foundation_summary(rows)
-
-
-def foundation_columns(row: dict) -> dict:
-    """An item's row as ItemResult columns: the answer right or not."""
-    return {"em": int(row["correct"]), "rubric_scores": [int(row["correct"])]}
-
-
-def chat_columns(row: dict) -> dict:
-    """An item's row as ItemResult columns: its two passes' scores (None where failed)."""
-    return {"em": None, "rubric_scores": [row["score_A"], row["score_B"]]}
-
-
-def chat_results(items: Sequence[ChatItem], outputs: dict[str, str],
-                 answers: dict[tuple[str, int], dict]) -> tuple[list[dict], dict]:
-    """(per-item rows, summary) from the two passes' answers, keyed (uniq_id, round) with the
-    answer's `score` (None when its reply was unusable)."""
-    rows = [chat_row(item, *[(answers.get((item.uniq_id, k)) or {}).get("score")
-                             for k in range(CHAT_ROUNDS)],
-                     missing=item.uniq_id not in outputs)
-            for item in items]
-    return rows, chat_summary(rows)

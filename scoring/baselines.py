@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from scoring.audit import audit_record
 from scoring.judge_configs import judge_config_current
+from scoring.kinds import get_kind
 from scoring.models import AuditEvent, Benchmark, ScoringRun
 from scoring.predictions import resolve_audio
 from scoring.runs import run_create
@@ -66,8 +67,9 @@ def baselines_create(*, actor, benchmark: Benchmark, reason: str = "",
                      progress: bool = False) -> list[ScoringRun]:
     """Identity and Noise runs under the benchmark's current judge config, queued on the
     rescoring queue; audited. A baseline already in progress under that config is refused."""
-    if benchmark.kind != "mmae":
-        raise BaselineError("calibration baselines exist for audio-editing (MMAE) benchmarks")
+    if not get_kind(benchmark.kind).outputs.files:
+        raise BaselineError("calibration baselines (the input returned unchanged, white noise) "
+                            "exist for benchmarks whose outputs are audio")
     config = judge_config_current(benchmark)
     busy = ScoringRun.objects.filter(benchmark=benchmark, judge_config=config,
                                      purpose=ScoringRun.Purpose.BASELINE,

@@ -1,69 +1,77 @@
-"""Text-only judge queries, as a benchmark kind builds them: what is sent, how the reply is
-read, and what one answer stores.
+"""The one query loop: judge Jobs (scoring.kinds.base.Job) through a judge fleet, for the
+scoring pipeline and the `score` command alike.
 
-Plain Python (asyncio), no Django. A kind turns an item and its output into TextJobs; the
-pipeline asks them through the judge fleet with `ask_jobs` and stores each record as an Answer.
+Plain Python (asyncio), no Django. Audio travels inline as base64 `data:` URIs; each file is
+encoded once, in a thread, shared by every query that sends it, and dropped as soon as the
+last of those queries is answered, so a worker holds the audio of the items in flight only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
+import base64
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 
 from judge.fleet import JudgeAnswer, JudgeFleet
+from scoring.kinds.base import Job, Media
 
 
-@dataclass(frozen=True)
-class TextJob:
-    key: str  # the item's key
-    criterion_index: int
-    round: int
-    messages: list = field(hash=False)  # the chat messages sent, text only
-    parse: Callable = field(hash=False, compare=False)  # reply text -> value; ValueError if none
-    # value (None when the query failed) -> the answer's choices, correct_letter, choice,
-    # correct and score
-    fields: Callable = field(hash=False, compare=False)
-
-    @property
-    def sent_sha256(self) -> str:
-        """A hash of exactly what was sent, for caching judgments."""
-        text = json.dumps(self.messages, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(text.encode()).hexdigest()
+def data_uri(media: Media) -> str:
+    data = Path(media.path).read_bytes()
+    return f"data:{media.mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def user_message(text: str) -> list[dict]:
-    return [{"role": "user", "content": text}]
+class MediaCache:
+    """The `data:` URIs of the jobs' audio, encoded on first use and kept while a job that
+    sends them is waiting or in flight."""
+
+    def __init__(self, jobs: list[Job]):
+        self.waiting = Counter(m.path for job in jobs for m in job.media())
+        self.encoded: dict[str, asyncio.Task] = {}
+
+    async def uri(self, media: Media) -> str:
+        task = self.encoded.get(media.path)
+        if task is None:
+            task = asyncio.ensure_future(asyncio.to_thread(data_uri, media))
+            self.encoded[media.path] = task
+        return await task
+
+    def release(self, media: Media) -> None:
+        self.waiting[media.path] -= 1
+        if self.waiting[media.path] <= 0:
+            self.encoded.pop(media.path, None)
+
+    async def messages(self, job: Job) -> list:
+        """The job's messages as sent: each Media replaced by its data: URI."""
+        async def fill(value):
+            if isinstance(value, Media):
+                return await self.uri(value)
+            if isinstance(value, dict):
+                return {k: await fill(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [await fill(v) for v in value]
+            return value
+
+        return await fill(job.messages)
 
 
-def record(job: TextJob, answer: JudgeAnswer) -> dict:
-    """One answer's row (the names of scoring.models.Answer's fields)."""
-    return {
-        "id": job.key, "rubric_index": job.criterion_index, "round": job.round,
-        **job.fields(answer.value if answer.ok else None),
-        "reason": None, "raw": answer.raw, "error": answer.error, "endpoint": answer.endpoint,
-        "attempts": answer.attempts,
-        "latency_ms": None if answer.latency_ms is None else round(answer.latency_ms, 1),
-    }
-
-
-async def ask_jobs(jobs: list[TextJob], fleet: JudgeFleet,
-                   on_answer: Callable[[dict, bool], None]) -> None:
-    """Ask every job, calling on_answer(record, simulated) for each as it arrives."""
-    queue: asyncio.Queue = asyncio.Queue()
-    for job in jobs:
-        queue.put_nowait(job)
+async def ask_jobs(jobs: list[Job], fleet: JudgeFleet,
+                   on_answer: Callable[[Job, JudgeAnswer], None]) -> None:
+    """Ask every job, at most the fleet's capacity at once, calling on_answer(job, answer)
+    for each as it arrives."""
+    media = MediaCache(jobs)
+    waiting = iter(jobs)  # shared by the workers: each takes the next job
 
     async def worker():
-        while True:
+        for job in waiting:
             try:
-                job = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            answer = await fleet.ask(job.messages, job.parse)
-            on_answer(record(job, answer), answer.simulated)
+                answer = await fleet.ask(await media.messages(job), job.parse)
+            finally:
+                for item in job.media():
+                    media.release(item)
+            on_answer(job, answer)
 
     workers = [asyncio.create_task(worker()) for _ in range(min(fleet.capacity, len(jobs)) or 1)]
     try:

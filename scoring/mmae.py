@@ -383,31 +383,24 @@ def query_text(question: str, choices: Sequence[str]) -> str:
     return QUERY_TEMPLATE.format(question=question, choices=lines)
 
 
-def audio_path_for(label: str, sample: Sample, output_path: str) -> str:
-    if label == "output":
-        return output_path
-    return sample.input_audio[int(label[5:]) - 1]
-
-
-def query_messages(
-    sample: Sample,
-    rubric: Rubric,
-    query: Query,
-    *,
-    output_path: str,
-    data_uri: Callable[[str], str],
-) -> list[dict]:
-    """The chat messages of one query; `data_uri(path)` inlines an audio file as base64."""
+def query_messages(sample: Sample, rubric: Rubric, query: Query, *,
+                   audio: Callable[[str], object]) -> list[dict]:
+    """The chat messages of one query; `audio(label)` is what goes where the audio's URL
+    goes (its base64 `data:` URI when sent)."""
     content: list[dict] = []
     for label in query.labels:
         content.append({"type": "text", "text": f"<audio {label}>: "})
-        url = data_uri(audio_path_for(label, sample, output_path))
-        content.append({"type": "audio_url", "audio_url": {"url": url}})
+        content.append({"type": "audio_url", "audio_url": {"url": audio(label)}})
     content.append({"type": "text", "text": query_text(rubric.question, query.choices)})
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": content},
     ]
+
+
+def input_of(label: str, sample: Sample) -> str:
+    """The input audio path that `inputN` names."""
+    return sample.input_audio[int(label[5:]) - 1]
 
 
 # --- reply parsing (section 3.4) --------------------------------------------------------
@@ -550,12 +543,6 @@ def taxonomy(rows: Sequence[dict]) -> dict:
     return result
 
 
-def rank_key(figures: dict) -> tuple:
-    """Sort key for the challenge ranking: EMR, then IFR, then CR, all descending."""
-    return tuple(-(figures.get(k) if figures.get(k) is not None else -1.0)
-                 for k in ("EMR", "IFR", "CR"))
-
-
 # --- uncertainty -------------------------------------------------------------------------
 
 BOOTSTRAP_RESAMPLES = 1000
@@ -601,23 +588,3 @@ def taxonomy_intervals(rows: Sequence[dict], *, seed: int,
         result[dimension] = {b: bootstrap_intervals(groups[b], seed=seed, resamples=resamples)
                              for b in sorted(groups)}
     return result
-
-
-def rank_ranges(intervals: Sequence[tuple[float, float] | None]) -> list[tuple[int, int]]:
-    """For each entry, the ranks it could hold: it ranks above another only when its interval
-    lies clear above the other's. Entries without an interval rank last."""
-    import bisect
-
-    known = [i for i in intervals if i is not None]
-    lows = sorted(lo for lo, _ in known)
-    highs = sorted(hi for _, hi in known)
-    n, unknown = len(intervals), len(intervals) - len(known)
-    ranges = []
-    for mine in intervals:
-        if mine is None:
-            ranges.append((n, n))
-            continue
-        better = len(lows) - bisect.bisect_right(lows, mine[1])  # their low above my high
-        worse = bisect.bisect_left(highs, mine[0]) + unknown  # their high below my low
-        ranges.append((1 + better, n - worse))
-    return ranges

@@ -94,6 +94,9 @@ class Item(models.Model):
     dimensions = models.JSONField()  # MMAE: complexity, modality, granularity, operations
     content = models.JSONField()  # MMAE: messages and tags
     media = models.JSONField(default=list)  # input audio paths, relative to the audio root
+    # sha256 of each input audio file, in `media` order (empty when the files are not here):
+    # part of the judgment cache's key of a query that sends the file.
+    media_sha256 = models.JSONField(default=list)
 
     class Meta:
         constraints = [
@@ -112,8 +115,8 @@ class Item(models.Model):
         return sorted(self.criteria.all(), key=lambda c: c.index)
 
     def as_rows(self):
-        """The item as its benchmark kind reads it back (scoring.kinds.ItemRows)."""
-        from scoring.kinds import ItemRows
+        """The item as its benchmark kind reads it back (scoring.kinds.base.ItemRows)."""
+        from scoring.kinds.base import ItemRows
 
         return ItemRows(key=self.key, dimensions=self.dimensions, content=self.content,
                         media=self.media, criteria=[
@@ -256,11 +259,17 @@ class Answer(models.Model):
     # A numeric verdict (AIR-Bench chat: the model's 1-10 score in this pass); null when the
     # query failed or the kind's verdicts are letters.
     score = models.FloatField(null=True, blank=True)
-    # The run's digest of the item's output (ScoringRun.digests): with the criterion, the
-    # round and the run's judge config, the key of the judgment cache.
-    content_sha256 = models.CharField(max_length=64, blank=True)
+    # The judgment cache's key: a hash of exactly what the judge received (every text and
+    # audio byte), the judge config and the round (scoring.kinds.base.Job.content_key).
+    content_key = models.CharField(max_length=64, blank=True)
+    # What kind of failure `error` is (judge.fleet sets it on each answer): "" when none.
+    error_kind = models.CharField(max_length=20, blank=True)
     # Copied from an earlier answer with the same key: no judge query was sent.
     cached = models.BooleanField(default=False)
+    # The run whose answer was copied: cache hits are shown to an author only when that run
+    # belongs to their own or to a public submission.
+    source_run = models.ForeignKey("ScoringRun", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
     answered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -271,9 +280,8 @@ class Answer(models.Model):
                                     name="answer_run_criterion_round"),
         ]
         indexes = [
-            # Serves the judgment cache: earlier answers to a criterion about the same output.
-            models.Index(fields=["criterion", "content_sha256", "round"],
-                         name="answer_cache_key"),
+            # Serves the judgment cache: earlier answers to the same request.
+            models.Index(fields=["content_key"], name="answer_content_key"),
             # Serves the fleet page: recent answers per endpoint.
             models.Index(fields=["answered_at"], name="answer_answered_at"),
         ]
@@ -312,19 +320,10 @@ class SliceResult(models.Model):
     dimension = models.CharField(max_length=50)  # "overall" with bucket ""
     bucket = models.CharField(max_length=200, blank=True)
     n = models.PositiveIntegerField()
-    ifr = models.FloatField(null=True)
-    cr = models.FloatField(null=True)
-    emr = models.FloatField(null=True)
-    # Seeded bootstrap 95% intervals over samples (percent), computed at aggregation.
-    ifr_lo = models.FloatField(null=True)
-    ifr_hi = models.FloatField(null=True)
-    cr_lo = models.FloatField(null=True)
-    cr_hi = models.FloatField(null=True)
-    emr_lo = models.FloatField(null=True)
-    emr_hi = models.FloatField(null=True)
-    # A kind's own figures by metric name (AIR-Bench: acc, acc_strict, unparsed; score,
-    # pass_A, pass_B, failed); MMAE keeps its figures in the columns above.
+    # Every figure of the kind's by metric name ("n" included), as its summary gives them.
     values = models.JSONField(default=dict)
+    # Seeded bootstrap 95% intervals over items, computed at aggregation: {metric: [lo, hi]}.
+    intervals = models.JSONField(default=dict)
 
     class Meta:
         constraints = [
@@ -337,8 +336,12 @@ class SliceResult(models.Model):
         return f"{self.dimension}/{self.bucket} of run {self.run_id}"
 
     def figures(self) -> dict:
-        """Every figure by metric name, from the columns and from `values`."""
-        return {"n": self.n, "IFR": self.ifr, "CR": self.cr, "EMR": self.emr, **self.values}
+        """Every figure by metric name."""
+        return {"n": self.n, **self.values}
+
+    def interval(self, metric: str) -> tuple[float, float] | None:
+        bounds = self.intervals.get(metric)
+        return tuple(bounds) if bounds else None
 
 
 class AuditEvent(models.Model):

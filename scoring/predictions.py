@@ -114,16 +114,21 @@ def parse_predictions(text: str, *, name: str, known_ids: set[str]) -> list[Pred
     return predictions
 
 
-def load_predictions(path, *, known_ids: set[str]) -> list[Prediction]:
+def read_text(path) -> str:
+    """A predictions file's UTF-8 text (a byte-order mark allowed); PredictionError when it
+    cannot be read."""
     name = os.fspath(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        return Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise PredictionError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
     except UnicodeDecodeError as exc:
         raise PredictionError([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) \
             from None
-    return parse_predictions(text, name=name, known_ids=known_ids)
+
+
+def load_predictions(path, *, known_ids: set[str]) -> list[Prediction]:
+    return parse_predictions(read_text(path), name=os.fspath(path), known_ids=known_ids)
 
 
 def resolve_audio(root: Path, relative: str) -> Path:

@@ -8,22 +8,26 @@ constraints, and a sweeper that hands back work whose heartbeat went stale.
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import logging
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from judge.fleet import FleetUnavailable, JudgeFleet
 from judge.selectors import disabled_base_urls
-from scoring.jobs import TextJob, ask_jobs
+from scoring.jobs import ask_jobs
 from scoring.judge_configs import judge_config_current
-from scoring.kinds import get_kind
+from scoring.kinds import Job, Kind, Media, file_sha256, get_kind
+from scoring.kinds.base import answer_record
 from scoring.models import (
     Answer,
     Benchmark,
@@ -34,7 +38,7 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
-from scoring.scorer import AudioCache, ask_all
+from scoring.predictions import resolve_audio
 
 log = logging.getLogger(__name__)
 Status = ScoringRun.Status
@@ -69,23 +73,50 @@ def _move(run_id: int, source: list[str], target: str, **fields) -> bool:
 # --- creating a run --------------------------------------------------------------------
 
 
+def _items(benchmark: Benchmark, keys) -> list[Item]:
+    return list(Item.objects.filter(benchmark=benchmark, key__in=list(keys))
+                .prefetch_related("criteria").order_by("position"))
+
+
+def run_jobs(*, kind: Kind, benchmark: Benchmark, items: list[Item], outputs: dict[str, str],
+             audio_root: str, rounds: int, seed: int, options: dict) -> list[Job]:
+    """The judge queries of `items` (those with an output), as the kind makes them: outputs
+    resolve against the run's folder, input audio against the benchmark's own root (never
+    against an upload)."""
+    outputs_root, inputs_root = Path(audio_root), Path(benchmark.audio_root)
+    return kind.jobs([kind.from_rows(item.as_rows()) for item in items], outputs,
+                     rounds=rounds, seed=seed, options=options,
+                     output_path=lambda path: str(resolve_audio(outputs_root, path)),
+                     input_path=lambda path: str(resolve_audio(inputs_root, path)))
+
+
 def run_workload(*, benchmark: Benchmark, outputs: dict[str, str], config: JudgeConfig,
-                 options: dict | None = None) -> tuple[list[str], int]:
+                 options: dict, audio_root: str = "") -> tuple[list[str], list[Job]]:
     """What scoring these outputs asks of the judge: the keys of the items with a query, in
-    file order, and the number of queries (before the judgment cache)."""
-    kind = get_kind(benchmark.kind)
-    keys = list(Item.objects.filter(benchmark=benchmark, key__in=list(outputs))
-                .order_by("position").values_list("key", flat=True))
-    if kind.text_jobs is not None:  # only the items with a judge query are batched (AIR-Bench)
-        items = Item.objects.filter(benchmark=benchmark, key__in=keys).prefetch_related(
-            "criteria").order_by("position")
-        jobs = kind.text_jobs([kind.from_rows(i.as_rows()) for i in items], outputs,
-                              options or {})
-        asked = {job.key for job in jobs}
-        return [key for key in keys if key in asked], len(jobs)
-    n_criteria = Item.objects.filter(benchmark=benchmark, key__in=keys).aggregate(
-        n=Count("criteria"))["n"] or 0
-    return keys, n_criteria * config.rounds
+    file order, and the queries (before the judgment cache)."""
+    jobs = run_jobs(kind=get_kind(benchmark.kind), benchmark=benchmark,
+                    items=_items(benchmark, outputs), outputs=outputs, audio_root=audio_root,
+                    rounds=config.rounds, seed=config.seed, options=options)
+    return list(dict.fromkeys(job.item for job in jobs)), jobs
+
+
+def cached_count(*, benchmark: Benchmark, outputs: dict[str, str], audio_root: str,
+                 digests: dict[str, str], config: JudgeConfig, options: dict) -> tuple[int, int]:
+    """(answers a run of these outputs under `config` needs, how many of them the judgment
+    cache already has): the dry run of a rescore, by the very keys a batch looks up."""
+    items = _items(benchmark, outputs)
+    jobs = run_jobs(kind=get_kind(benchmark.kind), benchmark=benchmark, items=items,
+                    outputs=outputs, audio_root=audio_root, rounds=config.rounds,
+                    seed=config.seed, options=options)
+    digest = _digests(audio_root=audio_root, outputs=outputs, digests=digests,
+                      benchmark=benchmark, items=items)
+    keys = [job.content_key(config=str(config.id), digest=digest) for job in jobs]
+    found = set()
+    for start in range(0, len(keys), 5000):
+        found.update(Answer.objects.filter(content_key__in=keys[start:start + 5000],
+                                           error=None, cached=False)
+                     .values_list("content_key", flat=True).distinct())
+    return len(jobs), sum(1 for key in keys if key in found)
 
 
 def run_create(*, benchmark: Benchmark, audio_root: str, outputs: dict[str, str],
@@ -96,17 +127,18 @@ def run_create(*, benchmark: Benchmark, audio_root: str, outputs: dict[str, str]
     config); the caller enqueues them after commit."""
     kind = get_kind(benchmark.kind)
     config = config or judge_config_current(benchmark)
-    keys, total = run_workload(benchmark=benchmark, outputs=outputs, config=config,
-                               options=options)
+    options = options or {}
+    keys, jobs = run_workload(benchmark=benchmark, outputs=outputs, config=config,
+                              options=options, audio_root=audio_root)
     run = ScoringRun.objects.create(
         benchmark=benchmark, judge_config=config, purpose=purpose, label=label,
         audio_root=audio_root,
         outputs=outputs, missing=missing,
-        digests={key: kind.output_digest(audio_root, outputs[key]) for key in keys},
+        digests={key: kind.outputs.digest(audio_root, outputs[key]) for key in keys},
         judge_model=config.judge_model, base_urls=config.base_urls,
         prompt_sha256=config.prompt_sha256, rounds=config.rounds, seed=config.seed,
         sampling=config.sampling, max_attempts=config.max_attempts, status=Status.QUEUED,
-        status_times=_stamp({}, Status.QUEUED), total_queries=total, options=options or {},
+        status_times=_stamp({}, Status.QUEUED), total_queries=len(jobs), options=options,
     )
     size = settings.SCORING_BATCH_ITEMS
     RunBatch.objects.bulk_create([
@@ -154,55 +186,51 @@ def batch_claim(batch_id: int) -> bool:
              claims=F("claims") + 1))
 
 
-def _batch_samples(run: ScoringRun, keys: list[str]):
-    kind = get_kind(run.benchmark.kind)
-    items = (Item.objects.filter(benchmark_id=run.benchmark_id, key__in=keys)
-             .prefetch_related("criteria").order_by("position"))
-    samples, criterion_ids = [], {}
+def _digests(*, audio_root: str, outputs: dict[str, str], digests: dict[str, str],
+             benchmark: Benchmark, items: list[Item]):
+    """sha256 of each audio file a run's queries may send, by its absolute path: outputs
+    from the run's digests, inputs from their items (hashed here when the import could not)."""
+    known = {str(resolve_audio(Path(audio_root), path)): digests[key]
+             for key, path in outputs.items() if key in digests}
+    root = Path(benchmark.audio_root)
     for item in items:
-        samples.append(kind.from_rows(item.as_rows()))
-        criterion_ids.update({(item.key, c.index): c.id for c in item.ordered_criteria()})
-    return samples, criterion_ids
+        for path, digest in zip(item.media, item.media_sha256, strict=False):
+            known[str(resolve_audio(root, path))] = digest
+
+    def digest(media: Media) -> str:
+        if media.path not in known:
+            known[media.path] = file_sha256(media.path)
+        return known[media.path]
+
+    return digest
 
 
-def _answer(run: ScoringRun, criterion_id: int, record: dict, now) -> Answer:
-    return Answer(
-        run_id=run.id, criterion_id=criterion_id, round=record["round"],
-        choices=record["choices"], correct_letter=record["correct_letter"],
-        choice=record["choice"], correct=record["correct"], reason=record["reason"],
-        raw=record["raw"], error=record["error"], endpoint=record["endpoint"],
-        attempts=record["attempts"], latency_ms=record["latency_ms"],
-        score=record.get("score"),
-        content_sha256=run.digests.get(record["id"], ""), answered_at=now,
-    )
-
-
-CACHE_COPIED = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "score")
-
-
-def _from_cache(run: ScoringRun, wanted: dict[tuple[int, str, int], tuple]) -> list[Answer]:
-    """Answers to `wanted` (criterion id, output digest, round) that an earlier run under the
-    same judge config already has: copies, marked cached, that cost no judge query. Answers
-    that failed (an error, no reply) are never reused."""
+def _from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) -> list[Answer]:
+    """Answers to `wanted` (content key -> job) that an earlier run already has for the very
+    same request under the same judge config: copies, marked cached, that cost no judge
+    query. Each is read again through this job's own parse and fields, so the verdict is
+    this criterion's. Answers that failed (an error, no reply) are never reused."""
     if not wanted:
         return []
-    found: dict[tuple, Answer] = {}
-    earlier = (Answer.objects.filter(
-        run__judge_config_id=run.judge_config_id, error=None,
-        criterion_id__in={key[0] for key in wanted},
-        content_sha256__in={key[1] for key in wanted if key[1]},
-    ).exclude(run_id=run.id).values("criterion_id", "content_sha256", "round",
-                                     "run__simulated", *CACHE_COPIED))
+    found: dict[str, Answer] = {}
+    # Originals only: every copy repeats its original, whose run it names as its source.
+    earlier = (Answer.objects.filter(content_key__in=list(wanted), error=None, cached=False)
+               .order_by("id")
+               .values_list("content_key", "raw", "run_id", "run__simulated"))
     now = timezone.now()
-    for row in earlier:
-        key = (row["criterion_id"], row["content_sha256"], row["round"])
-        if key in wanted and key not in found:
-            found[key] = Answer(
-                run_id=run.id, criterion_id=key[0], round=key[2], content_sha256=key[1],
-                cached=True, attempts=0, answered_at=now,
-                **{name: row[name] for name in CACHE_COPIED})
-            if row["run__simulated"]:
-                run.simulated = True
+    for key, raw, source, simulated in earlier:
+        job = wanted[key]
+        if key in found or raw is None:
+            continue
+        try:
+            value = job.parse(raw)
+        except ValueError:
+            continue
+        found[key] = Answer(
+            run_id=run.id, criterion_id=criterion_ids[(job.item, job.criterion)],
+            round=job.round, content_key=key, cached=True, source_run_id=source, attempts=0,
+            raw=raw, answered_at=now, **job.fields(value))
+        run.simulated = run.simulated or simulated
     return list(found.values())
 
 
@@ -219,32 +247,35 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
         id=batch_id)
     run = batch.run
     _move(run.id, [Status.QUEUED], Status.SCORING)
-    samples, criterion_ids = _batch_samples(run, batch.item_keys)
+    items = _items(run.benchmark, batch.item_keys)
+    criterion_ids = {(item.key, c.index): c.id for item in items for c in item.ordered_criteria()}
     answered = set(Answer.objects.filter(run=run, criterion_id__in=criterion_ids.values())
                    .values_list("criterion_id", "round"))
-    kind = get_kind(run.benchmark.kind)
-    if kind.text_jobs is not None:
-        jobs = [j for j in kind.text_jobs(samples, run.outputs, run.options)
-                if (criterion_ids[(j.key, j.criterion_index)], j.round) not in answered]
-    else:
-        jobs = [(s, r, k) for s in samples for r in s.rubrics for k in range(run.rounds)
-                if (criterion_ids[(s.id, r.index)], k) not in answered]
-    wanted = {(criterion_ids[(key, index)], run.digests.get(key, ""), k): job
-              for job in jobs for key, index, k in [_job_key(job)]}
+    jobs = [job for job in run_jobs(kind=get_kind(run.benchmark.kind), benchmark=run.benchmark,
+                                    items=items, outputs=run.outputs,
+                                    audio_root=run.audio_root, rounds=run.rounds,
+                                    seed=run.seed, options=run.options)
+            if (criterion_ids[(job.item, job.criterion)], job.round) not in answered]
+    key_of = functools.partial(Job.content_key, config=str(run.judge_config_id),
+                               digest=_digests(audio_root=run.audio_root, outputs=run.outputs,
+                                               digests=run.digests, benchmark=run.benchmark,
+                                               items=items))
+    keys = {job: key_of(job) for job in jobs}
     run.simulated = False
-    cached = _from_cache(run, wanted)
+    cached = _from_cache(run, {keys[job]: job for job in jobs}, criterion_ids)
     Answer.objects.bulk_create(cached, ignore_conflicts=True, batch_size=2000)
     if run.simulated:
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
     hit = {(a.criterion_id, a.round) for a in cached}
-    jobs = [job for job in jobs for key, index, k in [_job_key(job)]
-            if (criterion_ids[(key, index)], k) not in hit]
-    records: list[dict] = []
+    jobs = [job for job in jobs
+            if (criterion_ids[(job.item, job.criterion)], job.round) not in hit]
+    records: list[Answer] = []
     simulated = []
 
-    def on_answer(record: dict, is_simulated: bool) -> None:
-        records.append(record)
-        simulated.append(is_simulated)
+    def on_answer(job: Job, answer) -> None:
+        records.append(_answer(run, criterion_ids[(job.item, job.criterion)], keys[job],
+                               answer_record(job, answer)))
+        simulated.append(answer.simulated)
 
     heartbeat = _Heartbeat(batch_id)
     heartbeat.start()
@@ -257,7 +288,7 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
                                        f"{run.judge_config.name} is taken out by staff")
             asyncio.run(_ask(jobs, run, judge, on_answer, endpoints))
     except FleetUnavailable:
-        _store(run, criterion_ids, records, simulated)
+        _store(run, records, simulated)
         # Handed back without counting the claim: an outage is not the batch's fault, and
         # SCORING_MAX_CLAIMS is about batches that break or kill their worker.
         RunBatch.objects.filter(id=batch_id).update(status=RunBatch.Status.PENDING,
@@ -265,19 +296,20 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
         raise
     finally:
         heartbeat.stop()
-    _store(run, criterion_ids, records, simulated)
+    _store(run, records, simulated)
     RunBatch.objects.filter(id=batch_id, status=RunBatch.Status.CLAIMED) \
         .update(status=RunBatch.Status.DONE)
     return True
 
 
-def _job_key(job) -> tuple[str, int, int]:
-    """(item key, criterion index, round) of a judge job: a text kind's TextJob, or MMAE's
-    (sample, rubric, round)."""
-    if isinstance(job, TextJob):
-        return job.key, job.criterion_index, job.round
-    sample, rubric, round_ = job
-    return sample.id, rubric.index, round_
+ANSWER_FIELDS = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "error",
+                 "endpoint", "attempts", "latency_ms", "score")
+
+
+def _answer(run: ScoringRun, criterion_id: int, content_key: str, record: dict) -> Answer:
+    return Answer(run_id=run.id, criterion_id=criterion_id, round=record["round"],
+                  content_key=content_key, answered_at=timezone.now(),
+                  **{name: record.get(name) for name in ANSWER_FIELDS})
 
 
 def run_endpoints(run: ScoringRun) -> list[str]:
@@ -288,7 +320,7 @@ def run_endpoints(run: ScoringRun) -> list[str]:
     return [url for url in urls if url not in out]
 
 
-async def _ask(jobs, run: ScoringRun, judge: JudgeSettings, on_answer,
+async def _ask(jobs: list[Job], run: ScoringRun, judge: JudgeSettings, on_answer,
                endpoints: list[str]) -> None:
     config = run.judge_config
     async with JudgeFleet(endpoints, model=config.judge_model,
@@ -296,17 +328,9 @@ async def _ask(jobs, run: ScoringRun, judge: JudgeSettings, on_answer,
                           max_attempts=config.max_attempts, sampling=config.sampling,
                           down_wait=judge.down_wait,
                           api_key=settings.JUDGE_API_KEY or None) as fleet:
-        # Outputs as absolute paths under the run's folder; input paths stay relative, so
-        # they resolve against the benchmark's own audio, never against the upload.
-        outputs = {key: str(Path(run.audio_root) / path) for key, path in run.outputs.items()}
         switches = asyncio.create_task(_follow_switches(fleet, endpoints))
         try:
-            if isinstance(jobs[0], TextJob):  # text only: no audio to inline
-                await ask_jobs(jobs, fleet, on_answer)
-            else:
-                await ask_all(jobs, fleet, seed=config.seed, outputs=outputs,
-                              data_uri=AudioCache(Path(run.benchmark.audio_root)),
-                              on_answer=on_answer)
+            await ask_jobs(jobs, fleet, on_answer)
         finally:
             switches.cancel()
 
@@ -331,12 +355,8 @@ def _taken_out(endpoints: list[str]) -> set[str]:
         connection.close()  # this thread's own connection
 
 
-def _store(run: ScoringRun, criterion_ids: dict, records: list[dict], simulated: list) -> None:
-    now = timezone.now()
-    Answer.objects.bulk_create(
-        [_answer(run, criterion_ids[(r["id"], r["rubric_index"])], r, now) for r in records],
-        ignore_conflicts=True, batch_size=2000,
-    )
+def _store(run: ScoringRun, records: list[Answer], simulated: list) -> None:
+    Answer.objects.bulk_create(records, ignore_conflicts=True, batch_size=2000)
     if any(simulated):
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
 
@@ -364,96 +384,66 @@ def run_try_aggregate(run_id: int) -> bool:
 # --- aggregation -----------------------------------------------------------------------
 
 
+def answer_groups(run: ScoringRun, item_ids=None) -> Iterator[tuple[int, dict]]:
+    """A run's answers (of `item_ids`' items only, when given) as records, streamed in
+    benchmark order: (item id, {(criterion index, round): record}) for each item with
+    answers."""
+    answers = Answer.objects.filter(run=run)
+    if item_ids is not None:
+        answers = answers.filter(criterion__item_id__in=list(item_ids))
+    answers = (answers.select_related("criterion")
+               .order_by("criterion__item__position", "criterion__index", "round")
+               .iterator(chunk_size=5000))
+    for item_id, group in itertools.groupby(answers, key=lambda a: a.criterion.item_id):
+        yield item_id, {(a.criterion.index, a.round): _record_of(a) for a in group}
+
+
+def _record_of(answer: Answer) -> dict:
+    return {"criterion": answer.criterion.index, "round": answer.round,
+            **{name: getattr(answer, name) for name in ANSWER_FIELDS}}
+
+
 def run_aggregate(run_id: int) -> bool:
-    """Per-item results and slices from the answers; the run is then finished."""
+    """Per-item results and slices from the answers, by the kind's rules; the run is then
+    finished."""
     run = ScoringRun.objects.select_related("benchmark").get(id=run_id)
     if run.status != Status.AGGREGATING:
         return False
     kind = get_kind(run.benchmark.kind)
-    if kind.results is not None:
-        return _aggregate_text(run, kind)
-    votes: dict[tuple[int, int], list[bool]] = {}
-    for criterion_id, correct in Answer.objects.filter(run=run).values_list(
-            "criterion_id", "correct").order_by("criterion_id", "round"):
-        votes.setdefault(criterion_id, []).append(correct)
-    answered = sum(len(v) for v in votes.values())
-    if answered != run.total_queries:
-        missing = run.total_queries - answered
+    answers = dict(answer_groups(run))
+    missing = run.total_queries - sum(len(a) for a in answers.values())
+    if missing:
         _move(run.id, [Status.AGGREGATING], Status.FAILED,
               error=f"internal error: {missing} judge answers are missing; rescore this run")
         return False
-    item_rows, results = [], []
-    for item in Item.objects.filter(benchmark=run.benchmark).prefetch_related("criteria") \
-            .order_by("position"):
-        criteria = item.ordered_criteria()
-        sample = kind.from_rows(item.as_rows())
-        scores = None if item.key not in run.outputs else [
-            _majority(votes[c.id]) for c in criteria]
-        row = kind.score_item(sample, scores)
-        item_rows.append(row)
-        results.append(ItemResult(run=run, item=item, ifr=row["IFR"], cr=row["CR"],
-                                  em=row["EM"], rubric_scores=row["rubric_scores"],
-                                  missing=row["missing"]))
-    slices = _slices(run, kind.aggregate(item_rows), kind.intervals(item_rows, seed=run.seed))
-    with transaction.atomic():
-        ItemResult.objects.filter(run=run).delete()
-        SliceResult.objects.filter(run=run).delete()
-        ItemResult.objects.bulk_create(results, batch_size=1000)
-        SliceResult.objects.bulk_create(slices)
-        _move(run.id, [Status.AGGREGATING], Status.FINISHED)
-    return True
-
-
-def _aggregate_text(run: ScoringRun, kind) -> bool:
-    """A text kind's per-item results and slices (AIR-Bench), by the kind's own rules from the
-    responses and the judge's answers; the run is then finished."""
-    answers = {(key, round_): {"choice": choice, "score": score}
-               for key, round_, choice, score in Answer.objects.filter(run=run).values_list(
-                   "criterion__item__key", "round", "choice", "score")}
-    if len(answers) != run.total_queries:
-        _move(run.id, [Status.AGGREGATING], Status.FAILED,
-              error=f"internal error: {run.total_queries - len(answers)} judge answers are "
-                    "missing; rescore this run")
-        return False
     items = list(Item.objects.filter(benchmark=run.benchmark).prefetch_related("criteria")
                  .order_by("position"))
-    rows, summary = kind.results([kind.from_rows(i.as_rows()) for i in items], run.outputs,
-                                 answers)
-    results = [ItemResult(run=run, item=item, ifr=None, cr=None, missing=row["missing"],
-                          values=row, **kind.item_columns(row))
+    rows = [kind.item_result(kind.from_rows(item.as_rows()), run.outputs.get(item.key),
+                             answers.get(item.id, {})) for item in items]
+    results = [ItemResult(run=run, item=item, missing=row["missing"], **kind.item_columns(row))
                for item, row in zip(items, rows, strict=True)]
-    slices = [SliceResult(run=run, dimension=SliceResult.OVERALL, bucket="",
-                          n=summary["overall"]["n"], values=summary["overall"])]
-    slices += [SliceResult(run=run, dimension=dimension, bucket=bucket, n=figures["n"],
-                           values=figures)
-               for dimension, buckets in summary.items() if dimension != "overall"
-               for bucket, figures in buckets.items()]
+    slices = _slices(run, kind.summarize(rows), kind.intervals(rows, seed=run.seed))
     with transaction.atomic():
         ItemResult.objects.filter(run=run).delete()
         SliceResult.objects.filter(run=run).delete()
         ItemResult.objects.bulk_create(results, batch_size=1000)
-        SliceResult.objects.bulk_create(slices)
+        SliceResult.objects.bulk_create(slices, batch_size=1000)
         _move(run.id, [Status.AGGREGATING], Status.FINISHED)
     return True
 
 
-def _majority(votes: list[bool]) -> int:
-    return 1 if 2 * sum(votes) > len(votes) else 0
-
-
-def _slices(run: ScoringRun, taxonomy: dict, intervals: dict) -> list[SliceResult]:
-    def row(dimension, bucket, figures, interval):
-        bounds = {}
-        for metric in ("IFR", "CR", "EMR"):
-            lo, hi = interval[metric] or (None, None)
-            bounds[f"{metric.lower()}_lo"], bounds[f"{metric.lower()}_hi"] = lo, hi
+def _slices(run: ScoringRun, summary: dict, intervals: dict) -> list[SliceResult]:
+    def row(dimension, bucket, figures, bounds):
         return SliceResult(run=run, dimension=dimension, bucket=bucket, n=figures["n"],
-                           ifr=figures["IFR"], cr=figures["CR"], emr=figures["EMR"], **bounds)
+                           values=figures, intervals={metric: list(interval) for metric,
+                                                      interval in (bounds or {}).items()
+                                                      if interval is not None})
 
-    rows = [row(SliceResult.OVERALL, "", taxonomy["overall"], intervals["overall"])]
-    for dimension, buckets in taxonomy.items():
+    rows = [row(SliceResult.OVERALL, "", summary["overall"], intervals.get("overall"))]
+    for dimension, buckets in summary.items():
         if dimension != "overall":
-            rows.extend(row(dimension, bucket, figures, intervals[dimension][bucket])
+            rows.extend(row(dimension, bucket, figures,
+                            intervals.get(dimension, {}).get(bucket))
                         for bucket, figures in buckets.items())
     return rows
 

@@ -1,32 +1,29 @@
-"""Score one MMAE submission against a judge fleet, writing SPEC section 6's files.
+"""Score one submission against a judge fleet from files, writing the kind's results files
+(for MMAE, SPEC section 6's). The `score` command is a thin wrapper.
 
-Plain Python (asyncio), no Django: the `score` command is a thin wrapper. Answers are appended
-to results.jsonl as they arrive, so a run that is killed loses only the queries in flight; run
-again on the same output folder, it asks only the queries with no answer (failed ones included).
+Plain Python (asyncio), no Django. Answers are appended to results.jsonl as they arrive, so a
+run that is killed loses only the queries in flight; run again on the same output folder, it
+asks only the queries with no answer (failed ones included). When every query is answered,
+results.jsonl is rewritten in the kind's format, in benchmark order.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import functools
 import json
-import mimetypes
 import os
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.fleet import JudgeFleet
-from scoring import mmae
-from scoring.kinds import MMAE, file_sha256
-from scoring.predictions import check_audio, load_predictions, resolve_audio
+from scoring.jobs import ask_jobs
+from scoring.kinds import ItemRows, Kind, file_sha256, get_kind
+from scoring.kinds.base import answer_record
+from scoring.predictions import read_text, resolve_audio
 
 RESULTS = "results.jsonl"
-PER_SAMPLE = "per_sample.json"
-TAXONOMY = "taxonomy.json"
 RUN = "run.json"
 
 
@@ -36,6 +33,7 @@ class InputError(ValueError):
 
 @dataclass
 class ScoreConfig:
+    kind: str
     meta: Path
     predictions: Path
     audio_root: Path
@@ -49,79 +47,63 @@ class ScoreConfig:
     api_key: str | None = None
     sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 1024})
     down_wait: float = 600.0
+    options: dict = field(default_factory=dict)
 
 
 @dataclass
 class Plan:
-    samples: list[mmae.Sample]
-    outputs: dict[str, str]  # sample id -> output path, for samples with a usable output
-    missing: dict[str, str]  # sample id -> why it has no usable output
+    kind: Kind
+    items: list  # the kind's items, in benchmark order
+    rows: list[ItemRows]
+    outputs: dict[str, str]  # item key -> output, for items with a usable output
+    missing: dict[str, str]  # item key -> why it has no usable output
     fingerprint: dict
-
-
-def prompt_hash() -> str:
-    """Identifies the judge prompts; recorded with every run (as judge configs do)."""
-    return MMAE.prompt_sha256()
 
 
 def plan(config: ScoreConfig) -> Plan:
     """Read and check every input; raise InputError naming the fault before any query."""
+    kind = get_kind(config.kind)
     try:
-        samples = mmae.load_meta(config.meta)
-        predictions = load_predictions(config.predictions, known_ids={s.id for s in samples})
+        items = kind.load(config.meta)
+        rows = [kind.to_rows(item) for item in items]
+        text = read_text(config.predictions)
+        predicted = kind.read_predictions(text, name=os.fspath(config.predictions),
+                                          known_ids={r.key for r in rows})
     except ValueError as exc:
         raise InputError(str(exc)) from None
     root = Path(config.audio_root)
-    missing_inputs = [
-        f"sample {s.id}: input audio {path!r} not found under {root}"
-        for s in samples for path in s.input_audio if not resolve_audio(root, path).is_file()
-    ]
-    if missing_inputs:
-        raise InputError("\n".join(missing_inputs[:20]))
-    by_id = {p.sample_id: p for p in predictions}
     outputs, missing = {}, {}
-    for sample in samples:
-        prediction = by_id.get(sample.id)
-        if prediction is None:
-            missing[sample.id] = "no prediction"
-            continue
-        problem = check_audio(resolve_audio(root, prediction.audio_path))
-        if problem:
-            missing[sample.id] = f"{prediction.audio_path}: {problem}"
+    for row in rows:
+        output = predicted.get(row.key)
+        problem = "no prediction" if output is None else kind.outputs.check(root, output)
+        if problem is None:
+            outputs[row.key] = output
         else:
-            outputs[sample.id] = prediction.audio_path
+            missing[row.key] = problem if output is None else f"{output}: {problem}"
     fingerprint = {
         "meta_sha256": file_sha256(config.meta),
         "predictions_sha256": file_sha256(config.predictions),
         "seed": config.seed,
-        "prompt_sha256": prompt_hash(),
-        "rounds": mmae.ROUNDS,
+        "prompt_sha256": kind.prompt_sha256(),
+        "rounds": kind.rounds,
     }
-    return Plan(samples=samples, outputs=outputs, missing=missing, fingerprint=fingerprint)
+    return Plan(kind=kind, items=items, rows=rows, outputs=outputs, missing=missing,
+                fingerprint=fingerprint)
 
 
-class AudioCache:
-    """Inline audio as `data:` URIs of the file's original bytes, keeping the recent ones."""
-
-    def __init__(self, root: Path, size: int = 256):
-        self.root = root
-        self.size = size
-        self._cache: OrderedDict[str, str] = OrderedDict()
-
-    def __call__(self, relative: str) -> str:
-        uri = self._cache.get(relative)
-        if uri is not None:
-            self._cache.move_to_end(relative)
-            return uri
-        path = resolve_audio(self.root, relative)
-        mime = mimetypes.guess_type(path.name)[0] or "audio/wav"
-        if mime in ("audio/x-wav", "audio/wave"):
-            mime = "audio/wav"
-        uri = f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
-        self._cache[relative] = uri
-        if len(self._cache) > self.size:
-            self._cache.popitem(last=False)
-        return uri
+def plan_jobs(plan_: Plan, config: ScoreConfig) -> list:
+    """Every judge query of the plan; InputError when an audio file a query sends is not
+    there."""
+    root = Path(config.audio_root)
+    jobs = plan_.kind.jobs(plan_.items, plan_.outputs, rounds=plan_.kind.rounds,
+                           seed=config.seed, options=config.options,
+                           output_path=lambda path: str(resolve_audio(root, path)),
+                           input_path=lambda path: str(resolve_audio(root, path)))
+    absent = sorted({m.path for job in jobs for m in job.media() if not Path(m.path).is_file()})
+    if absent:
+        raise InputError("\n".join(f"audio {path!r} not found under {root}"
+                                   for path in absent[:20]))
+    return jobs
 
 
 def read_answers(path: Path) -> dict[tuple, dict]:
@@ -143,101 +125,49 @@ def read_answers(path: Path) -> dict[tuple, dict]:
             except ValueError:
                 break
             good_end += len(line)
-            if record.get("error") is None:
+            if record.get("error") is None and "rubric_index" in record:
                 answers[(record["id"], record["rubric_index"], record["round"])] = record
         handle.truncate(good_end)
     return answers
 
 
-def _record(sample: mmae.Sample, rubric: mmae.Rubric, query: mmae.Query, answer) -> dict:
-    letter, reason = answer.value if answer.ok else (None, None)
-    return {
-        "id": sample.id,
-        "rubric_index": rubric.index,
-        "round": query.round,
-        "category": rubric.category,
-        "choices": list(query.choices),
-        "correct_letter": query.correct_letter,
-        "choice": letter,
-        "correct": letter is not None and letter == query.correct_letter,
-        "reason": reason,
-        "raw": answer.raw,
-        "error": answer.error,
-        "endpoint": answer.endpoint,
-        "attempts": answer.attempts,
-        "latency_ms": None if answer.latency_ms is None else round(answer.latency_ms, 1),
-    }
+@dataclass
+class _FileRun:
+    """A run held in memory, as the kind's file writers read it (scoring.kinds.base.RunData)."""
+
+    plan: Plan
+    answers: dict[tuple, dict]
+    meta: dict
+    per_item: list[dict] = field(default_factory=list)
+
+    def __post_init__(self):
+        kind = self.plan.kind
+        self.outputs = self.plan.outputs
+        self.by_item: dict[str, dict] = {}
+        for (key, criterion, round_), answer in self.answers.items():
+            self.by_item.setdefault(key, {})[(criterion, round_)] = answer
+        self.per_item = [kind.item_result(item, self.outputs.get(rows.key),
+                                          self.by_item.get(rows.key, {}))
+                         for item, rows in zip(self.plan.items, self.plan.rows, strict=True)]
+
+    def items(self) -> Iterator[tuple[ItemRows, dict, dict]]:
+        for rows, row in zip(self.plan.rows, self.per_item, strict=True):
+            yield rows, row, self.by_item.get(rows.key, {})
+
+    def slices(self) -> dict:
+        return self.plan.kind.summarize(self.per_item)
 
 
-async def ask_all(
-    jobs: list[tuple[mmae.Sample, mmae.Rubric, int]],
-    fleet: JudgeFleet,
-    *,
-    seed: int,
-    outputs: dict[str, str],
-    data_uri: Callable[[str], str],
-    on_answer: Callable[[dict, bool], None],
-) -> None:
-    """Ask every (sample, rubric, round) job, calling on_answer(record, simulated) for each."""
-    queue: asyncio.Queue = asyncio.Queue()
-    for job in jobs:
-        queue.put_nowait(job)
-
-    async def worker():
-        while True:
-            try:
-                sample, rubric, round_ = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            query = mmae.make_query(sample, rubric, round_, seed=seed)
-            messages = mmae.query_messages(sample, rubric, query, output_path=outputs[sample.id],
-                                           data_uri=data_uri)
-            parse = functools.partial(mmae.parse_reply, n_choices=len(query.choices))
-            answer = await fleet.ask(messages, parse)
-            on_answer(_record(sample, rubric, query, answer), answer.simulated)
-
-    workers = [asyncio.create_task(worker()) for _ in range(min(fleet.capacity, len(jobs)) or 1)]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-
-
-def per_sample_rows(plan_: Plan, answers: dict[tuple, dict]) -> list[dict]:
-    rows = []
-    for sample in plan_.samples:
-        if sample.id not in plan_.outputs:
-            rows.append(mmae.sample_result(sample, None))
-            continue
-        scores = [
-            mmae.rubric_score([answers[(sample.id, r.index, k)]["correct"]
-                               for k in range(mmae.ROUNDS)])
-            for r in sample.rubrics
-        ]
-        rows.append(mmae.sample_result(sample, scores))
-    return rows
+def _write(path: Path, chunks) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+    os.replace(tmp, path)
 
 
 def _write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False))
-    os.replace(tmp, path)
-
-
-def _rewrite_results(path: Path, plan_: Plan, answers: dict[tuple, dict]) -> None:
-    """results.jsonl in benchmark order, one line per query, written atomically."""
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for sample in plan_.samples:
-            if sample.id not in plan_.outputs:
-                continue
-            for rubric in sample.rubrics:
-                for k in range(mmae.ROUNDS):
-                    record = answers[(sample.id, rubric.index, k)]
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    _write(path, [json.dumps(data, indent=1, ensure_ascii=False)])
 
 
 def check_output_dir(out: Path, fingerprint: dict) -> dict:
@@ -258,14 +188,17 @@ def check_output_dir(out: Path, fingerprint: dict) -> dict:
 
 
 def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None = None) -> dict:
-    """Run (or resume) a scoring run; return run.json's content. Raises InputError, or
-    judge.fleet.FleetUnavailable with the answers so far kept for a resume."""
+    """Run (or resume) a scoring run; return run.json's content with the overall figures.
+    Raises InputError, or judge.fleet.FleetUnavailable with the answers so far kept for a
+    resume."""
     plan_ = plan(config)
+    jobs = plan_jobs(plan_, config)
+    kind = plan_.kind
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     earlier = check_output_dir(out, plan_.fingerprint)
     run = {
-        "benchmark": "mmae",
+        "benchmark": kind.name,
         "judge": {"model": config.model, "base_urls": config.base_urls,
                   "sampling": config.sampling, "max_attempts": config.max_attempts,
                   "timeout": config.timeout, "concurrency": config.concurrency},
@@ -279,24 +212,19 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
     _write_json(out / RUN, run)
     results_path = out / RESULTS
     answers = read_answers(results_path)
-    jobs = [
-        (sample, rubric, k)
-        for sample in plan_.samples if sample.id in plan_.outputs
-        for rubric in sample.rubrics for k in range(mmae.ROUNDS)
-        if (sample.id, rubric.index, k) not in answers
-    ]
-    total = sum(len(s.rubrics) * mmae.ROUNDS for s in plan_.samples if s.id in plan_.outputs)
-    tracker = progress(len(answers), total) if progress else None
+    waiting = [job for job in jobs if (job.item, job.criterion, job.round) not in answers]
+    tracker = progress(len(jobs) - len(waiting), len(jobs)) if progress else None
     failed = 0
 
     with open(results_path, "a", encoding="utf-8") as handle:
-        def on_answer(record: dict, simulated: bool) -> None:
+        def on_answer(job, answer) -> None:
             nonlocal failed
+            record = answer_record(job, answer)
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             handle.flush()
-            answers[(record["id"], record["rubric_index"], record["round"])] = record
+            answers[(job.item, job.criterion, job.round)] = record
             failed += record["error"] is not None
-            run["simulated"] = run["simulated"] or simulated
+            run["simulated"] = run["simulated"] or answer.simulated
             if tracker is not None:
                 tracker.update(1)
                 if failed:
@@ -310,28 +238,27 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
                 down_wait=config.down_wait,
             ) as fleet:
                 try:
-                    await ask_all(jobs, fleet, seed=config.seed, outputs=plan_.outputs,
-                                  data_uri=AudioCache(Path(config.audio_root)),
-                                  on_answer=on_answer)
+                    await ask_jobs(waiting, fleet, on_answer)
                 finally:
                     run["fleet"] = fleet.summary()
 
         try:
-            if jobs:
+            if waiting:
                 asyncio.run(main())
         finally:
             if tracker is not None:
                 tracker.close()
             _write_json(out / RUN, run)
 
-    rows = per_sample_rows(plan_, answers)
-    _rewrite_results(results_path, plan_, answers)
-    _write_json(out / PER_SAMPLE, rows)
-    _write_json(out / TAXONOMY, mmae.taxonomy(rows))
+    data = _FileRun(plan=plan_, answers=answers, meta={
+        "benchmark": kind.name, "kind": kind.name, "judge": config.model,
+        "simulated": run["simulated"], "options": config.options,
+        "missing": len(plan_.missing)})
+    for name in kind.files:
+        _write(out / name, kind.file_chunks(name, data))
     run["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    run["queries"] = total
+    run["queries"] = len(jobs)
     run["failed_queries"] = sum(1 for a in answers.values() if a["error"] is not None)
-    run["prompt_sha256"] = prompt_hash()
+    run["prompt_sha256"] = kind.prompt_sha256()
     _write_json(out / RUN, run)
-    return run
-
+    return {**run, "overall": data.slices()["overall"]}

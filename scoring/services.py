@@ -28,6 +28,13 @@ def _input_problem(root: Path, media: str) -> str | None:
     return None if path.is_file() else "not found under"
 
 
+def _media_sha256(root: Path | None, media: list[str]) -> list[str]:
+    """The inputs' hashes, for the judgment cache; none when the files are not here."""
+    if root is None:
+        return []
+    return [file_sha256(resolve_audio(root, path)) for path in media]
+
+
 def benchmark_import(
     *, kind: str, path: Path, audio_root: Path | None, slug: str, title: str = "",
     synthetic: bool = False,
@@ -39,8 +46,9 @@ def benchmark_import(
     `audio_root` None (text-judged kinds only) keeps the media paths unchecked and unplayable.
     """
     benchmark_kind = get_kind(kind)
-    if audio_root is None and benchmark_kind.output != "text":
-        raise BenchmarkFileError([f"a {kind} benchmark needs its audio root"])
+    if audio_root is None and benchmark_kind.sends_inputs:
+        raise BenchmarkFileError([f"a {kind} benchmark needs its audio root: its judge hears "
+                                  "the input audio"])
     path = Path(path)
     audio_root = Path(audio_root).resolve() if audio_root is not None else None
     try:
@@ -68,6 +76,8 @@ def benchmark_import(
     ]
     if problems:
         raise BenchmarkFileError(problems)
+    media_sha256 = [_media_sha256(audio_root if benchmark_kind.sends_inputs else None,
+                                  row.media) for row in rows]
     with transaction.atomic():
         previous = Benchmark.objects.filter(slug=slug).order_by("-version").first()
         latest = previous.version if previous else 0
@@ -83,8 +93,9 @@ def benchmark_import(
         )
         created = Item.objects.bulk_create(
             [Item(benchmark=benchmark, position=position, key=row.key,
-                  dimensions=row.dimensions, content=row.content, media=row.media)
-             for position, row in enumerate(rows)],
+                  dimensions=row.dimensions, content=row.content, media=row.media,
+                  media_sha256=hashes)
+             for position, (row, hashes) in enumerate(zip(rows, media_sha256, strict=True))],
             batch_size=1000,
         )
         Criterion.objects.bulk_create(

@@ -192,8 +192,8 @@ def _figures_out(submission) -> dict:
     if run is not None and run.status == ScoringRun.Status.FINISHED:
         found = SliceResult.objects.filter(run=run, dimension=SliceResult.OVERALL).first()
         figures = found.figures() if found else {}
-        overall = {k: figures.get(k) for k in ("n", *kind.metrics)}
-    return {"metrics": list(kind.metrics), "files": list(kind.files), "overall": overall}
+        overall = {k: figures.get(k) for k in ("n", *kind.metric_keys)}
+    return {"metrics": list(kind.metric_keys), "files": list(kind.files), "overall": overall}
 
 
 class SubmissionFileApi(APIView):

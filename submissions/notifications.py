@@ -95,4 +95,4 @@ def _headline_figures(submission: Submission) -> list[tuple[str, float]]:
         return []
     kind = get_kind(submission.benchmark.kind)
     figures = overall.figures()
-    return [(kind.label(m), figures[m]) for m in kind.metrics if figures.get(m) is not None]
+    return [(m.label, figures[m.key]) for m in kind.metrics if figures.get(m.key) is not None]

@@ -18,7 +18,7 @@ from scoring import runs
 from scoring.audit import audit_record
 from scoring.judge_configs import JudgeConfigError
 from scoring.kinds import get_kind
-from scoring.models import Answer, AuditEvent, Benchmark, JudgeConfig, ScoringRun
+from scoring.models import AuditEvent, Benchmark, JudgeConfig, ScoringRun
 from scoring.tasks import enqueue_run
 from submissions.models import Submission
 
@@ -79,7 +79,7 @@ def _digests(run: ScoringRun) -> dict[str, str]:
     if run.digests or not run.outputs:
         return run.digests
     kind = get_kind(run.benchmark.kind)
-    return {key: kind.output_digest(run.audio_root, path) for key, path in run.outputs.items()}
+    return {key: kind.outputs.digest(run.audio_root, path) for key, path in run.outputs.items()}
 
 
 def rescore_plan(*, benchmark: Benchmark, submissions: list[Submission],
@@ -89,16 +89,10 @@ def rescore_plan(*, benchmark: Benchmark, submissions: list[Submission],
     total = cached = 0
     for submission in submissions:
         run = submission.current_run
-        digests = _digests(run)
-        total += runs.run_workload(benchmark=benchmark, outputs=run.outputs, config=config,
-                                   options=run.options)[1]
-        found = (Answer.objects.filter(
-            run__judge_config=config, error=None, round__lt=config.rounds,
-            content_sha256__in=set(digests.values()),
-            criterion__item__benchmark=benchmark)
-            .values_list("criterion__item__key", "criterion_id", "round", "content_sha256")
-            .distinct())
-        cached += len({(c, r) for key, c, r, digest in found if digests.get(key) == digest})
+        needed, found = runs.cached_count(
+            benchmark=benchmark, outputs=run.outputs, audio_root=run.audio_root,
+            digests=_digests(run), config=config, options=run.options)
+        total, cached = total + needed, cached + found
     return RescorePlan(config=config, submissions=list(submissions), total=total,
                        cached=cached)
 

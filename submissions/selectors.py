@@ -124,7 +124,7 @@ def moderation_queue(*, benchmark_slug: str = "", state: str = "", flagged: bool
 def submission_runs(submission: Submission) -> list[dict]:
     """Every run of a submission, newest first, with its judge config and overall figures:
     runs under older configs and superseded rescores stay viewable here."""
-    metrics = get_kind(submission.benchmark.kind).metrics
+    metrics = get_kind(submission.benchmark.kind).metric_keys
     runs = list(submission.runs.select_related("judge_config").defer("outputs", "missing")
                 .annotate(cached_answers=Count("answers", filter=Q(answers__cached=True)))
                 .order_by("-id"))

@@ -17,7 +17,7 @@ from django.utils import timezone
 from scoring import runs
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
-from scoring.predictions import PredictionError, parse_predictions
+from scoring.predictions import PredictionError
 from scoring.tasks import enqueue_run
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.notifications import submission_notify
@@ -84,9 +84,8 @@ def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[
     finally:
         predictions.seek(0)
     keys = set(Item.objects.filter(benchmark=benchmark).values_list("key", flat=True))
-    parse = get_kind(benchmark.kind).parse_outputs or parse_predictions
     try:
-        parse(text, name=name, known_ids=keys)
+        get_kind(benchmark.kind).read_predictions(text, name=name, known_ids=keys)
     except PredictionError as exc:
         return exc.problems
     return []
@@ -110,19 +109,17 @@ def _upload_name(upload: UploadedFile, fallback: str) -> str:
 
 
 def _kind_problems(benchmark: Benchmark, predictions, archive, options: dict) -> list[str]:
-    """What a benchmark of a text-judged kind refuses: an archive, no predictions file, and
-    options it does not read."""
+    """What the benchmark's kind refuses: options it does not read, and for outputs that
+    come inside the predictions file, an archive or no predictions file."""
     kind = get_kind(benchmark.kind)
     problems = [f"option {name!r} does not apply to {benchmark.slug}"
                 for name, value in options.items() if value and name not in kind.options]
-    if kind.output != "text":
+    if kind.outputs.files:
         return problems
     if archive is not None:
-        problems.append(f"{benchmark.slug} takes a predictions file (JSONL of uniq_id and "
-                        "response) only, no archive")
+        problems.append(f"{benchmark.slug} takes {kind.outputs.help} only, no archive")
     if predictions is None:
-        problems.append(f"{benchmark.slug} needs a predictions file: JSONL with one "
-                        "{\"uniq_id\", \"response\"} object a line")
+        problems.append(f"{benchmark.slug} needs {kind.outputs.help}")
     return problems
 
 
@@ -210,12 +207,12 @@ def submission_validate(submission_id: int) -> bool:
     predictions, archive = _upload_files(root / "upload")
     keys = list(submission.benchmark.items.order_by("position").values_list("key", flat=True))
     kind = get_kind(submission.benchmark.kind)
-    if kind.output == "text":
-        result = validate_responses(item_keys=keys, predictions=predictions, archive=archive,
-                                    parse=kind.parse_outputs)
-    else:
+    if kind.outputs.files:
         result = validate_upload(item_keys=keys, predictions=predictions, archive=archive,
                                  audio_dir=audio_dir, limits=limits_from_settings())
+    else:
+        result = validate_responses(item_keys=keys, predictions=predictions, archive=archive,
+                                    parse=kind.read_predictions)
     submission.report = result.report()
     if not result.ok:
         _reject(submission)

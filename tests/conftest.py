@@ -1,7 +1,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,21 +15,9 @@ from django.db import connection
 
 from config.celery import app as celery_app
 from scoring import synthetic
+from tests.servers import database_url_named, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 class Simulator:
@@ -203,7 +190,9 @@ def staff(db, django_user_model):
                                                  is_staff=True)
 
 
-BROKER = "redis://127.0.0.1:6379/15"
+# The Redis that `make test` names (tests/servers.py: its own, or the machine's in CI); a bare
+# `pytest` run falls back to the machine's Redis, database 15.
+BROKER = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
 
 
 class Worker:
@@ -253,10 +242,10 @@ def worker_factory(transactional_db, settings, tmp_path):
     workers = []
 
     def factory(judge_ports, **overrides):
-        db = connection.settings_dict
         env = {
             **os.environ,
-            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "DATABASE_URL": database_url_named(settings.DATABASE_URL,
+                                               connection.settings_dict["NAME"]),
             "REDIS_URL": BROKER, "MEDIA_ROOT": str(settings.MEDIA_ROOT),
             "JUDGE_BASE_URLS": ",".join(f"http://127.0.0.1:{p}" for p in judge_ports),
             "JUDGE_CONCURRENCY": "8", "JUDGE_TIMEOUT": "10", "JUDGE_DOWN_WAIT": "2",

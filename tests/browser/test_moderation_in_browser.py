@@ -31,8 +31,8 @@ def two_on_the_board(author):
             judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
             max_attempts=5, status="finished",
             status_times={"finished": timezone.now().isoformat()})
-        SliceResult.objects.create(run=run, dimension="overall", bucket="", n=4, ifr=70.0,
-                                   cr=75.0, emr=emr)
+        SliceResult.objects.create(run=run, dimension="overall", bucket="", n=4,
+                                   values={"n": 4, "IFR": 70.0, "CR": 75.0, "EMR": emr})
         made[name] = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
                                                public=True, status="queued", current_run=run,
                                                coverage=1.0)

@@ -30,9 +30,9 @@ def board(db, author):
         for (dimension, bucket), (ifr, cr, emr) in figures.items():
             bounds = (intervals or {}).get((dimension, bucket), {})
             SliceResult.objects.create(
-                run=run, dimension=dimension, bucket=bucket, n=4, ifr=ifr, cr=cr, emr=emr,
-                **{f"{m.lower()}_{side}": v for m, (lo, hi) in bounds.items()
-                   for side, v in (("lo", lo), ("hi", hi))})
+                run=run, dimension=dimension, bucket=bucket, n=4,
+                values={"n": 4, "IFR": ifr, "CR": cr, "EMR": emr},
+                intervals={m: [lo, hi] for m, (lo, hi) in bounds.items()})
         submission = Submission.objects.create(
             owner=owner or author, model=model, benchmark=benchmark, public=public,
             status="queued", current_run=run, coverage=coverage)

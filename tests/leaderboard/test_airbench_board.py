@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from scoring import airbench
+from scoring.kinds import get_kind
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 from tests.conftest import judge_config
@@ -58,7 +59,9 @@ def foundation_summary(letters: list[str | None]):
         for i, task in enumerate(["Speech_Grounding", "Speech_Grounding", "Sound_AQA",
                                   "Sound_AQA", "Music_AQA", "Music_AQA"])])
     outputs = {str(i): letter for i, letter in enumerate(letters) if letter is not None}
-    return airbench.foundation_results(items, outputs, {})[1]
+    kind = get_kind(airbench.FOUNDATION)
+    return kind.summarize([kind.item_result(item, outputs.get(item.uniq_id), {})
+                           for item in items])
 
 
 def chat_summary(scores: list[int]):
@@ -67,8 +70,9 @@ def chat_summary(scores: list[int]):
          "task_name": task, "dataset_name": "x", "uniq_id": i}
         for i, task in enumerate(["speech_QA", "sound_QA", "music_QA", "speech_and_sound_QA",
                                   "speech_and_music_QA"])])
-    answers = {(str(i), k): {"score": s} for i, s in enumerate(scores) for k in (0, 1)}
-    return airbench.chat_results(items, {str(i): "r" for i in range(5)}, answers)[1]
+    kind = get_kind(airbench.CHAT)
+    return kind.summarize([kind.item_result(item, "r", {(0, k): {"score": s} for k in (0, 1)})
+                           for item, s in zip(items, scores, strict=True)])
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import pytest
 from leaderboard import charts
 from leaderboard.selectors import BoardQuery, leaderboard_rows, slice_rows
 from leaderboard.views import PLOTLY_JS
+from scoring.kinds import get_kind
 
 
 def figure_data(html: str, div_id: str) -> list[dict]:
@@ -88,7 +89,8 @@ def test_model_bars_and_radar_hold_the_slice_table_figures(board):
     submission = scored("Alpha", (50.0, 60.0, 30.0), slices={
         ("modality", "music"): (70.0, 80.0, 40.0), ("modality", "sound"): (30.0, None, 10.0)},
         intervals={("modality", "music"): {"IFR": (60.0, 75.0)}})
-    rows = [r for r in slice_rows(submission.current_run_id) if r["dimension"] == "modality"]
+    rows = [r for r in slice_rows(submission.current_run_id, get_kind("mmae"))
+            if r["dimension"] == "modality"]
     bars = charts.slice_bars(rows)
     assert [t.name for t in bars.data] == ["IFR", "CR", "EMR"]
     assert [list(t.x) for t in bars.data] == [["music", "sound"]] * 3

@@ -4,6 +4,7 @@ wins and losses) against figures worked out by hand."""
 import pytest
 
 from leaderboard.selectors import compare_rows, pairwise, slice_rows
+from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item, ItemResult
 from tests.conftest import CAST_PASSWORD
 
@@ -77,7 +78,7 @@ def test_an_unknown_model_is_a_404_and_post_a_405(client, models):
 
 
 def test_the_slice_table_lists_every_slice_with_n_and_intervals(models):
-    rows = slice_rows(models["public"].current_run_id)
+    rows = slice_rows(models["public"].current_run_id, get_kind("mmae"))
     assert [(r["dimension"], r["bucket"], r["n"], r["IFR"], r["CR"], r["EMR"])
             for r in rows] == [("overall", "", 4, 50.0, 60.0, 30.0),
                                ("complexity", "single", 4, 55.0, 65.0, 35.0),
@@ -161,7 +162,7 @@ def test_pairs_count_per_sample_wins_losses_and_ties(trio):
 
 def test_slices_sit_side_by_side_with_the_leaders_marked(trio):
     _, a, b, c = trio
-    rows = compare_rows([a, b, c])
+    rows = compare_rows([a, b, c], get_kind("mmae"))
     assert [(r["dimension"], r["bucket"]) for r in rows] == [
         ("overall", ""), ("modality", "music"), ("modality", "sound")]
     music = rows[1]["cells"]

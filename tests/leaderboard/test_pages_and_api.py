@@ -21,7 +21,7 @@ def filled(board):
 
 
 @pytest.fixture
-def reported(db, tmp_path):
+def reported(board, tmp_path):
     path = tmp_path / "paper.json"
     path.write_text(json.dumps({"source": "a paper", "models": [
         {"model": "Paper-Model", "note": "", "n_samples": 801,
@@ -125,13 +125,21 @@ def test_loading_reported_results_again_replaces_them(reported):
      "models[0] (X): overall needs a number for CR, got 'high'"),
     ('{"models": [{"overall": {}}]}', "models[0]: needs a 'model' name"),
 ])
-def test_a_bad_reference_file_loads_nothing(db, tmp_path, content, message):
+def test_a_bad_reference_file_loads_nothing(board, tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(CommandError) as info:
         call_command("load_reference_results", str(path), "--benchmark", "mmae")
     assert message in str(info.value)
     assert ReferenceResult.objects.count() == 0
+
+
+def test_reported_results_need_their_board_imported_first(db, tmp_path):
+    path = tmp_path / "paper.json"
+    path.write_text('{"models": []}')
+    with pytest.raises(CommandError) as info:
+        call_command("load_reference_results", str(path), "--benchmark", "mmae")
+    assert "no benchmark 'mmae'; import it first" in str(info.value)
 
 
 def test_seed_board_fills_a_board_with_labelled_synthetic_rows(db, tmp_path, client):

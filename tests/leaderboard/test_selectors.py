@@ -2,6 +2,7 @@
 
 import pytest
 
+from leaderboard import selectors
 from leaderboard.selectors import BoardQuery, leaderboard_rows, representatives
 
 
@@ -82,3 +83,13 @@ def test_any_column_sorts(board, sort, descending, order):
     rows = leaderboard_rows(benchmark=benchmark, query=BoardQuery(sort=sort,
                                                                   descending=descending))
     assert [r["model"] for r in rows] == order
+
+
+@pytest.mark.parametrize("intervals, ranges", [
+    ([(10, 20), (15, 25), (30, 40)], [(2, 3), (2, 3), (1, 1)]),
+    ([(10, 20), (21, 30), (31, 40)], [(3, 3), (2, 2), (1, 1)]),
+    ([(10, 40), (15, 25), (20, 30)], [(1, 3), (1, 3), (1, 3)]),
+    ([(10, 20), None], [(1, 1), (2, 2)]),
+])
+def test_rank_ranges_only_separate_clear_intervals(intervals, ranges):
+    assert selectors.rank_ranges(intervals) == ranges

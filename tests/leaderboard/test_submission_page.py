@@ -143,9 +143,8 @@ def test_the_page_names_the_model_benchmark_and_badges(client, scored):
 def test_the_page_shows_overall_figures_with_their_intervals(client, scored):
     overall = SliceResult.objects.get(run=scored.current_run, dimension="overall")
     html = client.get(f"/s/{scored.pk}/").content.decode()
-    for value, lo, hi in ((overall.ifr, overall.ifr_lo, overall.ifr_hi),
-                          (overall.cr, overall.cr_lo, overall.cr_hi),
-                          (overall.emr, overall.emr_lo, overall.emr_hi)):
+    for metric in ("IFR", "CR", "EMR"):
+        value, (lo, hi) = overall.values[metric], overall.interval(metric)
         assert f'<span class="value">{value:.2f}</span>' in html
         assert f"95% CI [{lo:.1f}, {hi:.1f}]" in html
 

@@ -54,3 +54,15 @@ def write_jsonl(path: Path, rows: list) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def by_hand(kind_name: str, items, outputs: dict, answers: dict):
+    """(per-item rows, summary) as the pipeline makes them, from the kind's own rules;
+    `answers` are keyed (uniq_id, round)."""
+    from scoring.kinds import get_kind
+
+    kind = get_kind(kind_name)
+    rows = [kind.item_result(item, outputs.get(item.uniq_id),
+                             {(0, k): a for (key, k), a in answers.items() if key == item.uniq_id})
+            for item in items]
+    return rows, kind.summarize(rows)

@@ -200,49 +200,6 @@ def test_an_empty_predictions_file_is_refused():
 RESPONSES = {"1": "B", "2": "I think it is A.", "3": "male", "4": "D", "5": "A"}  # 6 missing
 
 
-def test_foundation_accuracy_per_task_domain_and_overall():
-    items = airbench.parse_foundation(foundation_meta())
-    rows, summary = airbench.foundation_results(items, RESPONSES, {})
-    assert [r["letter"] for r in rows] == ["B", "A", None, "D", "A", None]
-    tasks = summary["task"]
-    assert tasks["Speech grounding"]["acc"] == 100 == tasks["Speech grounding"]["acc_strict"]
-    assert tasks["Speaker gender recognition"]["acc"] is None
-    assert tasks["Speaker gender recognition"]["acc_strict"] == 0
-    assert (tasks["Sound question answering"]["acc"],
-            tasks["Sound question answering"]["acc_strict"]) == (50, 50)
-    assert tasks["Music question answering"]["missing"] == 1
-    domains = summary["domain"]
-    assert (domains["speech"]["acc"], domains["speech"]["acc_strict"]) == (100, 50)
-    assert (domains["music"]["acc"], domains["music"]["acc_strict"]) == (None, 0)
-    overall = summary["overall"]
-    assert overall["acc"] == 75  # mean(100, 50); music has nothing parsed
-    assert overall["acc_strict"] == pytest.approx(100 / 3)  # mean(50, 50, 0)
-    assert (overall["n"], overall["parsed"], overall["unparsed"], overall["correct"]) == \
-        (6, 4, 2, 3)
-
-
-def test_an_aligned_letter_counts_only_where_the_rule_failed():
-    items = airbench.parse_foundation(foundation_meta())
-    answers = {("3", 0): {"choice": "B"}, ("1", 0): {"choice": "A"}}
-    rows, summary = airbench.foundation_results(items, RESPONSES, answers)
-    assert rows[0]["source"] == "rule" and rows[0]["correct"]
-    assert rows[2]["source"] == "judge" and rows[2]["letter"] == "B" and rows[2]["correct"]
-    assert summary["domain"]["speech"]["acc_strict"] == 100
-    assert summary["overall"]["acc_strict"] == pytest.approx(50)
-
-
-def test_alignment_jobs_are_made_only_when_asked_and_only_for_unread_responses():
-    items = airbench.parse_foundation(foundation_meta())
-    assert airbench.foundation_jobs(items, RESPONSES, align=False) == []
-    [job] = airbench.foundation_jobs(items, RESPONSES, align=True)
-    assert job.key == "3" and job.round == 0
-    assert job.messages == [{"role": "user", "content": airbench.alignment_prompt(
-        "Question 3?", "male", ["female", "male"])}]
-    assert job.parse("B") == "B"
-    assert job.fields("B") == {"choices": ["female", "male"], "correct_letter": "B",
-                               "choice": "B", "correct": True, "score": None}
-
-
 def test_the_published_foundation_means_follow_from_the_per_task_table():
     reference = json.loads(REFERENCE.read_text())
     per_task = reference["foundation_per_task_percent"]
@@ -264,48 +221,3 @@ def test_the_published_foundation_means_follow_from_the_per_task_table():
         if average is not None:
             assert abs(overall["acc"] - average) < 0.05 + 1e-9, model
     assert checked == 7 * 4 + 1  # seven full rows, and Whisper+GPT 4's speech
-
-
-def test_chat_scores_per_category_mixed_and_average():
-    items = airbench.parse_chat(chat_meta())
-    answers = {("0", 0): {"score": 8}, ("0", 1): {"score": 6},
-               ("1", 0): {"score": None}, ("1", 1): {"score": 4},
-               ("2", 0): {"score": 5}, ("2", 1): {"score": 5},
-               ("4", 0): {"score": 9}, ("4", 1): {"score": 7},
-               ("5", 0): {"score": 3}, ("5", 1): {"score": 5}}
-    outputs = {k: "answer" for k in ("0", "1", "2", "4", "5")}  # 3 has no response
-    rows, summary = airbench.chat_results(items, outputs, answers)
-    assert rows[1]["failed_A"] and not rows[1]["failed_B"]
-    assert rows[3] == {"id": "3", "category": "music", "task": "music_QA", "score_A": 0,
-                       "score_B": 0, "failed_A": False, "failed_B": False, "missing": True}
-    c = summary["category"]
-    assert (c["speech"]["pass_A"], c["speech"]["pass_B"], c["speech"]["score"]) == (8, 5, 6.5)
-    assert c["speech"]["failed_A"] == 1
-    assert c["sound"]["score"] == 5 and c["music"]["score"] == 0
-    assert c["speech_and_sound"]["score"] == 8 and c["speech_and_music"]["score"] == 4
-    assert (c["mixed_audio"]["pass_A"], c["mixed_audio"]["pass_B"],
-            c["mixed_audio"]["score"]) == (6, 6, 6)
-    overall = summary["overall"]
-    assert overall["score"] == pytest.approx((6.5 + 5 + 0 + 6) / 4)
-    assert overall["pass_A"] == pytest.approx((8 + 5 + 0 + 6) / 4)
-    assert (overall["n"], overall["failed"], overall["failed_A"], overall["missing"]) == \
-        (6, 1, 1, 1)
-    assert summary["task"]["speech_dialogue_QA"]["pass_A"] is None
-
-
-def test_a_category_whose_pass_failed_entirely_has_no_score():
-    items = airbench.parse_chat(chat_meta())[2:3]
-    _, summary = airbench.chat_results(items, {"2": "x"}, {("2", 1): {"score": 7}})
-    assert summary["category"]["sound"]["score"] is None
-    assert summary["category"]["sound"]["failed_A"] == 1
-    assert summary["overall"]["score"] is None
-
-
-def test_chat_jobs_ask_both_passes_of_every_answered_item():
-    items = airbench.parse_chat(chat_meta())
-    jobs = airbench.chat_jobs(items, {"0": "mine", "2": "other"})
-    assert [(j.key, j.round) for j in jobs] == [("0", 0), ("0", 1), ("2", 0), ("2", 1)]
-    assert jobs[0].parse("3 9") == (3, 9)
-    assert jobs[0].fields((3, 9))["score"] == 9 and jobs[1].fields((3, 9))["score"] == 3
-    assert jobs[1].fields(None)["score"] is None
-    assert jobs[0].sent_sha256 != jobs[1].sent_sha256

@@ -11,7 +11,7 @@ from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
 from submissions.rescoring import rescore_plan
 from tests.conftest import judge_config
-from tests.scoring.airbench_data import chat_meta, foundation_meta, write
+from tests.scoring.airbench_data import by_hand, chat_meta, foundation_meta, write
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +70,7 @@ def test_chat_scores_both_passes_and_aggregates_as_by_hand(imported, simulator_f
     expected_answers = {(key, k): {"score": chat_score(by_id[key]["question"], response,
                                                        SIM_SEED)}
                         for key, response in CHAT_RESPONSES.items() for k in (0, 1)}
-    _, expected = airbench.chat_results(airbench.parse_chat(data), CHAT_RESPONSES,
+    _, expected = by_hand(airbench.CHAT, airbench.parse_chat(data), CHAT_RESPONSES,
                                         expected_answers)
     figures = stored(run)
     assert figures[("overall", "")] == expected["overall"]
@@ -110,7 +110,7 @@ def test_partly_garbled_replies_leave_only_their_pass(imported, simulator_factor
                for a in Answer.objects.filter(run=run).select_related("criterion__item")}
     failed = [key for key, a in answers.items() if a.error]
     assert 0 < len(failed) < 10
-    _, expected = airbench.chat_results(
+    _, expected = by_hand(airbench.CHAT,
         airbench.parse_chat(data), CHAT_RESPONSES,
         {key: {"score": a.score} for key, a in answers.items()})
     assert stored(run)[("overall", "")] == expected["overall"]
@@ -124,7 +124,7 @@ def test_foundation_without_alignment_asks_the_judge_nothing(imported, simulator
     assert run.total_queries == 0 and not run.batches.exists()  # nothing to ask
     run = score_all(run)
     assert run.status == "finished" and sim.completions() == 0
-    _, expected = airbench.foundation_results(airbench.parse_foundation(data), RESPONSES, {})
+    _, expected = by_hand(airbench.FOUNDATION, airbench.parse_foundation(data), RESPONSES, {})
     assert stored(run)[("overall", "")] == expected["overall"]
     assert stored(run)[("task", "Speaker gender recognition")]["unparsed"] == 1
     result = ItemResult.objects.get(run=run, item__key="1")
@@ -142,7 +142,7 @@ def test_alignment_asks_only_for_what_the_rule_cannot_read(imported, simulator_f
     letter = align_letter("Question 3?", "male", 2, SIM_SEED)
     answer = Answer.objects.get(run=run)
     assert (answer.choice, answer.correct_letter, answer.correct) == (letter, "B", letter == "B")
-    _, expected = airbench.foundation_results(airbench.parse_foundation(data), RESPONSES,
+    _, expected = by_hand(airbench.FOUNDATION, airbench.parse_foundation(data), RESPONSES,
                                               {("3", 0): {"choice": letter}})
     assert stored(run)[("overall", "")] == expected["overall"]
     line = [json.loads(x) for x in exports.file_chunks(run, "results.jsonl")][2]

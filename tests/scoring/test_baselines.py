@@ -72,7 +72,7 @@ def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_ver
     recorded = [q for stats in sim.stats() for q in stats["queries"]]
     assert len(recorded) == identity.total_queries
     figures = SliceResult.objects.get(run=identity, dimension="overall")
-    assert (figures.ifr, figures.cr, figures.emr) == pytest.approx(
+    assert tuple(figures.values[m] for m in ("IFR", "CR", "EMR")) == pytest.approx(
         by_hand(demo_set["samples"], recorded))
 
 
@@ -88,13 +88,13 @@ def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
     score(identity), score(noise)
     paper = ReferenceResult.objects.create(benchmark_slug="mmae", model="Identity",
                                            scope="2,000 samples", source="paper")
-    ReferenceFigure.objects.create(result=paper, dimension="overall", bucket="", ifr=27.37,
-                                   cr=94.13, emr=4.6)
+    ReferenceFigure.objects.create(result=paper, dimension="overall", bucket="",
+                                   values={"IFR": 27.37, "CR": 94.13, "EMR": 4.6})
     rows = {row["model"]: row for row in diagnostic_rows(benchmark)}
     assert set(rows) == {"Identity", "Noise"} and rows["Identity"]["simulated"]
     ours = SliceResult.objects.get(run=identity, dimension="overall")
     ifr = rows["Identity"]["figures"][0]
-    assert ifr == ("IFR", ours.ifr, 27.37, pytest.approx(ours.ifr - 27.37))
+    assert ifr == ("IFR", ours.values["IFR"], 27.37, pytest.approx(ours.values["IFR"] - 27.37))
     assert rows["Noise"]["figures"][0][2] is None  # no paper row loaded for Noise here
     body = client.get("/b/mmae/").content.decode()
     assert "Calibration: diagnostic baselines" in body and body.count("badge diagnostic") == 2

@@ -75,10 +75,12 @@ def test_the_database_files_equal_the_command_lines(run_setup, demo_set, simulat
         return [{k: v for k, v in json.loads(line).items() if k not in volatile}
                 for line in lines]
 
-    assert stable(exports.results_lines(run)) == \
+    assert stable("".join(exports.file_chunks(run, "results.jsonl")).splitlines()) == \
         stable((out / "results.jsonl").read_text().splitlines())
-    assert exports.per_sample(run) == json.loads((out / "per_sample.json").read_text())
-    assert exports.taxonomy(run) == json.loads((out / "taxonomy.json").read_text())
+    assert "".join(exports.file_chunks(run, "per_sample.json")) == \
+        (out / "per_sample.json").read_text()
+    assert json.loads("".join(exports.file_chunks(run, "taxonomy.json"))) == \
+        json.loads((out / "taxonomy.json").read_text())
 
 
 def test_a_batch_is_claimed_once(run_setup):

@@ -69,8 +69,8 @@ def scored(db, author, tmp_path, settings):
             benchmark=benchmark, judge_config=config, audio_root="/x",
             judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
             max_attempts=5, status=status, status_times={status: timezone.now().isoformat()})
-        SliceResult.objects.create(run=run, dimension="overall", bucket="", n=4, ifr=60.0,
-                                   cr=70.0, emr=emr)
+        SliceResult.objects.create(run=run, dimension="overall", bucket="", n=4,
+                                   values={"n": 4, "IFR": 60.0, "CR": 70.0, "EMR": emr})
         submission = Submission.objects.create(
             owner=owner, model=model, benchmark=benchmark, public=public, status="queued",
             current_run=run, coverage=1.0)

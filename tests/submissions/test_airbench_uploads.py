@@ -78,8 +78,8 @@ def test_an_archive_is_refused_on_a_text_board(author, boards):
         create(author, boards["chat"], jsonl({"uniq_id": 0, "response": "x"}),
                archive=SimpleUploadedFile("audio.zip", b"PK"))
     assert caught.value.problems == [
-        "air-bench-chat takes a predictions file (JSONL of uniq_id and response) only, "
-        "no archive"]
+        "air-bench-chat takes a predictions file (JSONL: one {\"uniq_id\", \"response\"} "
+        "object a line, as the official inference scripts write it) only, no archive"]
 
 
 def test_a_predictions_file_is_required(author, boards):

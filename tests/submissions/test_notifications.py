@@ -32,7 +32,7 @@ def end_run(submission, status, *, error="", figures=None):
     ScoringRun.objects.filter(id=submission.current_run_id).update(status=status, error=error)
     if figures:
         SliceResult.objects.create(run_id=submission.current_run_id, dimension="overall",
-                                   bucket="", n=6, **figures)
+                                   bucket="", n=6, values={"n": 6, **figures})
 
 
 def bad_archive(small_bench) -> bytes:
@@ -44,7 +44,7 @@ def bad_archive(small_bench) -> bytes:
 
 
 def test_a_finished_submission_emails_its_author_the_link_and_overall_figures(queued):
-    end_run(queued, "finished", figures={"ifr": 61.25, "cr": 80.5, "emr": 33.333})
+    end_run(queued, "finished", figures={"IFR": 61.25, "CR": 80.5, "EMR": 33.333})
     assert notifications.submission_notify(submission_id=queued.id) is True
     [email] = mail.outbox
     assert email.to == ["author@example.com"]
@@ -58,7 +58,7 @@ def test_a_finished_submission_emails_its_author_the_link_and_overall_figures(qu
 
 def test_a_partial_public_submission_says_how_much_had_an_output(queued):
     Submission.objects.filter(id=queued.id).update(coverage=0.83, public=True)
-    end_run(queued, "finished", figures={"ifr": 50.0, "cr": 50.0, "emr": 50.0})
+    end_run(queued, "finished", figures={"IFR": 50.0, "CR": 50.0, "EMR": 50.0})
     notifications.submission_notify(submission_id=queued.id)
     [email] = mail.outbox
     assert "scored 0: 83% of them have one." in email.body
@@ -66,7 +66,7 @@ def test_a_partial_public_submission_says_how_much_had_an_output(queued):
 
 
 def test_a_second_delivery_sends_no_second_email(queued):
-    end_run(queued, "finished", figures={"ifr": 50.0, "cr": 50.0, "emr": 50.0})
+    end_run(queued, "finished", figures={"IFR": 50.0, "CR": 50.0, "EMR": 50.0})
     assert notifications.submission_notify(submission_id=queued.id) is True
     assert notifications.submission_notify(submission_id=queued.id) is False
     tasks.notify_authors()
@@ -102,7 +102,7 @@ def test_the_sweep_emails_each_ended_submission_once(author, other_author, make_
     failed = make_submission(other_author)
     submission_validate(failed.id)
     failed.refresh_from_db()
-    end_run(queued, "finished", figures={"ifr": 1.0, "cr": 2.0, "emr": 3.0})
+    end_run(queued, "finished", figures={"IFR": 1.0, "CR": 2.0, "EMR": 3.0})
     end_run(failed, "failed", error="aggregation failed: boom")
     rejected = make_submission(author, name="Model B")
     Submission.objects.filter(id=rejected.id).update(status="rejected")  # as a moderator would
@@ -119,7 +119,7 @@ def test_the_sweep_emails_each_ended_submission_once(author, other_author, make_
 
 
 def test_a_new_end_after_a_rescore_is_emailed_again(queued):
-    end_run(queued, "finished", figures={"ifr": 1.0, "cr": 2.0, "emr": 3.0})
+    end_run(queued, "finished", figures={"IFR": 1.0, "CR": 2.0, "EMR": 3.0})
     tasks.notify_authors()
     end_run(queued, "failed", error="the rescore broke")
     tasks.notify_authors()
@@ -189,7 +189,7 @@ def test_the_sweep_is_on_the_beat_schedule():
 
 
 def test_a_finished_run_emails_its_author_at_once_through_the_scoring_hook(queued):
-    end_run(queued, "finished", figures={"ifr": 50.0, "cr": 50.0, "emr": 50.0})
+    end_run(queued, "finished", figures={"IFR": 50.0, "CR": 50.0, "EMR": 50.0})
     run_finished(queued.current_run_id)
     run_finished(queued.current_run_id)  # a redelivery sends nothing more
     assert len(mail.outbox) == 1

@@ -68,7 +68,7 @@ def rescore(scored, config, staff, reason="judge upgrade") -> ScoringRun:
 
 def overall(run):
     figures = SliceResult.objects.get(run=run, dimension="overall")
-    return (figures.ifr, figures.cr, figures.emr)
+    return tuple(figures.values[m] for m in ("IFR", "CR", "EMR"))
 
 
 def test_a_rescore_under_the_same_config_asks_the_judge_nothing(scored, staff):

@@ -7,12 +7,10 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from leaderboard.selectors import benchmark_current
-from scoring import mmae
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Item, ItemResult, ScoringRun, SliceResult
 from scoring.runs import _slices
-from scoring.scorer import prompt_hash
 from submissions.models import ModelEntry, Submission
 
 SEED_USER = "synthetic-board"
@@ -37,9 +35,6 @@ class Command(BaseCommand):
         if options["submissions"] < 1:
             raise CommandError("--submissions must be at least 1")
         kind = get_kind(benchmark.kind)
-        if kind.score_item is None:
-            raise CommandError(f"seed_board draws rubric votes; {benchmark.kind} boards are "
-                               "scored otherwise (submit predictions to fill them)")
         items = list(Item.objects.filter(benchmark=benchmark).prefetch_related("criteria")
                      .order_by("position"))
         samples = [kind.from_rows(item.as_rows()) for item in items]
@@ -54,10 +49,8 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def _one(self, benchmark, kind, items, samples, user, number, rng, options):
-        skill_if, skill_cr = rng.uniform(0.2, 0.8), rng.uniform(0.3, 0.95)
-        rows = [kind.score_item(s, [int(rng.random() < (skill_if if r.is_instruction_following
-                                                        else skill_cr)) for r in s.rubrics])
-                for s in samples]
+        skill = rng.uniform(0.2, 0.8)
+        rows = [kind.synthetic_row(item, rng, skill) for item in samples]
         model = ModelEntry.objects.create(
             owner=user, name=f"Synthetic model {number:04d}", organisation="Synthetic",
             licence=rng.choice(["MIT", "Apache-2.0", "proprietary"]),
@@ -65,16 +58,15 @@ class Command(BaseCommand):
         run = ScoringRun.objects.create(
             benchmark=benchmark, judge_config=judge_config_current(benchmark), audio_root="",
             judge_model="synthetic (seed_board)",
-            prompt_sha256=prompt_hash(), rounds=kind.rounds, seed=options["seed"],
+            prompt_sha256=kind.prompt_sha256(), rounds=kind.rounds, seed=options["seed"],
             max_attempts=1, status=ScoringRun.Status.FINISHED, simulated=True,
             status_times={"finished": timezone.now().isoformat()},
             total_queries=0)
         ItemResult.objects.bulk_create([
-            ItemResult(run=run, item=item, ifr=row["IFR"], cr=row["CR"], em=row["EM"],
-                       rubric_scores=row["rubric_scores"], missing=False)
+            ItemResult(run=run, item=item, missing=False, **kind.item_columns(row))
             for item, row in zip(items, rows, strict=True)], batch_size=2000)
-        intervals = mmae.taxonomy_intervals(rows, seed=number, resamples=options["resamples"])
-        SliceResult.objects.bulk_create(_slices(run, kind.aggregate(rows), intervals))
+        intervals = kind.intervals(rows, seed=number, resamples=options["resamples"])
+        SliceResult.objects.bulk_create(_slices(run, kind.summarize(rows), intervals))
         submission = Submission.objects.create(
             owner=user, model=model, benchmark=benchmark, public=True,
             status=Submission.Status.QUEUED, coverage=1.0, current_run=run,

@@ -1,4 +1,3 @@
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -6,19 +5,25 @@ from tqdm import tqdm
 
 from config.env import parse_base_urls
 from judge.fleet import FleetUnavailable
+from scoring.kinds import KINDS, get_kind
 from scoring.scorer import InputError, ScoreConfig, score
 
 
 class Command(BaseCommand):
     help = (
-        "Score an MMAE submission with a judge fleet (drop-in for the official evaluator). "
-        "Writes results.jsonl, per_sample.json, taxonomy.json and run.json to --output_dir; "
-        "run again on the same folder to resume after a crash or Ctrl-C."
+        "Score a submission with a judge fleet; for MMAE (the default kind) a drop-in for the "
+        "official evaluator. Writes the kind's results files (MMAE: results.jsonl, "
+        "per_sample.json, taxonomy.json) and run.json to --output_dir; run again on the same "
+        "folder to resume after a crash or Ctrl-C."
     )
     requires_system_checks = []
 
     def add_arguments(self, parser):
-        parser.add_argument("--meta", type=Path, required=True, help="MMAE-meta.json")
+        parser.add_argument("--kind", choices=sorted(KINDS), default="mmae",
+                            help="the benchmark's kind (default: mmae, as the official "
+                                 "MMAE evaluator)")
+        parser.add_argument("--meta", type=Path, required=True,
+                            help="the benchmark's metadata file, e.g. MMAE-meta.json")
         parser.add_argument("--predictions", type=Path, required=True,
                             help="predictions.json or submission.jsonl")
         parser.add_argument("--audio_root", type=Path, required=True,
@@ -50,8 +55,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if not base_urls:
             raise CommandError("--base_urls names no endpoint")
+        kind = get_kind(o["kind"])
         config = ScoreConfig(
-            meta=o["meta"], predictions=o["predictions"], audio_root=o["audio_root"],
+            kind=kind.name, meta=o["meta"], predictions=o["predictions"],
+            audio_root=o["audio_root"],
             base_urls=base_urls, output_dir=o["output_dir"], concurrency=o["concurrency"],
             timeout=o["timeout"], max_attempts=o["max_attempts"], seed=o["seed"],
             model=o["model"], api_key=o["api_key"], down_wait=o["down_wait"],
@@ -73,13 +80,10 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; answers so far are kept in {out}; run the same "
                                "command again to resume") from None
-        overall = json.loads((out / "taxonomy.json").read_text())["overall"]
-        figures = "  ".join(
-            f"{k} {overall[k]:.2f}" if overall[k] is not None else f"{k} -"
-            for k in ("IFR", "CR", "EMR")
-        )
+        overall = run["overall"]
+        figures = "  ".join(f"{m.label} {m.format(overall.get(m.key))}" for m in kind.metrics)
         self.stdout.write(f"{overall['n']} samples ({len(run['missing'])} missing), "
                           f"{run['queries']} queries ({run['failed_queries']} failed): {figures}")
         if run["simulated"]:
             self.stdout.write("NOTE: the judge was the simulator; these scores are simulated.")
-        self.stdout.write(f"wrote {out}/results.jsonl, per_sample.json, taxonomy.json, run.json")
+        self.stdout.write(f"wrote {out}/{', '.join(kind.files)}, run.json")

@@ -1,0 +1,182 @@
+"""AIR-Bench's chat track as a benchmark kind: open questions, each judged twice with the
+answers' positions swapped (scoring.airbench has the rules)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+from scoring import airbench
+from scoring.kinds.airbench_base import (
+    AirBench,
+    reference_number,
+    reference_slice,
+    reference_table,
+    user_message,
+)
+from scoring.kinds.base import Dimension, ItemRows, Job, Metric, ReferenceRow, Section
+
+CHAT_COLUMNS = {"Speech": "speech", "Sound": "sound", "Music": "music",
+                "Mixed Audio": "mixed_audio", "Average": None}
+
+
+def _fields(pair, *, round_: int) -> dict:
+    return {"choices": [], "correct_letter": "", "choice": None, "correct": False,
+            "reason": None,
+            "score": None if pair is None else airbench.model_score(pair, round_)}
+
+
+class Chat(AirBench):
+    name = airbench.CHAT
+    title = "AIR-Bench chat (open questions, judged with position swap)"
+    rounds = airbench.CHAT_ROUNDS
+    prompts = (airbench.CHAT_TEMPLATE,)
+    metrics = (
+        Metric("score", "score", "The judge's score of the answers (1 to 10): the mean of "
+               "the two passes, averaged over speech, sound, music and mixed audio"),
+        Metric("pass_A", "pass A", "The judge's mean score with the reference answer shown "
+               "first"),
+        Metric("pass_B", "pass B", "The judge's mean score with the reference answer shown "
+               "second"),
+        Metric("failed", "failed replies", "Judge replies that were not two scores (left out "
+               "of the means)", count=True),
+    )
+    ranking = ("score",)
+    ranking_text = ("Ranked by the average of speech, sound, music and mixed audio, each the "
+                    "mean of its two passes (reference first, then swapped); scores 1 to 10")
+    dimensions = (Dimension("category", "category", airbench.CATEGORY_ORDER),
+                  Dimension("task", "task", tuple(airbench.CHAT_TASK_ORDER)))
+    chart_axes = ("pass_A", "pass_B")
+    scale = 10.0
+    pairwise = (None, "Mean score of the two passes")
+
+    def load(self, path) -> list[airbench.ChatItem]:
+        return airbench.load_chat(path)
+
+    def to_rows(self, item: airbench.ChatItem) -> ItemRows:
+        return ItemRows(
+            key=item.uniq_id, dimensions=item.dimensions(),
+            content={"question": item.question, "answer_gt": item.answer_gt,
+                     "meta_info": item.meta_info, "path": item.path},
+            media=[item.media],
+            criteria=[{"index": 0, "category": item.task_name, "question": item.question,
+                       "right_choice": item.answer_gt, "wrong_choices": []}])
+
+    def from_rows(self, rows: ItemRows) -> airbench.ChatItem:
+        return airbench.ChatItem(
+            uniq_id=rows.key, path=rows.content["path"], question=rows.content["question"],
+            answer_gt=rows.content["answer_gt"], meta_info=rows.content["meta_info"],
+            task_name=rows.dimensions["task"], dataset_name=rows.dimensions["dataset"])
+
+    def jobs(self, items: Sequence[airbench.ChatItem], outputs: dict[str, str], *,
+             rounds: int, seed: int, options: dict, output_path: Callable[[str], str],
+             input_path: Callable[[str], str]) -> list[Job]:
+        """Both passes of every item with a response."""
+        jobs = []
+        for item in items:
+            response = outputs.get(item.uniq_id)
+            if response is None:
+                continue
+            for round_ in range(airbench.CHAT_ROUNDS):
+                jobs.append(Job(
+                    item=item.uniq_id, criterion=0, round=round_,
+                    messages=user_message(airbench.chat_pass_prompt(item, response, round_)),
+                    parse=airbench.parse_chat_reply,
+                    fields=functools.partial(_fields, round_=round_)))
+        return jobs
+
+    def item_result(self, item: airbench.ChatItem, output: str | None,
+                    answers: dict[tuple[int, int], dict]) -> dict:
+        scores = [(answers.get((0, k)) or {}).get("score") for k in range(airbench.CHAT_ROUNDS)]
+        return airbench.chat_row(item, *scores, missing=output is None)
+
+    def score_columns(self, row: dict) -> dict:
+        """Its two passes' scores (None where failed)."""
+        return {"em": None, "rubric_scores": [row["score_A"], row["score_B"]]}
+
+    def summarize(self, rows: Sequence[dict]) -> dict:
+        return airbench.chat_summary(rows)
+
+    def synthetic_row(self, item: airbench.ChatItem, rng, skill: float) -> dict:
+        """Scores around 1 + 9 x skill in each pass."""
+        def score():
+            return float(min(10, max(1, round(rng.gauss(1 + 9 * skill, 1.5)))))
+
+        return airbench.chat_row(item, score(), score())
+
+    def result_line(self, row: dict, round_: int, answer: dict | None,
+                    judged: dict | None) -> dict:
+        name = airbench.PASSES[round_]
+        return {"pass": name, "round": round_, "score": row.get(f"score_{name}"),
+                "failed": row.get(f"failed_{name}"), "judge": judged}
+
+    def explorer_item(self, rows, result, answers, output) -> dict:
+        item = super().explorer_item(rows, result, answers, output)
+        item["chat"] = True
+        for judgment, answer in zip(item["judgments"], answers, strict=True):
+            judgment["label"] = f"pass {airbench.PASSES[answer['round']]}"
+        return item
+
+    def failed(self, columns: dict) -> bool:
+        """A judge reply of either pass could not be read."""
+        values = columns["values"]
+        return bool(values.get("failed_A") or values.get("failed_B"))
+
+    def parse_reference(self, data, path) -> list[ReferenceRow]:
+        """The chat table: per category and the average."""
+        columns, rows = reference_table(data, "chat", path)
+        unknown = [c for c in columns if c not in CHAT_COLUMNS]
+        if unknown:
+            raise ValueError(f"{path}: chat columns {unknown} are not {list(CHAT_COLUMNS)}")
+        scope = f"published, judged by {data.get('judge_model', 'the authors')}"
+        parsed = []
+        for model, values in rows.items():
+            numbers = [reference_number(v, f"{path}: chat {model!r}") for v in values]
+            figures = [(*reference_slice(CHAT_COLUMNS[c], "category"), {"score": v})
+                       for c, v in zip(columns, numbers, strict=True)]
+            parsed.append(ReferenceRow(
+                model=model, note=_average_note(dict(zip(columns, numbers, strict=True))),
+                scope=scope, n_samples=None, figures=figures))
+        return parsed
+
+    def how_scoring_works(self) -> list[Section]:
+        return [
+            Section("What is asked", (
+                "Each item is an open question about an audio clip. The judge never hears "
+                "the audio: it reads a detailed description of it (meta_info), the question, "
+                "the reference answer and the model's answer, with the official "
+                "score_chat.py prompt, and gives each answer a score from 1 to 10.",
+                "Every item is judged twice: pass A shows the reference answer first and the "
+                "model's second; pass B swaps them, so that a judge's liking for a position "
+                "cancels out. A reply is read as the official cal_score.py reads it: two "
+                "integers separated by a space, neither above 10; anything else is a failed "
+                "pass, left out of that pass's mean and counted.",
+            )),
+            Section("Metrics", (
+                "pass A and pass B: the mean of the model's scores in each pass.",
+                "score: a category's score is the mean of its two passes; mixed audio is the "
+                "mean of speech-and-sound and speech-and-music; the overall score is the mean "
+                "of speech, sound, music and mixed audio.",
+                "An item without a response is never sent to the judge and scores 0 in both "
+                "passes.",
+                "failed replies: judge replies that could not be read.",
+            )),
+            Section("Slices", ("Figures are also given per category and per task.",)),
+            Section("Ranking", (
+                f"{self.ranking_text}. Figures are compared exactly (to 1e-9), so equal rows "
+                "share a rank.",
+            )),
+        ]
+
+
+def _average_note(row: dict) -> str:
+    """A published average that is not the mean of its row's four columns is said so."""
+    parts = [row.get(c) for c in ("Speech", "Sound", "Music", "Mixed Audio")]
+    average = row.get("Average")
+    if average is None or any(p is None for p in parts):
+        return ""
+    mean = sum(parts) / len(parts)
+    if abs(round(mean, 2) - average) > 0.011:
+        return (f"the published average {average:.2f} is not the mean of its four columns "
+                f"({mean:.2f})")
+    return ""

@@ -1,0 +1,372 @@
+"""The protocol of a benchmark kind: everything the platform asks of a benchmark.
+
+The importer, the upload validation, the scoring pipeline, the `score` command, the boards, the
+explorer and the results files talk to a benchmark only through a `Kind`. Adding a benchmark is
+one new subclass, registered in `scoring.kinds`.
+
+Plain Python with no Django import: the kinds are shared by the workers, the command line and
+the tests.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+import mimetypes
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+
+@dataclass(frozen=True)
+class ItemRows:
+    """An item as the database stores it: its key, dimensions, content, input media and
+    criteria (index, category, question, right_choice, wrong_choices)."""
+
+    key: str
+    dimensions: dict
+    content: dict
+    media: list[str]
+    criteria: list[dict]
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # the name figures are stored under
+    label: str  # what a visitor reads ("pass A", never "pass_A")
+    definition: str  # one line, shown on column headers and the scoring page
+    count: bool = False  # a count (of failures): no leader, no axis, no interval
+    digits: int = 2  # decimals shown, the same on every page
+
+    def format(self, value) -> str:
+        if value is None:
+            return "–"
+        return f"{value:,.0f}" if self.count else f"{value:.{self.digits}f}"
+
+
+@dataclass(frozen=True)
+class Dimension:
+    key: str
+    label: str
+    order: tuple[str, ...] = ()  # buckets in display order; others after them, by name
+
+    def bucket_key(self, bucket: str) -> tuple:
+        return (self.order.index(bucket) if bucket in self.order else len(self.order), bucket)
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of a kind's "How scoring works" page: a title and its paragraphs."""
+
+    title: str
+    paragraphs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Media:
+    """An audio file sent inline in a judge request, as a `data:` URI of its bytes."""
+
+    path: str  # absolute
+
+    @property
+    def mime(self) -> str:
+        mime = mimetypes.guess_type(self.path)[0] or "audio/wav"
+        return "audio/wav" if mime in ("audio/x-wav", "audio/wave") else mime
+
+
+@dataclass(eq=False)
+class Job:
+    """One judge query: what is sent, how the reply is read, what an answer is stored under.
+
+    `messages` are OpenAI chat messages in which each inlined audio part carries a `Media`
+    where its URL goes; the query loop puts the file's `data:` URI there when it sends.
+    `fields(value)` turns the parsed reply (None when the query failed) into the answer's
+    fields: choices, correct_letter, choice, correct, reason, score.
+    """
+
+    item: str  # the item's key
+    criterion: int  # the criterion's index within the item
+    round: int
+    messages: list
+    parse: Callable[[str], Any] = field(repr=False)
+    fields: Callable[[Any], dict] = field(repr=False)
+
+    def media(self) -> list[Media]:
+        return [m for m in _walk(self.messages) if isinstance(m, Media)]
+
+    def content_key(self, *, config: str, digest: Callable[[Media], str]) -> str:
+        """The judgment cache's key: a hash of exactly what the judge receives (every text
+        and the sha256 of every audio file's bytes, with its MIME type), the judge config and
+        the round. An identical request under one config is never asked twice."""
+        def default(value):
+            if isinstance(value, Media):
+                return f"data:{value.mime};sha256,{digest(value)}"
+            raise TypeError(f"cannot hash {type(value).__name__} in a judge request")
+
+        text = json.dumps([config, self.round, self.messages], default=default,
+                          ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _walk(value) -> Iterator:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item)
+    else:
+        yield value
+
+
+def answer_record(job: Job, answer) -> dict:
+    """One answered query as a flat record (the names of the Answer model's fields);
+    `answer` is a judge.fleet.JudgeAnswer."""
+    return {
+        "id": job.item, "rubric_index": job.criterion, "round": job.round,
+        **job.fields(answer.value if answer.ok else None),
+        "raw": answer.raw, "error": answer.error, "endpoint": answer.endpoint,
+        "attempts": answer.attempts,
+        "latency_ms": None if answer.latency_ms is None else round(answer.latency_ms, 1),
+    }
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    """A published result (a paper's table row), with its figures per slice."""
+
+    model: str
+    note: str
+    scope: str
+    n_samples: int | None
+    figures: list[tuple[str, str, dict]]  # (dimension, bucket, {metric: value})
+
+
+class RunData(Protocol):
+    """What a kind reads to write a run's results files: from the database (the pipeline) or
+    from memory (the `score` command)."""
+
+    meta: dict  # benchmark, version, kind, judge, simulated, options, missing
+
+    def items(self) -> Iterator[tuple[ItemRows, dict | None, dict]]:
+        """(item, its per-item row or None, {(criterion index, round): answer record}) in
+        benchmark order."""
+
+    def slices(self) -> dict:
+        """{"overall": figures, dimension: {bucket: figures}}"""
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """How a kind's outputs arrive: files named by a predictions file, in an archive (audio),
+    or text responses inside the predictions file itself."""
+
+    files: bool  # the predictions name files that come in an archive
+    help: str  # what an author uploads, for the upload form and errors
+    # (text, *, name, known_ids) -> {item key: output}; raises PredictionError naming faults
+    read: Callable[..., dict[str, str]]
+    # (outputs' folder, output) -> sha256 of what the judge receives for it
+    digest: Callable[[str, str], str]
+    # (outputs' folder, output) -> why the output cannot be judged, or None
+    check: Callable[[Any, str], str | None] = lambda root, output: None
+
+
+def text_sha256(root, text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_sha256(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def rank_value(value) -> float:
+    """A figure as a ranking key compares it: exact to 1e-9, so float noise from different
+    summation orders never decides a rank; a missing figure ranks last."""
+    return -1e18 if value is None else round(float(value), 9)
+
+
+class Kind(abc.ABC):
+    """A benchmark kind. Subclasses set the class attributes and implement the abstract
+    methods."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    rounds: ClassVar[int]  # judge rounds per criterion, for a new judge config
+    prompts: ClassVar[tuple[str, ...]]  # the judge prompts verbatim; hashed into configs
+    outputs: ClassVar[OutputFormat]
+    options: ClassVar[tuple[str, ...]] = ()  # upload options read (e.g. "align")
+    # The judge hears the items' input audio: a benchmark of this kind needs its audio root.
+    sends_inputs: ClassVar[bool] = False
+    metrics: ClassVar[tuple[Metric, ...]]
+    ranking: ClassVar[tuple[str, ...]]  # the ranking key: metrics, best first, in order
+    ranking_text: ClassVar[str]
+    dimensions: ClassVar[tuple[Dimension, ...]]
+    main_dimension: ClassVar[str] = ""  # the one a pivot opens on (default: the first)
+    item_noun: ClassVar[str] = "item"  # what its items are called ("sample")
+    criteria_noun: ClassVar[str] = ""  # what its criteria are called, if shown ("rubric")
+    chart_axes: ClassVar[tuple[str, str]]  # (x, y) of the board's scatter
+    scale: ClassVar[float] = 100.0  # the top of the metrics' scale
+    files: ClassVar[tuple[str, ...]]  # results files of a finished run
+    # What the compare page's per-item wins count: ItemResult.em and the mean of its
+    # rubric_scores, by these names (None: not shown).
+    pairwise: ClassVar[tuple[str | None, str | None]] = (None, None)
+    explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
+
+    # --- labels ------------------------------------------------------------------------
+
+    def metric(self, key: str) -> Metric:
+        for metric in self.metrics:
+            if metric.key == key:
+                return metric
+        raise KeyError(f"{self.name} has no metric {key!r}")
+
+    def label(self, key: str) -> str:
+        return self.metric(key).label
+
+    @property
+    def metric_keys(self) -> tuple[str, ...]:
+        return tuple(m.key for m in self.metrics)
+
+    @property
+    def counts(self) -> tuple[str, ...]:
+        return tuple(m.key for m in self.metrics if m.count)
+
+    @property
+    def dimension_keys(self) -> tuple[str, ...]:
+        return tuple(d.key for d in self.dimensions)
+
+    def dimension(self, key: str) -> Dimension:
+        for dimension in self.dimensions:
+            if dimension.key == key:
+                return dimension
+        return Dimension(key, key.replace("_", " "))
+
+    def dimension_label(self, key: str) -> str:
+        return "overall" if key == "overall" else self.dimension(key).label
+
+    def bucket_key(self, dimension: str, bucket: str) -> tuple:
+        return self.dimension(dimension).bucket_key(bucket)
+
+    def rank_key(self, figures: dict) -> tuple:
+        """Sort key of the ranking, best first: each ranking metric descending."""
+        return tuple(-rank_value(figures.get(k)) for k in self.ranking)
+
+    def sort_key(self, metric: str, figures: dict) -> tuple:
+        """Sort key when a visitor sorts by `metric`: that metric, then the ranking."""
+        return (-rank_value(figures.get(metric)), *self.rank_key(figures))
+
+    def prompt_sha256(self) -> str:
+        return hashlib.sha256("\x00".join(self.prompts).encode()).hexdigest()
+
+    # --- metadata ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def load(self, path) -> list:
+        """Read and check a metadata file into items; raise MetaError naming every fault."""
+
+    @abc.abstractmethod
+    def to_rows(self, item) -> ItemRows:
+        """An item as database rows."""
+
+    @abc.abstractmethod
+    def from_rows(self, rows: ItemRows):
+        """An item back from its database rows."""
+
+    def buckets(self, dimension: str, dims: dict) -> list[str]:
+        """The buckets of `dimension` that an item (its dimensions) falls in."""
+        return [dims[dimension]]
+
+    def item_text(self, rows: ItemRows) -> tuple[str, ...]:
+        """The item's text a visitor searches and reads: its instruction or question."""
+        question = rows.content.get("question")
+        return (question,) if isinstance(question, str) else ()
+
+    # --- submissions -------------------------------------------------------------------
+
+    def read_predictions(self, text: str, *, name: str, known_ids: set[str]) -> dict[str, str]:
+        """item key -> output (a file's path, or a text response); PredictionError names
+        every fault by file, line and id."""
+        return self.outputs.read(text, name=name, known_ids=known_ids)
+
+    # --- judging -----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def jobs(self, items: Sequence, outputs: dict[str, str], *, rounds: int, seed: int,
+             options: dict, output_path: Callable[[str], str],
+             input_path: Callable[[str], str]) -> list[Job]:
+        """The judge queries of the items that have an output. `output_path(output)` and
+        `input_path(media)` give absolute paths of audio to inline."""
+
+    # --- aggregation -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def item_result(self, item, output: str | None, answers: dict[tuple[int, int], dict]
+                    ) -> dict:
+        """One item's per-item row from its output (None: missing) and its answers, keyed
+        (criterion index, round)."""
+
+    @abc.abstractmethod
+    def item_columns(self, row: dict) -> dict:
+        """A per-item row as ItemResult's columns: ifr, cr, em, rubric_scores, values."""
+
+    def stored_row(self, rows: ItemRows, columns: dict) -> dict:
+        """A per-item row back from ItemResult's columns."""
+        return columns["values"]
+
+    @abc.abstractmethod
+    def summarize(self, rows: Sequence[dict]) -> dict:
+        """{"overall": figures, dimension: {bucket: figures}} over per-item rows."""
+
+    def intervals(self, rows: Sequence[dict], *, seed: int, resamples: int = 1000) -> dict:
+        """Bootstrap intervals shaped like summarize(): {metric: (lo, hi)} per slice."""
+        return {}
+
+    @abc.abstractmethod
+    def synthetic_row(self, item, rng, skill: float) -> dict:
+        """A made-up per-item row for a system of `skill` (0 to 1), drawn with `rng` (a
+        random.Random): what `manage.py seed_board` fills boards with, labelled synthetic."""
+
+    # --- results files -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def file_chunks(self, name: str, data: RunData) -> Iterable[str]:
+        """The text of results file `name` (one of `files`) of a run."""
+
+    # --- published results -------------------------------------------------------------
+
+    def parse_reference(self, data, path) -> list[ReferenceRow]:
+        """Rows of a published table (a paper's), checked; raise ValueError naming faults."""
+        raise ValueError(f"{self.title} has no published tables to load")
+
+    # --- the explorer ------------------------------------------------------------------
+
+    def explorer_item(self, rows: ItemRows, result: dict | None, answers: list[dict],
+                      output: str | None) -> dict:
+        """What the explorer shows of one item: its text, its output and every judgment.
+        `answers` are the item's answer records in (criterion, round) order."""
+        return {
+            "turns": self.item_text(rows), "response": output,
+            "has_output": output is not None, "scored": result is not None,
+            "result": result or {},
+            "judgments": [{"label": f"round {a['round'] + 1}", "raw": a["raw"],
+                           "error": a["error"], "score": a.get("score"),
+                           "choice": a.get("choice"), "attempts": a["attempts"]}
+                          for a in answers],
+        }
+
+    def failed(self, columns: dict) -> bool:
+        """Whether the explorer's "failed" filter keeps an item, by its ItemResult columns
+        (rubric_scores, missing, values)."""
+        return bool(columns["missing"])
+
+    # --- documentation -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def how_scoring_works(self) -> list[Section]:
+        """The kind's "How scoring works" page: what each metric means and how it is
+        computed, how a missing output counts, the slices and the ranking rule."""

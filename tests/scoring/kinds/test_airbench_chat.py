@@ -1,0 +1,60 @@
+"""AIR-Bench's chat track as a benchmark kind: its judge jobs and its aggregation, by hand."""
+
+import pytest
+
+from scoring import airbench
+from scoring.kinds import get_kind
+from tests.scoring.airbench_data import by_hand, chat_meta
+
+KIND = get_kind(airbench.CHAT)
+
+
+def jobs(items, outputs, **options):
+    return KIND.jobs(items, outputs, rounds=KIND.rounds, seed=0, options=options,
+                     output_path=str, input_path=str)
+
+
+def test_chat_scores_per_category_mixed_and_average():
+    items = airbench.parse_chat(chat_meta())
+    answers = {("0", 0): {"score": 8}, ("0", 1): {"score": 6},
+               ("1", 0): {"score": None}, ("1", 1): {"score": 4},
+               ("2", 0): {"score": 5}, ("2", 1): {"score": 5},
+               ("4", 0): {"score": 9}, ("4", 1): {"score": 7},
+               ("5", 0): {"score": 3}, ("5", 1): {"score": 5}}
+    outputs = {k: "answer" for k in ("0", "1", "2", "4", "5")}  # 3 has no response
+    rows, summary = by_hand(airbench.CHAT, items, outputs, answers)
+    assert rows[1]["failed_A"] and not rows[1]["failed_B"]
+    assert rows[3] == {"id": "3", "category": "music", "task": "music_QA", "score_A": 0,
+                       "score_B": 0, "failed_A": False, "failed_B": False, "missing": True}
+    c = summary["category"]
+    assert (c["speech"]["pass_A"], c["speech"]["pass_B"], c["speech"]["score"]) == (8, 5, 6.5)
+    assert c["speech"]["failed_A"] == 1
+    assert c["sound"]["score"] == 5 and c["music"]["score"] == 0
+    assert c["speech_and_sound"]["score"] == 8 and c["speech_and_music"]["score"] == 4
+    assert (c["mixed_audio"]["pass_A"], c["mixed_audio"]["pass_B"],
+            c["mixed_audio"]["score"]) == (6, 6, 6)
+    overall = summary["overall"]
+    assert overall["score"] == pytest.approx((6.5 + 5 + 0 + 6) / 4)
+    assert overall["pass_A"] == pytest.approx((8 + 5 + 0 + 6) / 4)
+    assert (overall["n"], overall["failed"], overall["failed_A"], overall["missing"]) == \
+        (6, 1, 1, 1)
+    assert summary["task"]["speech_dialogue_QA"]["pass_A"] is None
+
+
+def test_a_category_whose_pass_failed_entirely_has_no_score():
+    items = airbench.parse_chat(chat_meta())[2:3]
+    _, summary = by_hand(airbench.CHAT, items, {"2": "x"}, {("2", 1): {"score": 7}})
+    assert summary["category"]["sound"]["score"] is None
+    assert summary["category"]["sound"]["failed_A"] == 1
+    assert summary["overall"]["score"] is None
+
+
+def test_chat_jobs_ask_both_passes_of_every_answered_item():
+    items = airbench.parse_chat(chat_meta())
+    made = jobs(items, {"0": "mine", "2": "other"})
+    assert [(j.item, j.round) for j in made] == [("0", 0), ("0", 1), ("2", 0), ("2", 1)]
+    assert made[0].parse("3 9") == (3, 9)
+    assert made[0].fields((3, 9))["score"] == 9 and made[1].fields((3, 9))["score"] == 3
+    assert made[1].fields(None)["score"] is None
+    key = {"config": "1", "digest": str}
+    assert made[0].content_key(**key) != made[1].content_key(**key)
