@@ -2,7 +2,7 @@
 
 Writes the WAV and a synthetic sample with `--rubrics` rubrics whose edited output it is, starts
 the judge simulator, and asks the sample's queries (three rounds per rubric) the way the
-scorer does (scoring.scorer.ask_all) through one JudgeFleet in this process, `--concurrency`
+scorer does (scoring.jobs.ask_jobs) through one JudgeFleet in this process, `--concurrency`
 per endpoint. Prints the process's peak RSS before and after, and the time taken.
 
     .venv/bin/python bench/fleet_memory.py [--rubrics 9 --endpoints 2 --concurrency 16]
@@ -25,10 +25,12 @@ import _scratch
 
 sys.path.insert(0, str(_scratch.ROOT))
 
+from fleet_ramp import scorer_jobs  # noqa: E402
+
 from judge.fleet import JudgeFleet  # noqa: E402
 from judge.simulator import DEFAULT_MODEL  # noqa: E402
-from scoring import mmae, synthetic  # noqa: E402
-from scoring.scorer import AudioCache, ask_all  # noqa: E402
+from scoring import synthetic  # noqa: E402
+from scoring.jobs import ask_jobs  # noqa: E402
 
 
 def peak_rss_mb() -> float:
@@ -61,11 +63,11 @@ def main():
     simulator = None
     try:
         meta = synthetic.write_benchmark(work, 1, seed=1, n_rubrics=args.rubrics)
-        sample = json.loads(meta.read_text())[0]
-        output = work / "long.wav"
+        predictions = synthetic.write_system(work, json.loads(meta.read_text()), name="long",
+                                             fmt="jsonl")
+        output = work / json.loads(predictions.read_text())["audio_path"]
         write_long_wav(output, args.seconds)
-        [parsed] = mmae.load_meta(meta)
-        jobs = [(parsed, r, k) for r in parsed.rubrics for k in range(mmae.ROUNDS)]
+        jobs = scorer_jobs(meta, predictions, work)
         ports = _scratch.free_ports(args.endpoints)
         urls = [f"http://127.0.0.1:{p}" for p in ports]
         simulator = subprocess.Popen(
@@ -76,21 +78,19 @@ def main():
         _scratch.wait_http([f"{u}/health" for u in urls], process=simulator)
 
         before = peak_rss_mb()
-        failed = []
+        errors = []
 
         async def score():
             async with JudgeFleet(urls, model=DEFAULT_MODEL, concurrency=args.concurrency,
                                   timeout=300) as fleet:
-                await ask_all(jobs, fleet, seed=0, outputs={sample["id"]: str(output)},
-                              data_uri=AudioCache(work),
-                              on_answer=lambda record, _: failed.append(record["error"]))
+                await ask_jobs(jobs, fleet, lambda job, answer: errors.append(answer.error))
 
         started = time.monotonic()
         asyncio.run(score())
         took = time.monotonic() - started
         print(f"{len(jobs)} queries about one {output.stat().st_size / 1e6:.0f} MB WAV "
               f"({args.seconds:g} s, 48 kHz stereo), {args.endpoints} x {args.concurrency} in "
-              f"flight: {took:.1f} s, {sum(e is not None for e in failed)} failed")
+              f"flight: {took:.1f} s, {sum(e is not None for e in errors)} failed")
         print(f"peak RSS: {before:.0f} MB before, {peak_rss_mb():.0f} MB after")
     finally:
         _scratch.stop_group(simulator)

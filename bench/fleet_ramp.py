@@ -2,8 +2,9 @@
 
 Starts the judge simulator (`--endpoints` ports x `--slots` slots at `--latency-ms`), writes a
 synthetic MMAE set and one system's outputs, and asks every query the way `manage.py score`
-does (scoring.scorer.ask_all: the same messages and audio cache) through one JudgeFleet in
-this process, without the command's start-up (Django, reading and checking the inputs). Runs
+does (the jobs of scoring.scorer.plan_jobs through scoring.jobs.ask_jobs) through one
+JudgeFleet in this process, without the command's start-up (Django, reading and checking the
+inputs). Runs
 it without leases, then, with `--redis URL`, sharing Redis leases. For each it prints:
   - the time from opening the fleet to the first query at the simulator, and from the first
     query until every slot was busy;
@@ -38,8 +39,9 @@ sys.path.insert(0, str(_scratch.ROOT))
 from judge.fleet import JudgeFleet  # noqa: E402
 from judge.leases import RedisLeases  # noqa: E402
 from judge.simulator import DEFAULT_MODEL  # noqa: E402
-from scoring import mmae, synthetic  # noqa: E402
-from scoring.scorer import AudioCache, ask_all  # noqa: E402
+from scoring import synthetic  # noqa: E402
+from scoring.jobs import ask_jobs  # noqa: E402
+from scoring.scorer import ScoreConfig, plan, plan_jobs  # noqa: E402
 
 
 class TimedLeases(RedisLeases):
@@ -70,16 +72,22 @@ def redis_figures(url: str) -> tuple[float, int, int]:
     return cpu["used_cpu_sys"] + cpu["used_cpu_user"], calls["calls"], calls["usec"]
 
 
-async def score_once(jobs, urls, outputs, audio_root, args, leases) -> dict:
-    answered = []
+def scorer_jobs(meta: Path, predictions: Path, audio_root: Path) -> list:
+    """The judge queries `manage.py score` would ask for these files."""
+    config = ScoreConfig(kind="mmae", meta=meta, predictions=predictions,
+                         audio_root=audio_root, base_urls=[], output_dir=audio_root)
+    return plan_jobs(plan(config), config)
+
+
+async def score_once(jobs, urls, args, leases) -> dict:
+    errors = []
     opened = time.time()
     cpu = time.process_time()
     async with JudgeFleet(urls, model=DEFAULT_MODEL, concurrency=args.concurrency,
                           timeout=60, leases=leases) as fleet:
-        await ask_all(jobs, fleet, seed=0, outputs=outputs, data_uri=AudioCache(audio_root),
-                      on_answer=lambda record, simulated: answered.append(record["error"]))
+        await ask_jobs(jobs, fleet, lambda job, answer: errors.append(answer.error))
     return {"opened": opened, "ended": time.time(), "cpu": time.process_time() - cpu,
-            "failed": sum(error is not None for error in answered), "queries": len(answered)}
+            "failed": sum(error is not None for error in errors), "queries": len(errors)}
 
 
 def report(label: str, run: dict, stats: list[dict], args, leases=None, server=None):
@@ -120,12 +128,9 @@ def main():
     simulators = []
     try:
         meta = synthetic.write_benchmark(work, args.samples, seed=1, n_rubrics=args.rubrics)
-        raw = json.loads(meta.read_text())
-        predictions = synthetic.write_system(work, raw, name="bench", seed=2, fmt="jsonl")
-        outputs = {json.loads(line)["id"]: json.loads(line)["audio_path"]
-                   for line in predictions.read_text().splitlines()}
-        samples = mmae.load_meta(meta)
-        jobs = [(s, r, k) for s in samples for r in s.rubrics for k in range(mmae.ROUNDS)]
+        predictions = synthetic.write_system(work, json.loads(meta.read_text()), name="bench",
+                                             seed=2)
+        jobs = scorer_jobs(meta, predictions, work)
 
         runs = [("no leases", None)]
         if args.redis:
@@ -142,7 +147,7 @@ def main():
                 cwd=_scratch.ROOT, stdout=subprocess.DEVNULL, start_new_session=True))
             _scratch.wait_http([f"{u}/health" for u in urls], process=simulators[-1])
             before = redis_figures(args.redis) if leases is not None else None
-            run = asyncio.run(score_once(jobs, urls, outputs, work, args, leases))
+            run = asyncio.run(score_once(jobs, urls, args, leases))
             server = None
             if leases is not None:
                 after = redis_figures(args.redis)
