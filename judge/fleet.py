@@ -7,6 +7,8 @@ Policy, in one place:
   `leases` (judge.leases.RedisLeases) from every process sharing them; a query goes to the
   least-loaded healthy endpoint, preferring another one than the endpoint its previous attempt
   failed on; queries wait for a slot in the order they asked;
+- a lease server that cannot be reached is an outage (judge.leases.LeaseError, a
+  FleetUnavailable): no query goes out uncounted;
 - request bodies are streamed (judge.body), and at most `max_inflight_bytes` of them are in
   flight at once; a body larger than that goes alone;
 - transport errors, timeouts, 5xx, 408/429 and unparseable replies are retried with exponential

@@ -309,13 +309,20 @@ def uri_of(megabytes: float) -> str:
     return "data:audio/wav;base64," + "QUJD" * int(megabytes * 2**20 / 4)
 
 
-def test_a_shared_60_mb_data_uri_is_sent_without_a_copy_per_request(simulator_factory):
+@pytest.mark.parametrize("budget_mib, at_once", [
+    (256, 4),  # the default: the four bodies fit
+    (100, 1),  # one 60 MB body at a time
+    (10, 1),  # a body larger than the whole budget goes alone, and nothing deadlocks
+])
+def test_a_shared_60_mb_data_uri_is_streamed_within_the_byte_budget(simulator_factory,
+                                                                    budget_mib, at_once):
     sim = simulator_factory("--latency-ms", "300", "--slots", "8", ports=free_ports(1))
     uri = uri_of(60)
     questions = [f"Question {i}?" for i in range(4)]
 
     async def main():
-        async with JudgeFleet(sim.urls, model=MODEL, concurrency=4, timeout=60) as f:
+        async with JudgeFleet(sim.urls, model=MODEL, concurrency=4, timeout=60,
+                              max_inflight_bytes=budget_mib * 2**20) as f:
             return await asyncio.gather(*(
                 f.ask(audio_query(uri, q), lambda text: mmae.parse_reply(text, 2)[0])
                 for q in questions))
@@ -326,9 +333,9 @@ def test_a_shared_60_mb_data_uri_is_sent_without_a_copy_per_request(simulator_fa
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # json.dumps and .encode() per request made two 60 MB copies for each of the four
+    # json.dumps and .encode() made two 60 MB copies per request: 480 MB for four
     assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB traced"
-    assert sim.stats()[0]["peak_in_progress"] == 4  # all four bodies were in flight at once
+    assert sim.stats()[0]["peak_in_progress"] == at_once
     # the simulator hashed the very audio sent: its verdicts are those of these queries
     config = SimulatorConfig()
     assert [a.value for a in answers] == [
