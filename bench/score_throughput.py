@@ -42,6 +42,12 @@ def manage(*args):
     return [sys.executable, str(ROOT / "manage.py"), *args]
 
 
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a running process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -96,6 +102,8 @@ def main():
                     raise SystemExit("the simulator did not start")
                 time.sleep(0.2)
             cpu_before = children_cpu()
+            simulator_cpu = process_cpu(simulator.pid)
+            started_at = time.time()
             started = time.monotonic()
             subprocess.run(manage(
                 "score", "--meta", str(meta), "--predictions", str(predictions),
@@ -104,6 +112,8 @@ def main():
                 "--timeout", "60"), env=env, check=True, cwd=ROOT)
             wall = time.monotonic() - started
             scorer_cpu = children_cpu() - cpu_before
+            simulator_cpu = process_cpu(simulator.pid) - simulator_cpu
+            stats = [httpx.get(f"{u}/simulator/stats", timeout=10).json() for u in urls]
         finally:
             simulator.terminate()
             simulator.wait(timeout=30)
@@ -121,7 +131,18 @@ def main():
               f"{args.latency_ms:g} ms = {capacity:.0f} queries/s")
         print(f"achieved: {achieved:.1f} queries/s = {achieved / capacity:.3f} of capacity "
               f"(--concurrency {args.concurrency})")
-        print(f"scorer CPU: {scorer_cpu:.1f} s = {1000 * scorer_cpu / queries:.2f} ms per query")
+        first = min(s["first_busy_at"] for s in stats)
+        ramps = [s["all_busy_at"] - s["first_busy_at"] if s["all_busy_at"] else None
+                 for s in stats]
+        busy = sum(s["busy_slot_seconds"] for s in stats)
+        slots = args.endpoints * args.slots
+        print(f"first query reached the simulator {first - started_at:.2f} s after the command "
+              f"started; every slot busy after: "
+              + ", ".join("never" if r is None else f"{r:.3f} s" for r in ramps))
+        print(f"slots busy: {busy / (slots * wall):.3f} of the whole command, "
+              f"{busy / (slots * (started_at + wall - first)):.3f} from the first query on")
+        print(f"scorer CPU: {scorer_cpu:.1f} s = {1000 * scorer_cpu / queries:.2f} ms per query; "
+              f"simulator CPU: {1000 * simulator_cpu / queries:.2f} ms per query")
     finally:
         if args.keep:
             print(f"kept {work}")

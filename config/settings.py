@@ -371,6 +371,12 @@ JUDGE_TIMEOUT = env_int("JUDGE_TIMEOUT", 120, minimum=1)
 JUDGE_MAX_ATTEMPTS = env_int("JUDGE_MAX_ATTEMPTS", 5, minimum=1)
 # How long a batch waits for a judge when every endpoint is down before it is handed back.
 JUDGE_DOWN_WAIT = env_int("JUDGE_DOWN_WAIT", 300, minimum=1)
+# With REDIS_URL, JUDGE_CONCURRENCY caps each endpoint across every worker process and machine
+# (judge.leases); a killed worker's slots come back after JUDGE_LEASE_TTL seconds.
+JUDGE_LEASE_TTL = env_int("JUDGE_LEASE_TTL", 30, minimum=1)
+# Request bodies in flight per worker process (inlined audio): a query that would go over
+# waits; one body over the whole budget goes alone.
+JUDGE_MAX_INFLIGHT_BYTES = env_int("JUDGE_MAX_INFLIGHT_BYTES", 256 * 2**20, minimum=1)
 # The fleet page: every endpoint of every judge config is probed (GET /v1/models for health,
 # GET /metrics for load) every FLEET_PROBE_SECONDS, each probe giving up after
 # FLEET_PROBE_TIMEOUT; throughput, error rate and latency cover the last FLEET_STATS_MINUTES.

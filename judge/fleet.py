@@ -3,8 +3,14 @@
 No Django here: the `score` command and the Celery workers share it.
 
 Policy, in one place:
-- each endpoint takes at most `concurrency` requests in flight; a query goes to the least-loaded
-  healthy endpoint, preferring another one than the endpoint its previous attempt failed on;
+- each endpoint takes at most `concurrency` requests in flight: from this process, or with
+  `leases` (judge.leases.RedisLeases) from every process sharing them; a query goes to the
+  least-loaded healthy endpoint, preferring another one than the endpoint its previous attempt
+  failed on; queries wait for a slot in the order they asked;
+- a lease server that cannot be reached is an outage (judge.leases.LeaseError, a
+  FleetUnavailable): no query goes out uncounted;
+- request bodies are streamed (judge.body), and at most `max_inflight_bytes` of them are in
+  flight at once; a body larger than that goes alone;
 - transport errors, timeouts, 5xx, 408/429 and unparseable replies are retried with exponential
   backoff and jitter, up to `max_attempts` attempts in all; other 4xx mean the request itself is
   wrong, so retrying cannot help and the query fails at once;
@@ -19,16 +25,23 @@ Policy, in one place:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import random
 import ssl
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+
+from judge.body import JsonBody
+
+if TYPE_CHECKING:
+    from judge.leases import RedisLeases
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +86,13 @@ class Endpoint:
         return self.in_flight / self.capacity
 
 
+@dataclass(eq=False)
+class _Slot:
+    endpoint: Endpoint
+    lane: httpx.AsyncClient
+    token: str | None  # the fleet-wide lease, when there are leases
+
+
 class _Retry(Exception):
     def __init__(self, error: str, *, endpoint_fault: bool, raw: str | None = None):
         super().__init__(error)
@@ -107,11 +127,15 @@ class JudgeFleet:
         down_wait: float = 600.0,
         backoff_base: float = 0.5,
         backoff_max: float = 10.0,
+        leases: RedisLeases | None = None,
+        max_inflight_bytes: int = 256 * 2**20,
     ):
         if not base_urls:
             raise ValueError("the judge fleet needs at least one base URL")
         if concurrency < 1 or max_attempts < 1:
             raise ValueError("concurrency and max_attempts must be at least 1")
+        if max_inflight_bytes < 1:
+            raise ValueError(f"max_inflight_bytes must be at least 1, got {max_inflight_bytes}")
         self.endpoints = [Endpoint(url.rstrip("/"), concurrency) for url in base_urls]
         self.model = model
         self.api_key = api_key
@@ -124,7 +148,16 @@ class JudgeFleet:
         self.down_wait = down_wait
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
-        self._cond: asyncio.Condition | None = None
+        self.leases = leases
+        self.max_inflight_bytes = max_inflight_bytes
+        self._turn: asyncio.Lock | None = None  # held by the one query looking for a slot
+        self._queued = 0  # queries waiting for the turn
+        self._spares: list[_Slot] = []  # leased in one go for the queries queued
+        self._wake: asyncio.Event | None = None  # set when a slot may have freed
+        self._version = 0  # counts those events, so a wake-up is never missed
+        self._bytes_turn: asyncio.Lock | None = None  # held by the one query waiting for bytes
+        self._bytes_freed: asyncio.Event | None = None
+        self._inflight_bytes = 0
         self._client: httpx.AsyncClient | None = None  # for probes
         self._all_down_since: float | None = None
 
@@ -133,26 +166,41 @@ class JudgeFleet:
         return sum(e.capacity for e in self.endpoints)
 
     async def __aenter__(self) -> JudgeFleet:
-        self._cond = asyncio.Condition()
+        self._turn, self._wake = asyncio.Lock(), asyncio.Event()
+        self._bytes_turn, self._bytes_freed = asyncio.Lock(), asyncio.Event()
         # Each in-flight slot gets its own one-connection client (a "lane"): httpcore scans
         # every connection of a pool on each request, which made one shared pool of 64+
         # connections cost several milliseconds of CPU per query.
         options = {
             "headers": {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
             "timeout": httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-            "verify": _ssl_context(),
+            "verify": _ssl_context(any(e.base_url.startswith("https:") for e in self.endpoints)),
+            # httpx reads the proxy variables for each client it builds (a millisecond or so,
+            # for every lane of every batch): with none set, there is nothing to read.
+            "trust_env": bool(urllib.request.getproxies()),
         }
         one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         for endpoint in self.endpoints:
             endpoint.lanes = [httpx.AsyncClient(limits=one, **options)
                               for _ in range(endpoint.capacity)]
         self._client = httpx.AsyncClient(**options)
+        if self.leases is not None:
+            try:
+                await self.leases.open(on_release=self._bump)
+            except BaseException:
+                await self._close_clients()
+                raise
         return self
 
     async def __aexit__(self, *exc_info) -> None:
         for endpoint in self.endpoints:
             if endpoint.probe_task is not None:
                 endpoint.probe_task.cancel()
+        if self.leases is not None:
+            await self.leases.close()
+        await self._close_clients()
+
+    async def _close_clients(self) -> None:
         for endpoint in self.endpoints:
             for lane in endpoint.lanes:
                 await lane.aclose()
@@ -160,37 +208,90 @@ class JudgeFleet:
 
     # --- dispatch -----------------------------------------------------------------------
 
-    async def _acquire(self, avoid: Endpoint | None) -> tuple[Endpoint, httpx.AsyncClient]:
-        async with self._cond:
+    def _bump(self) -> None:
+        """Something changed that may let a waiting query through: a slot freed (here or,
+        with leases, anywhere), an endpoint came back or was let back in."""
+        self._version += 1
+        self._wake.set()
+
+    async def _acquire(self, avoid: Endpoint | None) -> _Slot:
+        self._queued += 1
+        try:
+            await self._turn.acquire()
+        finally:
+            self._queued -= 1
+        try:
             while True:
+                if self._spares:
+                    return self._spare(avoid)
+                seen = self._version
                 usable = [e for e in self.endpoints if e.healthy and not e.excluded]
                 free = [e for e in usable if e.in_flight < e.capacity]
+                timeout = None  # wait for a local release
                 if free:
-                    preferred = [e for e in free if e is not avoid] or free
-                    chosen = min(preferred, key=lambda e: (e.load, e.in_flight))
-                    chosen.in_flight += 1
-                    return chosen, chosen.lanes.pop()
-                if usable:
-                    await self._cond.wait()
-                    continue
-                if self._all_down_since is None:
-                    self._all_down_since = time.monotonic()
-                    log.warning(
-                        "all %d judge endpoints are down (%s); waiting up to %.0f s for one "
-                        "to answer GET /v1/models",
-                        len(self.endpoints), self._describe_down(), self.down_wait,
-                    )
-                remaining = self._all_down_since + self.down_wait - time.monotonic()
-                if remaining <= 0:
-                    raise FleetUnavailable(
-                        f"every judge endpoint has been down for {self.down_wait:.0f} s: "
-                        f"{self._describe_down()}"
-                    )
-                try:
-                    async with asyncio.timeout(remaining):
-                        await self._cond.wait()
-                except TimeoutError:
-                    continue
+                    slots = await self._take(free, avoid, want=1 + self._queued)
+                    if slots:
+                        self._spares = slots[1:]
+                        return slots[0]
+                    timeout = self.leases.poll  # full elsewhere: wait for a release there
+                elif not usable:
+                    timeout = self._down_remaining()
+                if self._version == seen:
+                    self._wake.clear()
+                    try:
+                        async with asyncio.timeout(timeout):
+                            await self._wake.wait()
+                    except TimeoutError:
+                        pass
+        finally:
+            try:
+                if not self._queued:  # taken for queries that gave up waiting
+                    spares, self._spares = self._spares, []
+                    for slot in spares:
+                        await self._release(slot)
+            finally:
+                self._turn.release()
+
+    async def _take(self, free: list[Endpoint], avoid: Endpoint | None,
+                    want: int) -> list[_Slot]:
+        """Slots on the least-loaded endpoints: one, or with leases up to `want` in one
+        round trip (the others are for the queries queued behind this one)."""
+        if self.leases is None:
+            preferred = [e for e in free if e is not avoid] or free
+            return [self._book(min(preferred, key=lambda e: (e.load, e.in_flight)), None)]
+        rooms = [(e.base_url, e.capacity, e.capacity - e.in_flight) for e in free]
+        taken = await self.leases.acquire(rooms, want=min(want, sum(r for *_, r in rooms)),
+                                          avoid=avoid.base_url if avoid else None)
+        by_url = {e.base_url: e for e in free}
+        return [self._book(by_url[url], token) for url, token in taken]
+
+    def _book(self, endpoint: Endpoint, token: str | None) -> _Slot:
+        endpoint.in_flight += 1
+        return _Slot(endpoint, endpoint.lanes.pop(), token)
+
+    def _spare(self, avoid: Endpoint | None) -> _Slot:
+        """A slot taken for this query by the one before it, on another endpoint than
+        `avoid` if there is one."""
+        slot = next((s for s in self._spares if s.endpoint is not avoid), self._spares[0])
+        self._spares.remove(slot)
+        return slot
+
+    def _down_remaining(self) -> float:
+        """Seconds left to wait for an endpoint to come back; FleetUnavailable when none."""
+        if self._all_down_since is None:
+            self._all_down_since = time.monotonic()
+            log.warning(
+                "all %d judge endpoints are down (%s); waiting up to %.0f s for one "
+                "to answer GET /v1/models",
+                len(self.endpoints), self._describe_down(), self.down_wait,
+            )
+        remaining = self._all_down_since + self.down_wait - time.monotonic()
+        if remaining <= 0:
+            raise FleetUnavailable(
+                f"every judge endpoint has been down for {self.down_wait:.0f} s: "
+                f"{self._describe_down()}"
+            )
+        return remaining
 
     def _describe_down(self) -> str:
         return "; ".join(
@@ -200,18 +301,38 @@ class JudgeFleet:
     async def exclude(self, base_urls: set[str]) -> None:
         """Send no new queries to the endpoints of `base_urls` (taken out by staff); those
         not listed take queries again. Queries in flight finish where they are."""
-        async with self._cond:
-            for endpoint in self.endpoints:
-                endpoint.excluded = endpoint.base_url in base_urls
-            if any(e.healthy and not e.excluded for e in self.endpoints):
-                self._all_down_since = None
-            self._cond.notify_all()
+        for endpoint in self.endpoints:
+            endpoint.excluded = endpoint.base_url in base_urls
+        if any(e.healthy and not e.excluded for e in self.endpoints):
+            self._all_down_since = None
+        self._bump()
 
-    async def _release(self, endpoint: Endpoint, lane: httpx.AsyncClient) -> None:
-        async with self._cond:
-            endpoint.in_flight -= 1
-            endpoint.lanes.append(lane)
-            self._cond.notify()
+    async def _release(self, slot: _Slot) -> None:
+        try:
+            if slot.token is not None:
+                await self.leases.release(slot.endpoint.base_url, slot.token)
+        finally:
+            # The lane comes back once the lease is gone (a waiter that finds a free lane
+            # finds the lease free too), and even if the release was cancelled.
+            slot.endpoint.in_flight -= 1
+            slot.endpoint.lanes.append(slot.lane)
+            self._bump()
+
+    @contextlib.asynccontextmanager
+    async def _bytes_in_flight(self, size: int):
+        """Hold `size` bytes of the budget, once they fit (queries get in in the order they
+        asked; with nothing in flight, any body goes, so none waits forever)."""
+        async with self._bytes_turn:
+            while self._inflight_bytes and \
+                    self._inflight_bytes + size > self.max_inflight_bytes:
+                self._bytes_freed.clear()
+                await self._bytes_freed.wait()
+            self._inflight_bytes += size
+        try:
+            yield
+        finally:
+            self._inflight_bytes -= size
+            self._bytes_freed.set()
 
     async def _mark_failure(self, endpoint: Endpoint, error: str) -> None:
         endpoint.consecutive_failures += 1
@@ -238,12 +359,11 @@ class JudgeFleet:
                 endpoint.last_error = f"probe: {_describe(exc)}"
             interval = min(interval * 2, self.probe_interval_max)
         log.warning("judge endpoint %s answers again; back in the fleet", endpoint.base_url)
-        async with self._cond:
-            endpoint.healthy = True
-            endpoint.consecutive_failures = 0
-            endpoint.probe_task = None
-            self._all_down_since = None
-            self._cond.notify_all()
+        endpoint.healthy = True
+        endpoint.consecutive_failures = 0
+        endpoint.probe_task = None
+        self._all_down_since = None
+        self._bump()
 
     # --- one query ----------------------------------------------------------------------
 
@@ -252,49 +372,51 @@ class JudgeFleet:
         ValueError for a reply without a usable answer, which is then retried."""
         answer = JudgeAnswer()
         avoid: Endpoint | None = None
-        payload = {"model": self.model, "messages": messages, **self.sampling}
+        body = JsonBody({"model": self.model, "messages": messages, **self.sampling})
         while answer.attempts < self.max_attempts:
-            endpoint, lane = await self._acquire(avoid)
-            answer.attempts += 1
-            answer.endpoint = endpoint.base_url
-            started = time.monotonic()
-            try:
-                text, simulated = await self._post(endpoint, lane, payload)
-                answer.latency_ms = (time.monotonic() - started) * 1000
-                answer.raw, answer.simulated = text, simulated
+            async with self._bytes_in_flight(body.length):
+                slot = await self._acquire(avoid)
+                endpoint = slot.endpoint
+                answer.attempts += 1
+                answer.endpoint = endpoint.base_url
+                started = time.monotonic()
                 try:
-                    answer.value = parse(text)
-                except ValueError as exc:
-                    raise _Retry(f"unparseable reply: {exc}", endpoint_fault=False) from None
-                endpoint.consecutive_failures = 0
-                endpoint.served += 1
-                answer.error = None
-                return answer
-            except _Retry as retry:
-                answer.latency_ms = (time.monotonic() - started) * 1000
-                answer.error = retry.error
-                if retry.raw is not None:
-                    answer.raw = retry.raw
-                if retry.endpoint_fault:
-                    await self._mark_failure(endpoint, retry.error)
-            except _Fatal as fatal:
-                answer.latency_ms = (time.monotonic() - started) * 1000
-                answer.error, answer.raw = fatal.error, fatal.raw
-                return answer
-            finally:
-                await self._release(endpoint, lane)
+                    text, simulated = await self._post(slot, body)
+                    answer.latency_ms = (time.monotonic() - started) * 1000
+                    answer.raw, answer.simulated = text, simulated
+                    try:
+                        answer.value = parse(text)
+                    except ValueError as exc:
+                        raise _Retry(f"unparseable reply: {exc}",
+                                     endpoint_fault=False) from None
+                    endpoint.consecutive_failures = 0
+                    endpoint.served += 1
+                    answer.error = None
+                    return answer
+                except _Retry as retry:
+                    answer.latency_ms = (time.monotonic() - started) * 1000
+                    answer.error = retry.error
+                    if retry.raw is not None:
+                        answer.raw = retry.raw
+                    if retry.endpoint_fault:
+                        await self._mark_failure(endpoint, retry.error)
+                except _Fatal as fatal:
+                    answer.latency_ms = (time.monotonic() - started) * 1000
+                    answer.error, answer.raw = fatal.error, fatal.raw
+                    return answer
+                finally:
+                    await self._release(slot)
             avoid = endpoint
             if answer.attempts < self.max_attempts:
                 await asyncio.sleep(self._backoff(answer.attempts))
         answer.error = f"no valid answer after {answer.attempts} attempt(s); last: {answer.error}"
         return answer
 
-    async def _post(self, endpoint: Endpoint, lane: httpx.AsyncClient,
-                    payload: dict) -> tuple[str, bool]:
+    async def _post(self, slot: _Slot, body: JsonBody) -> tuple[str, bool]:
         try:
-            response = await lane.post(
-                f"{endpoint.base_url}/v1/chat/completions", json=payload
-            )
+            response = await slot.lane.post(
+                f"{slot.endpoint.base_url}/v1/chat/completions", content=body.stream(),
+                headers=body.headers)
         except httpx.TimeoutException:
             raise _Retry(f"timeout after {self.timeout:g} s", endpoint_fault=True) from None
         except httpx.HTTPError as exc:
@@ -337,10 +459,14 @@ class JudgeFleet:
 
 
 @functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One context per process: building one loads the CA store (milliseconds of CPU), and
-    the pipeline opens a fleet client for every batch."""
-    return ssl.create_default_context()
+def _ssl_context(trust_store: bool = True) -> ssl.SSLContext:
+    """One context per process: building one loads the CA store (tens of milliseconds of
+    CPU), and the pipeline opens a fleet client for every batch. A fleet of plain http
+    endpoints gets one that loads no CA (so it trusts none): httpx wants a context for every
+    client, and that fleet never uses it."""
+    if trust_store:
+        return ssl.create_default_context()
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _describe(exc: httpx.HTTPError) -> str:

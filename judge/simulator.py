@@ -71,13 +71,47 @@ class PortState:
     rng: random.Random = field(init=False)
     counts: dict = field(default_factory=lambda: {
         "completions": 0, "ok": 0, "failed": 0, "garbage": 0, "slow": 0, "cancelled": 0,
-        "models": 0, "in_progress": 0, "waiting": 0,
+        "models": 0, "in_progress": 0, "waiting": 0, "peak_in_progress": 0,
     })
     queries: list = field(default_factory=list)  # (question, choices) of each answered query
+    # How busy the slots were, for benchmarks and tests (Unix times, comparable across the
+    # processes of one machine): when a slot was first taken, when every slot first was, and
+    # the integral of slots busy over time.
+    first_busy_at: float | None = None
+    all_busy_at: float | None = None
+    busy_slot_seconds: float = 0.0
+    _changed_at: float = field(default=0.0, repr=False)
 
     def __post_init__(self):
         self.slots = asyncio.Semaphore(self.config.slots)
         self.rng = random.Random(f"{self.config.seed}:{self.port}")
+
+    def _account(self, change: int) -> None:
+        now = time.time()
+        running = self.counts["in_progress"]
+        if running:
+            self.busy_slot_seconds += running * (now - self._changed_at)
+        self._changed_at = now
+        running += change
+        self.counts["in_progress"] = running
+        self.counts["peak_in_progress"] = max(self.counts["peak_in_progress"], running)
+        if self.first_busy_at is None:
+            self.first_busy_at = now
+        if running == self.config.slots and self.all_busy_at is None:
+            self.all_busy_at = now
+
+    def slot_taken(self) -> None:
+        self._account(+1)
+
+    def slot_freed(self) -> None:
+        self._account(-1)
+
+    def load(self) -> dict:
+        """The load figures of /simulator/stats, the busy time counted up to now."""
+        now = time.time()
+        busy = self.busy_slot_seconds + self.counts["in_progress"] * (now - self._changed_at)
+        return {"slots": self.config.slots, "first_busy_at": self.first_busy_at,
+                "all_busy_at": self.all_busy_at, "busy_slot_seconds": busy, "now": now}
 
 
 def parse_query(body: dict) -> dict | None:
@@ -218,6 +252,9 @@ def metrics_text(state: PortState) -> str:
          state.counts["in_progress"]),
         ("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
          state.counts["waiting"]),
+        ("judge_simulator:peak_requests_running",
+         "Most requests in progress at once since the simulator started (not a vLLM metric).",
+         state.counts["peak_in_progress"]),
     ):
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge",
                   f"{name}{{{labels}}} {float(value)}"]
@@ -241,8 +278,8 @@ def make_app(state: PortState) -> web.Application:
         return web.Response(text="", headers={"X-Judge-Simulator": "1"})
 
     async def stats(request: web.Request) -> web.Response:
-        return web.json_response({"port": state.port, **state.counts, "queries": state.queries,
-                                  "simulator": NOTICE})
+        return web.json_response({"port": state.port, **state.counts, **state.load(),
+                                  "queries": state.queries, "simulator": NOTICE})
 
     async def metrics(request: web.Request) -> web.Response:
         return web.Response(text=metrics_text(state), content_type="text/plain",
@@ -261,11 +298,11 @@ def make_app(state: PortState) -> web.Application:
             async with state.slots:
                 state.counts["waiting"] -= 1
                 queued = False
-                state.counts["in_progress"] += 1
+                state.slot_taken()
                 try:
                     return await _serve(body)
                 finally:
-                    state.counts["in_progress"] -= 1
+                    state.slot_freed()
         except asyncio.CancelledError:
             state.counts["cancelled"] += 1
             if queued:  # the client left before a slot freed

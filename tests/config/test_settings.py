@@ -94,6 +94,8 @@ def test_the_archive_limits_let_five_minutes_of_48_khz_stereo_through_by_default
                                                 "the minimum 1"),
     ({"SUBMISSION_COMPRESSION_FLOOR_BYTES": "-1"}, "SUBMISSION_COMPRESSION_FLOOR_BYTES=-1 is "
                                                    "below the minimum 0"),
+    ({"JUDGE_LEASE_TTL": "0"}, "JUDGE_LEASE_TTL=0 is below the minimum 1"),
+    ({"JUDGE_MAX_INFLIGHT_BYTES": "256MB"}, "JUDGE_MAX_INFLIGHT_BYTES='256MB' is not an integer"),
 ])
 def test_a_bad_value_stops_start_up_naming_the_variable(env, message):
     result = load(**env)

@@ -2,12 +2,18 @@
 
 import asyncio
 import json
+import ssl
 import time
+import tracemalloc
 
 import pytest
 from aiohttp import web
 
-from judge.fleet import FleetUnavailable, JudgeFleet
+from judge.body import JsonBody
+from judge.fleet import FleetUnavailable, JudgeFleet, _ssl_context
+from judge.simulator import DEFAULT_MODEL as MODEL
+from judge.simulator import SimulatorConfig, verdict
+from scoring import mmae
 from tests.conftest import free_ports
 
 GOOD = json.dumps({"reason": "r", "choice": "A"})
@@ -286,3 +292,95 @@ def test_queries_waiting_on_excluded_endpoints_go_out_once_one_is_let_back_in():
             await a.stop()
 
     assert run(main()).value == "A"
+
+
+# --- request bodies: streamed, and admitted by bytes in flight -------------------------
+
+
+def audio_query(uri, question="Is a dog audible?"):
+    return [{"role": "user", "content": [
+        {"type": "text", "text": "<audio output>: "},
+        {"type": "audio_url", "audio_url": {"url": uri}},
+        {"type": "text", "text": mmae.query_text(question, ("Yes", "No"))},
+    ]}]
+
+
+def uri_of(megabytes: float) -> str:
+    return "data:audio/wav;base64," + "QUJD" * int(megabytes * 2**20 / 4)
+
+
+@pytest.mark.parametrize("budget_mib, at_once", [
+    (256, 4),  # the default: the four bodies fit
+    (100, 1),  # one 60 MB body at a time
+    (10, 1),  # a body larger than the whole budget goes alone, and nothing deadlocks
+])
+def test_a_shared_60_mb_data_uri_is_streamed_within_the_byte_budget(simulator_factory,
+                                                                    budget_mib, at_once):
+    sim = simulator_factory("--latency-ms", "300", "--slots", "8", ports=free_ports(1))
+    uri = uri_of(60)
+    questions = [f"Question {i}?" for i in range(4)]
+
+    async def main():
+        async with JudgeFleet(sim.urls, model=MODEL, concurrency=4, timeout=60,
+                              max_inflight_bytes=budget_mib * 2**20) as f:
+            return await asyncio.gather(*(
+                f.ask(audio_query(uri, q), lambda text: mmae.parse_reply(text, 2)[0])
+                for q in questions))
+
+    tracemalloc.start()
+    try:
+        answers = run(main())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # json.dumps and .encode() made two 60 MB copies per request: 480 MB for four
+    assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB traced"
+    assert sim.stats()[0]["peak_in_progress"] == at_once
+    # the simulator hashed the very audio sent: its verdicts are those of these queries
+    config = SimulatorConfig()
+    assert [a.value for a in answers] == [
+        verdict({"question": q, "choices": ["Yes", "No"], "audio": {"output": uri}}, config)[0]
+        for q in questions]
+
+
+def test_a_query_whose_body_would_go_over_the_byte_budget_waits():
+    uri = uri_of(0.3)
+    size = JsonBody({"model": "judge", "messages": audio_query(uri), "temperature": 0.0}).length
+
+    async def main():
+        judge = await FakeJudge(lambda n: (200, GOOD, 0.1)).start()
+        async with fleet(judge.url, concurrency=8, max_inflight_bytes=2 * size + 100) as f:
+            answers = await asyncio.gather(*(f.ask(audio_query(uri), parse) for _ in range(8)))
+        await judge.stop()
+        return judge, answers
+
+    judge, answers = run(main())
+    assert [a.value for a in answers] == ["A"] * 8
+    assert judge.max_in_flight == 2
+
+
+def test_a_body_larger_than_the_whole_budget_goes_alone():
+    async def main():
+        judge = await FakeJudge(lambda n: (200, GOOD, 0.05)).start()
+        async with fleet(judge.url, concurrency=4, max_inflight_bytes=1000) as f:
+            answers = await asyncio.gather(*(f.ask(audio_query(uri_of(0.3)), parse)
+                                             for _ in range(4)))
+        await judge.stop()
+        return judge, answers
+
+    judge, answers = run(main())
+    assert [a.value for a in answers] == ["A"] * 4
+    assert judge.max_in_flight == 1
+
+
+def test_a_byte_budget_below_one_is_refused():
+    with pytest.raises(ValueError, match="max_inflight_bytes must be at least 1, got 0"):
+        fleet("http://127.0.0.1:1", max_inflight_bytes=0)
+
+
+def test_a_plain_http_fleet_loads_no_ca_store_yet_never_turns_verification_off():
+    bare, trusting = _ssl_context(False), _ssl_context(True)
+    assert bare.cert_store_stats()["x509_ca"] == 0  # nothing loaded, nothing trusted
+    assert (bare.verify_mode, bare.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert (trusting.verify_mode, trusting.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert _ssl_context(False) is bare  # built once per process

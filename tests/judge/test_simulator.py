@@ -115,3 +115,24 @@ def test_bad_options_are_refused(args, message):
     result = run_manage("judge_simulator", *args, timeout=60)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_it_counts_its_peak_concurrency_and_how_busy_its_slots_were(simulator_factory):
+    sim = simulator_factory("--latency-ms", "200", "--slots", "4")
+    before = sim.stats()[0]
+    assert (before["peak_in_progress"], before["first_busy_at"], before["all_busy_at"],
+            before["busy_slot_seconds"]) == (0, None, None, 0)
+    started = time.time()
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        codes = list(pool.map(lambda i: post(sim.urls[0], query(f"q{i}")).status_code,
+                              range(6)))
+    assert codes == [200] * 6
+    stats = sim.stats()[0]
+    assert stats["peak_in_progress"] == 4 and stats["in_progress"] == 0
+    assert started <= stats["first_busy_at"] <= stats["all_busy_at"] <= stats["now"]
+    assert 6 * 0.2 <= stats["busy_slot_seconds"] < 6 * 0.2 + 0.3
+    metrics = httpx.get(f"{sim.urls[0]}/metrics").text
+    assert 'judge_simulator:peak_requests_running{engine="0",model_name="' in metrics
+    assert metrics.split("judge_simulator:peak_requests_running{")[1].split("\n")[0] \
+        .endswith("} 4.0")
+    assert sim.stats()[1]["peak_in_progress"] == 0  # counted per port
