@@ -57,6 +57,7 @@ class JudgeAnswer:
     value: Any = None  # what the parse callback returned; None when the query failed
     raw: str | None = None  # the reply text of the last attempt that got one
     error: str | None = None  # why the query failed, None on success
+    error_kind: str = ""  # what kind of failure (ERROR_KINDS), "" on success
     endpoint: str | None = None  # base URL of the last attempt
     attempts: int = 0
     latency_ms: float | None = None  # of the last attempt
@@ -93,10 +94,18 @@ class _Slot:
     token: str | None  # the fleet-wide lease, when there are leases
 
 
+# The kinds of failure a query can end with, as progress pages count them.
+TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION = (
+    "timeout", "server error", "busy", "refused request", "unparseable reply",
+    "connection error")
+ERROR_KINDS = (TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION)
+
+
 class _Retry(Exception):
-    def __init__(self, error: str, *, endpoint_fault: bool, raw: str | None = None):
+    def __init__(self, error: str, *, kind: str, endpoint_fault: bool,
+                 raw: str | None = None):
         super().__init__(error)
-        self.error = error
+        self.error, self.kind = error, kind
         self.endpoint_fault = endpoint_fault
         self.raw = raw
 
@@ -104,7 +113,7 @@ class _Retry(Exception):
 class _Fatal(Exception):
     def __init__(self, error: str, raw: str | None = None):
         super().__init__(error)
-        self.error = error
+        self.error, self.kind = error, REFUSED
         self.raw = raw
 
 
@@ -387,15 +396,15 @@ class JudgeFleet:
                     try:
                         answer.value = parse(text)
                     except ValueError as exc:
-                        raise _Retry(f"unparseable reply: {exc}",
+                        raise _Retry(f"unparseable reply: {exc}", kind=UNPARSEABLE,
                                      endpoint_fault=False) from None
                     endpoint.consecutive_failures = 0
                     endpoint.served += 1
-                    answer.error = None
+                    answer.error, answer.error_kind = None, ""
                     return answer
                 except _Retry as retry:
                     answer.latency_ms = (time.monotonic() - started) * 1000
-                    answer.error = retry.error
+                    answer.error, answer.error_kind = retry.error, retry.kind
                     if retry.raw is not None:
                         answer.raw = retry.raw
                     if retry.endpoint_fault:
@@ -403,6 +412,7 @@ class JudgeFleet:
                 except _Fatal as fatal:
                     answer.latency_ms = (time.monotonic() - started) * 1000
                     answer.error, answer.raw = fatal.error, fatal.raw
+                    answer.error_kind = fatal.kind
                     return answer
                 finally:
                     await self._release(slot)
@@ -418,22 +428,23 @@ class JudgeFleet:
                 f"{slot.endpoint.base_url}/v1/chat/completions", content=body.stream(),
                 headers=body.headers)
         except httpx.TimeoutException:
-            raise _Retry(f"timeout after {self.timeout:g} s", endpoint_fault=True) from None
+            raise _Retry(f"timeout after {self.timeout:g} s", kind=TIMEOUT,
+                         endpoint_fault=True) from None
         except httpx.HTTPError as exc:
-            raise _Retry(_describe(exc), endpoint_fault=True) from None
+            raise _Retry(_describe(exc), kind=CONNECTION, endpoint_fault=True) from None
         status = response.status_code
         if status >= 500:
-            raise _Retry(f"HTTP {status}: {response.text[:200]}", endpoint_fault=True,
-                         raw=response.text[:2000])
+            raise _Retry(f"HTTP {status}: {response.text[:200]}", kind=SERVER,
+                         endpoint_fault=True, raw=response.text[:2000])
         if status in (408, 429):
-            raise _Retry(f"HTTP {status} (busy)", endpoint_fault=False)
+            raise _Retry(f"HTTP {status} (busy)", kind=BUSY, endpoint_fault=False)
         if status >= 400:
             raise _Fatal(f"HTTP {status}: {response.text[:500]}", raw=response.text[:2000])
         try:
             body = response.json()
             text = body["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise _Retry("unparseable reply: not an OpenAI chat completion",
+            raise _Retry("unparseable reply: not an OpenAI chat completion", kind=UNPARSEABLE,
                          endpoint_fault=False, raw=response.text[:2000]) from None
         simulated = (
             body.get("system_fingerprint") == SIMULATOR_FINGERPRINT

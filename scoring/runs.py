@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from judge.fleet import FleetUnavailable, JudgeFleet
+from judge.leases import fleet_leases
 from judge.selectors import disabled_base_urls
 from scoring.jobs import ask_jobs
 from scoring.judge_configs import judge_config_current
@@ -49,14 +50,19 @@ class JudgeSettings:
     """How a worker talks to the judge fleet; what is asked, and of which endpoints, comes
     from the run's judge config."""
 
-    concurrency: int
+    concurrency: int  # per endpoint, across every worker when redis_url is set
     timeout: float
     down_wait: float
+    redis_url: str = ""  # where the fleet-wide leases live; "" keeps the cap per process
+    lease_ttl: float = 30.0
+    max_inflight_bytes: int = 256 * 2**20
 
     @classmethod
     def from_settings(cls) -> JudgeSettings:
         return cls(concurrency=settings.JUDGE_CONCURRENCY, timeout=settings.JUDGE_TIMEOUT,
-                   down_wait=settings.JUDGE_DOWN_WAIT)
+                   down_wait=settings.JUDGE_DOWN_WAIT, redis_url=settings.REDIS_URL,
+                   lease_ttl=settings.JUDGE_LEASE_TTL,
+                   max_inflight_bytes=settings.JUDGE_MAX_INFLIGHT_BYTES)
 
 
 def _stamp(times: dict, status: str) -> dict:
@@ -303,7 +309,7 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
 
 
 ANSWER_FIELDS = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "error",
-                 "endpoint", "attempts", "latency_ms", "score")
+                 "error_kind", "endpoint", "attempts", "latency_ms", "score")
 
 
 def _answer(run: ScoringRun, criterion_id: int, content_key: str, record: dict) -> Answer:
@@ -326,8 +332,9 @@ async def _ask(jobs: list[Job], run: ScoringRun, judge: JudgeSettings, on_answer
     async with JudgeFleet(endpoints, model=config.judge_model,
                           concurrency=judge.concurrency, timeout=judge.timeout,
                           max_attempts=config.max_attempts, sampling=config.sampling,
-                          down_wait=judge.down_wait,
-                          api_key=settings.JUDGE_API_KEY or None) as fleet:
+                          down_wait=judge.down_wait, api_key=settings.JUDGE_API_KEY or None,
+                          leases=fleet_leases(judge.redis_url, ttl=judge.lease_ttl),
+                          max_inflight_bytes=judge.max_inflight_bytes) as fleet:
         switches = asyncio.create_task(_follow_switches(fleet, endpoints))
         try:
             await ask_jobs(jobs, fleet, on_answer)

@@ -43,16 +43,6 @@ def benchmark_choices() -> list[tuple[str, str]]:
     return [(b.slug, f"{b.title} (v{b.version})") for b in latest.values()]
 
 
-def _failure_kind(error: str) -> str:
-    text = error.split("; last: ", 1)[-1]
-    for prefix, kind in (("timeout", "timeout"), ("HTTP 5", "server error (5xx)"),
-                         ("HTTP 4", "refused request (4xx)"),
-                         ("unparseable reply", "unparseable reply")):
-        if text.startswith(prefix):
-            return kind
-    return "connection error"
-
-
 def run_progress(run: ScoringRun | None) -> dict:
     """Queries done of total, rate, ETA, queue position and failed queries by kind."""
     if run is None:
@@ -70,11 +60,10 @@ def run_progress(run: ScoringRun | None) -> dict:
     if run.status == ScoringRun.Status.QUEUED:
         position = ScoringRun.objects.filter(
             status__in=ScoringRun.ACTIVE, created_at__lt=run.created_at).count() + 1
-    failures: dict[str, int] = {}
-    for row in (Answer.objects.filter(run=run, error__isnull=False)
-                .values("error").annotate(n=Count("id"))):
-        kind = _failure_kind(row["error"])
-        failures[kind] = failures.get(kind, 0) + row["n"]
+    # By the kind judge.fleet gave each failure ("" for answers stored before it did).
+    failures = {kind or "other": n for kind, n in (
+        Answer.objects.filter(run=run, error__isnull=False).values_list("error_kind")
+        .annotate(n=Count("id")).order_by("error_kind"))}
     return {
         "done": done, "total": total,
         "percent": round(100 * done / total, 1) if total else 100.0,

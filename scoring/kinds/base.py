@@ -126,7 +126,8 @@ def answer_record(job: Job, answer) -> dict:
     return {
         "id": job.item, "rubric_index": job.criterion, "round": job.round,
         **job.fields(answer.value if answer.ok else None),
-        "raw": answer.raw, "error": answer.error, "endpoint": answer.endpoint,
+        "raw": answer.raw, "error": answer.error, "error_kind": answer.error_kind,
+        "endpoint": answer.endpoint,
         "attempts": answer.attempts,
         "latency_ms": None if answer.latency_ms is None else round(answer.latency_ms, 1),
     }

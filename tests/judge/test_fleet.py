@@ -142,6 +142,7 @@ def test_an_unparseable_reply_is_retried_then_counted_as_failed():
     assert judge.calls == 3
     assert answer.value is None and answer.attempts == 3
     assert answer.error.startswith("no valid answer after 3 attempt(s); last: unparseable reply")
+    assert answer.error_kind == "unparseable reply"
     assert answer.raw == "I think it is A"
 
 
@@ -155,7 +156,7 @@ def test_a_bad_request_is_not_retried():
 
     judge, answer = run(main())
     assert judge.calls == 1 and answer.attempts == 1
-    assert answer.error == "HTTP 400: boom"
+    assert (answer.error, answer.error_kind) == ("HTTP 400: boom", "refused request")
 
 
 def test_a_timeout_is_retried():
@@ -167,7 +168,30 @@ def test_a_timeout_is_retried():
         return answer
 
     answer = run(main())
-    assert answer.ok and answer.attempts == 2
+    assert answer.ok and answer.attempts == 2 and answer.error_kind == ""
+
+
+@pytest.mark.parametrize("reply, kind", [((500, "", 0.0), "server error"),
+                                         ((429, "", 0.0), "busy"),
+                                         ((200, GOOD, 2.0), "timeout")])
+def test_every_failure_carries_its_kind(reply, kind):
+    async def main():
+        judge = await FakeJudge(lambda n: reply).start()
+        async with fleet(judge.url, timeout=0.3, max_attempts=1) as f:
+            answer = await f.ask([], parse)
+        await judge.stop()
+        return answer
+
+    answer = run(main())
+    assert not answer.ok and answer.error_kind == kind
+
+
+def test_an_endpoint_that_refuses_connections_is_a_connection_error():
+    async def main():
+        async with fleet("http://127.0.0.1:9", max_attempts=1) as f:
+            return await f.ask([], parse)
+
+    assert run(main()).error_kind == "connection error"
 
 
 def test_a_failing_endpoint_is_taken_out_probed_and_put_back():

@@ -46,3 +46,27 @@ def test_managing_a_published_submission_of_someone_else_is_a_403(cast, other_au
         submission_get(user=other_author, pk=cast["public"].pk, write=True)
     assert submission_get(user=author, pk=cast["private"].pk, write=True) == cast["private"]
     assert submission_get(user=staff, pk=cast["other"].pk, write=True) == cast["other"]
+
+
+def test_progress_counts_failed_queries_by_the_kind_the_fleet_gave(small_bench):
+    from scoring import runs
+    from scoring.models import Answer, Criterion
+    from submissions.selectors import run_progress
+    from tests.conftest import judge_config
+
+    benchmark = small_bench["benchmark"]
+    key = small_bench["samples"][0]["id"]
+    run = runs.run_create(benchmark=benchmark, audio_root=str(small_bench["root"]),
+                          outputs={key: f"systems/sys/{key}.wav"}, missing={},
+                          config=judge_config(["http://127.0.0.1:9"], benchmark=benchmark))
+    criteria = list(Criterion.objects.filter(item__benchmark=benchmark, item__key=key))
+    for criterion, (error, kind) in zip(criteria, [("timeout after 120 s", "timeout"),
+                                                    ("HTTP 503: down", "server error"),
+                                                    ("HTTP 504: down", "server error"),
+                                                    (None, "")], strict=False):
+        Answer.objects.create(run=run, criterion=criterion, round=0, choices=[],
+                              correct_letter="A", correct=False, attempts=5, error=error,
+                              error_kind=kind)
+    progress = run_progress(run)
+    assert progress["failures"] == {"server error": 2, "timeout": 1}
+    assert progress["done"] == 4
