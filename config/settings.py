@@ -427,10 +427,9 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # submissions: workers for new work run `-Q celery` (the default queue above), rescoring
 # workers `-Q rescore` (docker/compose.yml).
 SCORING_RESCORE_QUEUE = env_str("SCORING_RESCORE_QUEUE", "rescore")
-# Called in this order with a run's id when it finishes (scoring.tasks.run_finished):
-# submissions moves its board run to a finished rescore, then emails the authors whose run it is.
-SCORING_RUN_FINISHED_HOOKS = ["submissions.rescoring.submission_run_finished",
-                              "submissions.notifications.run_finished_notify"]
+# How often finished runs are reconciled with their submissions (a rescore under the
+# benchmark's current judge config becomes what its board shows; submissions.tasks.reconcile).
+SUBMISSIONS_RECONCILE_SECONDS = env_int("SUBMISSIONS_RECONCILE_SECONDS", 10, minimum=1)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
@@ -453,9 +452,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "submissions.tasks.sweep_upload_temporaries",
         "schedule": 3600,
     },
+    "reconcile-board-runs": {
+        "task": "submissions.tasks.reconcile",
+        "schedule": SUBMISSIONS_RECONCILE_SECONDS,
+    },
     "notify-authors": {
         "task": "submissions.tasks.notify_authors",
-        "schedule": env_int("NOTIFY_SWEEP_SECONDS", 60, minimum=1),
+        "schedule": env_int("NOTIFY_SWEEP_SECONDS", 15, minimum=1),
     },
 }
 

@@ -79,3 +79,25 @@ def judge_config_update(*, actor, config: JudgeConfig, base_urls: list[str],
     audit_record(actor=actor, action=AuditEvent.Action.JUDGE_CONFIG, obj=config, before=before,
                  after=config.as_dict(), reason=reason)
     return config
+
+
+@transaction.atomic
+def benchmark_set_judge_config(*, actor, benchmark: Benchmark, config: JudgeConfig,
+                               reason: str) -> Benchmark:
+    """Make `config` the benchmark's current judge config: its board shows runs under it and
+    new submissions are scored with it (audited, on the public changelog). Each submission's
+    board run then moves to its latest finished run under it (the submissions app reconciles);
+    submissions without one leave the board until they are rescored."""
+    if not reason.strip():
+        raise JudgeConfigError("changing a benchmark's judge config needs a reason")
+    if config.prompt_sha256 != get_kind(benchmark.kind).prompt_sha256():
+        raise JudgeConfigError(f"judge config {config.name!r} was made for other prompts than "
+                               f"those of {benchmark.kind} benchmarks")
+    benchmark = Benchmark.objects.select_for_update().get(id=benchmark.id)
+    before = benchmark.judge_config.name if benchmark.judge_config_id else None
+    benchmark.judge_config = config
+    benchmark.save(update_fields=["judge_config"])
+    audit_record(actor=actor, action=AuditEvent.Action.JUDGE_CONFIG, obj=benchmark,
+                 before={"judge_config": before}, after={"judge_config": config.name},
+                 reason=reason, benchmark_slug=benchmark.slug, public=True)
+    return benchmark

@@ -9,7 +9,6 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.utils.module_loading import import_string
 
 from judge.fleet import FleetUnavailable
 from scoring import fleet, runs
@@ -64,21 +63,14 @@ def _retry_later(batch_id: int) -> None:
 
 @shared_task(acks_late=True, ignore_result=True)
 def aggregate_run(run_id: int) -> None:
+    """Aggregate a run whose batches are done. What follows a finished run (its submissions'
+    board runs, the authors' emails) is done by the submissions app's periodic reconcile,
+    which claims each step by a conditional UPDATE."""
     try:
         runs.run_aggregate(run_id)
     except Exception as exc:
         runs.run_fail(run_id, f"aggregation failed: {type(exc).__name__}: {exc}")
         raise
-    # Also when a redelivery finds the run finished already: the hooks are idempotent.
-    if runs.ScoringRun.objects.filter(id=run_id, status=runs.Status.FINISHED).exists():
-        run_finished(run_id)
-
-
-def run_finished(run_id: int) -> None:
-    """Tell the apps that act on finished runs (SCORING_RUN_FINISHED_HOOKS: dotted paths of
-    functions taking a run id), without scoring importing them."""
-    for path in settings.SCORING_RUN_FINISHED_HOOKS:
-        import_string(path)(run_id)
 
 
 @shared_task(ignore_result=True)

@@ -1,7 +1,6 @@
 """Emails to authors when a submission ends: finished, failed or rejected.
 
-Scoring knows nothing of submissions, so a run's end is noticed here: a finished run calls
-`run_finished_notify` (SCORING_RUN_FINISHED_HOOKS), and a periodic sweep
+Scoring knows nothing of submissions, so a run's end is noticed here: a periodic sweep
 (tasks.notify_authors) lists the submissions whose state differs from the one their author was
 last told about, and `submission_notify` claims each with a conditional UPDATE of
 `notified_state` before sending, so a duplicate delivery or a second sweeper sends nothing.
@@ -37,14 +36,6 @@ def submissions_to_notify() -> list[int]:
                  & ~Q(notified_state=F("current_run__status")))
     return list(Submission.objects.filter(rejected | run_ended).order_by("id")
                 .values_list("id", flat=True))
-
-
-def run_finished_notify(run_id: int) -> None:
-    """A run finished (SCORING_RUN_FINISHED_HOOKS): email its submissions' authors at once
-    rather than at the next sweep."""
-    for submission_id in Submission.objects.filter(current_run_id=run_id) \
-            .values_list("id", flat=True):
-        submission_notify(submission_id=submission_id)
 
 
 def submission_notify(*, submission_id: int) -> bool:

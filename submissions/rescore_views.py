@@ -14,12 +14,17 @@ from django.views.decorators.http import require_http_methods
 
 from config.staff import staff_only
 from scoring.baselines import BaselineError, baselines_create
-from scoring.judge_configs import JudgeConfigError, judge_config_current
+from scoring.judge_configs import (
+    JudgeConfigError,
+    benchmark_set_judge_config,
+    judge_config_current,
+)
 from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions.rescoring import (
     RescoreError,
     RescoreFilter,
-    benchmark_set_judge_config,
+    board_count,
+    board_runs_reconcile,
     rescorable_configs,
     rescore_candidates,
     rescore_plan,
@@ -162,10 +167,12 @@ def current_config(request):
     form = CurrentConfigForm(request.POST, benchmark=benchmark)
     if form.is_valid():
         try:
-            shown = benchmark_set_judge_config(
+            benchmark = benchmark_set_judge_config(
                 actor=request.user, benchmark=benchmark, config=form.cleaned_data["config"],
                 reason=form.cleaned_data["reason"])
-        except (RescoreError, JudgeConfigError) as exc:
+            board_runs_reconcile(benchmark=benchmark)
+            shown = board_count(benchmark)
+        except JudgeConfigError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"{benchmark.slug} is now judged by "

@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, OuterRef, Q, Subquery
 
 from scoring import runs
 from scoring.audit import audit_record
-from scoring.judge_configs import JudgeConfigError
 from scoring.kinds import get_kind
 from scoring.models import AuditEvent, Benchmark, JudgeConfig, ScoringRun
 from scoring.tasks import enqueue_run
@@ -120,48 +119,33 @@ def submissions_rescore(*, actor, benchmark: Benchmark, submissions: list[Submis
     return made
 
 
-def submission_run_finished(run_id: int) -> None:
-    """A run finished: it becomes the board run of its submissions when it is under the
-    benchmark's current judge config and newer than what they show (SCORING_RUN_FINISHED_HOOKS).
-    """
-    run = ScoringRun.objects.select_related("benchmark").get(id=run_id)
-    if run.status != Status.FINISHED or run.judge_config_id != run.benchmark.judge_config_id:
-        return
-    for submission in Submission.objects.filter(runs=run).select_related("current_run"):
-        current = submission.current_run
-        if current is None or current.id == run.id:
-            continue
-        if current.status != Status.FINISHED or current.judge_config_id != run.judge_config_id \
-                or current.id < run.id:
-            Submission.objects.filter(id=submission.id, current_run_id=current.id) \
-                .update(current_run=run)
+def board_runs_reconcile(*, benchmark: Benchmark | None = None) -> int:
+    """Make each submission show its latest run finished under its benchmark's current judge
+    config (a rescore that finished, or the runs of a config staff made current), claiming
+    each move by a conditional UPDATE so that two reconcilers never undo each other. Runs
+    under other configs stay viewable on the submission's page; a submission with none under
+    the current config keeps its run, off the board until rescored. Returns how many moved.
+    Called periodically (submissions.tasks.reconcile) and at once by the staff pages."""
+    latest = Subquery(ScoringRun.objects.filter(
+        submissions=OuterRef("pk"), status=Status.FINISHED,
+        judge_config_id=OuterRef("benchmark__judge_config_id")).order_by("-id").values("id")[:1])
+    candidates = Submission.objects.filter(current_run__isnull=False)
+    if benchmark is not None:
+        candidates = candidates.filter(benchmark=benchmark)
+    moved = 0
+    for pk, current, target in (candidates.annotate(target=latest).exclude(target=None)
+                                .exclude(current_run_id=F("target"))
+                                .values_list("pk", "current_run_id", "target")):
+        moved += Submission.objects.filter(pk=pk, current_run_id=current) \
+            .update(current_run_id=target)
+    return moved
 
 
-@transaction.atomic
-def benchmark_set_judge_config(*, actor, benchmark: Benchmark, config: JudgeConfig,
-                               reason: str) -> int:
-    """Make `config` the benchmark's current judge config. Each submission's board run moves
-    to its latest finished run under it; submissions without one leave the board until they
-    are rescored. Returns how many submissions the board shows under the new config."""
-    if not reason.strip():
-        raise JudgeConfigError("changing a benchmark's judge config needs a reason")
-    _check_config(benchmark, config)
-    benchmark = Benchmark.objects.select_for_update().get(id=benchmark.id)
-    before = benchmark.judge_config.name if benchmark.judge_config_id else None
-    benchmark.judge_config = config
-    benchmark.save(update_fields=["judge_config"])
-    shown = 0
-    for submission in Submission.objects.filter(benchmark=benchmark, current_run__isnull=False):
-        latest = (submission.runs.filter(judge_config=config, status=Status.FINISHED)
-                  .order_by("-id").first())
-        if latest is not None:
-            shown += 1
-            if latest.id != submission.current_run_id:
-                Submission.objects.filter(id=submission.id).update(current_run=latest)
-    audit_record(actor=actor, action=AuditEvent.Action.JUDGE_CONFIG, obj=benchmark,
-                 before={"judge_config": before}, after={"judge_config": config.name},
-                 reason=reason, benchmark_slug=benchmark.slug, public=True)
-    return shown
+def board_count(benchmark: Benchmark) -> int:
+    """Submissions whose board run is under the benchmark's current judge config."""
+    return Submission.objects.filter(
+        benchmark=benchmark, current_run__judge_config_id=benchmark.judge_config_id,
+        current_run__status=Status.FINISHED).count()
 
 
 def rescorable_configs(benchmark: Benchmark):

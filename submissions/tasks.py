@@ -4,7 +4,7 @@ import logging
 
 from celery import shared_task
 
-from submissions import notifications, services, uploads
+from submissions import notifications, rescoring, services, uploads
 
 log = logging.getLogger(__name__)
 
@@ -16,6 +16,13 @@ def validate_submission(submission_id: int) -> None:
     except Exception as exc:
         log.exception("validation of submission %s broke", submission_id)
         services.submission_fail_validation(submission_id, f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(ignore_result=True)
+def reconcile() -> None:
+    """Periodic: each submission shows its latest run finished under its benchmark's current
+    judge config (see rescoring.board_runs_reconcile)."""
+    rescoring.board_runs_reconcile()
 
 
 @shared_task(ignore_result=True)

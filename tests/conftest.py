@@ -257,6 +257,7 @@ def worker_factory(transactional_db, settings, tmp_path):
             "JUDGE_CONCURRENCY": "8", "JUDGE_TIMEOUT": "10", "JUDGE_DOWN_WAIT": "2",
             "SCORING_HEARTBEAT_SECONDS": "1", "SCORING_STALE_SECONDS": "4",
             "SCORING_SWEEP_SECONDS": "2", "SCORING_FLEET_RETRY_SECONDS": "1",
+            "SUBMISSIONS_RECONCILE_SECONDS": "1",
             "CELERY_TASK_DEFAULT_QUEUE": queue, "SCORING_RESCORE_QUEUE": f"{queue}-rescore",
             **{k: str(v) for k, v in overrides.items()},
         }

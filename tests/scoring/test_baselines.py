@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from leaderboard.selectors import diagnostic_rows
-from scoring import runs, tasks
+from scoring import runs
 from scoring.baselines import BaselineError, baseline_folder, baselines_create
 from scoring.models import AuditEvent, SliceResult
 from scoring.services import benchmark_import
@@ -23,7 +23,6 @@ def score(run):
     for batch in run.batches.order_by("index"):
         assert runs.batch_score(batch.id, WORKER)
     assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
-    tasks.run_finished(run.id)
     run.refresh_from_db()
     return run
 

@@ -5,15 +5,17 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from leaderboard.selectors import leaderboard_rows
-from scoring import runs, synthetic, tasks
+from scoring import runs, synthetic
+from scoring.judge_configs import benchmark_set_judge_config
 from scoring.models import Answer, AuditEvent, ScoringRun, SliceResult
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
+from submissions import tasks as submission_tasks
 from submissions.models import ModelEntry, Submission
 from submissions.rescoring import (
     RescoreError,
     RescoreFilter,
-    benchmark_set_judge_config,
+    board_runs_reconcile,
     rescore_candidates,
     rescore_plan,
     submissions_rescore,
@@ -26,11 +28,12 @@ WORKER = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 def score(run: ScoringRun) -> ScoringRun:
-    """Score every batch of a run here, aggregate it, and tell the apps it finished."""
+    """Score every batch of a run here, aggregate it, and reconcile as the periodic task
+    does."""
     for batch in run.batches.order_by("index"):
         assert runs.batch_score(batch.id, WORKER)
     assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
-    tasks.run_finished(run.id)
+    submission_tasks.reconcile()
     run.refresh_from_db()
     assert run.status == "finished"
     return run
@@ -107,9 +110,12 @@ def test_a_rescore_under_another_config_changes_figures_only_once_made_current(
     (row,) = leaderboard_rows(benchmark=benchmark)
     assert (row["IFR"], row["CR"], row["EMR"]) == overall(first)
 
-    assert benchmark_set_judge_config(actor=staff, benchmark=benchmark, config=config_b,
-                                      reason="new judge") == 1
+    benchmark_set_judge_config(actor=staff, benchmark=benchmark, config=config_b,
+                               reason="new judge")
     benchmark.refresh_from_db()
+    assert leaderboard_rows(benchmark=benchmark) == []  # until the reconcile
+    assert board_runs_reconcile(benchmark=benchmark) == 1
+    assert board_runs_reconcile(benchmark=benchmark) == 0  # nothing left to move
     (row,) = leaderboard_rows(benchmark=benchmark)
     assert (row["IFR"], row["CR"], row["EMR"]) == overall(run)
     assert ScoringRun.objects.filter(id=first.id, status="finished").exists()  # kept
