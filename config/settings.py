@@ -452,6 +452,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "submissions.tasks.sweep_upload_temporaries",
         "schedule": 3600,
     },
+    "refresh-rank-ranges": {
+        "task": "leaderboard.tasks.refresh_boards",
+        "schedule": env_int("RANK_RANGES_SWEEP_SECONDS", 30, minimum=1),
+        # A sweep stuck behind a long one is not worth running late.
+        "options": {"expires": 60},
+    },
     "reconcile-board-runs": {
         "task": "submissions.tasks.reconcile",
         "schedule": SUBMISSIONS_RECONCILE_SECONDS,

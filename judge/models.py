@@ -23,6 +23,8 @@ class Endpoint(models.Model):
     # when the server serves no /metrics or the probe failed.
     running = models.PositiveIntegerField(null=True, blank=True)
     waiting = models.PositiveIntegerField(null=True, blank=True)
+    # The last probe was answered by the judge simulator (it says so in a header), not a model.
+    simulator = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["base_url"]

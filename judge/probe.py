@@ -27,6 +27,7 @@ class ProbeResult:
     error: str  # why it is unhealthy, or what /metrics lacked; "" when all is well
     running: int | None  # requests being served, from /metrics
     waiting: int | None  # requests queued at the server, from /metrics
+    simulator: bool = False  # the judge simulator answered, not a model server
 
 
 def parse_metrics(text: str, names: tuple[str, ...] = (RUNNING, WAITING)) -> dict[str, float]:
@@ -69,6 +70,7 @@ async def probe(client: httpx.AsyncClient, base_url: str) -> ProbeResult:
             return ProbeResult(base_url, False, latency_ms,
                                f"GET /v1/models: HTTP {response.status_code}", None, None)
         response.json()
+        simulator = response.headers.get("x-judge-simulator") is not None
     except httpx.HTTPError as exc:
         return ProbeResult(base_url, False, None, f"GET /v1/models: {_describe(exc)}",
                            None, None)
@@ -88,7 +90,7 @@ async def probe(client: httpx.AsyncClient, base_url: str) -> ProbeResult:
             error = f"GET /metrics: HTTP {response.status_code}"
     except httpx.HTTPError as exc:
         error = f"GET /metrics: {_describe(exc)}"
-    return ProbeResult(base_url, True, latency_ms, error, running, waiting)
+    return ProbeResult(base_url, True, latency_ms, error, running, waiting, simulator)
 
 
 def _count(value: float | None) -> int | None:

@@ -25,7 +25,8 @@ def endpoint_store_probe(*, result: ProbeResult) -> Endpoint:
         base_url=result.base_url,
         defaults={"last_probe_at": timezone.now(), "healthy": result.healthy,
                   "probe_latency_ms": result.latency_ms, "probe_error": result.error,
-                  "running": result.running, "waiting": result.waiting})
+                  "running": result.running, "waiting": result.waiting,
+                  "simulator": result.simulator})
     return endpoint
 
 

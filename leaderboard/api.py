@@ -14,7 +14,7 @@ from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRen
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import selectors
+from leaderboard import ranking, selectors
 from leaderboard.forms import BoardForm
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
@@ -25,15 +25,19 @@ def columns(kind: Kind) -> tuple[str, ...]:
     """The CSV's columns: each of the kind's metrics with its interval's bounds."""
     figures = tuple(k for m in kind.metric_keys for k in (m, f"{m}_lo", f"{m}_hi"))
     return ("rank", "rank_best", "rank_worst", "model", "organisation", "submission", *figures,
-            "n", "coverage", "open_weights", "licence", "judge", "simulated", "date", "flag")
+            "n", "coverage", "open_weights", "licence", "judge", "judge_config", "simulated",
+            *(m.key for m in kind.judge_figures), "date", "flag")
 
 
 def row_out(row: dict, kind: Kind) -> dict:
-    out = {"rank": row["rank"], "rank_best": row["rank_range"][0],
-           "rank_worst": row["rank_range"][1]}
+    best, worst = row["rank_range"] or (None, None)
+    out = {"rank": row["rank"], "rank_best": best, "rank_worst": worst}
     for key in ("model", "organisation", "submission", "n", "coverage", "open_weights",
                 "licence", "judge", "simulated"):
         out[key] = row[key]
+    out["judge_config"] = row["judge_config"]
+    for metric in kind.judge_figures:
+        out[metric.key] = row.get(metric.key)
     for metric in kind.metric_keys:
         out[metric] = row[metric]
         interval = row[f"{metric}_interval"]
@@ -126,8 +130,11 @@ class LeaderboardApi(APIView):
         if renderer.format not in ("json", "csv"):  # the browsable page renders per request
             return Response(payload(), headers=headers)
         # JSON and CSV bodies are rendered once per board state and query.
-        body = cache.get_or_set(selectors.cache_key("board-api", stamp, query, renderer.format),
-                                lambda: renderer.render(payload()), 300)
+        # The rank ranges arrive from a worker after the state changes: a body made before
+        # them is not reused once they are there.
+        key = selectors.cache_key("board-api", stamp, ranking.ready(benchmark, stamp), query,
+                                  renderer.format)
+        body = cache.get_or_set(key, lambda: renderer.render(payload()), 300)
         content_type = f"{renderer.media_type}; charset=utf-8" if renderer.charset \
             else renderer.media_type
         return HttpResponse(body, content_type=content_type, headers=headers)
@@ -197,7 +204,7 @@ class SubmissionSlicesApi(APIView):
         return Response({
             "id": submission.id, "model": submission.model.name,
             "model_id": submission.model_id, "benchmark": submission.benchmark.slug,
-            "version": submission.benchmark.version, "judge": run.judge_model,
+            "version": submission.benchmark.version, "judge": run.judge_name,
             "simulated": run.simulated, "coverage": submission.coverage,
             "slices": [{"dimension": r["dimension"], "bucket": r["bucket"] or None,
                         **_interval_out(r, kind)} for r in selectors.slice_rows(run.id, kind)],

@@ -15,19 +15,7 @@ import plotly.io as pio
 from django.utils.html import format_html, json_script
 from django.utils.safestring import SafeString
 
-METRICS = ("IFR", "CR", "EMR")
-PALETTE = ("#2f5fd0", "#2e9e5b", "#d9822b", "#8e44ad")
-COLOURS = {"IFR": "#2f5fd0", "CR": "#2e9e5b", "EMR": "#d9822b",
-           "acc_strict": "#2f5fd0", "acc": "#2e9e5b", "score": "#2f5fd0",
-           "pass_A": "#2e9e5b", "pass_B": "#d9822b"}
-NAMES = {"IFR": "IFR (instruction following)", "CR": "CR (consistency)",
-         "EMR": "EMR (exact match)", "acc_strict": "acc (strict: correct of all)",
-         "acc": "acc (correct of parsed)", "score": "score (mean of both passes)",
-         "pass_A": "pass A (reference first)", "pass_B": "pass B (swapped)"}
-
-
-def _colour(metric: str, index: int) -> str:
-    return COLOURS.get(metric, PALETTE[index % len(PALETTE)])
+PALETTE = ("#2f5fd0", "#2e9e5b", "#d9822b", "#8e44ad", "#c0392b")
 CONFIG = {"displaylogo": False, "responsive": True, "showSendToCloud": False,
           "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13,
@@ -76,32 +64,39 @@ def _translucent(colour: str, alpha: float) -> str:
     return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
-def _figure_text(value, interval) -> str:
-    if value is None:
-        return "–"
-    text = f"{value:.2f}"
-    return f"{text} [{interval[0]:.1f}, {interval[1]:.1f}]" if interval else text
-
-
-def emr_ifr_scatter(rows: list[dict]) -> go.Figure:
-    """EMR against IFR, one point per board row that has both, with bootstrap intervals."""
-    return metric_scatter(rows, x="IFR", y="EMR", metrics=METRICS)
-
-
 def _unit(scale: float) -> str:
     return "%" if scale == 100 else f"0-{scale:g}"
 
 
-def metric_scatter(rows: list[dict], *, x: str, y: str, metrics: tuple[str, ...],
-                   scale: float = 100.0, labels: dict | None = None) -> go.Figure:
+def separating_metric(kind, rows: list[dict]) -> str:
+    """The first ranking metric on which the rows differ (the ranking's first where none
+    does): the one a chart or pivot opens on, so it never plots every point on one line."""
+    for metric in kind.ranking:
+        if len({round(r[metric], 9) for r in rows if r.get(metric) is not None}) > 1:
+            return metric
+    return kind.ranking[0]
+
+
+def value_range(values: list, scale: float) -> list[float] | None:
+    """An axis or colour range for figures that are all equal (a plotting library would give
+    them an empty or a negative one); None when they differ."""
+    known = [v for v in values if v is not None]
+    if not known or max(known) - min(known) > 1e-9:
+        return None
+    pad = scale / 20
+    return [max(0.0, known[0] - pad), min(scale, known[0] + pad) if known[0] < scale
+            else known[0] + pad]
+
+
+def metric_scatter(rows: list[dict], *, x: str, y: str, kind) -> go.Figure:
     """Metric y against metric x, one point per board row that has both, with intervals
-    where there are any; the hover lists every metric of the row."""
+    where there are any; the hover lists every metric of the row, as the table shows it."""
     shown = [r for r in rows if r[x] is not None and r[y] is not None]
     hover = [f"<b>{escape(r['model'])}</b>"
              + (f" ({escape(r['organisation'])})" if r["organisation"] else "")
              + f"<br>rank {r['rank']}"
-             + "".join(f"<br>{escape(m)} {_figure_text(r[m], r.get(f'{m}_interval'))}"
-                       for m in metrics) for r in shown]
+             + "".join(f"<br>{escape(m.label)} {_text(m, r[m.key], r.get(f'{m.key}_interval'))}"
+                       for m in kind.metrics) for r in shown]
     trace = go.Scatter(
         x=[r[x] for r in shown], y=[r[y] for r in shown], mode="markers",
         hovertext=hover, hoverinfo="text", name="models",
@@ -113,54 +108,63 @@ def metric_scatter(rows: list[dict], *, x: str, y: str, metrics: tuple[str, ...]
         error_y={**error_bars([r[y] for r in shown],
                               [r.get(f"{y}_interval") for r in shown]), "color": "#9fb3e6"},
     )
-    return go.Figure(trace, layout=_layout(
-        height=440, showlegend=False,
-        xaxis=_axis(f"{(labels or {}).get(x, x)} ({_unit(scale)})"),
+    axes = {}
+    for axis, metric in (("xaxis", x), ("yaxis", y)):
+        fixed = value_range([r[metric] for r in shown], kind.scale)
         # Figures never go below 0: an all-zero metric must not get a -1..1 axis.
-        yaxis=_axis(f"{(labels or {}).get(y, y)} ({_unit(scale)})", rangemode="nonnegative"),
-        hovermode="closest"))
+        axes[axis] = _axis(f"{kind.label(metric)} ({_unit(kind.scale)})",
+                           **({"range": fixed} if fixed else {"rangemode": "nonnegative"}))
+    return go.Figure(trace, layout=_layout(height=440, showlegend=False, hovermode="closest",
+                                           **axes))
 
 
-def slice_bars(rows: list[dict], metrics: tuple[str, ...] = METRICS,
-               scale: float = 100.0) -> go.Figure:
+def _text(metric, value, interval) -> str:
+    text = metric.format(value)
+    if interval is None or value is None:
+        return text
+    return f"{text} [{metric.format(interval[0])}, {metric.format(interval[1])}]"
+
+
+def slice_bars(rows: list[dict], metrics: tuple[str, ...], kind) -> go.Figure:
     """The metrics per bucket of one dimension (rows of selectors.slice_rows), grouped."""
     buckets = [r["bucket"] for r in rows]
     traces = [go.Bar(
-        name=metric, x=buckets, y=[r[metric] for r in rows],
-        marker_color=_colour(metric, i),
+        name=kind.label(metric), x=buckets, y=[r[metric] for r in rows],
+        marker_color=PALETTE[i % len(PALETTE)],
         error_y={**error_bars([r[metric] for r in rows],
                               [r.get(f"{metric}_interval") for r in rows]), "color": "#5b6475"},
-        hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>{NAMES.get(metric, metric)} "
-                   f"{_figure_text(r[metric], r.get(f'{metric}_interval'))}" for r in rows],
+        hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>{escape(kind.label(metric))} "
+                   f"{_text(kind.metric(metric), r[metric], r.get(f'{metric}_interval'))}"
+                   for r in rows],
         hoverinfo="text") for i, metric in enumerate(metrics)]
     return go.Figure(traces, layout=_layout(
         height=420, barmode="group", bargap=.25,
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         margin={"l": 60, "r": 20, "t": 40, "b": 40},
         xaxis=_axis("", tickangle=-30 if len(buckets) > 6 else 0),
-        yaxis=_axis(_unit(scale), range=[0, scale * 1.04])))
+        yaxis=_axis(_unit(kind.scale), range=[0, kind.scale * 1.04])))
 
 
-def slice_radar(rows: list[dict], metrics: tuple[str, ...] = METRICS,
-                scale: float = 100.0) -> go.Figure:
+def slice_radar(rows: list[dict], metrics: tuple[str, ...], kind) -> go.Figure:
     """The same figures as slice_bars on a radar: one closed line per metric."""
     buckets = [r["bucket"] for r in rows]
     traces = []
     for i, metric in enumerate(metrics):
         values = [r[metric] for r in rows]
-        colour = _colour(metric, i)
+        colour = PALETTE[i % len(PALETTE)]
         traces.append(go.Scatterpolar(
-            name=metric, theta=buckets + buckets[:1], r=values + values[:1],
+            name=kind.label(metric), theta=buckets + buckets[:1], r=values + values[:1],
             mode="lines+markers", line={"color": colour}, fill="toself",
             fillcolor=_translucent(colour, .12),
             hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>"
-                       f"{NAMES.get(metric, metric)} "
-                       f"{_figure_text(r[metric], r.get(f'{metric}_interval'))}"
+                       f"{escape(kind.label(metric))} "
+                       f"{_text(kind.metric(metric), r[metric], r.get(f'{metric}_interval'))}"
                        for r in rows + rows[:1]],
             hoverinfo="text"))
     # The first bucket at the top, clockwise; the radial scale between the first two buckets,
     # where it hides no line.
     between = 90 - 180 / max(len(buckets), 1)
+    scale = kind.scale
     return go.Figure(traces, layout=_layout(
         height=480, legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         margin={"l": 70, "r": 70, "t": 50, "b": 40},
@@ -173,19 +177,26 @@ def slice_radar(rows: list[dict], metrics: tuple[str, ...] = METRICS,
                "bgcolor": "#fff"}))
 
 
-def pivot_heatmap(pivot: dict) -> go.Figure:
-    """A pivot (selectors.pivot) as a heatmap: models down, buckets across, as in its table."""
-    rows, buckets, metric = pivot["rows"], pivot["buckets"], pivot["metric"]
+def pivot_heatmap(pivot: dict, kind) -> go.Figure:
+    """A pivot (selectors.pivot) as a heatmap: models down, buckets across, as in its table,
+    figures formatted as the table formats them."""
+    rows, buckets = pivot["rows"], pivot["buckets"]
+    metric = kind.metric(pivot["metric"])
     z = [r["cells"] for r in rows]
     labels = [escape(r["model"]) for r in rows]
-    text = [["" if v is None else f"{v:.1f}" for v in r["cells"]] for r in rows]
+    text = [["" if v is None else metric.format(v) for v in r["cells"]] for r in rows]
     hover = [[f"<b>{escape(r['model'])}</b><br>{escape(b)} (n={n if n is not None else '–'})"
-              f"<br>{metric} {'–' if v is None else f'{v:.2f}'}"
+              f"<br>{escape(metric.label)} {metric.format(v)}"
               for b, v, n in zip(buckets, r["cells"], r["n"], strict=True)] for r in rows]
+    fixed = value_range([v for r in rows for v in r["cells"]],
+                        kind.scale if not metric.count else max(1, *(
+                            v for r in rows for v in r["cells"] if v is not None)))
     trace = go.Heatmap(
         z=z, x=[escape(b) for b in buckets], y=labels, text=text, texttemplate="%{text}",
         hovertext=hover, hoverinfo="text", colorscale="Blues", xgap=1, ygap=1,
-        colorbar={"title": {"text": f"{metric} ({pivot.get('unit', '%')})"}, "thickness": 12})
+        **({"zmin": fixed[0], "zmax": fixed[1]} if fixed else {}),
+        colorbar={"title": {"text": f"{metric.label} ({pivot.get('unit', '%')})"},
+                  "thickness": 12})
     return go.Figure(trace, layout=_layout(
         height=max(260, 90 + 30 * len(rows) + (60 if len(buckets) > 6 else 0)),
         xaxis=_axis("", side="top", tickangle=-30 if len(buckets) > 6 else 0,

@@ -77,7 +77,7 @@ def _explorer(request, submission) -> dict:
     items = selectors.explorer_items(submission.benchmark)
     kind = get_kind(submission.benchmark.kind)
     form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(items, kind))
-    context = {"submission": submission, "form": form, "explorer": None,
+    context = {"submission": submission, "form": form, "explorer": None, "kind": kind,
                "page_url": reverse("leaderboard:submission", args=[submission.pk]),
                "samples_url": reverse("leaderboard:submission-samples", args=[submission.pk])}
     if not form.is_valid():

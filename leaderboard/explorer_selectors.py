@@ -40,8 +40,8 @@ def _figures(s: SliceResult, kind: Kind) -> dict:
     for metric in kind.metric_keys:
         row[metric] = values.get(metric)
         row[f"{metric}_interval"] = s.interval(metric)
-    row["cells"] = [(row[m.key], row[f"{m.key}_interval"], m.count)
-                    for m in kind.metrics]  # display order
+    row["cells"] = [m.cell(row[m.key], row[f"{m.key}_interval"])
+                    for m in kind.metrics]  # display order, formatted
     return row
 
 
@@ -52,8 +52,10 @@ def submission_figures(submission: Submission) -> dict | None:
     if run is None:
         return None
     kind = get_kind(submission.benchmark.kind)
-    rows = [_figures(s, kind) for s in SliceResult.objects.filter(run=run)]
+    found = list(SliceResult.objects.filter(run=run))
+    rows = [_figures(s, kind) for s in found]
     overall = next((r for r in rows if r["dimension"] == SliceResult.OVERALL), None)
+    overall_values = next((s.values for s in found if s.dimension == SliceResult.OVERALL), {})
     order = {d: i for i, d in enumerate(kind.dimension_keys)}
     slices = sorted((r for r in rows if r["dimension"] != SliceResult.OVERALL),
                     key=lambda r: (order.get(r["dimension"], len(order)), r["dimension"],
@@ -64,10 +66,12 @@ def submission_figures(submission: Submission) -> dict | None:
         row["dimension_label"] = kind.dimension_label(row["dimension"])
         previous = row["dimension"]
     cells = [] if overall is None else [
-        (metric.label, overall[metric.key], overall[f"{metric.key}_interval"],
+        (metric.label, *metric.cell(overall[metric.key], overall[f"{metric.key}_interval"])[:2],
          metric.definition, metric.count)
         for metric in kind.metrics]
-    return {"overall": overall, "overall_cells": cells, "slices": slices,
+    judge = [] if overall is None else [
+        (m.label, m.format(overall_values.get(m.key)), m.definition) for m in kind.judge_figures]
+    return {"overall": overall, "overall_cells": cells, "slices": slices, "judge": judge,
             "labels": [m.label for m in kind.metrics]}
 
 

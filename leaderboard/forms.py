@@ -26,6 +26,10 @@ class BoardForm(forms.Form):
     licence = forms.CharField(required=False, max_length=100)
     sort = forms.ChoiceField(required=False)
     desc = forms.BooleanField(required=False)
+    # Reported and diagnostic rows stand in the table unless the visitor hides them.
+    hide_references = forms.BooleanField(required=False)
+    judge = forms.BooleanField(required=False)  # show the judge's figures as columns
+    chart = forms.ChoiceField(required=False)  # the chart's metric (default: one that separates)
     page = forms.IntegerField(required=False, min_value=1)
 
     def __init__(self, data, *, buckets: dict[str, list[str]], kind: Kind):
@@ -33,6 +37,7 @@ class BoardForm(forms.Form):
         self.buckets = buckets
         self.fields["dimension"].choices = [(OVERALL, "overall"), *dimension_choices(kind)]
         self.fields["sort"].choices = [(s, s) for s in (*SORTS, *kind.metric_keys)]
+        self.fields["chart"].choices = [(m.key, m.label) for m in kind.metrics if not m.count]
 
     def clean(self):
         data = super().clean()
@@ -54,7 +59,9 @@ class BoardForm(forms.Form):
         return BoardQuery(dimension=data["dimension"], bucket=data["bucket"],
                           search=data.get("q") or "", open_weights=weights,
                           licence=data.get("licence") or "", sort=data.get("sort") or "rank",
-                          descending=bool(data.get("desc")))
+                          descending=bool(data.get("desc")),
+                          references=not data.get("hide_references"),
+                          judge=bool(data.get("judge")))
 
 
 class PivotForm(forms.Form):
@@ -73,7 +80,7 @@ class PivotForm(forms.Form):
     def clean(self):
         data = super().clean()
         data["dimension"] = data.get("dimension") or default_dimension(self.kind)
-        data["metric"] = data.get("metric") or self.kind.ranking[0]
+        data["metric"] = data.get("metric") or ""  # the view picks one that separates
         data["page"] = data.get("page") or 1
         return data
 

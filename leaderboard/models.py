@@ -41,3 +41,28 @@ class ReferenceFigure(models.Model):
 
     def figures(self) -> dict:
         return dict(self.values)
+
+
+class RankRanges(models.Model):
+    """A board slice's rank ranges from the paired bootstrap (leaderboard.ranking), for the
+    board state they were computed at: {"rank" or a metric: {submission id: [best, worst]}}.
+    Recomputed in the background whenever the board's state changes, never per request."""
+
+    benchmark = models.ForeignKey("scoring.Benchmark", on_delete=models.CASCADE,
+                                  related_name="+")
+    state = models.CharField(max_length=300)  # leaderboard.selectors.board_stamp
+    dimension = models.CharField(max_length=50)  # "overall" with bucket ""
+    bucket = models.CharField(max_length=200, blank=True)
+    ranges = models.JSONField(default=dict)
+    replicates = models.PositiveIntegerField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            # Also serves reading one slice's ranges for a board page.
+            models.UniqueConstraint(fields=["benchmark", "dimension", "bucket"],
+                                    name="rankranges_benchmark_slice"),
+        ]
+
+    def __str__(self):
+        return f"rank ranges of {self.benchmark_id} {self.dimension}/{self.bucket}"

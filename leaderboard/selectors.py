@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
+from leaderboard import ranking
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from scoring.kinds import Kind, get_kind
 from scoring.models import AuditEvent, Benchmark, ItemResult, ScoringRun, SliceResult
@@ -48,7 +49,7 @@ def representatives(benchmark: Benchmark) -> list[Submission]:
     chosen: dict[int, Submission] = {}
     # The runs' and submissions' large JSON fields are not needed on a board.
     for submission in (_published(benchmark)
-                       .select_related("model", "current_run")
+                       .select_related("model", "current_run__judge_config")
                        .defer("report", "status_times", "current_run__outputs",
                               "current_run__missing", "current_run__status_times",
                               "current_run__sampling", "current_run__base_urls")
@@ -123,6 +124,8 @@ class BoardQuery:
     licence: str = ""
     sort: str = "rank"
     descending: bool = False
+    references: bool = True  # reported and diagnostic rows shown inline
+    judge: bool = False  # the judge's figures (vote agreement, position bias) as columns
 
 
 def metric_figures(figures: SliceResult, kind: Kind) -> dict:
@@ -135,26 +138,6 @@ def metric_figures(figures: SliceResult, kind: Kind) -> dict:
     return row
 
 
-def rank_ranges(intervals: list[tuple[float, float] | None]) -> list[tuple[int, int]]:
-    """For each entry, the ranks it could hold: it ranks above another only when its interval
-    lies clear above the other's. Entries without an interval rank last."""
-    import bisect
-
-    known = [i for i in intervals if i is not None]
-    lows = sorted(lo for lo, _ in known)
-    highs = sorted(hi for _, hi in known)
-    n, unknown = len(intervals), len(intervals) - len(known)
-    ranges = []
-    for mine in intervals:
-        if mine is None:
-            ranges.append((n, n))
-            continue
-        better = len(lows) - bisect.bisect_right(lows, mine[1])  # their low above my high
-        worse = bisect.bisect_left(highs, mine[0]) + unknown  # their high below my low
-        ranges.append((1 + better, n - worse))
-    return ranges
-
-
 def _row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
     model = submission.model
     run = submission.current_run
@@ -163,32 +146,50 @@ def _row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
         "submission": submission.id, "link": model.link, "licence": model.licence,
         "open_weights": model.open_weights, "parameters": model.parameters,
         **metric_figures(figures, kind),
+        **{m.key: figures.values.get(m.key) for m in kind.judge_figures},
         "coverage": submission.coverage, "partial": submission.partial,
-        "judge": run.judge_model, "simulated": run.simulated,
+        "judge": run.judge_name, "judge_config": run.judge_config.name,
+        "simulated": run.simulated,
         "date": submission.created_at, "flag": submission.flag_reason,
     }
 
 
 def leaderboard_rows(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> list[dict]:
-    """Ranked rows of a board on one slice in the kind's order (MMAE: EMR, then IFR, then CR),
-    with rank ranges from the intervals of the kind's interval metric (exact ranks where it has
-    none). Ranks are over every model; filters and sorting only choose what shows."""
+    """Ranked rows of a board on one slice: by the kind's ranking key (MMAE: EMR, then IFR,
+    then CR) or, sorted by a metric, by that metric then the ranking key; figures compared
+    exactly, equal keys sharing a rank. Rank ranges are the paired bootstrap's (computed
+    whenever the board changes: leaderboard.ranking), None until computed. Ranks are over
+    every model; filters only choose what shows."""
     kind = get_kind(benchmark.kind)
     subs = {s.current_run_id: s for s in representatives(benchmark)}
+    bucket = query.bucket if query.dimension != OVERALL else ""
     figures = SliceResult.objects.filter(run_id__in=list(subs), dimension=query.dimension,
-                                         bucket=query.bucket if query.dimension != OVERALL
-                                         else "")
-    rows = sorted((_row(subs[f.run_id], f, kind) for f in figures), key=kind.rank_key)
-    first = kind.ranking[0]
-    ranges = rank_ranges([r[f"{first}_interval"] for r in rows]) \
-        if any(r[f"{first}_interval"] for r in rows) else None
-    previous = None
-    for position, row in enumerate(rows, start=1):
-        key = kind.rank_key(row)
-        row["rank"] = previous[1] if previous and previous[0] == key else position
-        row["rank_range"] = ranges[position - 1] if ranges else (row["rank"], row["rank"])
-        previous = (key, row["rank"])
-    return _sorted(_filtered(rows, query), query)
+                                         bucket=bucket)
+    rows = [_row(subs[f.run_id], f, kind) for f in figures]
+    metric = _ranked_metric(kind, query)
+    key = _rank_key(kind, metric)
+    ranges = ranking.stored(benchmark, query.dimension, bucket).get(metric or ranking.RANK, {})
+    for row, rank in zip(rows, ranking.competition_ranks([key(r) for r in rows]), strict=True):
+        found = ranges.get(str(row["submission"]))
+        row["rank"], row["rank_range"] = rank, tuple(found) if found else None
+    rows.sort(key=lambda r: (key(r), r["model"].lower()))
+    rows = _filtered(rows, query)
+    if metric is not None or query.sort == "rank":  # in rank order already
+        return rows[::-1] if query.descending else rows
+    return _sorted(rows, query)
+
+
+def _ranked_metric(kind: Kind, query: BoardQuery) -> str | None:
+    """The metric a sort re-ranks on (None: the ranking itself)."""
+    if query.sort in kind.metric_keys and not kind.metric(query.sort).count:
+        return query.sort
+    return None
+
+
+def _rank_key(kind: Kind, metric: str | None):
+    if metric is None:
+        return kind.rank_key
+    return lambda figures: kind.sort_key(metric, figures)
 
 
 def _filtered(rows: list[dict], query: BoardQuery) -> list[dict]:
@@ -202,9 +203,8 @@ def _filtered(rows: list[dict], query: BoardQuery) -> list[dict]:
 
 
 def _sorted(rows: list[dict], query: BoardQuery) -> list[dict]:
-    if query.sort == "rank":
-        return rows[::-1] if query.descending else rows
-    if query.sort not in ("model", "organisation", "date"):  # a metric, or coverage
+    """Rows sorted by a column that does not rank them (names, dates, coverage, counts)."""
+    if query.sort not in ("model", "organisation", "date"):  # a count, or coverage
         present = [r for r in rows if r.get(query.sort) is not None]
         absent = [r for r in rows if r.get(query.sort) is None]
         # Figures read best-first by default: high to low unless asked otherwise.
@@ -230,7 +230,80 @@ def reported_rows(*, slug: str, kind: Kind, dimension: str = OVERALL,
                      "n_samples": f.result.n_samples, "source": f.result.source,
                      **{m: values.get(m) for m in kind.metric_keys},
                      "cells": [values.get(m) for m in kind.metric_keys]})
-    return sorted(rows, key=kind.rank_key)
+    return sorted(rows, key=lambda r: kind.rank_key(_placed(kind, r)))
+
+
+def _placed(kind: Kind, figures: dict) -> dict:
+    """A reference row's figures as a ranking key reads them: a ranking metric it lacks
+    (published tables give the official, answered-only figure) takes the published one."""
+    return {**figures, **{metric: figures.get(published)
+                          for metric, published in kind.published.items()
+                          if figures.get(metric) is None}}
+
+
+def reference_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL,
+                   bucket: str = "") -> list[dict]:
+    """The rows a board shows inline without a rank: published results (reported) and the
+    calibration baselines scored here (diagnostic), for the slice."""
+    rows = []
+    for r in reported_rows(slug=benchmark.slug, kind=kind, dimension=dimension, bucket=bucket):
+        rows.append({**r, "reference": "reported", "date": None, "judge": "",
+                     "judge_config": "", "simulated": False,
+                     **{f"{m}_interval": None for m in kind.metric_keys}})
+    bucket = bucket if dimension != OVERALL else ""
+    for run, figures in _baseline_slices(benchmark, dimension, bucket):
+        rows.append({"model": run.label, "reference": "diagnostic", "note": "",
+                     "scope": f"scored here by {run.judge_name}", "source": "",
+                     "n_samples": figures.n, **metric_figures(figures, kind),
+                     "date": None, "judge": run.judge_name,
+                     "judge_config": run.judge_config.name, "simulated": run.simulated})
+    for row in rows:
+        row.update(rank=None, rank_range=None, coverage=None, organisation="",
+                   open_weights=None, licence="")
+    return rows
+
+
+def board_table(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> list[dict]:
+    """What a board page lists on one slice: the ranked rows, and (unless the visitor hides
+    them) reported and diagnostic rows where their figures place them, unranked. A reference
+    row sorts after ranked rows it ties with; filters on licence or weights leave them out."""
+    rows = leaderboard_rows(benchmark=benchmark, query=query)
+    if not query.references or query.open_weights is not None or query.licence:
+        return rows
+    kind = get_kind(benchmark.kind)
+    needle = query.search.strip().lower()
+    references = [r for r in reference_rows(benchmark=benchmark, kind=kind,
+                                            dimension=query.dimension, bucket=query.bucket)
+                  if not needle or needle in r["model"].lower()]
+    metric = _ranked_metric(kind, query)
+    if metric is None and query.sort != "rank":
+        return _sorted(rows + references, query)
+    key = _rank_key(kind, metric)
+    merged = sorted([(key(r), 0, i, r) for i, r in enumerate(rows)]
+                    + [(key(_placed(kind, r)), 1, i, r) for i, r in enumerate(references)],
+                    key=lambda entry: entry[:3])
+    merged = [r for *_, r in merged]
+    return merged[::-1] if query.descending else merged
+
+
+def _baseline_slices(benchmark: Benchmark, dimension: str, bucket: str):
+    """(run, its slice) of the latest finished run of each calibration baseline under the
+    benchmark's current judge config."""
+    latest = _latest_baselines(benchmark)
+    found = {s.run_id: s for s in SliceResult.objects.filter(
+        run__in=latest.values(), dimension=dimension, bucket=bucket)}
+    return [(run, found[run.id]) for run in latest.values() if run.id in found]
+
+
+def _latest_baselines(benchmark: Benchmark) -> dict[str, ScoringRun]:
+    latest: dict[str, ScoringRun] = {}
+    for run in (ScoringRun.objects.filter(
+            benchmark=benchmark, purpose=ScoringRun.Purpose.BASELINE,
+            status=ScoringRun.Status.FINISHED, judge_config_id=benchmark.judge_config_id)
+            .select_related("judge_config").defer("outputs", "missing", "digests")
+            .order_by("label", "-id")):
+        latest.setdefault(run.label, run)
+    return latest
 
 
 def licences(benchmark: Benchmark) -> list[str]:
@@ -278,9 +351,9 @@ def submission_rows(submissions: list[Submission]) -> list[dict]:
             "submission": s.id, "benchmark": s.benchmark.title, "slug": s.benchmark.slug,
             "version": s.benchmark.version, "public": s.public, "date": s.created_at,
             "hidden": s.hidden, "flag": s.flag_reason,
-            "coverage": s.coverage, "partial": s.partial, "judge": s.current_run.judge_model,
+            "coverage": s.coverage, "partial": s.partial, "judge": s.current_run.judge_name,
             "simulated": s.current_run.simulated, "kind": kind.name, **values,
-            "labelled": [(m.label, values[m.key], values[f"{m.key}_interval"])
+            "labelled": [(m.label, *m.cell(values[m.key], values[f"{m.key}_interval"])[:2])
                          for m in kind.metrics],
         })
     return rows
@@ -396,9 +469,11 @@ def compare_rows(submissions: list[Submission], kind: Kind) -> list[dict]:
                     cell[f"{metric}_best"] = best is not None and cell[metric] == best
         for cell in cells:
             if cell is not None:  # display order, for templates
-                cell["cells"] = [(cell[m], cell[f"{m}_best"]) for m in kind.metric_keys]
-        rows.append({"dimension": dimension, "bucket": bucket,
-                     "n": next(c["n"] for c in cells if c is not None), "cells": cells})
+                cell["cells"] = [(m.format(cell[m.key]), cell[f"{m.key}_best"])
+                                 for m in kind.metrics]
+        rows.append({"dimension": dimension, "dimension_label": kind.dimension_label(dimension),
+                     "bucket": bucket, "n": next(c["n"] for c in cells if c is not None),
+                     "cells": cells})
     return rows
 
 
@@ -435,13 +510,7 @@ def pairwise(submissions: list[Submission]) -> list[dict]:
 def diagnostic_rows(benchmark: Benchmark) -> list[dict]:
     """The calibration baselines (Identity, Noise) scored under the benchmark's current judge
     config, latest finished run of each, beside the paper's row of the same name."""
-    latest: dict[str, ScoringRun] = {}
-    for run in (ScoringRun.objects.filter(
-            benchmark=benchmark, purpose=ScoringRun.Purpose.BASELINE,
-            status=ScoringRun.Status.FINISHED, judge_config_id=benchmark.judge_config_id)
-            .select_related("judge_config").defer("outputs", "missing", "digests")
-            .order_by("label", "-id")):
-        latest.setdefault(run.label, run)
+    latest = _latest_baselines(benchmark)
     if not latest:
         return []
     ours = {s.run_id: s.figures() for s in SliceResult.objects.filter(
@@ -461,3 +530,66 @@ def diagnostic_rows(benchmark: Benchmark) -> list[dict]:
                          else mine[m] - theirs[m]) for m in metrics],
         })
     return rows
+
+
+def submission_standing(submission: Submission) -> dict | None:
+    """Where a finished submission stands, for its author's status page: its overall figures
+    (formatted as every page shows them) and its rank on its board, or why it is not there."""
+    run = submission.current_run
+    if run is None or run.status != ScoringRun.Status.FINISHED:
+        return None
+    kind = get_kind(submission.benchmark.kind)
+    overall = SliceResult.objects.filter(run=run, dimension=OVERALL).first()
+    values = overall.figures() if overall else {}
+    standing = {"figures": [(m.label, m.format(values.get(m.key)), m.definition)
+                            for m in kind.metrics],
+                "rank": None, "of": None, "why_not": ""}
+    current = benchmark_current(submission.benchmark.slug)
+    if not submission.public:
+        standing["why_not"] = "private: only you and staff see it"
+    elif submission.hidden:
+        standing["why_not"] = "hidden by staff"
+    elif current is None or current.id != submission.benchmark_id:
+        standing["why_not"] = "scored on an older version of the benchmark"
+    elif run.judge_config_id != current.judge_config_id:
+        standing["why_not"] = "scored under another judge config than the board's"
+    else:
+        rows = leaderboard_rows(benchmark=current)
+        mine = next((r for r in rows if r["submission"] == submission.id), None)
+        if mine is None:
+            standing["why_not"] = "another submission of the model represents it on the board"
+        else:
+            standing.update(rank=mine["rank"], of=len(rows))
+    return standing
+
+
+def board_simulated(benchmark: Benchmark) -> bool:
+    """Whether any run the board shows was scored by the judge simulator."""
+    return _published(benchmark).filter(current_run__simulated=True).exists()
+
+
+def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:
+    """Each judge config that scored the benchmark, with its judge figures over all its
+    finished runs (each run's overall figure weighted by the answers it covers)."""
+    kind = get_kind(benchmark.kind)
+    if not kind.judge_figures:
+        return []
+    totals: dict[int, dict] = {}
+    for config_id, name, simulated, values in (SliceResult.objects.filter(
+            run__benchmark__slug=benchmark.slug, run__status=ScoringRun.Status.FINISHED,
+            dimension=OVERALL).values_list("run__judge_config_id", "run__judge_config__name",
+                                           "run__simulated", "values")):
+        entry = totals.setdefault(config_id, {"config": name, "runs": 0, "simulated": False,
+                                              "judged": 0, "sums": {}})
+        entry["runs"] += 1
+        entry["simulated"] |= simulated
+        judged = values.get("judged") or 0
+        entry["judged"] += judged
+        for m in kind.judge_figures:
+            if values.get(m.key) is not None:
+                entry["sums"][m.key] = entry["sums"].get(m.key, 0.0) + values[m.key] * judged
+    return [{**entry, "figures": [(m.label, m.format(entry["sums"][m.key] / entry["judged"]
+                                                     if entry["judged"] and m.key in
+                                                     entry["sums"] else None), m.definition)
+                                  for m in kind.judge_figures]}
+            for entry in totals.values()]

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from leaderboard import charts, selectors
+from leaderboard import charts, ranking, selectors
 from leaderboard.forms import (
     BoardForm,
     CompareForm,
@@ -23,6 +23,7 @@ from leaderboard.forms import (
     dimension_choices,
 )
 from scoring.kinds import get_kind
+from scoring.kinds.base import Section
 
 # A board's body is cached under its state's stamp, which changes as soon as a submission is
 # published; the timeout only bounds how long a model's edited metadata may show stale.
@@ -44,11 +45,16 @@ def board_metrics(kind) -> list:
     return [lead, *[m for m in kind.metrics if m is not lead]]
 
 
-def columns(kind) -> list[tuple[str, str]]:
-    """The board's sortable columns: the metrics beside the model, then its details."""
-    return [("rank", "Rank"), ("model", "Model"),
-            *[(m.key, m.label) for m in board_metrics(kind)],
-            ("organisation", "Organisation"), ("coverage", "Coverage"), ("date", "Date")]
+def columns(kind) -> list[tuple[str, str, str]]:
+    """The board's sortable columns (key, label, one-line definition): the metrics beside the
+    model, then its details."""
+    return [("rank", "Rank", "Competition rank by the board's ranking rule; in brackets the "
+             "rank range of the paired bootstrap (2.5th to 97.5th percentile)"),
+            ("model", "Model", ""),
+            *[(m.key, m.label, m.definition) for m in board_metrics(kind)],
+            ("organisation", "Organisation", ""),
+            ("coverage", "Coverage", "Share of the items with an output; the others score 0"),
+            ("date", "Date", "When the submission was uploaded")]
 
 
 def home(request):
@@ -68,6 +74,7 @@ def board(request, slug):
         raise Http404("no such benchmark")
     stamp = selectors.board_stamp(benchmark)
     snapshot = selectors.board_snapshot(benchmark, stamp)
+    ranged = ranking.ready(benchmark, stamp)  # computed by a worker, never here
     kind = get_kind(benchmark.kind)
     form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
     context = {"benchmark": benchmark, "benchmarks": selectors.benchmark_list(), "form": form,
@@ -77,11 +84,12 @@ def board(request, slug):
         return render(request, "leaderboard/board.html", context, status=400)
     query = form.query()
     normal = _normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
-    key = selectors.cache_key("board-body", stamp, normal.urlencode())
+    key = selectors.cache_key("board-body", stamp, ranged, normal.urlencode())
     body = cache.get(key)
     if body is None:
         body = render_to_string("leaderboard/_board_body.html",
-                                _board_body(benchmark, query, form.cleaned_data["page"] or 1),
+                                _board_body(benchmark, query, form.cleaned_data["page"] or 1,
+                                            form.cleaned_data["chart"]),
                                 request=_asking(request, normal))
         cache.set(key, body, BOARD_CACHE_SECONDS)
     return render(request, "leaderboard/board.html",
@@ -120,35 +128,40 @@ def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
     }
 
 
-def _board_body(benchmark, query, page: int) -> dict:
+def _board_body(benchmark, query, page: int, chart: str) -> dict:
     kind = get_kind(benchmark.kind)
-    rows, paging = _page(selectors.leaderboard_rows(benchmark=benchmark, query=query), page,
-                         BOARD_PAGE_ROWS)
-    for row in rows:  # display order of the figure cells
-        row["figures"] = [(row[m.key], row[f"{m.key}_interval"], m.count)
-                          for m in board_metrics(kind)]
-    x, y = kind.chart_axes
+    table = selectors.board_table(benchmark=benchmark, query=query)
+    rows, paging = _page(table, page, BOARD_PAGE_ROWS)
+    _with_cells(rows, kind, board_metrics(kind))
+    judge_columns = kind.judge_figures if query.judge else ()
+    for row in rows:
+        row["judge_cells"] = [m.format(row.get(m.key)) for m in judge_columns]
+    ranked = [r for r in rows if r["rank"] is not None]
+    y = chart or charts.separating_metric(kind, ranked)
+    x = next((m for m in (kind.chart_axes[0], *kind.metric_keys)
+              if m != y and not kind.metric(m).count), y)
+    where = f" on {kind.dimension_label(query.dimension)} = {query.bucket}" \
+        if query.dimension != selectors.OVERALL else ""
     return {
         "query": query,
         "rows": rows,
         "paging": paging,
         "columns": columns(kind),
+        "judge_columns": judge_columns,
+        "colspan": len(columns(kind)) + 1 + len(judge_columns),
         "kind": kind,
-        "metric_labels": [m.label for m in kind.metrics],
+        "ranged": any(r["rank_range"] for r in ranked),
+        "benchmark_slug": benchmark.slug,
+        "slice_label": kind.dimension_label(query.dimension),
+        "slice_n": next((r["n"] for r in ranked), None),
+        "simulated": any(r.get("simulated") for r in rows),
+        "references": sum(1 for r in rows if r["rank"] is None),
         "has_intervals": any(f[1] for row in rows for f in row["figures"]),
-        "reported": selectors.reported_rows(slug=benchmark.slug, dimension=query.dimension,
-                                            bucket=query.bucket, kind=kind),
-        # The chart plots the very rows the table shows.
-        "scatter": charts.to_html(charts.metric_scatter(rows, x=x, y=y, metrics=kind.metric_keys,
-                                                        scale=kind.scale,
-                                                        labels={m.key: m.label
-                                                                for m in kind.metrics}),
-                                  div_id=f"chart-{y.lower()}-{x.lower()}".replace("_", "-"))
-        if rows else None,
-        "scatter_id": f"{y.lower()}-{x.lower()}".replace("_", "-"),
-        "scatter_title": f"{kind.label(y)} against {kind.label(x)}"
-        + (f" on {query.dimension} = {query.bucket}"
-           if query.dimension != selectors.OVERALL else ""),
+        # The chart plots the very rows the table ranks.
+        "scatter": charts.to_html(charts.metric_scatter(ranked, x=x, y=y, kind=kind),
+                                  div_id="chart-board") if ranked else None,
+        "scatter_title": f"{kind.label(y)} against {kind.label(x)}{where}",
+        "chart_metric": y,
     }
 
 
@@ -192,10 +205,11 @@ def _benchmark_or_404(slug):
     return benchmark
 
 
-def _with_cells(rows: list[dict], kind) -> list[dict]:
-    for row in rows:  # display order of the figure cells, as on every page
-        row["figures"] = [(row[m.key], row[f"{m.key}_interval"], m.count)
-                          for m in kind.metrics]
+def _with_cells(rows: list[dict], kind, metrics=None) -> list[dict]:
+    """Each row's figure cells in display order: (formatted value, interval, is a count)."""
+    for row in rows:
+        row["figures"] = [m.cell(row[m.key], row[f"{m.key}_interval"])
+                          for m in metrics or kind.metrics]
     return rows
 
 
@@ -242,7 +256,7 @@ def model(request, model_id):
         + ("; whiskers are bootstrap 95% intervals over samples." if data["chart"] == "bars"
            and has_intervals else "." if data["chart"] == "bars"
            else "; intervals are in the table." if has_intervals else "."),
-        chart=charts.to_html(build(chosen, plotted, kind.scale), div_id="chart-slices")
+        chart=charts.to_html(build(chosen, plotted, kind), div_id="chart-slices")
         if chosen else None)
     return render(request, "leaderboard/model.html", context)
 
@@ -276,35 +290,109 @@ def _pivot_page(benchmark, data) -> dict:
     """A page of the pivot (models in board order), its heatmap of the same rows."""
     kind = get_kind(benchmark.kind)
     table = selectors.pivot(benchmark=benchmark, dimension=data["dimension"],
-                            metric=data["metric"])
+                            metric=data["metric"] or _pivot_metric(benchmark, kind, data))
+    data = {**data, "metric": table["metric"]}
     table["unit"] = "count" if kind.metric(data["metric"]).count else \
         "%" if kind.scale == 100 else f"0-{kind.scale:g}"
     table["label"] = kind.label(data["metric"])
     table["ranking"] = kind.ranking_text
     table["rows"], paging = _page(table["rows"], data["page"], PIVOT_PAGE_ROWS)
-    chart = charts.to_html(charts.pivot_heatmap(table), div_id="chart-pivot") \
+    table["dimension_label"] = kind.dimension_label(data["dimension"])
+    chart = charts.to_html(charts.pivot_heatmap(table, kind), div_id="chart-pivot") \
         if table["rows"] and table["buckets"] else None
+    metric = kind.metric(data["metric"])
     for row in table["rows"]:  # formatted once here, not in every render of a cached page
-        row["shown"] = [None if v is None else f"{v:.2f}" for v in row["cells"]]
+        row["shown"] = [None if v is None else metric.format(v) for v in row["cells"]]
     return {"table": table, "paging": paging, "chart": chart}
+
+
+def _pivot_metric(benchmark, kind, data) -> str:
+    """The metric a pivot opens on: the first ranking metric whose cells differ."""
+    for metric in kind.ranking:
+        cells = [v for row in selectors.pivot(benchmark=benchmark, dimension=data["dimension"],
+                                              metric=metric)["rows"]
+                 for v in row["cells"] if v is not None]
+        if len({round(v, 9) for v in cells}) > 1:
+            return metric
+    return kind.ranking[0]
 
 
 @require_GET
 def compare(request, slug):
+    """Models side by side. With none chosen, a picker (search and choose); with two or more,
+    whether each is really apart from the first (paired differences with their intervals and
+    a verdict, per metric and slice), per-item wins and losses, and every slice's figures."""
     benchmark = _benchmark_or_404(slug)
     board_models = selectors.board_models(benchmark)
     form = CompareForm(request.GET, board=board_models, user=request.user)
     chosen = form.data["models"].split(",")
-    context = {"benchmark": benchmark, "form": form, "errors": [],
-               "choices": [(r["model_id"], r["model"], str(r["model_id"]) in chosen)
-                           for r in selectors.leaderboard_rows(benchmark=benchmark)]}
+    needle = request.GET.get("q", "").strip()[:100]
+    kind = get_kind(benchmark.kind)
+    context = {"benchmark": benchmark, "form": form, "errors": [], "kind": kind,
+               "search": needle,
+               "choices": [(r["model_id"], r["model"], r["organisation"],
+                            str(r["model_id"]) in chosen)
+                           for r in selectors.leaderboard_rows(benchmark=benchmark)
+                           if str(r["model_id"]) in chosen or not needle
+                           or needle.lower() in r["model"].lower()
+                           or needle.lower() in r["organisation"].lower()]}
+    if not form.data["models"].strip():  # nothing chosen yet: the picker
+        return render(request, "leaderboard/compare.html", context)
     if not form.is_valid():
         context["errors"] = _errors(form)
         return render(request, "leaderboard/compare.html", context, status=400)
     submissions = form.submissions()
-    kind = get_kind(benchmark.kind)
-    context.update(models=selectors.compared_models(submissions),
-                   rows=selectors.compare_rows(submissions, kind), kind=kind,
+    models = selectors.compared_models(submissions)
+    context.update(models=models,
+                   rows=selectors.compare_rows(submissions, kind),
                    metric_labels=[m.label for m in kind.metrics],
-                   pairs=selectors.pairwise(submissions))
+                   pairs=selectors.pairwise(submissions),
+                   differences=[{"a": models[0], "b": other, "rows": ranking.paired_differences(
+                       benchmark, submissions[0], submission)}
+                       for other, submission in zip(models[1:], submissions[1:], strict=True)])
     return render(request, "leaderboard/compare.html", context)
+
+
+# Said of every kind: how the platform turns figures into intervals, ranks and ranges.
+COMMON_SECTIONS = [
+    Section("Intervals", (
+        "Each figure comes with a 95% bootstrap interval: the items are resampled with "
+        "replacement 1,000 times (seeded, so the interval never changes for the same "
+        "answers), the figure is computed on each resample, and the interval runs from the "
+        "2.5th to the 97.5th percentile.",
+    )),
+    Section("Ranks and rank ranges", (
+        "Ranks follow the ranking rule above. Figures are compared exactly (rounded to 1e-9, so "
+        "that a difference in the last bits of a floating-point sum never decides a rank); rows "
+        "equal on the whole ranking key share a rank, and the next figure of the key decides "
+        "otherwise.",
+        "A rank range comes from a paired bootstrap: each of 1,000 replicates draws one "
+        "resample of the benchmark's items, the same for every model, and ranks every model "
+        "by its full ranking key on it. A row's range runs from the 2.5th to the 97.5th "
+        "percentile of its rank over the replicates. Two models whose ranges do not overlap "
+        "are apart; overlapping ranges mean the benchmark does not separate them. Ranges are "
+        "computed again whenever the board changes; sorting by another figure ranks (and "
+        "ranges) by that figure.",
+        "Reported rows (published tables) and diagnostic rows (calibration baselines scored "
+        "here) stand where their figures place them but get no rank.",
+    )),
+    Section("Comparing two models", (
+        "The compare page gives, for every metric and slice, the paired difference A - B "
+        "over the items both models answered, with a paired bootstrap 95% interval (the same "
+        "resample of items for both). When the interval lies above 0, A is ahead; below 0, B "
+        "is ahead; across 0, the two are not separable on that figure.",
+    )),
+]
+
+
+@require_GET
+def scoring(request, slug):
+    """How scoring works on this board: the kind's metrics and rules, the judge config that
+    scores it, and how intervals, ranks and rank ranges are made."""
+    benchmark = _benchmark_or_404(slug)
+    kind = get_kind(benchmark.kind)
+    return render(request, "leaderboard/scoring.html", {
+        "benchmark": benchmark, "kind": kind, "config": benchmark.judge_config,
+        "sections": kind.how_scoring_works(), "common": COMMON_SECTIONS,
+        "simulated": selectors.board_simulated(benchmark),
+        "judge_configs": selectors.judge_figures_by_config(benchmark)})

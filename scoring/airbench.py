@@ -469,21 +469,41 @@ def chat_row(item: ChatItem, score_a: float | None, score_b: float | None, *,
     }
 
 
+def _both(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else (a + b) / 2
+
+
 def _chat_figures(rows: Sequence[dict]) -> dict:
+    """A category's (or task's) figures. Strict: an unanswered item scores 0 in both passes.
+    Answered: over the answered items only, as the official cal_score.py (which never sees an
+    unanswered item) computes the published figure."""
     a = _mean(r["score_A"] for r in rows)
     b = _mean(r["score_B"] for r in rows)
+    answered = [r for r in rows if not r["missing"]]
     failed_a = sum(1 for r in rows if r["failed_A"])
     failed_b = sum(1 for r in rows if r["failed_B"])
-    return {"n": len(rows), "pass_A": a, "pass_B": b,
-            "score": None if a is None or b is None else (a + b) / 2,
+    judged = [r for r in answered if r["score_A"] is not None and r["score_B"] is not None]
+    return {"n": len(rows), "pass_A": a, "pass_B": b, "score": _both(a, b),
+            "score_answered": _both(_mean(r["score_A"] for r in answered),
+                                    _mean(r["score_B"] for r in answered)),
             "failed_A": failed_a, "failed_B": failed_b, "failed": failed_a + failed_b,
-            "missing": sum(1 for r in rows if r["missing"])}
+            "missing": sum(1 for r in rows if r["missing"]),
+            # How much more the judge gives an answer in the second position than in the
+            # first: pass A puts the model's answer second.
+            "position_bias": _mean(r["score_A"] - r["score_B"] for r in judged),
+            "judged": len(judged)}
+
+
+MEANS = ("pass_A", "pass_B", "score", "score_answered")
 
 
 def _chat_mean(parts: Sequence[dict]) -> dict:
     counts = {k: sum(p[k] for p in parts) for k in ("n", "failed_A", "failed_B", "failed",
-                                                     "missing")}
-    return {**counts, **{k: _mean(p[k] for p in parts) for k in ("pass_A", "pass_B", "score")}}
+                                                     "missing", "judged")}
+    judged = counts["judged"]
+    bias = sum(p["position_bias"] * p["judged"] for p in parts if p["judged"]) / judged \
+        if judged else None
+    return {**counts, **{k: _mean(p[k] for p in parts) for k in MEANS}, "position_bias": bias}
 
 
 def chat_summary(rows: Sequence[dict]) -> dict:
@@ -501,7 +521,6 @@ def chat_summary(rows: Sequence[dict]) -> dict:
     overall = _chat_mean([categories[c] for c in AVERAGE_OF if c in categories])
     # The counts of the average are those of every item, not of the four parts summed (mixed
     # audio's counts already include both of its categories).
-    overall.update({k: v for k, v in _chat_figures(rows).items() if k != "score"
-                    and k not in ("pass_A", "pass_B")})
+    overall.update({k: v for k, v in _chat_figures(rows).items() if k not in MEANS})
     tasks = {t: _chat_figures(by_task[t]) for t in CHAT_TASK_ORDER if t in by_task}
     return {"overall": overall, "category": categories, "task": tasks}

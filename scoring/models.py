@@ -207,6 +207,15 @@ class ScoringRun(models.Model):
     def __str__(self):
         return f"run {self.pk} of {self.benchmark} ({self.status})"
 
+    @property
+    def judge_name(self) -> str:
+        """Who judged the run, as every page and download names it: the judge simulator when
+        it answered (it is not a model, and its scores are simulated), else the judge model.
+        Figures made up without any judge (seed_board's) say so in their judge_model."""
+        if self.simulated and not self.judge_model.startswith("synthetic"):
+            return "judge simulator"
+        return self.judge_model
+
 
 class RunBatch(models.Model):
     """A slice of a run's items: the unit a worker claims, scores and marks done."""
@@ -309,6 +318,33 @@ class ItemResult(models.Model):
 
     def __str__(self):
         return f"{self.item_id} in run {self.run_id}"
+
+
+class RunVector(models.Model):
+    """A finished run's per-item values (its kind's vector_names), one row per item in
+    benchmark order, packed as little-endian float32 with NaN for a null: what the paired
+    bootstrap of a board's rank ranges resamples, read in one row per run."""
+
+    run = models.OneToOneField(ScoringRun, primary_key=True, on_delete=models.CASCADE,
+                               related_name="vector")
+    names = models.JSONField(default=list)
+    data = models.BinaryField()
+
+    def __str__(self):
+        return f"vector of run {self.run_id}"
+
+    @staticmethod
+    def pack(vectors) -> bytes:
+        import numpy as np
+
+        return np.asarray(vectors, dtype="<f4").tobytes()
+
+    def array(self):
+        """items x names, as float64."""
+        import numpy as np
+
+        return np.frombuffer(bytes(self.data), dtype="<f4").reshape(-1, len(self.names)) \
+            .astype(np.float64)
 
 
 class SliceResult(models.Model):

@@ -36,6 +36,7 @@ from scoring.models import (
     ItemResult,
     JudgeConfig,
     RunBatch,
+    RunVector,
     ScoringRun,
     SliceResult,
 )
@@ -435,8 +436,16 @@ def run_aggregate(run_id: int) -> bool:
         SliceResult.objects.filter(run=run).delete()
         ItemResult.objects.bulk_create(results, batch_size=1000)
         SliceResult.objects.bulk_create(slices, batch_size=1000)
+        run_vector_store(run, kind, rows)
         _move(run.id, [Status.AGGREGATING], Status.FINISHED)
     return True
+
+
+def run_vector_store(run: ScoringRun, kind: Kind, rows: list[dict]) -> None:
+    """Keep the run's per-item values for the paired bootstrap of rank ranges."""
+    RunVector.objects.update_or_create(run=run, defaults={
+        "names": list(kind.vector_names),
+        "data": RunVector.pack([kind.item_vector(row) for row in rows])})
 
 
 def _slices(run: ScoringRun, summary: dict, intervals: dict) -> list[SliceResult]:

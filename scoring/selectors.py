@@ -178,6 +178,12 @@ class ConfigRow:
     def in_service(self) -> int:
         return sum(e.enabled for e in self.endpoints)
 
+    @property
+    def simulated(self) -> bool:
+        """The judge simulator answered the last probe of every probed endpoint."""
+        probed = [e.state for e in self.endpoints if e.state and e.state.last_probe_at]
+        return bool(probed) and all(state.simulator for state in probed)
+
 
 def fleet_configs(*, now: datetime | None = None) -> list[ConfigRow]:
     """Every judge config, those current for a benchmark first, with each endpoint's state

@@ -36,7 +36,7 @@ from submissions.services import (
 
 def _run_out(run: ScoringRun) -> dict:
     return {
-        "id": run.id, "status": run.status, "judge": run.judge_model,
+        "id": run.id, "status": run.status, "judge": run.judge_name,
         "judge_config": run.judge_config.name, "purpose": run.purpose,
         "simulated": run.simulated, "created_at": run.created_at,
         "status_times": run.status_times, "error": run.error or None,

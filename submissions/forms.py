@@ -1,5 +1,6 @@
 from django import forms
 
+from scoring.kinds import get_kind
 from submissions import selectors
 
 
@@ -16,21 +17,34 @@ class SubmissionForm(forms.Form):
     public = forms.BooleanField(required=False, label="Show on the public leaderboard",
                                 help_text="Private submissions are seen by you and admins only.")
     align = forms.BooleanField(
-        required=False, label="Align unreadable answers with the judge (AIR-Bench foundation)",
+        required=False, label="Align unreadable answers with the judge",
         help_text="Responses whose letter the official rule cannot read are mapped to an "
                   "option by the judge, with the official alignment prompt.")
     predictions = forms.FileField(
         required=False, label="Predictions",
-        help_text="MMAE: predictions.json or submission.jsonl (optional if the archive holds "
-                  "it). AIR-Bench: a JSONL with one {\"uniq_id\", \"response\"} a line.")
+        help_text="The chosen benchmark's predictions file (for audio outputs, optional if "
+                  "the archive holds it).")
     audio = forms.FileField(
-        required=False, label="Edited audio",
-        help_text="MMAE only: .zip or .tar.gz of the edited WAV/FLAC files, or one archive "
-                  "with both")
+        required=False, label="Output audio",
+        help_text=".zip or .tar.gz of the output WAV/FLAC files, or one archive holding both "
+                  "them and the predictions file")
+
+    # Fields that only some benchmark kinds read: an archive of output files, and each
+    # upload option (Kind.options). The page shows the chosen benchmark's only.
+    OPTIONS = ("align",)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["benchmark"].choices = selectors.benchmark_choices()
+
+    def benchmark_kinds(self) -> list[dict]:
+        """What each benchmark's kind takes, for the page's script (data attributes)."""
+        kinds = []
+        for slug, title in self.fields["benchmark"].choices:
+            kind = get_kind(selectors.benchmark_latest(slug).kind)
+            kinds.append({"slug": slug, "title": title, "files": kind.outputs.files,
+                          "options": " ".join(kind.options), "help": kind.outputs.help})
+        return kinds
 
     def clean(self):
         data = super().clean()

@@ -98,13 +98,30 @@ def moderation_queue(*, benchmark_slug: str = "", state: str = "", flagged: bool
 def submission_runs(submission: Submission) -> list[dict]:
     """Every run of a submission, newest first, with its judge config and overall figures:
     runs under older configs and superseded rescores stay viewable here."""
-    metrics = get_kind(submission.benchmark.kind).metric_keys
+    metrics = get_kind(submission.benchmark.kind).metrics
     runs = list(submission.runs.select_related("judge_config").defer("outputs", "missing")
                 .annotate(cached_answers=Count("answers", filter=Q(answers__cached=True)))
                 .order_by("-id"))
     overall = {s.run_id: s.figures() for s in SliceResult.objects.filter(
         run__in=runs, dimension=SliceResult.OVERALL)}
     return [{"run": run, "current": run.id == submission.current_run_id,
-             "figures": [(m, overall.get(run.id, {}).get(m)) for m in metrics]
+             "figures": [(m.label, m.format(overall.get(run.id, {}).get(m.key)))
+                         for m in metrics]
              if run.id in overall else [],
              "cached": run.cached_answers} for run in runs]
+
+
+def headline_figures(submissions) -> dict[int, tuple[str, str, str]]:
+    """submission id -> (label, formatted value, definition) of the figure its board ranks by
+    first, for the finished ones (one query)."""
+    overall = {s.run_id: s.figures() for s in SliceResult.objects.filter(
+        run_id__in=[s.current_run_id for s in submissions if s.state == "finished"],
+        dimension=SliceResult.OVERALL)}
+    found = {}
+    for submission in submissions:
+        if submission.current_run_id in overall:
+            kind = get_kind(submission.benchmark.kind)
+            metric = kind.metric(kind.ranking[0])
+            found[submission.id] = (metric.label, metric.format(
+                overall[submission.current_run_id].get(metric.key)), metric.definition)
+    return found

@@ -5,6 +5,7 @@ from django.views.decorators.http import require_POST
 from accounts.verification import verified_email_for_uploads
 from config.celery import BrokerUnavailable
 from config.throttle import limit_posts
+from leaderboard.selectors import submission_standing
 from scoring.kinds import get_kind
 from submissions import selectors
 from submissions.api import file_response
@@ -20,8 +21,12 @@ from submissions.services import (
 
 @login_required
 def submission_list(request):
+    submissions = list(selectors.submissions_of(request.user))
+    headlines = selectors.headline_figures(submissions)
+    for submission in submissions:
+        submission.headline = headlines.get(submission.id)
     return render(request, "submissions/list.html", {
-        "submissions": selectors.submissions_of(request.user),
+        "submissions": submissions,
         "quota": quota_left(request.user),
     })
 
@@ -59,8 +64,10 @@ def upload(request):
 
 def _detail_context(request, pk):
     submission = selectors.submission_get(user=request.user, pk=pk, write=True)
+    kind = get_kind(submission.benchmark.kind)
     return {"submission": submission, "progress": selectors.run_progress(submission.current_run),
-            "files": get_kind(submission.benchmark.kind).files}
+            "files": kind.files, "kind": kind,
+            "standing": submission_standing(submission)}
 
 
 def submission_detail(request, pk):

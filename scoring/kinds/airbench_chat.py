@@ -6,7 +6,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from scoring import airbench
+from scoring.kinds import resample
 from scoring.kinds.airbench_base import (
     AirBench,
     reference_number,
@@ -14,7 +17,15 @@ from scoring.kinds.airbench_base import (
     reference_table,
     user_message,
 )
-from scoring.kinds.base import Dimension, ItemRows, Job, Metric, ReferenceRow, Section
+from scoring.kinds.base import (
+    Dimension,
+    ItemRows,
+    Job,
+    Metric,
+    ReferenceRow,
+    Section,
+    nan_if_none,
+)
 
 CHAT_COLUMNS = {"Speech": "speech", "Sound": "sound", "Music": "music",
                 "Mixed Audio": "mixed_audio", "Average": None}
@@ -32,8 +43,11 @@ class Chat(AirBench):
     rounds = airbench.CHAT_ROUNDS
     prompts = (airbench.CHAT_TEMPLATE,)
     metrics = (
-        Metric("score", "score", "The judge's score of the answers (1 to 10): the mean of "
-               "the two passes, averaged over speech, sound, music and mixed audio"),
+        Metric("score", "score (strict)", "The judge's score (1 to 10): the mean of the two "
+               "passes, averaged over speech, sound, music and mixed audio; an unanswered "
+               "item scores 0"),
+        Metric("score_answered", "score (answered)", "The same over the answered items only, "
+               "as the official cal_score.py computes the published figure"),
         Metric("pass_A", "pass A", "The judge's mean score with the reference answer shown "
                "first"),
         Metric("pass_B", "pass B", "The judge's mean score with the reference answer shown "
@@ -41,14 +55,23 @@ class Chat(AirBench):
         Metric("failed", "failed replies", "Judge replies that were not two scores (left out "
                "of the means)", count=True),
     )
+    judge_figures = (
+        Metric("position_bias", "position bias", "The judge's mean score of the model's answer "
+               "in pass A minus in pass B, over the items judged in both: above 0 the judge "
+               "favours an answer shown second, below 0 one shown first; not a score of the "
+               "model"),
+    )
     ranking = ("score",)
-    ranking_text = ("Ranked by the average of speech, sound, music and mixed audio, each the "
-                    "mean of its two passes (reference first, then swapped); scores 1 to 10")
+    ranking_text = ("Ranked by the strict score (an unanswered item scores 0): the average of "
+                    "speech, sound, music and mixed audio, each the mean of its two passes "
+                    "(reference first, then swapped); scores 1 to 10")
+    published = {"score": "score_answered"}
     dimensions = (Dimension("category", "category", airbench.CATEGORY_ORDER),
                   Dimension("task", "task", tuple(airbench.CHAT_TASK_ORDER)))
     chart_axes = ("pass_A", "pass_B")
     scale = 10.0
     pairwise = (None, "Mean score of the two passes")
+    failed_label = "only items with an unreadable judge reply"
 
     def load(self, path) -> list[airbench.ChatItem]:
         return airbench.load_chat(path)
@@ -97,6 +120,40 @@ class Chat(AirBench):
     def summarize(self, rows: Sequence[dict]) -> dict:
         return airbench.chat_summary(rows)
 
+    def buckets(self, dimension: str, dims: dict) -> list[str]:
+        """An item of a mixed category is also in mixed audio, their mean."""
+        found = [dims[dimension]]
+        if dimension == "category" and dims["category"] in airbench.MIXED_OF:
+            found.append(airbench.MIXED)
+        return found
+
+    vector_names = ("A", "B", "missing")
+
+    def item_vector(self, row: dict) -> tuple[float, ...]:
+        return nan_if_none(row["score_A"]), nan_if_none(row["score_B"]), float(row["missing"])
+
+    def replicate_figures(self, weights, values: dict, dims: list[dict]) -> dict:
+        """Per category the mean of each pass over its drawn items (answered ones only for
+        score (answered)), mixed audio the mean of its two categories, overall the mean of
+        speech, sound, music and mixed audio (as chat_summary)."""
+        unanswered = values["missing"] == 1
+        categories = {}
+        for category, at in resample.groups(dims, "category").items():
+            drawn = weights[:, at]
+            a, b = values["A"][at], values["B"][at]
+            out = unanswered[at]
+            pass_a, pass_b = resample.mean(drawn, a), resample.mean(drawn, b)
+            categories[category] = {
+                "pass_A": pass_a, "pass_B": pass_b, "score": (pass_a + pass_b) / 2,
+                "score_answered": (resample.mean(drawn, np.where(out, np.nan, a))
+                                   + resample.mean(drawn, np.where(out, np.nan, b))) / 2}
+        mixed = [categories[c] for c in airbench.MIXED_OF if c in categories]
+        if mixed:
+            categories[airbench.MIXED] = {k: resample.mean_of([m[k] for m in mixed])
+                                          for k in mixed[0]}
+        parts = [categories[c] for c in airbench.AVERAGE_OF if c in categories]
+        return {k: resample.mean_of([p[k] for p in parts]) for k in parts[0]}
+
     def synthetic_row(self, item: airbench.ChatItem, rng, skill: float) -> dict:
         """Scores around 1 + 9 x skill in each pass."""
         def score():
@@ -132,7 +189,7 @@ class Chat(AirBench):
         parsed = []
         for model, values in rows.items():
             numbers = [reference_number(v, f"{path}: chat {model!r}") for v in values]
-            figures = [(*reference_slice(CHAT_COLUMNS[c], "category"), {"score": v})
+            figures = [(*reference_slice(CHAT_COLUMNS[c], "category"), {"score_answered": v})
                        for c, v in zip(columns, numbers, strict=True)]
             parsed.append(ReferenceRow(
                 model=model, note=_average_note(dict(zip(columns, numbers, strict=True))),
@@ -154,11 +211,14 @@ class Chat(AirBench):
             )),
             Section("Metrics", (
                 "pass A and pass B: the mean of the model's scores in each pass.",
-                "score: a category's score is the mean of its two passes; mixed audio is the "
-                "mean of speech-and-sound and speech-and-music; the overall score is the mean "
-                "of speech, sound, music and mixed audio.",
-                "An item without a response is never sent to the judge and scores 0 in both "
-                "passes.",
+                "score (strict): a category's score is the mean of its two passes; mixed "
+                "audio is the mean of speech-and-sound and speech-and-music; the overall score "
+                "is the mean of speech, sound, music and mixed audio. An item without a "
+                "response is never sent to the judge and scores 0 in both passes. The board "
+                "ranks by this figure, so that leaving items out never helps.",
+                "score (answered): the same over the answered items only, as the official "
+                "cal_score.py computes it (it never sees an unanswered item); published tables "
+                "give this figure.",
                 "failed replies: judge replies that could not be read.",
             )),
             Section("Slices", ("Figures are also given per category and per task.",)),

@@ -6,7 +6,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from scoring import airbench
+from scoring.kinds import resample
 from scoring.kinds.airbench_base import (
     AirBench,
     reference_number,
@@ -40,12 +43,14 @@ class Foundation(AirBench):
                "could read", count=True),
     )
     ranking = ("acc_strict", "acc")
+    published = {"acc_strict": "acc"}
     ranking_text = ("Ranked by strict accuracy (correct of all items), then accuracy over the "
                     "items whose answer could be read (the published figure)")
     dimensions = (Dimension("domain", "domain", airbench.DOMAINS),
                   Dimension("task", "task", tuple(airbench.TASK_ORDER)))
     chart_axes = ("acc", "acc_strict")
     pairwise = ("Correct answer", None)
+    failed_label = "only items answered wrong or not read"
 
     def load(self, path) -> list[airbench.FoundationItem]:
         return airbench.load_foundation(path)
@@ -94,6 +99,28 @@ class Foundation(AirBench):
 
     def summarize(self, rows: Sequence[dict]) -> dict:
         return airbench.foundation_summary(rows)
+
+    vector_names = ("correct", "parsed", "missing")
+
+    def item_vector(self, row: dict) -> tuple[float, ...]:
+        return float(row["correct"]), float(row["parsed"]), float(row["missing"])
+
+    def replicate_figures(self, weights, values: dict, dims: list[dict]) -> dict:
+        """Per task over its drawn items, a domain the mean of its tasks, overall the mean of
+        the domains (as foundation_summary)."""
+        strict, parsed = {}, {}
+        for task, at in resample.groups(dims, "task").items():
+            drawn = weights[:, at]
+            correct = values["correct"][at]
+            strict[task] = 100 * resample.ratio(drawn, correct, np.ones_like(correct))
+            parsed[task] = 100 * resample.ratio(drawn, correct, values["parsed"][at])
+        domain_of = {item["task"]: item["domain"] for item in dims}
+        figures = {}
+        for metric, by_task in (("acc_strict", strict), ("acc", parsed)):
+            domains = [resample.mean_of([v for t, v in by_task.items() if domain_of[t] == d])
+                       for d in airbench.DOMAINS if d in domain_of.values()]
+            figures[metric] = resample.mean_of(domains)
+        return figures
 
     def synthetic_row(self, item: airbench.FoundationItem, rng, skill: float) -> dict:
         """The right letter with the skill's chance, else any letter, now and then none."""

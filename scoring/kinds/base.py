@@ -40,9 +40,16 @@ class Metric:
     digits: int = 2  # decimals shown, the same on every page
 
     def format(self, value) -> str:
+        """The figure as every page, table, chart and email shows it."""
         if value is None:
             return "–"
         return f"{value:,.0f}" if self.count else f"{value:.{self.digits}f}"
+
+    def cell(self, value, interval) -> tuple[str, tuple[str, str] | None, bool]:
+        """(the figure, its interval's bounds or None, whether it is a count), formatted."""
+        bounds = None if interval is None or self.count else \
+            (self.format(interval[0]), self.format(interval[1]))
+        return self.format(value), bounds, self.count
 
 
 @dataclass(frozen=True)
@@ -185,6 +192,10 @@ def file_sha256(path) -> str:
     return digest.hexdigest()
 
 
+def nan_if_none(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
 def rank_value(value) -> float:
     """A figure as a ranking key compares it: exact to 1e-9, so float noise from different
     summation orders never decides a rank; a missing figure ranks last."""
@@ -204,8 +215,14 @@ class Kind(abc.ABC):
     # The judge hears the items' input audio: a benchmark of this kind needs its audio root.
     sends_inputs: ClassVar[bool] = False
     metrics: ClassVar[tuple[Metric, ...]]
+    # Figures of the judge rather than of the model (its agreement with itself, its bias),
+    # kept on every slice beside the metrics, with "judged": how many answers they cover.
+    judge_figures: ClassVar[tuple[Metric, ...]] = ()
     ranking: ClassVar[tuple[str, ...]]  # the ranking key: metrics, best first, in order
     ranking_text: ClassVar[str]
+    # A ranking metric -> the figure published tables give in its place (the official,
+    # answered-only one): where a reported row lacks the first, the second places it.
+    published: ClassVar[dict[str, str]] = {}
     dimensions: ClassVar[tuple[Dimension, ...]]
     main_dimension: ClassVar[str] = ""  # the one a pivot opens on (default: the first)
     item_noun: ClassVar[str] = "item"  # what its items are called ("sample")
@@ -217,6 +234,9 @@ class Kind(abc.ABC):
     # rubric_scores, by these names (None: not shown).
     pairwise: ClassVar[tuple[str | None, str | None]] = (None, None)
     explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
+    failed_label: ClassVar[str] = "only items without an output"  # the explorer's filter
+    # What a query that never got a valid answer does to the figures.
+    failure_note: ClassVar[str] = "counted, and left out of the figures they would have made"
 
     # --- labels ------------------------------------------------------------------------
 
@@ -322,6 +342,22 @@ class Kind(abc.ABC):
     @abc.abstractmethod
     def summarize(self, rows: Sequence[dict]) -> dict:
         """{"overall": figures, dimension: {bucket: figures}} over per-item rows."""
+
+    # The per-item values a paired bootstrap resamples (item_vector gives them in this order);
+    # "missing" (1 for an item without an output) is always one of them.
+    vector_names: ClassVar[tuple[str, ...]] = ()
+
+    @abc.abstractmethod
+    def item_vector(self, row: dict) -> tuple[float, ...]:
+        """A per-item row's values named by vector_names, as floats (NaN for a null)."""
+
+    @abc.abstractmethod
+    def replicate_figures(self, weights, values: dict, dims: list[dict]) -> dict:
+        """Every metric a board ranks or sorts by (not the counts), for each bootstrap
+        replicate and model at once: {metric: R x M array}. `weights` (R x n) are how many times
+        each of n items was drawn, `values` the vector_names' n x M arrays of those items, `dims`
+        their dimensions. With every weight 1 it gives summarize()'s figures of those items
+        (scoring.kinds.resample has the arithmetic)."""
 
     def intervals(self, rows: Sequence[dict], *, seed: int, resamples: int = 1000) -> dict:
         """Bootstrap intervals shaped like summarize(): {metric: (lo, hi)} per slice."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from scoring import mmae
+from scoring.kinds import resample
 from scoring.kinds.base import (
     Dimension,
     ItemRows,
@@ -25,10 +26,13 @@ from scoring.kinds.base import (
     RunData,
     Section,
     file_sha256,
+    nan_if_none,
 )
 from scoring.predictions import check_audio, parse_predictions, resolve_audio
 
 SPEC_FIGURES = ("n", "IFR", "CR", "EMR")  # taxonomy.json's figures, in SPEC section 6 order
+PER_SAMPLE = ("id", "IFR", "CR", "EM", "n_if", "n_cr", "rubric_scores", "missing", "complexity",
+              "modality", "granularity", "operations")  # per_sample.json's, likewise
 RESULT_KEYS = ("category", "choices", "correct_letter", "choice", "correct", "reason")
 
 
@@ -70,6 +74,11 @@ class MMAE(Kind):
         Metric("EMR", "EMR", "Exact-match rate: the share of samples that pass every one of "
                "their rubrics (percent)"),
     )
+    judge_figures = (
+        Metric("agreement", "vote agreement", "Share of the rubrics whose votes chose the same "
+               "option in every round: how consistent the judge is, not a score of the model "
+               "(percent)"),
+    )
     ranking = ("EMR", "IFR", "CR")
     ranking_text = "Ranked by EMR, then IFR, then CR"
     dimensions = (
@@ -86,6 +95,8 @@ class MMAE(Kind):
     files = ("results.jsonl", "per_sample.json", "taxonomy.json")
     pairwise = ("Exact match (EM)", "Mean rubric score")
     explorer_template = "leaderboard/_mmae_sample.html"
+    failed_label = "only samples with a failed rubric"
+    failure_note = "counted as wrong votes"
 
     # --- metadata ------------------------------------------------------------------------
 
@@ -156,17 +167,23 @@ class MMAE(Kind):
 
     def item_result(self, sample: mmae.Sample, output: str | None,
                     answers: dict[tuple[int, int], dict]) -> dict:
+        """SPEC section 6's per-sample row, and how many of its rubrics the judge answered
+        the same way in every round ("agree", of "judged")."""
         if output is None:
-            return mmae.sample_result(sample, None)
-        votes: dict[int, list[bool]] = {}
+            return {**mmae.sample_result(sample, None), "agree": 0, "judged": 0}
+        votes: dict[int, list[dict]] = {}
         for (criterion, _round), answer in sorted(answers.items()):
-            votes.setdefault(criterion, []).append(answer["correct"])
-        return mmae.sample_result(sample, [mmae.rubric_score(votes[r.index])
-                                           for r in sample.rubrics])
+            votes.setdefault(criterion, []).append(answer)
+        row = mmae.sample_result(sample, [mmae.rubric_score([a["correct"] for a in
+                                                             votes[r.index]])
+                                          for r in sample.rubrics])
+        return {**row, "agree": sum(1 for r in sample.rubrics if _agree(votes[r.index])),
+                "judged": len(sample.rubrics)}
 
     def item_columns(self, row: dict) -> dict:
         return {"ifr": row["IFR"], "cr": row["CR"], "em": row["EM"],
-                "rubric_scores": row["rubric_scores"], "values": {}}
+                "rubric_scores": row["rubric_scores"],
+                "values": {"agree": row["agree"], "judged": row["judged"]}}
 
     def stored_row(self, rows: ItemRows, columns: dict) -> dict:
         n_if = sum(1 for c in rows.criteria if c["category"] == mmae.IF_CATEGORY)
@@ -177,7 +194,30 @@ class MMAE(Kind):
                 **self.from_rows(rows).dimensions()}
 
     def summarize(self, rows: Sequence[dict]) -> dict:
-        return mmae.taxonomy(rows)
+        """taxonomy.json's figures, and on every slice the judge's vote agreement."""
+        result = mmae.taxonomy(rows)
+        result["overall"].update(_agreement(rows))
+        for dimension in mmae.DIMENSIONS:
+            groups: dict[str, list[dict]] = {}
+            for row in rows:
+                for bucket in mmae.buckets(dimension, row):
+                    groups.setdefault(bucket, []).append(row)
+            for bucket, figures in result[dimension].items():
+                figures.update(_agreement(groups[bucket]))
+        return result
+
+    vector_names = ("IFR", "CR", "EM", "missing")
+
+    def item_vector(self, row: dict) -> tuple[float, ...]:
+        return (nan_if_none(row["IFR"]), nan_if_none(row["CR"]), float(row["EM"]),
+                float(row["missing"]))
+
+    def replicate_figures(self, weights, values: dict, dims: list[dict]) -> dict:
+        """IFR and CR: means over the drawn samples that have such rubrics; EMR: the share
+        of drawn samples passing every rubric."""
+        return {"IFR": 100 * resample.mean(weights, values["IFR"]),
+                "CR": 100 * resample.mean(weights, values["CR"]),
+                "EMR": 100 * resample.mean(weights, values["EM"])}
 
     def intervals(self, rows: Sequence[dict], *, seed: int, resamples: int = 1000) -> dict:
         return mmae.taxonomy_intervals(rows, seed=seed, resamples=resamples)
@@ -185,8 +225,9 @@ class MMAE(Kind):
     def synthetic_row(self, sample: mmae.Sample, rng, skill: float) -> dict:
         """Each rubric passes with the skill's chance; consistency comes easier."""
         chances = (skill, min(1.0, 0.25 + skill))
-        return mmae.sample_result(sample, [
-            int(rng.random() < chances[not r.is_instruction_following]) for r in sample.rubrics])
+        return {**mmae.sample_result(sample, [
+            int(rng.random() < chances[not r.is_instruction_following]) for r in sample.rubrics]),
+            "agree": 0, "judged": 0}
 
     # --- results files -----------------------------------------------------------------------
 
@@ -194,7 +235,7 @@ class MMAE(Kind):
         if name == "results.jsonl":
             return self._results_lines(data)
         if name == "per_sample.json":
-            rows = [row for _, row, _ in data.items()]
+            rows = [{k: row[k] for k in PER_SAMPLE} for _, row, _ in data.items()]
             return [json.dumps(rows, indent=1, ensure_ascii=False)]
         if name == "taxonomy.json":
             return [json.dumps(_spec_figures(data.slices()), indent=1, ensure_ascii=False)]
@@ -313,6 +354,20 @@ class MMAE(Kind):
                 "all three share a rank.",
             )),
         ]
+
+
+def _agree(votes: list[dict]) -> bool:
+    """Every round chose the same option (choices are shuffled per round, so compare the
+    chosen texts); a round without a valid answer agrees with nothing."""
+    chosen = {a["choices"][mmae.LETTERS.index(a["choice"])] if a["choice"] else None
+              for a in votes}
+    return len(chosen) == 1 and None not in chosen
+
+
+def _agreement(rows: Sequence[dict]) -> dict:
+    judged = sum(row.get("judged", 0) for row in rows)
+    agree = sum(row.get("agree", 0) for row in rows)
+    return {"agreement": 100 * agree / judged if judged else None, "judged": judged}
 
 
 def _spec_figures(slices: dict) -> dict:

@@ -1,3 +1,29 @@
+// The upload form shows only the fields of the chosen benchmark's kind: the archive of output
+// files where outputs are files, each upload option where the kind reads it, and what the
+// predictions file holds. Without this script every field shows and the server checks them.
+(function () {
+  const choice = document.querySelector("[data-kind-choice]");
+  if (!choice) return;
+  function show() {
+    const option = choice.selectedOptions[0];
+    if (!option) return;
+    const options = (option.dataset.options || "").split(" ");
+    document.querySelectorAll("[data-kind-files]").forEach(function (field) {
+      field.hidden = option.dataset.files !== "1";
+      if (field.hidden) field.querySelectorAll("input").forEach(function (i) { i.value = ""; });
+    });
+    document.querySelectorAll("[data-kind-option]").forEach(function (field) {
+      field.hidden = options.indexOf(field.dataset.kindOption) < 0;
+      if (field.hidden) field.querySelectorAll("input").forEach(function (i) { i.checked = false; });
+    });
+    document.querySelectorAll("[data-kind-help]").forEach(function (help) {
+      help.textContent = "Upload " + option.dataset.help + ".";
+    });
+  }
+  choice.addEventListener("change", show);
+  show();
+})();
+
 // Send the upload form with XMLHttpRequest so the page can show upload progress; the server
 // answers with the status page (after a redirect) or with the form and its errors.
 (function () {

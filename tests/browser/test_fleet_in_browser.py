@@ -64,7 +64,7 @@ def test_staff_watch_the_fleet_and_take_an_endpoint_out(page, screenshot, fleet)
     page.wait_for_url("**/staff/fleet/")
     expect(page.locator("p.notice")).to_contain_text(f"{fleet.urls[1]} is out of service")
     second = endpoint_row(page, fleet.urls[1])
-    expect(second.locator(".badge")).to_have_text("taken out")
+    expect(second.locator(".badge.private")).to_have_text("taken out")
     expect(second).to_contain_text("replacing its GPU")
     expect(second.get_by_role("button", name="Put back")).to_be_visible()
     expect(page.locator(".fleet-config .meta").first).to_contain_text(

@@ -132,7 +132,7 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
                 log_in(page)
             open_page(page, address, name, width)
             if name == "board":
-                expect(page.locator("#chart-emr-ifr .main-svg").first)\
+                expect(page.locator("#chart-board .main-svg").first)\
                     .to_be_attached()  # plotly drew the chart
                 if device == "phone":
                     first_screen_shows_the_leading_row(page)

@@ -115,7 +115,7 @@ def test_a_newcomer_signs_up_uploads_and_watches_the_submission_finish(
     page.get_by_label("Description").fill("An instruction-driven audio editor.")
     page.get_by_label("Show on the public leaderboard").check()
     page.get_by_label("Predictions").set_input_files(demo["predictions"])
-    page.get_by_label("Edited audio").set_input_files(demo["archive"])
+    page.get_by_label("Output audio").set_input_files(demo["archive"])
     screenshot("upload-filled")
 
     progress = page.locator("#upload-progress")
@@ -177,7 +177,7 @@ def test_a_predictions_file_with_an_unknown_id_is_refused_on_the_upload_page(
 
     page.get_by_label("Model name").fill("Careless Model")
     page.get_by_label("Predictions").set_input_files(bad)
-    page.get_by_label("Edited audio").set_input_files(demo["archive"])
+    page.get_by_label("Output audio").set_input_files(demo["archive"])
     page.get_by_role("button", name="Upload").click()
 
     errors = page.locator("#upload-errors")

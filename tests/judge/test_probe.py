@@ -50,6 +50,7 @@ def test_a_simulator_is_healthy_and_idle(simulator_factory):
         assert result.healthy and result.error == ""
         assert result.running == 0 and result.waiting == 0
         assert result.latency_ms is not None and result.latency_ms >= 0
+        assert result.simulator  # it says so, and the fleet page names it
 
 
 def test_the_probe_reads_a_simulators_real_running_and_waiting_counts(simulator_factory):
@@ -90,7 +91,7 @@ def test_a_server_without_metrics_is_healthy_with_unknown_load():
             await judge.stop()
 
     result = asyncio.run(main())
-    assert result.healthy
+    assert result.healthy and not result.simulator
     assert result.running is None and result.waiting is None
     assert result.error == "GET /metrics: HTTP 404"
 

@@ -27,6 +27,13 @@ def figure_data(html: str, div_id: str) -> list[dict]:
     return figure_spec(html, div_id)["data"]
 
 
+MMAE = get_kind("mmae")
+
+
+def scatter(rows):
+    return charts.metric_scatter(rows, x="IFR", y="EMR", kind=MMAE)
+
+
 @pytest.fixture
 def three(board):
     benchmark, scored = board
@@ -41,27 +48,28 @@ def three(board):
 
 def test_the_scatter_plots_the_rows_with_their_intervals_as_whiskers(three):
     rows = leaderboard_rows(benchmark=three)
-    trace = charts.emr_ifr_scatter(rows).data[0]
+    trace = scatter(rows).data[0]
     assert list(trace.x) == [50.0, 40.0, 20.0]
     assert list(trace.y) == [30.0, 20.0, 10.0]
     assert list(trace.error_x.array) == [6.0, 1.0, None]
     assert list(trace.error_x.arrayminus) == [5.0, 10.0, None]
     assert list(trace.error_y.array) == [5.0, 8.0, None]
     assert list(trace.error_y.arrayminus) == [5.0, 8.0, None]
-    assert trace.hovertext[1].startswith("<b>Beta</b> (Acme)<br>rank 2<br>IFR 40.00 [30.0, 41.0]")
+    assert trace.hovertext[1].startswith("<b>Beta</b> (Acme)<br>rank 2<br>IFR 40.00 [30.00, "
+                                         "41.00]")
     assert list(trace.customdata) == [r["model_id"] for r in rows]
 
 
 def test_the_scatter_leaves_out_a_row_without_both_figures(three):
     rows = leaderboard_rows(benchmark=three)
     rows[1]["IFR"] = None
-    assert list(charts.emr_ifr_scatter(rows).data[0].x) == [50.0, 20.0]
+    assert list(scatter(rows).data[0].x) == [50.0, 20.0]
 
 
 def test_hover_text_escapes_model_names(board):
     benchmark, scored = board
     scored("<img src=x onerror=alert(1)>", (50.0, 60.0, 30.0))
-    trace = charts.emr_ifr_scatter(leaderboard_rows(benchmark=benchmark)).data[0]
+    trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
     assert trace.hovertext[0].startswith("<b>&lt;img src=x onerror=alert(1)&gt;</b>")
 
 
@@ -69,10 +77,10 @@ def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, three):
     response = client.get("/b/mmae/?q=a")  # Alpha, Beta and Gamma all match "a"...
     html = response.content.decode()
     assert [r["model"] for r in response.context["rows"]] == ["Alpha", "Beta", "Gamma"]
-    (trace,) = figure_data(html, "chart-emr-ifr")
+    (trace,) = figure_data(html, "chart-board")
     assert (trace["x"], trace["y"]) == ([50.0, 40.0, 20.0], [30.0, 20.0, 10.0])
     response = client.get("/b/mmae/?q=acme")  # ...a filter narrows table and chart alike
-    (trace,) = figure_data(response.content.decode(), "chart-emr-ifr")
+    (trace,) = figure_data(response.content.decode(), "chart-board")
     assert (trace["x"], trace["y"], trace["error_y"]["array"]) == ([40.0], [20.0], [8.0])
 
 
@@ -98,13 +106,13 @@ def test_model_bars_and_radar_hold_the_slice_table_figures(board):
         intervals={("modality", "music"): {"IFR": (60.0, 75.0)}})
     rows = [r for r in slice_rows(submission.current_run_id, get_kind("mmae"))
             if r["dimension"] == "modality"]
-    bars = charts.slice_bars(rows)
+    bars = charts.slice_bars(rows, ("IFR", "CR", "EMR"), MMAE)
     assert [t.name for t in bars.data] == ["IFR", "CR", "EMR"]
     assert [list(t.x) for t in bars.data] == [["music", "sound"]] * 3
     assert [list(t.y) for t in bars.data] == [[70.0, 30.0], [80.0, None], [40.0, 10.0]]
     assert (list(bars.data[0].error_y.array), list(bars.data[0].error_y.arrayminus)) == \
         ([5.0, None], [10.0, None])
-    radar = charts.slice_radar(rows)
+    radar = charts.slice_radar(rows, ("IFR", "CR", "EMR"), MMAE)
     assert list(radar.data[2].theta) == ["music", "sound", "music"]  # a closed line
     assert list(radar.data[2].r) == [40.0, 10.0, 40.0]
 
@@ -113,11 +121,31 @@ def test_the_heatmap_holds_the_pivot_cells_top_down():
     pivot = {"dimension": "modality", "metric": "EMR", "buckets": ["music", "sound"],
              "rows": [{"model": "A", "cells": [10.0, None], "n": [3, None]},
                       {"model": "B<i>", "cells": [5.5, 7.25], "n": [3, 4]}]}
-    trace = charts.pivot_heatmap(pivot).data[0]
+    trace = charts.pivot_heatmap(pivot, MMAE).data[0]
     assert [list(r) for r in trace.z] == [[10.0, None], [5.5, 7.25]]
     assert list(trace.y) == ["A", "B&lt;i&gt;"] and list(trace.x) == ["music", "sound"]
-    assert [list(r) for r in trace.text] == [["10.0", ""], ["5.5", "7.2"]]
-    assert charts.pivot_heatmap(pivot).layout.yaxis.autorange == "reversed"
+    # Formatted as the pivot's table formats EMR.
+    assert [list(r) for r in trace.text] == [["10.00", ""], ["5.50", "7.25"]]
+    assert charts.pivot_heatmap(pivot, MMAE).layout.yaxis.autorange == "reversed"
+
+
+def test_figures_that_are_all_equal_get_a_real_axis_and_colour_range():
+    pivot = {"dimension": "modality", "metric": "EMR", "buckets": ["music", "sound"],
+             "rows": [{"model": "A", "cells": [0.0, 0.0], "n": [3, 3]}]}
+    trace = charts.pivot_heatmap(pivot, MMAE).data[0]
+    assert (trace.zmin, trace.zmax) == (0.0, 5.0)
+    rows = [{"model": m, "model_id": i, "organisation": "", "rank": 1, "IFR": ifr, "CR": 50.0,
+             "EMR": 0.0} for i, (m, ifr) in enumerate((("A", 40.0), ("B", 60.0)))]
+    figure = scatter(rows)
+    assert list(figure.layout.yaxis.range) == [0.0, 5.0]  # EMR: every point at 0
+    assert figure.layout.xaxis.range is None  # IFR differs: plotly scales it
+
+
+def test_the_chart_opens_on_a_figure_that_separates_the_rows():
+    rows = [{"EMR": 0.0, "IFR": 40.0, "CR": 50.0}, {"EMR": 0.0, "IFR": 60.0, "CR": 50.0}]
+    assert charts.separating_metric(MMAE, rows) == "IFR"
+    assert charts.separating_metric(MMAE, [{**rows[0], "EMR": 5.0}, rows[1]]) == "EMR"
+    assert charts.separating_metric(MMAE, rows[:1]) == "EMR"  # nothing separates one row
 
 
 def test_plotly_js_is_the_installed_bundle_with_long_cache_headers(client, db):
@@ -143,8 +171,8 @@ def test_plotly_js_answers_get_only(client, db):
 
 
 def test_a_chart_renders_without_plotly_js_inline(three):
-    html = charts.to_html(charts.emr_ifr_scatter(leaderboard_rows(
-        benchmark=three, query=BoardQuery())), div_id="x")
+    html = charts.to_html(scatter(leaderboard_rows(benchmark=three, query=BoardQuery())),
+                          div_id="x")
     spec = figure_spec(html, "x")
     assert spec["data"][0]["type"] == "scatter" and spec["config"] == charts.CONFIG
     # Data only: the one <script> holds JSON, which the Content-Security-Policy lets through.

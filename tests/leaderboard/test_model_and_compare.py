@@ -93,9 +93,9 @@ def test_the_chart_shows_the_chosen_dimension_of_the_table(client, models):
     model_id = models["public"].model_id
     response = client.get(f"/m/{model_id}/?dimension=modality")
     html = response.content.decode()
-    assert "70.00<small> [60.0, 75.0]</small>" in html
+    assert "70.00<small> [60.00, 75.00]</small>" in html
     ifr = figure_data(html, "chart-slices")[0]
-    assert (ifr["type"], ifr["x"], ifr["y"]) == ("bar", ["music", "sound"], [70.0, 30.0])
+    assert (ifr["type"], ifr["x"], ifr["y"]) == ("bar", ["music", "sound"], [70.00, 30.00])
     radar = client.get(f"/m/{model_id}/?dimension=complexity&chart=radar").content.decode()
     ifr = figure_data(radar, "chart-slices")[0]
     assert (ifr["type"], ifr["theta"]) == ("scatterpolar", ["single", "single"])
@@ -201,7 +201,7 @@ def private_model(board, trio, other_author):
 
 
 @pytest.mark.parametrize("models, message", [
-    ("", "choose at least two models to compare (got 0)"),
+    ("{a}", "choose at least two models to compare (got 1)"),
     ("{a}", "choose at least two models to compare (got 1)"),
     ("{a},{a}", "choose at least two models to compare (got 1)"),
     ("{a},x", "&#x27;x&#x27; is not a model id"),
@@ -253,3 +253,15 @@ def test_a_model_public_on_another_board_only_is_refused_here(client, trio, boar
 def test_compare_is_a_404_on_an_unknown_board_and_a_405_on_post(client, trio):
     assert client.get("/b/nope/compare/?models=1,2").status_code == 404
     assert client.post("/b/mmae/compare/").status_code == 405
+
+
+def test_an_empty_compare_page_is_a_model_picker_with_search(client, trio):
+    _, a, b, _c = trio
+    response = client.get("/b/mmae/compare/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'name="models" value="{a.model_id}"' in html and 'name="q"' in html
+    found = client.get("/b/mmae/compare/?q=" + a.model.name[:3].lower()).content.decode()
+    assert f'value="{a.model_id}"' in found
+    none = client.get("/b/mmae/compare/?q=zzz-nothing").content.decode()
+    assert "No model matches" in none

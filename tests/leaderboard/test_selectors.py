@@ -2,7 +2,6 @@
 
 import pytest
 
-from leaderboard import selectors
 from leaderboard.selectors import BoardQuery, leaderboard_rows, representatives
 
 
@@ -45,17 +44,6 @@ def test_a_slice_reranks_on_its_own_figures(board):
     assert ranked(benchmark, dimension="modality", bucket="music") == [(1, "A")]
 
 
-def test_rank_ranges_come_from_the_emr_intervals(board):
-    benchmark, scored = board
-    scored("A", (50.0, 50.0, 30.0), intervals={("overall", ""): {"EMR": (25.0, 35.0)}})
-    scored("B", (50.0, 50.0, 20.0), intervals={("overall", ""): {"EMR": (12.0, 28.0)}})
-    scored("C", (50.0, 50.0, 10.0), intervals={("overall", ""): {"EMR": (5.0, 15.0)}})
-    rows = leaderboard_rows(benchmark=benchmark)
-    assert [(r["model"], r["rank_range"]) for r in rows] == [
-        ("A", (1, 2)), ("B", (1, 3)), ("C", (2, 3))]
-    assert rows[0]["EMR_interval"] == (25.0, 35.0) and rows[0]["IFR_interval"] is None
-
-
 def test_filters_hide_rows_but_keep_the_ranks(board):
     benchmark, scored = board
     scored("Alpha", (50.0, 50.0, 30.0), open_weights=True, licence="MIT")
@@ -83,13 +71,3 @@ def test_any_column_sorts(board, sort, descending, order):
     rows = leaderboard_rows(benchmark=benchmark, query=BoardQuery(sort=sort,
                                                                   descending=descending))
     assert [r["model"] for r in rows] == order
-
-
-@pytest.mark.parametrize("intervals, ranges", [
-    ([(10, 20), (15, 25), (30, 40)], [(2, 3), (2, 3), (1, 1)]),
-    ([(10, 20), (21, 30), (31, 40)], [(3, 3), (2, 2), (1, 1)]),
-    ([(10, 40), (15, 25), (20, 30)], [(1, 3), (1, 3), (1, 3)]),
-    ([(10, 20), None], [(1, 1), (2, 2)]),
-])
-def test_rank_ranges_only_separate_clear_intervals(intervals, ranges):
-    assert selectors.rank_ranges(intervals) == ranges

@@ -146,7 +146,7 @@ def test_the_page_shows_overall_figures_with_their_intervals(client, scored):
     for metric in ("IFR", "CR", "EMR"):
         value, (lo, hi) = overall.values[metric], overall.interval(metric)
         assert f'<span class="value">{value:.2f}</span>' in html
-        assert f"95% CI [{lo:.1f}, {hi:.1f}]" in html
+        assert f"95% CI [{lo:.2f}, {hi:.2f}]" in html
 
 
 def test_the_slice_table_has_every_bucket_of_every_dimension(client, scored):

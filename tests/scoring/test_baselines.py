@@ -96,7 +96,9 @@ def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
     assert ifr == ("IFR", ours.values["IFR"], 27.37, pytest.approx(ours.values["IFR"] - 27.37))
     assert rows["Noise"]["figures"][0][2] is None  # no paper row loaded for Noise here
     body = client.get("/b/mmae/").content.decode()
-    assert "Calibration: diagnostic baselines" in body and body.count("badge diagnostic") == 2
+    # Inline in the ranked table (unranked), and beside the paper's rows below it.
+    assert "Calibration: diagnostic baselines" in body and body.count("badge diagnostic") == 4
+    assert body.count('<tr class="reference diagnostic">') == 2
     event = AuditEvent.objects.get(action="baseline")
     assert event.after["runs"] == {"Identity": identity.id, "Noise": noise.id}
     assert event.public and event.actor == staff

@@ -71,6 +71,20 @@ def test_staff_see_each_config_its_endpoints_and_the_queue(staff_client, config)
     assert "New judge config" in page
 
 
+def test_endpoints_the_simulator_answers_are_named_so(staff_client, config):
+    from django.utils import timezone
+
+    for url in (A, B):
+        Endpoint.objects.create(base_url=url, healthy=True, simulator=True,
+                                last_probe_at=timezone.now())
+    page = staff_client.get(FLEET).content.decode()
+    assert page.count(">judge simulator</span>") == 2
+    assert "<strong>judge simulator</strong> (not a model; it stands in for" in page
+    Endpoint.objects.filter(base_url=B).update(simulator=False)
+    page = staff_client.get(FLEET).content.decode()
+    assert "<strong>judge simulator</strong>" not in page
+
+
 def test_the_stats_partial_is_the_refreshing_part_alone(staff_client, config):
     response = staff_client.get(FLEET + "stats/", HTTP_HX_REQUEST="true")
     assert response.status_code == 200

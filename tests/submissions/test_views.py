@@ -29,7 +29,7 @@ def test_the_upload_page_shows_the_quota_and_benchmarks(logged_in, small_bench, 
     settings.SUBMISSIONS_PER_DAY = 3
     html = logged_in.get("/submit/").content.decode()
     assert "<strong>3</strong> of 3 submissions left" in html
-    assert '<option value="mmae">' in html
+    assert '<option value="mmae" data-files="1" data-options=""' in html
 
 
 def test_an_upload_redirects_to_its_status_page(logged_in, small_bench):

@@ -10,7 +10,7 @@ from leaderboard.selectors import benchmark_current
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Item, ItemResult, ScoringRun, SliceResult
-from scoring.runs import _slices
+from scoring.runs import _slices, run_vector_store
 from submissions.models import ModelEntry, Submission
 
 SEED_USER = "synthetic-board"
@@ -67,6 +67,7 @@ class Command(BaseCommand):
             for item, row in zip(items, rows, strict=True)], batch_size=2000)
         intervals = kind.intervals(rows, seed=number, resamples=options["resamples"])
         SliceResult.objects.bulk_create(_slices(run, kind.summarize(rows), intervals))
+        run_vector_store(run, kind, rows)
         submission = Submission.objects.create(
             owner=user, model=model, benchmark=benchmark, public=True,
             status=Submission.Status.QUEUED, coverage=1.0, current_run=run,

@@ -58,3 +58,30 @@ def test_chat_jobs_ask_both_passes_of_every_answered_item():
     assert made[1].fields(None)["score"] is None
     key = {"config": "1", "digest": str}
     assert made[0].content_key(**key) != made[1].content_key(**key)
+
+
+def test_the_strict_score_counts_an_unanswered_item_as_0_the_answered_one_leaves_it_out():
+    items = airbench.parse_chat(chat_meta())[:2]  # two speech items
+    _, summary = by_hand(airbench.CHAT, items, {"0": "mine"},
+                         {("0", 0): {"score": 8}, ("0", 1): {"score": 6}})
+    speech = summary["category"]["speech"]
+    assert speech["score"] == 3.5  # (8 + 0) / 2 and (6 + 0) / 2, averaged
+    assert speech["score_answered"] == 7.0  # the official cal_score.py figure
+    assert summary["overall"]["score_answered"] == 7.0 and summary["overall"]["score"] == 3.5
+
+
+def test_the_position_bias_is_pass_a_minus_pass_b_over_items_judged_in_both():
+    items = airbench.parse_chat(chat_meta())[:3]
+    answers = {("0", 0): {"score": 9}, ("0", 1): {"score": 5},
+               ("1", 0): {"score": 6}, ("1", 1): {"score": None},  # pass B failed
+               ("2", 0): {"score": 4}, ("2", 1): {"score": 6}}
+    _, summary = by_hand(airbench.CHAT, items, {"0": "a", "1": "b", "2": "c"}, answers)
+    assert summary["category"]["speech"]["position_bias"] == 4.0
+    assert summary["overall"]["position_bias"] == 1.0  # (4 - 2) / 2 items judged in both
+    assert summary["overall"]["judged"] == 2
+
+
+def test_the_strict_score_ranks():
+    kind = get_kind(airbench.CHAT)
+    assert kind.ranking == ("score",) and kind.label("score") == "score (strict)"
+    assert kind.published == {"score": "score_answered"}

@@ -1,0 +1,48 @@
+"""Figures over bootstrap replicates, for every model at once: the arithmetic a kind's
+`replicate_figures` is built from.
+
+A replicate is a resample of the benchmark's items, given as a row of `weights` (how many times
+each item was drawn). A per-item value is a column per model (NaN where the item has no value,
+as a null in a per-item row). Every function returns one figure per (replicate, model): an
+R x M array, NaN where the replicate leaves nothing to average.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+
+def mean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The weighted mean of each model's values, skipping NaN (an item without a value)."""
+    present = ~np.isnan(values)
+    total = weights @ np.where(present, values, 0.0)
+    count = weights @ present.astype(weights.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+
+
+def ratio(weights: np.ndarray, numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """sum(numerator) / sum(denominator) over the drawn items, NaN where the latter is 0."""
+    top, bottom = weights @ numerator, weights @ denominator
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1), np.nan)
+
+
+def mean_of(parts: list[np.ndarray]) -> np.ndarray:
+    """The unweighted mean of several figures, skipping those that are NaN (a part the
+    replicate left empty), as a kind's summary skips a part with no value."""
+    if not parts:
+        raise ValueError("no parts to average")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=RuntimeWarning)  # all-NaN: stays NaN
+        return np.nanmean(np.stack(parts), axis=0)
+
+
+def groups(dims: list[dict], key: str) -> dict[str, np.ndarray]:
+    """Item positions by the value of one of their dimensions, in first-seen order."""
+    found: dict[str, list[int]] = {}
+    for position, item in enumerate(dims):
+        found.setdefault(item[key], []).append(position)
+    return {value: np.array(positions) for value, positions in found.items()}

@@ -1,0 +1,179 @@
+"""Exact ranks, and rank ranges from the paired bootstrap."""
+
+import random
+
+import pytest
+
+from leaderboard import ranking
+from leaderboard.models import RankRanges
+from leaderboard.selectors import BoardQuery, leaderboard_rows
+from scoring.models import SliceResult
+
+
+def rows(benchmark, **query):
+    return [(r["model"], r["rank"], r["rank_range"])
+            for r in leaderboard_rows(benchmark=benchmark, query=BoardQuery(**query))]
+
+
+def test_float_noise_never_decides_a_rank_and_the_next_key_does(board):
+    """Equal IFR reached by two summation orders: the higher CR ranks first."""
+    benchmark, scored = board
+    scored("A", (27.77777777777778, 40.0, 0.0))
+    scored("B", (27.777777777777775, 50.0, 0.0))
+    assert 27.77777777777778 != 27.777777777777775
+    assert [(m, r) for m, r, _ in rows(benchmark)] == [("B", 1), ("A", 2)]
+
+
+def test_rows_equal_on_the_whole_key_share_a_rank(board):
+    benchmark, scored = board
+    scored("A", (0.1 + 0.2, 50.0, 10.0))
+    scored("B", (0.3, 50.0, 10.0))
+    scored("C", (0.3, 49.0, 10.0))
+    assert [(m, r) for m, r, _ in rows(benchmark)] == [("A", 1), ("B", 1), ("C", 3)]
+
+
+def test_competition_ranks_are_exact_and_shared():
+    assert ranking.competition_ranks([(2,), (1,), (2,), (3,)]) == [2, 1, 2, 4]
+
+
+def clear_gap(passed_if: float):
+    """Instruction-following rubrics pass with this chance, consistency ones never: EMR 0."""
+    chance = random.Random(f"{passed_if}")
+    return lambda sample, rubric: int(rubric.is_instruction_following
+                                      and chance.random() < passed_if)
+
+
+def the_same_answers(passes):
+    """A pass function that gives every submission the same answers."""
+    answers = {}
+    return lambda sample, rubric: answers.setdefault((sample.id, rubric.index),
+                                                     passes(sample, rubric))
+
+
+def test_models_far_apart_on_ifr_get_disjoint_ranges_though_both_have_emr_0(item_board):
+    benchmark, scored, _ = item_board
+    scored("Strong", clear_gap(0.9))
+    scored("Weak", clear_gap(0.1))
+    assert ranking.refresh(benchmark, replicates=1000)
+    (strong, weak) = rows(benchmark)
+    assert [r["EMR"] for r in leaderboard_rows(benchmark=benchmark)] == [0.0, 0.0]
+    assert (strong[0], weak[0]) == ("Strong", "Weak")
+    assert strong[2] == (1, 1) and weak[2] == (2, 2)
+
+
+def test_identical_answers_get_the_same_rank_and_identical_ranges(item_board):
+    benchmark, scored, _ = item_board
+    remembered = the_same_answers(clear_gap(0.5))
+    scored("Twin A", remembered)
+    scored("Twin B", remembered)
+    scored("Other", clear_gap(0.45))
+    ranking.refresh(benchmark, replicates=1000)
+    found = {m: (rank, spread) for m, rank, spread in rows(benchmark)}
+    assert found["Twin A"] == found["Twin B"]
+    assert found["Twin A"][1][0] <= found["Twin A"][0] <= found["Twin A"][1][1]
+
+
+def test_close_models_get_overlapping_ranges(item_board):
+    benchmark, scored, _ = item_board
+    scored("A", clear_gap(0.5))
+    scored("B", clear_gap(0.52))
+    ranking.refresh(benchmark, replicates=1000)
+    (_, _, first), (_, _, second) = rows(benchmark)
+    assert first[1] >= second[0]  # overlapping
+
+
+def test_every_slice_gets_ranges_and_a_sort_reranks_with_its_own(item_board):
+    benchmark, scored, _ = item_board
+    scored("High IFR", clear_gap(0.9))
+    scored("High CR", lambda s, r: int(not r.is_instruction_following))
+    ranking.refresh(benchmark, replicates=500)
+    slices = set(SliceResult.objects.filter(run__submissions__benchmark=benchmark)
+                 .values_list("dimension", "bucket"))
+    assert set(RankRanges.objects.values_list("dimension", "bucket")) == slices
+    by_ifr = rows(benchmark, sort="IFR")
+    by_cr = rows(benchmark, sort="CR")
+    assert [m for m, *_ in by_ifr] == ["High IFR", "High CR"]
+    assert [m for m, *_ in by_cr] == ["High CR", "High IFR"]
+    assert by_cr[0][1:] == (1, (1, 1))
+    # Sorting the other way lists the same ranks from the bottom.
+    assert [m for m, *_ in rows(benchmark, sort="CR", descending=True)] == ["High IFR",
+                                                                             "High CR"]
+
+
+def test_ranges_are_computed_once_per_board_state(item_board, author):
+    benchmark, scored, _ = item_board
+    scored("A", clear_gap(0.6))
+    assert ranking.refresh(benchmark, replicates=200) is True
+    assert ranking.refresh(benchmark, replicates=200) is False
+    scored("B", clear_gap(0.2))  # a new publication changes the state
+    assert ranking.refresh(benchmark, replicates=200) is True
+    assert {r[0] for r in rows(benchmark)} == {"A", "B"}
+    assert all(r[2] is not None for r in rows(benchmark))
+
+
+def test_a_board_visit_asks_a_worker_and_never_computes(item_board, client, monkeypatch):
+    benchmark, scored, _ = item_board
+    scored("A", clear_gap(0.6))
+    asked = []
+    monkeypatch.setattr("leaderboard.tasks.refresh_rank_ranges.delay", asked.append)
+    for _ in range(3):
+        assert client.get("/b/mmae/").status_code == 200
+    assert asked == [benchmark.id] and not RankRanges.objects.exists()
+
+
+def test_rows_without_per_item_values_keep_their_figures_in_every_replicate(board):
+    benchmark, scored = board
+    scored("A", (50.0, 50.0, 30.0))
+    scored("B", (50.0, 50.0, 20.0))
+    ranking.refresh(benchmark, replicates=100)
+    assert [(m, spread) for m, _, spread in rows(benchmark)] == [("A", (1, 1)), ("B", (2, 2))]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_draws_are_seeded_and_each_replicate_draws_every_position(seed):
+    first = ranking.draws(30, replicates=50, seed=seed)
+    assert (first == ranking.draws(30, replicates=50, seed=seed)).all()
+    assert (first.sum(axis=1) == 30).all()
+
+
+# --- compare: are two models really apart? ------------------------------------------------
+
+
+def test_a_clear_gap_is_a_verdict_with_its_interval_clear_of_zero(item_board):
+    benchmark, scored, _ = item_board
+    strong, weak = scored("Strong", clear_gap(0.9)), scored("Weak", clear_gap(0.1))
+    rows = ranking.paired_differences(benchmark, strong, weak, replicates=500)
+    overall = {c["metric"].key: c for c in rows[0]["cells"]}
+    assert rows[0]["dimension"] == "overall" and rows[0]["n"] == 40
+    assert overall["IFR"]["verdict"] == "A ahead" and overall["IFR"]["lo"] > 0
+    assert overall["IFR"]["difference"] == pytest.approx(
+        _figure(strong, "IFR") - _figure(weak, "IFR"))
+    assert overall["EMR"] == {**overall["EMR"], "difference": 0.0, "verdict": "not separable"}
+    backwards = ranking.paired_differences(benchmark, weak, strong, replicates=500)
+    assert {c["metric"].key: c["verdict"] for c in backwards[0]["cells"]}["IFR"] == "B ahead"
+    assert {r["dimension"] for r in rows} == {"overall", "complexity", "complexity_group",
+                                              "modality", "granularity", "operation"}
+
+
+def test_identical_answers_are_not_separable_on_any_figure(item_board):
+    benchmark, scored, _ = item_board
+    remembered = the_same_answers(clear_gap(0.5))
+    a, b = scored("Twin A", remembered), scored("Twin B", remembered)
+    for row in ranking.paired_differences(benchmark, a, b, replicates=200):
+        for cell in row["cells"]:
+            assert cell.get("verdict", "not separable") == "not separable"
+            assert cell["difference"] in (0.0, None)
+
+
+def test_the_compare_page_says_who_is_ahead(item_board, client):
+    benchmark, scored, _ = item_board
+    strong, weak = scored("Strong", clear_gap(0.9)), scored("Weak", clear_gap(0.1))
+    html = client.get(f"/b/mmae/compare/?models={strong.model_id},{weak.model_id}") \
+        .content.decode()
+    table = html[html.index('id="differences-1"'):]
+    assert "Strong ahead" in table and "not separable" in table
+
+
+def _figure(submission, metric):
+    return SliceResult.objects.get(run=submission.current_run, dimension="overall") \
+        .values[metric]

@@ -1,0 +1,81 @@
+"""How scoring works, for every kind; every judge named, the simulator where it answered."""
+
+import csv
+import io
+
+import pytest
+from django.utils.html import escape
+
+from scoring.kinds import KINDS
+from scoring.models import Benchmark, ScoringRun
+from tests.conftest import judge_config
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_kind_explains_its_figures_its_judge_and_its_ranks(client, db, name):
+    kind = KINDS[name]
+    benchmark = Benchmark.objects.create(slug="b", kind=name, version=1, title="B",
+                                         sha256="s", source_name="m.json", audio_root="",
+                                         n_items=1, n_criteria=1)
+    config = judge_config(["http://127.0.0.1:9"], kind=name, benchmark=benchmark)
+    html = client.get("/b/b/scoring/").content.decode()
+    for metric in kind.metrics:
+        assert f"<dt>{metric.label}</dt>" in html and escape(metric.definition) in html
+    for section in kind.how_scoring_works():
+        assert f"<h2>{section.title}</h2>" in html
+        assert all(escape(p) in html for p in section.paragraphs)
+    assert config.name in html and "paired bootstrap" in html
+    assert "Ranks and rank ranges" in html and escape(kind.ranking_text) in html
+
+
+def test_every_board_links_its_scoring_page_and_defines_its_columns(client, board):
+    benchmark, scored = board
+    scored("A", (50.0, 50.0, 10.0))
+    html = client.get("/b/mmae/").content.decode()
+    assert 'href="/b/mmae/scoring/"' in html
+    # A definition a keyboard reaches: focusable, with its text.
+    assert 'tabindex="0" role="note" aria-label="EMR: Exact-match rate' in html
+    assert client.get("/b/nope/scoring/").status_code == 404
+
+
+def test_a_simulated_row_names_the_judge_simulator_everywhere(client, board):
+    benchmark, scored = board
+    sim = scored("Sim", (50.0, 50.0, 10.0))
+    ScoringRun.objects.filter(id=sim.current_run_id).update(simulated=True)
+    real = scored("Real", (40.0, 40.0, 5.0))
+    html = client.get("/b/mmae/").content.decode()
+    assert "simulated-banner" in html and "(judge simulator)" in html
+    config = real.current_run.judge_config.name
+    assert f'<span title="Qwen3-Omni-30B-A3B-Instruct">{config}</span>' in html
+    rows = {r["model"]: r for r in client.get("/api/leaderboards/mmae/").json()["rows"]}
+    assert rows["Sim"]["judge"] == "judge simulator" and rows["Sim"]["judge_config"] == config
+    assert rows["Real"]["judge"] == "Qwen3-Omni-30B-A3B-Instruct"
+    text = client.get("/api/leaderboards/mmae/?format=csv").content.decode()
+    by_model = {r["model"]: r for r in csv.DictReader(io.StringIO(text))}
+    assert by_model["Sim"]["judge"] == "judge simulator"
+    page = client.get(f"/s/{sim.id}/").content.decode()
+    assert "judged by judge simulator" in page
+    model = client.get(f"/m/{sim.model_id}/").content.decode()
+    assert "judge simulator" in model
+
+
+def test_a_board_of_real_judgments_has_no_simulated_banner(client, board):
+    benchmark, scored = board
+    scored("Real", (40.0, 40.0, 5.0))
+    assert "simulated-banner" not in client.get("/b/mmae/").content.decode()
+
+
+def test_the_judge_figures_are_an_optional_column_and_in_the_api(client, board):
+    from scoring.models import SliceResult
+
+    benchmark, scored = board
+    run = scored("A", (50.0, 50.0, 10.0)).current_run
+    SliceResult.objects.filter(run=run, dimension="overall").update(
+        values={"n": 4, "IFR": 50.0, "CR": 50.0, "EMR": 10.0, "agreement": 87.5, "judged": 8})
+    assert "vote agreement" not in client.get("/b/mmae/").content.decode().split(
+        'id="board"')[1].split("</thead>")[0]
+    html = client.get("/b/mmae/?judge=on").content.decode()
+    assert "vote agreement" in html and '<td class="num">87.50</td>' in html
+    assert client.get("/api/leaderboards/mmae/").json()["rows"][0]["agreement"] == 87.5
+    page = client.get("/b/mmae/scoring/").content.decode()
+    assert 'id="judge-figures"' in page and "87.50" in page
