@@ -98,13 +98,13 @@ def moderation_queue(*, benchmark_slug: str = "", state: str = "", flagged: bool
 def submission_runs(submission: Submission) -> list[dict]:
     """Every run of a submission, newest first, with its judge config and overall figures:
     runs under older configs and superseded rescores stay viewable here."""
-    metrics = get_kind(submission.benchmark.kind).metric_keys
+    metrics = get_kind(submission.benchmark.kind).metrics
     runs = list(submission.runs.select_related("judge_config").defer("outputs", "missing")
                 .annotate(cached_answers=Count("answers", filter=Q(answers__cached=True)))
                 .order_by("-id"))
     overall = {s.run_id: s.figures() for s in SliceResult.objects.filter(
         run__in=runs, dimension=SliceResult.OVERALL)}
     return [{"run": run, "current": run.id == submission.current_run_id,
-             "figures": [(m, overall.get(run.id, {}).get(m)) for m in metrics]
+             "figures": [(m.label, overall.get(run.id, {}).get(m.key)) for m in metrics]
              if run.id in overall else [],
              "cached": run.cached_answers} for run in runs]
