@@ -33,6 +33,7 @@ class AirBench(Kind):
 
     outputs = TEXT_RESPONSES
     files = ("scores.json", "results.jsonl")
+    failed_filter = "only items answered wrong or with an unreadable judge reply"
 
     def item_columns(self, row: dict) -> dict:
         return {"ifr": None, "cr": None, "values": row, **self.score_columns(row)}

@@ -111,6 +111,7 @@ class Foundation(AirBench):
 
     def explorer_item(self, rows, result, answers, output) -> dict:
         item = super().explorer_item(rows, result, answers, output)
+        item["foundation"] = True  # the template shows the letter read and its source
         for judgment in item["judgments"]:
             judgment["label"] = "alignment"
         return item

@@ -209,6 +209,8 @@ class Kind(abc.ABC):
     dimensions: ClassVar[tuple[Dimension, ...]]
     main_dimension: ClassVar[str] = ""  # the one a pivot opens on (default: the first)
     item_noun: ClassVar[str] = "item"  # what its items are called ("sample")
+    # What the explorer's "failed" filter keeps, as its checkbox says it (see `failed`).
+    failed_filter: ClassVar[str] = "only items that failed"
     criteria_noun: ClassVar[str] = ""  # what its criteria are called, if shown ("rubric")
     chart_axes: ClassVar[tuple[str, str]]  # (x, y) of the board's scatter
     scale: ClassVar[float] = 100.0  # the top of the metrics' scale
@@ -348,12 +350,13 @@ class Kind(abc.ABC):
 
     def explorer_item(self, rows: ItemRows, result: dict | None, answers: list[dict],
                       output: str | None) -> dict:
-        """What the explorer shows of one item: its text, its output and every judgment.
-        `answers` are the item's answer records in (criterion, round) order."""
+        """What the explorer shows of one item: its text, its output, its outcome in a few
+        words (the default template shows it once scored) and every judgment. `answers` are
+        the item's answer records in (criterion, round) order."""
         return {
             "turns": self.item_text(rows), "response": output,
             "has_output": output is not None, "scored": result is not None,
-            "result": result or {},
+            "result": result or {}, "outcome": None,
             "judgments": [{"label": f"round {a['round'] + 1}", "raw": a["raw"],
                            "error": a["error"], "score": a.get("score"),
                            "choice": a.get("choice"), "attempts": a["attempts"]}

@@ -82,6 +82,7 @@ class MMAE(Kind):
     main_dimension = "modality"
     item_noun = "sample"
     criteria_noun = "rubric"
+    failed_filter = "only samples with a failed rubric"
     chart_axes = ("IFR", "EMR")
     files = ("results.jsonl", "per_sample.json", "taxonomy.json")
     pairwise = ("Exact match (EM)", "Mean rubric score")
