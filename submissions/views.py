@@ -59,8 +59,9 @@ def upload(request):
 
 def _detail_context(request, pk):
     submission = selectors.submission_get(user=request.user, pk=pk, write=True)
+    kind = get_kind(submission.benchmark.kind)
     return {"submission": submission, "progress": selectors.run_progress(submission.current_run),
-            "files": get_kind(submission.benchmark.kind).files}
+            "files": kind.files, "kind": kind}
 
 
 def submission_detail(request, pk):

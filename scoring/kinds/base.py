@@ -211,6 +211,8 @@ class Kind(abc.ABC):
     item_noun: ClassVar[str] = "item"  # what its items are called ("sample")
     # What the explorer's "failed" filter keeps, as its checkbox says it (see `failed`).
     failed_filter: ClassVar[str] = "only items that failed"
+    # How a query that failed after every attempt counts, as the status page says it.
+    failed_queries: ClassVar[str] = "counted, and left out of the figures they would have made"
     criteria_noun: ClassVar[str] = ""  # what its criteria are called, if shown ("rubric")
     chart_axes: ClassVar[tuple[str, str]]  # (x, y) of the board's scatter
     scale: ClassVar[float] = 100.0  # the top of the metrics' scale

@@ -83,6 +83,7 @@ class MMAE(Kind):
     item_noun = "sample"
     criteria_noun = "rubric"
     failed_filter = "only samples with a failed rubric"
+    failed_queries = "counted as wrong votes"
     chart_axes = ("IFR", "EMR")
     files = ("results.jsonl", "per_sample.json", "taxonomy.json")
     pairwise = ("Exact match (EM)", "Mean rubric score")
