@@ -122,15 +122,18 @@ def metric_scatter(rows: list[dict], *, x: str, y: str, metrics: tuple[str, ...]
 
 
 def slice_bars(rows: list[dict], metrics: tuple[str, ...] = METRICS,
-               scale: float = 100.0) -> go.Figure:
-    """The metrics per bucket of one dimension (rows of selectors.slice_rows), grouped."""
+               scale: float = 100.0, labels: dict | None = None) -> go.Figure:
+    """The metrics per bucket of one dimension (rows of selectors.slice_rows), grouped; each
+    named by its label (`labels`: metric -> label, the key where none)."""
     buckets = [r["bucket"] for r in rows]
+    labels = labels or {}
     traces = [go.Bar(
-        name=metric, x=buckets, y=[r[metric] for r in rows],
+        name=labels.get(metric, metric), x=buckets, y=[r[metric] for r in rows],
         marker_color=_colour(metric, i),
         error_y={**error_bars([r[metric] for r in rows],
                               [r.get(f"{metric}_interval") for r in rows]), "color": "#5b6475"},
-        hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>{NAMES.get(metric, metric)} "
+        hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>"
+                   f"{escape(NAMES.get(metric, labels.get(metric, metric)))} "
                    f"{_figure_text(r[metric], r.get(f'{metric}_interval'))}" for r in rows],
         hoverinfo="text") for i, metric in enumerate(metrics)]
     return go.Figure(traces, layout=_layout(
@@ -142,19 +145,20 @@ def slice_bars(rows: list[dict], metrics: tuple[str, ...] = METRICS,
 
 
 def slice_radar(rows: list[dict], metrics: tuple[str, ...] = METRICS,
-                scale: float = 100.0) -> go.Figure:
+                scale: float = 100.0, labels: dict | None = None) -> go.Figure:
     """The same figures as slice_bars on a radar: one closed line per metric."""
     buckets = [r["bucket"] for r in rows]
+    labels = labels or {}
     traces = []
     for i, metric in enumerate(metrics):
         values = [r[metric] for r in rows]
         colour = _colour(metric, i)
         traces.append(go.Scatterpolar(
-            name=metric, theta=buckets + buckets[:1], r=values + values[:1],
+            name=labels.get(metric, metric), theta=buckets + buckets[:1], r=values + values[:1],
             mode="lines+markers", line={"color": colour}, fill="toself",
             fillcolor=_translucent(colour, .12),
             hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>"
-                       f"{NAMES.get(metric, metric)} "
+                       f"{escape(NAMES.get(metric, labels.get(metric, metric)))} "
                        f"{_figure_text(r[metric], r.get(f'{metric}_interval'))}"
                        for r in rows + rows[:1]],
             hoverinfo="text"))
@@ -175,7 +179,8 @@ def slice_radar(rows: list[dict], metrics: tuple[str, ...] = METRICS,
 
 def pivot_heatmap(pivot: dict) -> go.Figure:
     """A pivot (selectors.pivot) as a heatmap: models down, buckets across, as in its table."""
-    rows, buckets, metric = pivot["rows"], pivot["buckets"], pivot["metric"]
+    rows, buckets = pivot["rows"], pivot["buckets"]
+    metric = escape(pivot.get("label", pivot["metric"]))  # its label, where the view gave it
     z = [r["cells"] for r in rows]
     labels = [escape(r["model"]) for r in rows]
     text = [["" if v is None else f"{v:.1f}" for v in r["cells"]] for r in rows]

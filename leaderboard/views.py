@@ -242,7 +242,9 @@ def model(request, model_id):
         + ("; whiskers are bootstrap 95% intervals over samples." if data["chart"] == "bars"
            and has_intervals else "." if data["chart"] == "bars"
            else "; intervals are in the table." if has_intervals else "."),
-        chart=charts.to_html(build(chosen, plotted, kind.scale), div_id="chart-slices")
+        chart=charts.to_html(build(chosen, plotted, kind.scale,
+                                   {m.key: m.label for m in kind.metrics}),
+                             div_id="chart-slices")
         if chosen else None)
     return render(request, "leaderboard/model.html", context)
 
