@@ -308,7 +308,8 @@ def _slice_order(dimension: str, bucket: str, kind: Kind) -> tuple:
 def slice_rows(run_id: int, kind: Kind) -> list[dict]:
     """Every slice of a run (overall first, then the kind's dimensions in order, buckets in
     the kind's order), with n, the kind's metrics and their intervals."""
-    rows = [{"dimension": f.dimension, "bucket": f.bucket, **metric_figures(f, kind)}
+    rows = [{"dimension": f.dimension, "dimension_label": kind.dimension_label(f.dimension),
+             "bucket": f.bucket, **metric_figures(f, kind)}
             for f in SliceResult.objects.filter(run_id=run_id)]
     return sorted(rows, key=lambda r: _slice_order(r["dimension"], r["bucket"], kind))
 
@@ -398,6 +399,7 @@ def compare_rows(submissions: list[Submission], kind: Kind) -> list[dict]:
             if cell is not None:  # display order, for templates
                 cell["cells"] = [(cell[m], cell[f"{m}_best"]) for m in kind.metric_keys]
         rows.append({"dimension": dimension, "bucket": bucket,
+                     "dimension_label": kind.dimension_label(dimension),
                      "n": next(c["n"] for c in cells if c is not None), "cells": cells})
     return rows
 
