@@ -149,6 +149,7 @@ class RunData(Protocol):
     from memory (the `score` command)."""
 
     meta: dict  # benchmark, version, kind, judge, simulated, options, missing
+    outputs: dict[str, str]  # item key -> its output (a file's path, or a text response)
 
     def items(self) -> Iterator[tuple[ItemRows, dict | None, dict]]:
         """(item, its per-item row or None, {(criterion index, round): answer record}) in
