@@ -265,7 +265,8 @@ def model_submissions(user, model: ModelEntry) -> list[Submission]:
 
 def submission_rows(submissions: list[Submission]) -> list[dict]:
     """A model page's list of submissions with their overall figures (one query); each row
-    has its kind's metrics and `labelled` cells (label, value, interval) for mixed tables."""
+    has its kind's metrics and `labelled` cells (label, value, interval, is a count) for mixed
+    tables."""
     overall = {f.run_id: f for f in SliceResult.objects.filter(
         run_id__in=[s.current_run_id for s in submissions], dimension=OVERALL)}
     rows = []
@@ -280,7 +281,7 @@ def submission_rows(submissions: list[Submission]) -> list[dict]:
             "hidden": s.hidden, "flag": s.flag_reason,
             "coverage": s.coverage, "partial": s.partial, "judge": s.current_run.judge_model,
             "simulated": s.current_run.simulated, "kind": kind.name, **values,
-            "labelled": [(m.label, values[m.key], values[f"{m.key}_interval"])
+            "labelled": [(m.label, values[m.key], values[f"{m.key}_interval"], m.count)
                          for m in kind.metrics],
         })
     return rows
@@ -397,7 +398,8 @@ def compare_rows(submissions: list[Submission], kind: Kind) -> list[dict]:
                     cell[f"{metric}_best"] = best is not None and cell[metric] == best
         for cell in cells:
             if cell is not None:  # display order, for templates
-                cell["cells"] = [(cell[m], cell[f"{m}_best"]) for m in kind.metric_keys]
+                cell["cells"] = [(cell[m.key], cell[f"{m.key}_best"], m.count)
+                                 for m in kind.metrics]
         rows.append({"dimension": dimension, "bucket": bucket,
                      "dimension_label": kind.dimension_label(dimension),
                      "n": next(c["n"] for c in cells if c is not None), "cells": cells})

@@ -287,8 +287,9 @@ def _pivot_page(benchmark, data) -> dict:
     table["rows"], paging = _page(table["rows"], data["page"], PIVOT_PAGE_ROWS)
     chart = charts.to_html(charts.pivot_heatmap(table), div_id="chart-pivot") \
         if table["rows"] and table["buckets"] else None
+    metric = kind.metric(data["metric"])
     for row in table["rows"]:  # formatted once here, not in every render of a cached page
-        row["shown"] = [None if v is None else f"{v:.2f}" for v in row["cells"]]
+        row["shown"] = [None if v is None else metric.format(v) for v in row["cells"]]
     return {"table": table, "paging": paging, "chart": chart}
 
 
