@@ -15,7 +15,7 @@ from scoring.models import Answer, ItemResult
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from scoring.synthetic import write_wav
-from tests.conftest import judge_config, run_manage
+from tests.conftest import judge_config, run_manage, score_run
 
 pytestmark = pytest.mark.django_db
 
@@ -24,10 +24,6 @@ pytestmark = pytest.mark.django_db
 SPEECH = {"category": "Consistency", "question": "Does <audio input1> contain speech?",
           "right_choice": "No, only a tone", "wrong_choices": ["Yes, a voice speaks"]}
 ROUNDS = 3
-
-
-def judge():
-    return runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 def names_input1(rubric: dict) -> bool:
@@ -61,15 +57,6 @@ def run_of(data, system: str, urls, benchmark=None):
         config=judge_config(urls, benchmark=benchmark))
 
 
-def score(run):
-    for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, judge()) is True
-    assert runs.run_try_aggregate(run.id) is True
-    assert runs.run_aggregate(run.id) is True
-    run.refresh_from_db()
-    return run
-
-
 def speech_queries(sim) -> int:
     return sum(q[0] == SPEECH["question"] for s in sim.stats() for q in s["queries"])
 
@@ -77,7 +64,7 @@ def speech_queries(sim) -> int:
 def test_a_second_submission_asks_nothing_of_the_rubrics_about_the_input_alone(
         speech_set, simulator_factory, tmp_path):
     sim = simulator_factory("--latency-ms", "1")
-    first = score(run_of(speech_set, "A", sim.urls))
+    first = score_run(run_of(speech_set, "A", sim.urls))
     both = [s for s in speech_set["samples"] if s["id"] in speech_set["outputs"]["A"]]
     assert len(both) == 12 and sim.completions() == first.total_queries
     assert speech_queries(sim) == ROUNDS * 12
@@ -88,7 +75,7 @@ def test_a_second_submission_asks_nothing_of_the_rubrics_about_the_input_alone(
         digests=second.digests, config=second.judge_config, options={}) == (
         second.total_queries, ROUNDS * 12)
     asked = sim.completions()
-    second = score(second)
+    second = score_run(second)
     assert second.status == "finished"
     # Every query but the speech rubric's on the twelve samples both systems answered; the
     # two samples only B answered are asked theirs.
@@ -120,7 +107,7 @@ def test_a_second_submission_asks_nothing_of_the_rubrics_about_the_input_alone(
 
 def test_a_changed_input_file_in_a_new_version_is_asked_again(speech_set, simulator_factory):
     sim = simulator_factory("--latency-ms", "1")
-    first = score(run_of(speech_set, "B", sim.urls))
+    first = score_run(run_of(speech_set, "B", sim.urls))
     root, samples = speech_set["root"], json.loads(json.dumps(speech_set["samples"]))
     changed, moved = [s for s in samples if s["complexity"] == "single"][:2]
     # The next version: one sample's input replaced by other audio, another's moved to a new
@@ -138,7 +125,7 @@ def test_a_changed_input_file_in_a_new_version_is_asked_again(speech_set, simula
     version2, created = benchmark_import(kind="mmae", path=meta, audio_root=root, slug="mmae")
     assert created and version2.version == 2
     asked = sim.completions()
-    second = score(run_of(speech_set, "B", sim.urls, benchmark=version2))
+    second = score_run(run_of(speech_set, "B", sim.urls, benchmark=version2))
     again = [(i, k) for i, r in enumerate(changed["rubrics"]) if names_input1(r)
              for k in range(ROUNDS)]
     assert len(again) >= ROUNDS  # the speech rubric, and any consistency rubric on input 1

@@ -13,14 +13,13 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from scoring import runs
 from scoring.kinds import KINDS, register
 from scoring.models import Answer, Benchmark, ItemResult, SliceResult
 from scoring.services import BenchmarkFileError, benchmark_import
 from submissions.models import Submission
 from submissions.rescoring import submissions_rescore
 from submissions.services import submission_validate
-from tests.conftest import judge_config
+from tests.conftest import judge_config, score_run
 from tests.scoring.kinds.toy import NAME, Toy, ToyJudge
 
 pytestmark = pytest.mark.django_db
@@ -100,23 +99,14 @@ def upload(user, model_name: str, answers: dict, *, public=True) -> Submission:
     return Submission.objects.get(id=response.json()["id"])
 
 
-def score(run) -> None:
-    """Every batch scored, then aggregated, as the workers do."""
-    judge = runs.JudgeSettings(concurrency=4, timeout=10, down_wait=1)
-    for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, judge) is True
-    assert runs.run_try_aggregate(run.id) is True
-    assert runs.run_aggregate(run.id) is True
-
-
 @pytest.fixture
 def toy_board(toy_benchmark, author, other_author):
     """Two public submissions scored: the oracle's (author) and the guesser's (another
     author)."""
     oracle = upload(author, "Toy Oracle", ORACLE)
-    score(oracle.current_run)
+    score_run(oracle.current_run)
     guesser = upload(other_author, "Toy Guesser", GUESSER)
-    score(guesser.current_run)
+    score_run(guesser.current_run)
     return tuple(Submission.objects.select_related("current_run").get(id=s.id)
                  for s in (oracle, guesser))
 
@@ -240,7 +230,7 @@ def test_a_rescore_under_the_same_config_asks_its_judge_nothing(toy_board, toy_j
     asked = len(toy_judge.asked)
     [run] = submissions_rescore(actor=staff, benchmark=oracle.benchmark, submissions=[oracle],
                                 config=oracle.current_run.judge_config, reason="same judge")
-    score(run)
+    score_run(run)
     # Only the query that had no verdict is asked again, twice: a failed answer is never
     # reused.
     assert [p.rsplit("Answer: ", 1)[1] for p in toy_judge.asked[asked:]] == ["Maybe green?"] * 2
@@ -371,7 +361,7 @@ def test_its_results_files_download_from_the_status_page_and_the_api(toy_board, 
 def test_a_private_toy_submission_is_seen_by_its_author_only(toy_benchmark, author,
                                                             other_author, client):
     private = upload(author, "Toy Secret", ORACLE, public=False)
-    score(private.current_run)
+    score_run(private.current_run)
     urls = [f"/s/{private.id}/", f"/s/{private.id}/samples/", f"/m/{private.model_id}/",
             f"/api/submissions/{private.id}/slices/",
             f"/submissions/{private.id}/files/toy_scores.json"]
