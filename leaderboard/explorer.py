@@ -34,11 +34,11 @@ class ExplorerForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search")
     page = forms.IntegerField(required=False, min_value=1)
 
-    def __init__(self, data, *, buckets: dict[str, list[str]]):
+    def __init__(self, data, *, buckets: dict[str, list[str]], kind):
         super().__init__(data)
         self.buckets = buckets
-        self.fields["dimension"].choices = [("", "all items")] + [
-            (d, d.replace("_", " ")) for d in buckets]
+        self.fields["dimension"].choices = [("", f"all {kind.item_noun}s")] + [
+            (d, kind.dimension_label(d)) for d in buckets]
 
     def clean(self):
         data = super().clean()
@@ -76,7 +76,7 @@ def _explorer(request, submission) -> dict:
     """The explorer's context for the page and its partial; "explorer" is None on bad input."""
     items = selectors.explorer_items(submission.benchmark)
     kind = get_kind(submission.benchmark.kind)
-    form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(items, kind))
+    form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(items, kind), kind=kind)
     context = {"submission": submission, "form": form, "explorer": None, "kind": kind,
                "page_url": reverse("leaderboard:submission", args=[submission.pk]),
                "samples_url": reverse("leaderboard:submission-samples", args=[submission.pk])}

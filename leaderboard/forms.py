@@ -90,13 +90,15 @@ class ModelPageForm(forms.Form):
     dimension, as bars or a radar."""
 
     benchmark = forms.ChoiceField(required=False)
-    dimension = forms.ChoiceField(required=False, choices=sorted(
-        {c for kind in KINDS.values() for c in dimension_choices(kind)}))
+    dimension = forms.ChoiceField(required=False)
     chart = forms.ChoiceField(required=False, choices=[("bars", "bars"), ("radar", "radar")])
 
     def __init__(self, data, *, kinds: dict[str, Kind]):
         super().__init__(data)
         self.fields["benchmark"].choices = [(b, b) for b in kinds]
+        # The kinds registered now, not at import: a kind may be registered later.
+        self.fields["dimension"].choices = sorted(
+            {c for kind in KINDS.values() for c in dimension_choices(kind)})
         self.kinds = kinds
 
     def clean(self):

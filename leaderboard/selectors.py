@@ -338,7 +338,8 @@ def model_submissions(user, model: ModelEntry) -> list[Submission]:
 
 def submission_rows(submissions: list[Submission]) -> list[dict]:
     """A model page's list of submissions with their overall figures (one query); each row
-    has its kind's metrics and `labelled` cells (label, value, interval) for mixed tables."""
+    has its kind's metrics and `labelled` cells (label, value, interval, is a count) for mixed
+    tables."""
     overall = {f.run_id: f for f in SliceResult.objects.filter(
         run_id__in=[s.current_run_id for s in submissions], dimension=OVERALL)}
     rows = []
@@ -381,7 +382,8 @@ def _slice_order(dimension: str, bucket: str, kind: Kind) -> tuple:
 def slice_rows(run_id: int, kind: Kind) -> list[dict]:
     """Every slice of a run (overall first, then the kind's dimensions in order, buckets in
     the kind's order), with n, the kind's metrics and their intervals."""
-    rows = [{"dimension": f.dimension, "bucket": f.bucket, **metric_figures(f, kind)}
+    rows = [{"dimension": f.dimension, "dimension_label": kind.dimension_label(f.dimension),
+             "bucket": f.bucket, **metric_figures(f, kind)}
             for f in SliceResult.objects.filter(run_id=run_id)]
     return sorted(rows, key=lambda r: _slice_order(r["dimension"], r["bucket"], kind))
 

@@ -295,6 +295,7 @@ def _pivot_page(benchmark, data) -> dict:
     table["unit"] = "count" if kind.metric(data["metric"]).count else \
         "%" if kind.scale == 100 else f"0-{kind.scale:g}"
     table["label"] = kind.label(data["metric"])
+    table["dimension_label"] = kind.dimension_label(data["dimension"])
     table["ranking"] = kind.ranking_text
     table["rows"], paging = _page(table["rows"], data["page"], PIVOT_PAGE_ROWS)
     table["dimension_label"] = kind.dimension_label(data["dimension"])

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from scoring.kinds import ItemRows, get_kind
 from scoring.models import Item, ItemResult, ScoringRun, SliceResult
 from scoring.runs import answer_groups
 
-FILES = {
-    "results.jsonl": "application/x-ndjson",
-    "per_sample.json": "application/json",
-    "taxonomy.json": "application/json",
-    "scores.json": "application/json",
-}
+# A kind names its own results files (Kind.files); their type follows the name's suffix.
+CONTENT_TYPES = {".jsonl": "application/x-ndjson", ".json": "application/json",
+                 ".csv": "text/csv"}
 RESULT_COLUMNS = ("ifr", "cr", "em", "rubric_scores", "missing", "values")
 
 
@@ -53,6 +51,10 @@ class StoredRun:
             else:
                 result.setdefault(s.dimension, {})[s.bucket] = s.figures()
         return result
+
+
+def content_type(name: str) -> str:
+    return CONTENT_TYPES.get(Path(name).suffix, "text/plain")
 
 
 def file_chunks(run: ScoringRun, name: str) -> Iterator[str]:

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from accounts.verification import verification_needed, verification_problem
 from config.celery import BrokerUnavailable
 from config.throttle import ScopedThrottle
-from scoring.exports import FILES, file_chunks
+from scoring.exports import content_type, file_chunks
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import JudgeConfig, ScoringRun, SliceResult
@@ -234,10 +234,10 @@ def file_response(submission, name: str, run_id=None) -> StreamingHttpResponse:
     run = submission.current_run
     if run_id not in (None, ""):
         run = submission.runs.filter(id=run_id).first() if str(run_id).isdigit() else None
-    if name not in FILES or name not in get_kind(submission.benchmark.kind).files \
+    if name not in get_kind(submission.benchmark.kind).files \
             or run is None or run.status != ScoringRun.Status.FINISHED:
         raise Http404("no such file")
-    response = StreamingHttpResponse(file_chunks(run, name), content_type=FILES[name])
+    response = StreamingHttpResponse(file_chunks(run, name), content_type=content_type(name))
     label = f"{submission.id}-{name}" if run == submission.current_run \
         else f"{submission.id}-run{run.id}-{name}"
     response["Content-Disposition"] = f'attachment; filename="{label}"'

@@ -71,7 +71,7 @@ class Chat(AirBench):
     chart_axes = ("pass_A", "pass_B")
     scale = 10.0
     pairwise = (None, "Mean score of the two passes")
-    failed_label = "only items with an unreadable judge reply"
+    failed_filter = "only items with an unreadable judge reply"
 
     def load(self, path) -> list[airbench.ChatItem]:
         return airbench.load_chat(path)

@@ -50,7 +50,7 @@ class Foundation(AirBench):
                   Dimension("task", "task", tuple(airbench.TASK_ORDER)))
     chart_axes = ("acc", "acc_strict")
     pairwise = ("Correct answer", None)
-    failed_label = "only items answered wrong or not read"
+    failed_filter = "only items answered wrong or not read"
 
     def load(self, path) -> list[airbench.FoundationItem]:
         return airbench.load_foundation(path)
@@ -138,6 +138,7 @@ class Foundation(AirBench):
 
     def explorer_item(self, rows, result, answers, output) -> dict:
         item = super().explorer_item(rows, result, answers, output)
+        item["foundation"] = True  # the template shows the letter read and its source
         for judgment in item["judgments"]:
             judgment["label"] = "alignment"
         return item

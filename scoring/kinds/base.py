@@ -156,6 +156,7 @@ class RunData(Protocol):
     from memory (the `score` command)."""
 
     meta: dict  # benchmark, version, kind, judge, simulated, options, missing
+    outputs: dict[str, str]  # item key -> its output (a file's path, or a text response)
 
     def items(self) -> Iterator[tuple[ItemRows, dict | None, dict]]:
         """(item, its per-item row or None, {(criterion index, round): answer record}) in
@@ -226,6 +227,10 @@ class Kind(abc.ABC):
     dimensions: ClassVar[tuple[Dimension, ...]]
     main_dimension: ClassVar[str] = ""  # the one a pivot opens on (default: the first)
     item_noun: ClassVar[str] = "item"  # what its items are called ("sample")
+    # What the explorer's "failed" filter keeps, as its checkbox says it (see `failed`).
+    failed_filter: ClassVar[str] = "only items that failed"
+    # How a query that failed after every attempt counts, as the status page says it.
+    failed_queries: ClassVar[str] = "counted, and left out of the figures they would have made"
     criteria_noun: ClassVar[str] = ""  # what its criteria are called, if shown ("rubric")
     chart_axes: ClassVar[tuple[str, str]]  # (x, y) of the board's scatter
     scale: ClassVar[float] = 100.0  # the top of the metrics' scale
@@ -234,9 +239,6 @@ class Kind(abc.ABC):
     # rubric_scores, by these names (None: not shown).
     pairwise: ClassVar[tuple[str | None, str | None]] = (None, None)
     explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
-    failed_label: ClassVar[str] = "only items without an output"  # the explorer's filter
-    # What a query that never got a valid answer does to the figures.
-    failure_note: ClassVar[str] = "counted, and left out of the figures they would have made"
 
     # --- labels ------------------------------------------------------------------------
 
@@ -384,12 +386,13 @@ class Kind(abc.ABC):
 
     def explorer_item(self, rows: ItemRows, result: dict | None, answers: list[dict],
                       output: str | None) -> dict:
-        """What the explorer shows of one item: its text, its output and every judgment.
-        `answers` are the item's answer records in (criterion, round) order."""
+        """What the explorer shows of one item: its text, its output, its outcome in a few
+        words (the default template shows it once scored) and every judgment. `answers` are
+        the item's answer records in (criterion, round) order."""
         return {
             "turns": self.item_text(rows), "response": output,
             "has_output": output is not None, "scored": result is not None,
-            "result": result or {},
+            "result": result or {}, "outcome": None,
             "judgments": [{"label": f"round {a['round'] + 1}", "raw": a["raw"],
                            "error": a["error"], "score": a.get("score"),
                            "choice": a.get("choice"), "attempts": a["attempts"]}

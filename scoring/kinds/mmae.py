@@ -91,12 +91,12 @@ class MMAE(Kind):
     main_dimension = "modality"
     item_noun = "sample"
     criteria_noun = "rubric"
+    failed_filter = "only samples with a failed rubric"
+    failed_queries = "counted as wrong votes"
     chart_axes = ("IFR", "EMR")
     files = ("results.jsonl", "per_sample.json", "taxonomy.json")
     pairwise = ("Exact match (EM)", "Mean rubric score")
     explorer_template = "leaderboard/_mmae_sample.html"
-    failed_label = "only samples with a failed rubric"
-    failure_note = "counted as wrong votes"
 
     # --- metadata ------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from scoring.models import Answer, ItemResult, SliceResult
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
 from submissions.rescoring import rescore_plan
-from tests.conftest import judge_config
+from tests.conftest import judge_config, score_run
 from tests.scoring.airbench_data import by_hand, chat_meta, foundation_meta, write
 
 pytestmark = pytest.mark.django_db
@@ -19,10 +19,6 @@ SIM_SEED = 4
 RESPONSES = {"1": "B", "2": "I think it is A.", "3": "male", "4": "D", "5": "A"}  # 6 missing
 CHAT_RESPONSES = {"0": "Someone speaks.", "1": "They argue.", "2": "Rain falls.",
                   "4": "A voice over traffic.", "5": "Singing over a guitar."}  # 3 missing
-
-
-def judge():
-    return runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 @pytest.fixture
@@ -46,15 +42,6 @@ def create(benchmark, outputs, urls, options=None, **config):
                            options=options)
 
 
-def score_all(run):
-    for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, judge()) is True
-    assert runs.run_try_aggregate(run.id) is True
-    assert runs.run_aggregate(run.id) is True
-    run.refresh_from_db()
-    return run
-
-
 def stored(run) -> dict:
     return {(s.dimension, s.bucket): s.values for s in SliceResult.objects.filter(run=run)}
 
@@ -64,7 +51,7 @@ def test_chat_scores_both_passes_and_aggregates_as_by_hand(imported, simulator_f
     benchmark, data = imported(airbench.CHAT)
     run = create(benchmark, CHAT_RESPONSES, sim.urls)
     assert run.total_queries == 10  # 5 answered items x 2 passes; the missing one is not asked
-    run = score_all(run)
+    run = score_run(run)
     assert run.status == "finished" and run.simulated
     by_id = {str(d["uniq_id"]): d for d in data}
     expected_answers = {(key, k): {"score": chat_score(by_id[key]["question"], response,
@@ -90,7 +77,7 @@ def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
                                                                     simulator_factory):
     sim = simulator_factory("--latency-ms", "1", "--garbage-rate", "1")
     benchmark, _ = imported(airbench.CHAT)
-    run = score_all(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
+    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
     assert run.status == "finished"
     answers = list(Answer.objects.filter(run=run))
     assert len(answers) == 10 and all(a.score is None and a.error for a in answers)
@@ -105,7 +92,7 @@ def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
 def test_partly_garbled_replies_leave_only_their_pass(imported, simulator_factory):
     sim = simulator_factory("--latency-ms", "1", "--garbage-rate", "0.5", "--seed", "1")
     benchmark, data = imported(airbench.CHAT)
-    run = score_all(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
+    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
     answers = {(a.criterion.item.key, a.round): a
                for a in Answer.objects.filter(run=run).select_related("criterion__item")}
     failed = [key for key, a in answers.items() if a.error]
@@ -122,7 +109,7 @@ def test_foundation_without_alignment_asks_the_judge_nothing(imported, simulator
     benchmark, data = imported(airbench.FOUNDATION)
     run = create(benchmark, RESPONSES, sim.urls)
     assert run.total_queries == 0 and not run.batches.exists()  # nothing to ask
-    run = score_all(run)
+    run = score_run(run)
     assert run.status == "finished" and sim.completions() == 0
     _, expected = by_hand(airbench.FOUNDATION, airbench.parse_foundation(data), RESPONSES, {})
     assert stored(run)[("overall", "")] == expected["overall"]
@@ -137,7 +124,7 @@ def test_alignment_asks_only_for_what_the_rule_cannot_read(imported, simulator_f
     run = create(benchmark, RESPONSES, sim.urls, options={"align": True})
     assert run.total_queries == 1 and run.options == {"align": True}
     assert [b.item_keys for b in run.batches.all()] == [["3"]]  # only the unread item
-    run = score_all(run)
+    run = score_run(run)
     assert sim.completions() == 1
     letter = align_letter("Question 3?", "male", 2, SIM_SEED)
     answer = Answer.objects.get(run=run)
@@ -155,7 +142,7 @@ def test_the_submission_page_shows_the_rule_and_the_alignment(imported, simulato
                                                                client, author):
     sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
     benchmark, _ = imported(airbench.FOUNDATION)
-    run = score_all(create(benchmark, RESPONSES, sim.urls, options={"align": True}))
+    run = score_run(create(benchmark, RESPONSES, sim.urls, options={"align": True}))
     submission = Submission.objects.create(
         owner=author, model=ModelEntry.objects.create(owner=author, name="Picker"),
         benchmark=benchmark, public=True, status="queued", current_run=run, coverage=5 / 6)
@@ -172,9 +159,9 @@ def test_a_second_run_of_the_same_responses_comes_from_the_judgment_cache(import
                                                                           simulator_factory):
     sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
     benchmark, _ = imported(airbench.CHAT)
-    first = score_all(create(benchmark, CHAT_RESPONSES, sim.urls))
+    first = score_run(create(benchmark, CHAT_RESPONSES, sim.urls))
     asked = sim.completions()
-    second = score_all(create(benchmark, CHAT_RESPONSES, sim.urls))
+    second = score_run(create(benchmark, CHAT_RESPONSES, sim.urls))
     assert sim.completions() == asked
     assert Answer.objects.filter(run=second, cached=True).count() == 10
     assert stored(second) == stored(first)
@@ -183,7 +170,7 @@ def test_a_second_run_of_the_same_responses_comes_from_the_judgment_cache(import
 def test_the_results_files_hold_every_item_and_pass(imported, simulator_factory):
     sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
     benchmark, _ = imported(airbench.CHAT)
-    run = score_all(create(benchmark, CHAT_RESPONSES, sim.urls))
+    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls))
     lines = [json.loads(x) for x in exports.file_chunks(run, "results.jsonl")]
     assert len(lines) == 12  # 6 items x 2 passes, the unanswered one included
     assert [(x["uniq_id"], x["pass"]) for x in lines[:2]] == [("0", "A"), ("0", "B")]
@@ -202,7 +189,7 @@ def test_the_submission_page_shows_each_items_replies(imported, simulator_factor
                                                       author):
     sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
     benchmark, _ = imported(airbench.CHAT)
-    run = score_all(create(benchmark, CHAT_RESPONSES, sim.urls))
+    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls))
     submission = Submission.objects.create(
         owner=author, model=ModelEntry.objects.create(owner=author, name="Talker"),
         benchmark=benchmark, public=True, status="queued", current_run=run, coverage=5 / 6)
@@ -228,7 +215,7 @@ def test_a_rescore_dry_run_counts_only_the_alignment_queries(imported, simulator
     benchmark, _ = imported(airbench.FOUNDATION)
     plans = {}
     for align in (False, True):
-        run = score_all(create(benchmark, RESPONSES, sim.urls, options={"align": align}))
+        run = score_run(create(benchmark, RESPONSES, sim.urls, options={"align": align}))
         submission = Submission.objects.create(
             owner=author, model=ModelEntry.objects.create(owner=author, name=f"m{align}"),
             benchmark=benchmark, status="queued", current_run=run, options={"align": align})

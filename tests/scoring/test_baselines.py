@@ -7,24 +7,14 @@ from django.core.management import CommandError, call_command
 
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from leaderboard.selectors import diagnostic_rows
-from scoring import runs
 from scoring.baselines import BaselineError, baseline_folder, baselines_create
 from scoring.models import AuditEvent, SliceResult
 from scoring.services import benchmark_import
-from tests.conftest import CAST_PASSWORD, judge_config
+from tests.conftest import CAST_PASSWORD, judge_config, score_run
 
 pytestmark = pytest.mark.django_db
 
-WORKER = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 IF = "Instruction Following"
-
-
-def score(run):
-    for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, WORKER)
-    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
-    run.refresh_from_db()
-    return run
 
 
 @pytest.fixture
@@ -67,7 +57,7 @@ def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_ver
     assert (identity.label, noise.label) == ("Identity", "Noise")
     assert identity.outputs == {item.key: item.media[0] for item in benchmark.items.all()}
     assert identity.audio_root == benchmark.audio_root  # the inputs themselves, unchanged
-    score(identity)
+    score_run(identity)
     recorded = [q for stats in sim.stats() for q in stats["queries"]]
     assert len(recorded) == identity.total_queries
     figures = SliceResult.objects.get(run=identity, dimension="overall")
@@ -84,7 +74,7 @@ def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
         made = soundfile.info(str(baseline_folder(benchmark) / path))
         source = soundfile.info(str(demo_set["root"] / item.media[0]))
         assert (made.frames, made.samplerate) == (source.frames, source.samplerate)
-    score(identity), score(noise)
+    score_run(identity), score_run(noise)
     paper = ReferenceResult.objects.create(benchmark_slug="mmae", model="Identity",
                                            scope="2,000 samples", source="paper")
     ReferenceFigure.objects.create(result=paper, dimension="overall", bucket="",

@@ -11,7 +11,7 @@ from scoring import exports, runs
 from scoring.models import Answer, Item, RunBatch, ScoringRun
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
-from tests.conftest import free_ports, judge_config, run_manage
+from tests.conftest import free_ports, judge_config, run_manage, score_run
 
 pytestmark = pytest.mark.django_db
 
@@ -39,15 +39,6 @@ def run_setup(demo_set, settings):
     return create
 
 
-def score_all(run, urls):
-    for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, judge(urls)) is True
-    assert runs.run_try_aggregate(run.id) is True
-    assert runs.run_aggregate(run.id) is True
-    run.refresh_from_db()
-    return run
-
-
 def test_a_run_is_split_into_batches_of_items_with_outputs(run_setup):
     run = run_setup(["http://127.0.0.1:9"])
     assert run.status == "queued" and "queued" in run.status_times
@@ -62,7 +53,7 @@ def test_the_database_files_equal_the_command_lines(run_setup, demo_set, simulat
                                                     tmp_path):
     """The pipeline and `manage.py score` give the same answers for the same inputs and seed."""
     sim = simulator_factory("--latency-ms", "1")
-    run = score_all(run_setup(sim.urls), sim.urls)
+    run = score_run(run_setup(sim.urls))
     assert run.status == "finished" and run.simulated
     out = tmp_path / "cli"
     result = run_manage("score", "--meta", str(demo_set["meta"]), "--predictions",
