@@ -70,6 +70,8 @@ def pages(site) -> list[tuple[str, str, bool]]:
         ("model", f"/m/{model.pk}/", False),
         ("submission", f"/s/{submission.pk}/", False),
         ("compare", f"/b/mmae/compare/?models={model.pk},{other.pk}", False),
+        ("compare-picker", "/b/mmae/compare/", False),
+        ("scoring", "/b/mmae/scoring/", False),
         ("status", f"/submissions/{submission.pk}/", True),
         ("my-submissions", "/submissions/", True),
         ("upload", "/submit/", True),
@@ -136,6 +138,10 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
                     .to_be_attached()  # plotly drew the chart
                 if device == "phone":
                     first_screen_shows_the_leading_row(page)
+            if name == "compare":  # whether the two are apart, per figure and slice
+                expect(page.locator("#differences-1 .verdict").first).to_be_visible()
+            if name == "scoring":
+                expect(page.locator("#metrics dt").first).to_have_text("IFR")
             if name == "submission":  # htmx swaps the explorer's list under the policy
                 with page.expect_response(re.compile(r"/samples/\?")) as partial:
                     page.locator("#explorer-dimension").select_option("modality")
