@@ -9,7 +9,7 @@ process, as a worker would. Prints the item count and the time of each step, the
 per second against the fleet's capacity, and the overall figures. Everything is dropped at the
 end.
 
-    .venv/bin/python bench/airbench_chat.py /work/shared/airbench/Chat_meta.json \
+    .venv/bin/python bench/airbench_chat.py ../shared/airbench/Chat_meta.json \
         [--batch-items 200 --latency-ms 200]
 """
 

@@ -167,7 +167,7 @@ def _short(frame: str) -> str:
     # "function (path/to/module.py:123)" -> "function (module.py)"; the line varies per sample
     name, _, where = frame.partition(" (")
     where = where.rstrip(")").rsplit(":", 1)[0]
-    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+    for marker in ("site-packages/", f"{ROOT}/", "lib/python3"):
         if marker in where:
             where = where.split(marker, 1)[1]
     return f"{name} ({where})"

@@ -347,7 +347,12 @@ SUBMISSION_MAX_CHANNELS = env_int("SUBMISSION_MAX_CHANNELS", 8, minimum=1)
 SUBMISSION_MAX_COMPRESSION_RATIO = env_int("SUBMISSION_MAX_COMPRESSION_RATIO", 20, minimum=1)
 SUBMISSION_COMPRESSION_FLOOR_BYTES = env_int("SUBMISSION_COMPRESSION_FLOOR_BYTES",
                                              64 * 1024**2, minimum=0)
-SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 1800,
+# A validating worker touches its submission every SUBMISSION_VALIDATION_HEARTBEAT_SECONDS;
+# one silent for SUBMISSION_VALIDATION_STALE_SECONDS died, and an upload left that long without
+# a worker lost its message (a broker restarted without persistence): both are queued again.
+SUBMISSION_VALIDATION_HEARTBEAT_SECONDS = env_int("SUBMISSION_VALIDATION_HEARTBEAT_SECONDS", 10,
+                                                  minimum=1)
+SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 120,
                                               minimum=2)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)
 SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
@@ -357,7 +362,9 @@ SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
 SCORING_BATCH_ITEMS = env_int("SCORING_BATCH_ITEMS", 40, minimum=1)
 SCORING_HEARTBEAT_SECONDS = env_int("SCORING_HEARTBEAT_SECONDS", 10, minimum=1)
 SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
-SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 3600, minimum=2)
+# A pending batch queued this long ago and never claimed lost its message (a broker restarted
+# without persistence): it is sent again. A duplicate is harmless (claims are conditional).
+SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 120, minimum=2)
 SCORING_FLEET_RETRY_SECONDS = env_int("SCORING_FLEET_RETRY_SECONDS", 30, minimum=1)
 SCORING_MAX_CLAIMS = env_int("SCORING_MAX_CLAIMS", 5, minimum=1)
 SCORING_SEED = env_int("SCORING_SEED", 0)
@@ -446,7 +453,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "retry-lost-validations": {
         "task": "submissions.tasks.sweep_validations",
-        "schedule": 300,
+        "schedule": env_int("SUBMISSION_VALIDATION_SWEEP_SECONDS", 30, minimum=1),
     },
     "sweep-upload-temporaries": {
         "task": "submissions.tasks.sweep_upload_temporaries",

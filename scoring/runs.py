@@ -503,7 +503,7 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
     batch_ids += RunBatch.objects.filter(
         Q(enqueued_at__lt=lost) | Q(enqueued_at=None, run__created_at__lt=lost),
         status=RunBatch.Status.PENDING, run__status__in=active,
-    ).values_list("id", flat=True)
+    ).exclude(id__in=batch_ids).values_list("id", flat=True)
     run_ids = [
         run.id for run in ScoringRun.objects.filter(status=Status.AGGREGATING)
         if run.status_times.get(Status.AGGREGATING, now.isoformat()) < stale.isoformat()

@@ -170,3 +170,20 @@ def test_the_sweeper_hands_out_batches_that_were_never_queued(run_setup):
     assert runs.sweep()[0] == []
     ScoringRun.objects.filter(id=run.id).update(created_at=timezone.now() - timedelta(hours=2))
     assert sorted(runs.sweep()[0]) == sorted(run.batches.values_list("id", flat=True))
+
+
+def test_a_batch_whose_message_a_redis_restart_lost_is_sent_again_within_minutes(run_setup):
+    """Redis restarted without persistence: the batch stays pending, unclaimed; by default
+    the sweep sends it again once SCORING_REQUEUE_SECONDS (two minutes) have passed, while
+    a batch a live worker holds stays with it."""
+    from django.conf import settings as defaults
+
+    assert defaults.SCORING_REQUEUE_SECONDS <= 120
+    run = run_setup(["http://127.0.0.1:9"])
+    runs.batches_enqueued([b.id for b in run.batches.all()])
+    claimed = run.batches.order_by("index").first()
+    runs.batch_claim(claimed.id)
+    later = timezone.now() + timedelta(seconds=defaults.SCORING_REQUEUE_SECONDS + 1)
+    RunBatch.objects.filter(id=claimed.id).update(heartbeat_at=later)
+    assert sorted(runs.sweep(now=later)[0]) == sorted(
+        run.batches.exclude(id=claimed.id).values_list("id", flat=True))
