@@ -11,6 +11,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import operator
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from judge.fleet import FleetUnavailable, JudgeFleet
 from judge.leases import fleet_leases
@@ -270,7 +272,7 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
     keys = {job: key_of(job) for job in jobs}
     run.simulated = False
     cached = _from_cache(run, {keys[job]: job for job in jobs}, criterion_ids)
-    Answer.objects.bulk_create(cached, ignore_conflicts=True, batch_size=2000)
+    answers_store(cached)
     if run.simulated:
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
     hit = {(a.criterion_id, a.round) for a in cached}
@@ -364,9 +366,43 @@ def _taken_out(endpoints: list[str]) -> set[str]:
 
 
 def _store(run: ScoringRun, records: list[Answer], simulated: list) -> None:
-    Answer.objects.bulk_create(records, ignore_conflicts=True, batch_size=2000)
+    answers_store(records)
     if any(simulated):
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
+
+
+# Every column of an answer the pipeline writes (all but the id).
+STORED_FIELDS = ("run_id", "criterion_id", "round", "content_key", "cached", "source_run_id",
+                 "answered_at", *ANSWER_FIELDS)
+
+
+def answers_store(answers: list[Answer]) -> None:
+    """Store answers, leaving out any the run already has (a batch scored twice).
+
+    On PostgreSQL: COPY into a temporary table, then one INSERT ... ON CONFLICT DO NOTHING
+    from it (COPY itself cannot skip conflicts). Elsewhere: bulk_create(ignore_conflicts).
+    """
+    if not answers:
+        return
+    if connection.vendor != "postgresql":
+        Answer.objects.bulk_create(answers, ignore_conflicts=True, batch_size=2000)
+        return
+    fields = [Answer._meta.get_field(name.removesuffix("_id")) for name in STORED_FIELDS]
+    columns = ", ".join(field.column for field in fields)
+    values = operator.attrgetter(*(field.attname for field in fields))
+    jsons = [i for i, field in enumerate(fields) if field.get_internal_type() == "JSONField"]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"CREATE TEMPORARY TABLE answer_load ON COMMIT DROP AS "
+                       f"SELECT {columns} FROM {Answer._meta.db_table} WITH NO DATA")
+        with cursor.copy(f"COPY answer_load ({columns}) FROM STDIN") as copy:
+            for answer in answers:
+                row = list(values(answer))
+                for i in jsons:
+                    row[i] = Jsonb(row[i])
+                copy.write_row(row)
+        cursor.execute(f"INSERT INTO {Answer._meta.db_table} ({columns}) SELECT {columns} "
+                       "FROM answer_load ON CONFLICT DO NOTHING")
+        cursor.execute("DROP TABLE answer_load")
 
 
 def batch_failed(batch_id: int, why: str) -> bool:

@@ -187,3 +187,38 @@ def test_a_batch_whose_message_a_redis_restart_lost_is_sent_again_within_minutes
     RunBatch.objects.filter(id=claimed.id).update(heartbeat_at=later)
     assert sorted(runs.sweep(now=later)[0]) == sorted(
         run.batches.exclude(id=claimed.id).values_list("id", flat=True))
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"])
+def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
+    """PostgreSQL stores answers by COPY into a temporary table and one INSERT ... ON
+    CONFLICT DO NOTHING; other databases by bulk_create. Either way a batch stored again
+    (a redelivery) adds only what is new, and the first answers stay as they were."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from scoring.models import Criterion
+
+    if vendor != connection.vendor:
+        monkeypatch.setattr(connection, "vendor", vendor)
+    run = run_setup(["http://127.0.0.1:9"])
+    criterion = Criterion.objects.filter(item__benchmark=run.benchmark).first()
+
+    def answers(choice):
+        return [runs._answer(run, criterion.id, f"key{r}", {
+            "round": r, "choices": ["yes", "no, \"quoted\"\ttab"], "correct_letter": "A",
+            "choice": choice, "correct": choice == "A", "reason": None, "raw": "{}",
+            "error": None, "endpoint": "http://127.0.0.1:9", "attempts": 1,
+            "latency_ms": 12.5, "error_kind": ""}) for r in range(3)]
+
+    with CaptureQueriesContext(connection) as queries:
+        runs.answers_store(answers("A")[:2])
+    runs.answers_store(answers("B"))
+    stored = list(Answer.objects.filter(run=run).order_by("round")
+                  .values_list("round", "choice", "choices", "content_key"))
+    assert stored == [(0, "A", ["yes", "no, \"quoted\"\ttab"], "key0"),
+                      (1, "A", ["yes", "no, \"quoted\"\ttab"], "key1"),
+                      (2, "B", ["yes", "no, \"quoted\"\ttab"], "key2")]
+    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    assert len(inserts) == 1
+    assert ("FROM answer_load ON CONFLICT DO NOTHING" in inserts[0]) == (vendor == "postgresql")
