@@ -367,6 +367,10 @@ SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
 SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 120, minimum=2)
 SCORING_FLEET_RETRY_SECONDS = env_int("SCORING_FLEET_RETRY_SECONDS", 30, minimum=1)
 SCORING_MAX_CLAIMS = env_int("SCORING_MAX_CLAIMS", 5, minimum=1)
+# A batch's task claims the run's next batches ahead, into the same query loop, for at most
+# this many seconds from its start (0: never), so that no judge slot idles between batches
+# while tasks stay far shorter than the broker's visibility timeout.
+SCORING_CLAIM_AHEAD_SECONDS = env_int("SCORING_CLAIM_AHEAD_SECONDS", 300, minimum=0)
 SCORING_SEED = env_int("SCORING_SEED", 0)
 
 # The default judge fleet: comma-separated OpenAI-compatible base URLs (vLLM servers).
