@@ -82,7 +82,9 @@ class JobFeed:
     def put(self, jobs: list[Job]) -> None:
         for job in jobs:
             self.waiting.put_nowait(job)
-        if self.waiting.qsize() >= self.low_water:
+        if self.waiting.qsize() < self.low_water:
+            self.low.set()
+        else:
             self.low.clear()
 
     def close(self) -> None:

@@ -373,8 +373,10 @@ class _Scoring:
 
     def _drain(self, loop: concurrent.futures.Future) -> None:
         while self.open:
+            if self.feed.low.is_set():
+                self._claim_ahead()
             try:
-                job, answer = self.answers.get(timeout=1.0)
+                job, answer = self.answers.get(timeout=0.1)
             except queue.Empty:
                 if loop.done():
                     loop.result()  # raises what broke the loop
@@ -385,8 +387,6 @@ class _Scoring:
             if not batch.left:
                 _batch_done(batch)
                 del self.open[batch.id]
-            if self.feed.low.is_set():
-                self._claim_ahead()
 
     def _claim_ahead(self) -> None:
         if time.monotonic() > self.ahead_until:

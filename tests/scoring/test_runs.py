@@ -222,3 +222,72 @@ def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
     inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
     assert len(inserts) == 1
     assert ("FROM answer_load ON CONFLICT DO NOTHING" in inserts[0]) == (vendor == "postgresql")
+
+
+def test_two_batches_in_one_process_share_one_fleet_client(run_setup, simulator_factory):
+    """The worker process keeps its judge fleet client between batches; a change to what it
+    is built from (here the concurrency) opens a new one."""
+    from judge.runner import fleet_runner
+
+    sim = simulator_factory("--latency-ms", "1")
+    run = run_setup(sim.urls)
+    first, second, third = run.batches.order_by("index")
+    opened = fleet_runner.opened
+    assert runs.batch_score(first.id, judge()) is True
+    client = fleet_runner._fleet
+    assert runs.batch_score(second.id, judge()) is True
+    assert fleet_runner.opened == opened + 1 and fleet_runner._fleet is client
+    assert runs.batch_score(third.id, judge(concurrency=4)) is True
+    assert fleet_runner.opened == opened + 2 and fleet_runner._fleet is not client
+    assert set(run.batches.values_list("status", flat=True)) == {"done"}
+
+
+def test_the_next_batch_is_claimed_while_the_first_is_still_in_flight(
+        run_setup, simulator_factory, monkeypatch):
+    """Claim-ahead: once fewer of its queries wait than the fleet has slots, a task claims
+    the run's next pending batch and feeds it into the same loop; the next batch's own
+    message then finds it done."""
+    sim = simulator_factory("--latency-ms", "20")
+    run = run_setup(sim.urls)
+    first, second, third = run.batches.order_by("index")
+    seen = []
+    batch_open = runs._batch_open
+
+    def spy(batch_id):
+        seen.append((batch_id, dict(run.batches.values_list("id", "status")),
+                     Answer.objects.filter(run=run).count()))
+        return batch_open(batch_id)
+
+    monkeypatch.setattr(runs, "_batch_open", spy)
+    assert runs.batch_score(first.id, judge(concurrency=4, claim_ahead=60)) is True
+    assert [batch_id for batch_id, *_ in seen] == [first.id, second.id, third.id]
+    _, statuses, answered = seen[1]
+    assert statuses == {first.id: "claimed", second.id: "claimed", third.id: "pending"}
+    assert answered == 0  # the first batch's answers were not stored yet: still in flight
+    assert set(run.batches.values_list("status", flat=True)) == {"done"}
+    assert runs.batch_score(second.id, judge()) is False
+    assert runs.run_try_aggregate(run.id) is True
+
+
+def test_without_claim_ahead_a_task_scores_its_own_batch_only(run_setup, simulator_factory):
+    sim = simulator_factory("--latency-ms", "1")
+    run = run_setup(sim.urls)
+    first = run.batches.order_by("index").first()
+    assert runs.batch_score(first.id, judge(claim_ahead=0)) is True
+    assert sorted(run.batches.values_list("status", flat=True)) == ["done", "pending", "pending"]
+
+
+def test_batches_claimed_ahead_are_handed_back_when_the_fleet_goes_down(run_setup,
+                                                                          monkeypatch):
+    """An outage hands back every batch the loop holds, none counted, and asks for the
+    ones claimed ahead to be sent again (their own messages are spent)."""
+    dead = [f"http://127.0.0.1:{p}" for p in free_ports(1)]
+    run = run_setup(dead)
+    first = run.batches.order_by("index").first()
+    resent = []
+    with pytest.raises(FleetUnavailable):
+        runs.batch_score(first.id, judge(down_wait=0.5, concurrency=500, claim_ahead=60),
+                         resend=resent.extend)
+    others = sorted(run.batches.exclude(id=first.id).values_list("id", flat=True))
+    assert sorted(resent) == others
+    assert set(run.batches.values_list("status", "claims")) == {("pending", 0)}
