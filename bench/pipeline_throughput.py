@@ -9,10 +9,11 @@ and after) as the broker, writes a synthetic full-size set (2,000 samples, 17,74
 objects; the worker validates, then scores batch by batch). It waits with a progress bar (the
 run's Answer count) and prints, from ScoringRun.status_times, the time from queued to finished
 and the whole upload-to-finished time, queries/s, the capacity (endpoints x slots / latency)
-and their ratio. In flight at most: P processes x JUDGE_CONCURRENCY x endpoints.
+and their ratio. In flight at most: JUDGE_CONCURRENCY per endpoint, across every worker process
+(the leases in Redis).
 Every process, the scratch database and Redis db 14 are cleaned up at the end.
 
-    .venv/bin/python bench/pipeline_throughput.py [--processes 2 --judge-concurrency 18
+    .venv/bin/python bench/pipeline_throughput.py [--processes 2 --judge-concurrency 32
         --batch-items 10 --profile-seconds 0]
 
 With --profile-seconds S, py-spy records each worker process for S seconds once scoring is
@@ -183,8 +184,8 @@ def main():
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--processes", type=int, default=2,
                         help="Celery worker processes (--concurrency)")
-    parser.add_argument("--judge-concurrency", type=int, default=18,
-                        help="JUDGE_CONCURRENCY: in flight per endpoint per process")
+    parser.add_argument("--judge-concurrency", type=int, default=32,
+                        help="JUDGE_CONCURRENCY: in flight per endpoint, all processes together")
     parser.add_argument("--batch-items", type=int, default=40, help="SCORING_BATCH_ITEMS")
     parser.add_argument("--timeout", type=float, default=900,
                         help="give up when the run has not finished after this many seconds")
@@ -268,7 +269,7 @@ def main():
         pool = _scratch.children(worker.pid)
         print(f"worker: {args.processes} processes (pids {pool}), JUDGE_CONCURRENCY "
               f"{args.judge_concurrency} x {args.endpoints} endpoints = "
-              f"{args.processes * args.judge_concurrency * args.endpoints} in flight at most "
+              f"{args.judge_concurrency * args.endpoints} in flight at most (fleet-wide leases) "
               f"for {args.endpoints * args.slots} slots; SCORING_BATCH_ITEMS {args.batch_items}",
               flush=True)
 
@@ -367,9 +368,9 @@ def main():
               f"{achieved / capacity:.3f} of capacity")
         print(f"achieved (upload to finished): {queries / upload_to_finished:.1f} queries/s = "
               f"{queries / upload_to_finished / capacity:.3f} of capacity")
-        print(f"settings: {args.processes} worker processes x JUDGE_CONCURRENCY "
-              f"{args.judge_concurrency} x {args.endpoints} endpoints, SCORING_BATCH_ITEMS "
-              f"{args.batch_items}")
+        print(f"settings: {args.processes} worker processes, JUDGE_CONCURRENCY "
+              f"{args.judge_concurrency} per endpoint x {args.endpoints} endpoints, "
+              f"SCORING_BATCH_ITEMS {args.batch_items}")
         span = queued_to_finished
         labels = {worker.pid: "celery main", simulator.pid: "simulator",
                   **{pid: f"worker process {pid}" for pid in pool}}
