@@ -10,11 +10,15 @@ objects; the worker validates, then scores batch by batch). It waits with a prog
 run's Answer count) and prints, from ScoringRun.status_times, the time from queued to finished
 and the whole upload-to-finished time, queries/s, the capacity (endpoints x slots / latency)
 and their ratio. In flight at most: JUDGE_CONCURRENCY per endpoint, across every worker process
-(the leases in Redis).
+(the leases in Redis). It also prints each worker process's resident memory (RSS) when the run
+is queued, at its peak while scoring and at the end, and its peak over its whole life (VmHWM,
+validation included): flat over a full-size run, and bounded with long outputs
+(`--long-outputs N`: the first N outputs are `--long-seconds` 48 kHz stereo WAVs).
 Every process, the scratch database and Redis db 14 are cleaned up at the end.
 
     .venv/bin/python bench/pipeline_throughput.py [--processes 2 --judge-concurrency 32
-        --batch-items 10 --profile-seconds 0]
+        --batch-items 40 --profile-seconds 0]
+    .venv/bin/python bench/pipeline_throughput.py --samples 4 --rubrics 36 --long-outputs 4
 
 With --profile-seconds S, py-spy records each worker process for S seconds once scoring is
 under way, and the busiest functions are printed (profiling costs some CPU of its own).
@@ -68,6 +72,17 @@ def backends(db_name: str) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [db_name])
         return [row[0] for row in cursor.fetchall()]
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float | None:
+    """A process's resident memory (or its peak, field VmHWM) in MB, from /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
 
 
 def machine_busy() -> tuple[float, float]:
@@ -187,6 +202,9 @@ def main():
     parser.add_argument("--judge-concurrency", type=int, default=32,
                         help="JUDGE_CONCURRENCY: in flight per endpoint, all processes together")
     parser.add_argument("--batch-items", type=int, default=40, help="SCORING_BATCH_ITEMS")
+    parser.add_argument("--long-outputs", type=int, default=0,
+                        help="how many outputs are long 48 kHz stereo WAVs (the memory bound)")
+    parser.add_argument("--long-seconds", type=float, default=299.0)
     parser.add_argument("--timeout", type=float, default=900,
                         help="give up when the run has not finished after this many seconds")
     parser.add_argument("--profile-seconds", type=float, default=0,
@@ -237,6 +255,14 @@ def main():
         samples = json.loads(meta.read_text())
         predictions = synthetic.write_system(bench_root, samples, name="bench", seed=2,
                                              fmt="jsonl", seconds=args.seconds)
+        if args.long_outputs:
+            from fleet_memory import write_long_wav
+
+            for sample in samples[:args.long_outputs]:
+                write_long_wav(bench_root / f"systems/bench/{sample['id']}.wav",
+                               args.long_seconds)
+            print(f"{args.long_outputs} outputs are {args.long_seconds:g} s 48 kHz stereo WAVs",
+                  flush=True)
         archive_path = work / "audio.zip"
         with zipfile.ZipFile(archive_path, "w", zipfile.ZIP_STORED) as archive:
             for sample in samples:
@@ -304,8 +330,13 @@ def main():
                     busy_at_queue = machine_busy()
                     bar = tqdm(total=run.total_queries, unit="q", smoothing=0.1,
                                mininterval=1.0, file=sys.stdout)
+                    rss = {pid: [rss_mb(pid)] * 3 for pid in pool}  # at queue, peak, last
                 done = Answer.objects.filter(run_id=run.id).count()
                 bar.update(done - bar.n)
+                for pid, (first, peak, _) in rss.items():
+                    now = rss_mb(pid)
+                    if now is not None:
+                        rss[pid] = [first, max(peak or 0, now), now]
                 if (args.profile_seconds and not profiled
                         and done > 0.15 * run.total_queries):
                     profiled = True
@@ -406,6 +437,10 @@ def main():
             print(f"  busy {100 * busy_share:.0f}% of the samples; mean slot hold per query "
                   f"(Little's law) {1000 * hold:.0f} ms against {args.latency_ms:g} ms "
                   f"configured")
+        for pid, (first, peak, last) in rss.items():
+            print(f"worker process {pid} RSS: {first:.0f} MB when the run was queued, peak "
+                  f"{peak:.0f} MB while scoring (sampled every 0.5 s), {last:.0f} MB at the end; "
+                  f"peak over its life (VmHWM, validation included) {rss_mb(pid, 'VmHWM'):.0f} MB")
         latencies = sorted(answers.values_list("latency_ms", flat=True))
         if latencies:
             def pct(q):
