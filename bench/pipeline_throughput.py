@@ -75,14 +75,8 @@ def backends(db_name: str) -> list[int]:
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float | None:
-    """A process's resident memory (or its peak, field VmHWM) in MB, from /proc."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    kb = _scratch.proc_status_kb(pid, field)
+    return None if kb is None else kb / 1024
 
 
 def machine_busy() -> tuple[float, float]:
@@ -281,17 +275,7 @@ def main():
         _scratch.wait_http([f"{u}/health" for u in urls], process=simulator)
 
         log_path = work / "worker.log"
-        with open(log_path, "a") as log:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency",
-                 str(args.processes), "--loglevel", "WARNING", "--without-gossip",
-                 "--without-mingle", "-n", f"bench{os.getpid()}@%h"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
-        deadline = time.monotonic() + 60
-        while not celery_app.control.ping(timeout=1):
-            if worker.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the worker did not start:\n{log_path.read_text()[-3000:]}")
+        worker = _scratch.celery_worker(env, args.processes, log_path, celery_app)
         pool = _scratch.children(worker.pid)
         print(f"worker: {args.processes} processes (pids {pool}), JUDGE_CONCURRENCY "
               f"{args.judge_concurrency} x {args.endpoints} endpoints = "
