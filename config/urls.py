@@ -24,4 +24,5 @@ urlpatterns = [
     path("", include("submissions.urls")),
     path("", include("scoring.urls")),
     path("", include("leaderboard.urls")),
+    path("", include("audit.urls")),
 ]

@@ -16,10 +16,11 @@ from django.conf import settings
 from django.db import transaction
 from tqdm import tqdm
 
-from scoring.audit import audit_record
+from audit.models import AuditEvent
+from audit.services import audit_record
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import AuditEvent, Benchmark, ScoringRun
+from scoring.models import Benchmark, ScoringRun
 from scoring.predictions import resolve_audio
 from scoring.runs import run_create
 from scoring.tasks import enqueue_run

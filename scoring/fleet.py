@@ -6,10 +6,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
+from audit.models import AuditEvent
+from audit.services import audit_record
 from judge.models import Endpoint
 from judge.services import endpoint_set_enabled, endpoints_probe
-from scoring.audit import audit_record
-from scoring.models import AuditEvent, JudgeConfig
+from scoring.models import JudgeConfig
 
 
 class EndpointError(ValueError):

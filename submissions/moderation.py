@@ -13,8 +13,9 @@ import shutil
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from scoring.audit import audit_record
-from scoring.models import AuditEvent, ScoringRun
+from audit.models import AuditEvent
+from audit.services import audit_record
+from scoring.models import ScoringRun
 from submissions.models import QuotaOverride, Submission
 from submissions.services import submission_folder
 

@@ -7,8 +7,6 @@ Every action is a POST with a reason, and is audited by the service it calls.
 
 from __future__ import annotations
 
-import json
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -19,9 +17,9 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from audit.selectors import audit_events, event_rows
 from config.staff import staff_only
-from scoring.audit import audit_events
-from scoring.models import AuditEvent, Benchmark, ScoringRun
+from scoring.models import Benchmark, ScoringRun
 from submissions import moderation, selectors
 from submissions.models import QuotaOverride, Submission
 from submissions.services import quota_left
@@ -292,42 +290,3 @@ def staff_quotas(request):
     return render(request, "submissions/staff_quotas.html",
                   {"form": form, "overrides": overrides},
                   status=400 if request.method == "POST" else 200)
-
-
-# --- staff: the audit log -------------------------------------------------------------------
-
-
-class AuditForm(forms.Form):
-    action = forms.ChoiceField(required=False,
-                               choices=[("", "every action"), *AuditEvent.Action.choices])
-    benchmark = forms.SlugField(required=False, max_length=50)
-    actor = forms.CharField(required=False, max_length=150)
-    object_type = forms.CharField(required=False, max_length=50,
-                                  help_text="e.g. submissions.submission")
-    object_id = forms.CharField(required=False, max_length=50)
-    public = forms.NullBooleanField(required=False, widget=forms.Select(choices=[
-        ("unknown", "public or not"), ("true", "public only"), ("false", "staff only")]))
-    page = forms.IntegerField(required=False, min_value=1)
-
-
-@staff_only
-@require_GET
-def staff_audit(request):
-    form = AuditForm(request.GET)
-    if not form.is_valid():
-        return render(request, "submissions/staff_audit.html", {"form": form, "page": None},
-                      status=400)
-    data = form.cleaned_data
-    events = audit_events(action=data["action"], benchmark_slug=data["benchmark"],
-                          actor=data["actor"].strip(), object_type=data["object_type"].strip(),
-                          object_id=data["object_id"].strip(), public=data["public"])
-    page = Paginator(events, PAGE_SIZE).get_page(data["page"] or 1)
-    return render(request, "submissions/staff_audit.html",
-                  {"form": form, "page": page, "events": event_rows(page.object_list)})
-
-
-def event_rows(events) -> list[dict]:
-    """Audit events as the staff tables show them, before and after as JSON."""
-    return [{"event": e, "before": json.dumps(e.before, sort_keys=True, ensure_ascii=False),
-             "after": json.dumps(e.after, sort_keys=True, ensure_ascii=False)}
-            for e in events]

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 
+from audit.models import AuditEvent
+from audit.services import audit_record
 from scoring import runs
-from scoring.audit import audit_record
 from scoring.kinds import get_kind
-from scoring.models import AuditEvent, Benchmark, JudgeConfig, ScoringRun
+from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from scoring.tasks import enqueue_run
 from submissions.models import Submission
 

@@ -31,7 +31,6 @@ urlpatterns = [
     path("staff/submissions/<int:pk>/delete/", moderation_views.staff_delete,
          name="staff-delete"),
     path("staff/quotas/", moderation_views.staff_quotas, name="staff-quotas"),
-    path("staff/audit/", moderation_views.staff_audit, name="staff-audit"),
     path("staff/rescore/", rescore_views.rescore, name="staff-rescore"),
     path("staff/rescore/current-config/", rescore_views.current_config,
          name="staff-current-config"),

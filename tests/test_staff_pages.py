@@ -7,7 +7,8 @@ import re
 import pytest
 from django.urls import URLResolver, get_resolver
 
-from scoring.models import AuditEvent, Benchmark, JudgeConfig
+from audit.models import AuditEvent
+from scoring.models import Benchmark, JudgeConfig
 from submissions.models import ModelEntry, Submission
 from tests.conftest import judge_config
 

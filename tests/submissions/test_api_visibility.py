@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from scoring.models import AuditEvent
+from audit.models import AuditEvent
 from submissions.models import ApiToken, Submission
 
 

@@ -4,7 +4,8 @@ one changes nothing and records nothing."""
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from scoring.models import AuditEvent, ScoringRun, SliceResult
+from audit.models import AuditEvent
+from scoring.models import ScoringRun, SliceResult
 from submissions import moderation
 from submissions.models import QuotaOverride, Submission
 from submissions.services import quota_left, submission_folder

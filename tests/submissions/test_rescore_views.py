@@ -3,7 +3,8 @@
 import pytest
 from rest_framework.test import APIClient
 
-from scoring.models import AuditEvent, Benchmark, JudgeConfig, ScoringRun
+from audit.models import AuditEvent
+from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions.models import ModelEntry, Submission
 from tests.conftest import CAST_PASSWORD, judge_config
 

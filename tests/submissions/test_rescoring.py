@@ -4,10 +4,11 @@ judgment cache, a changed config, the board switching runs, and audit records.""
 import pytest
 from django.core.management import CommandError, call_command
 
+from audit.models import AuditEvent
 from leaderboard.selectors import leaderboard_rows
 from scoring import runs, synthetic
 from scoring.judge_configs import benchmark_set_judge_config
-from scoring.models import Answer, AuditEvent, ScoringRun, SliceResult
+from scoring.models import Answer, ScoringRun, SliceResult
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from submissions import tasks as submission_tasks
