@@ -137,7 +137,10 @@ class SubmissionDetailApi(APIView):
     @extend_schema(operation_id="submissions_detail", responses=OpenApiTypes.OBJECT)
     def get(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        progress = selectors.run_progress(submission.current_run)
+        progress = selectors.run_progress(submission.current_run,
+                                          owner_id=submission.owner_id)
+        runs = list(submission.runs.select_related("judge_config").order_by("-created_at"))
+        cached = selectors.run_cache_hits(runs, owner_id=submission.owner_id)
         return Response({
             **submission_out(submission),
             "progress": {"done": progress["done"], "total": progress["total"],
@@ -146,8 +149,8 @@ class SubmissionDetailApi(APIView):
             "failures": progress["failures"],
             "report": submission.report,
             "failure": submission.current_run.error if submission.current_run else None,
-            "runs": [_run_out(run) for run in
-                     submission.runs.select_related("judge_config").order_by("-created_at")],
+            "runs": [{**_run_out(run), "cached_answers": cached.get(run.id, 0)}
+                     for run in runs],
             **_figures_out(submission),
         })
 

@@ -65,7 +65,8 @@ def upload(request):
 def _detail_context(request, pk):
     submission = selectors.submission_get(user=request.user, pk=pk, write=True)
     kind = get_kind(submission.benchmark.kind)
-    return {"submission": submission, "progress": selectors.run_progress(submission.current_run),
+    progress = selectors.run_progress(submission.current_run, owner_id=submission.owner_id)
+    return {"submission": submission, "progress": progress,
             "files": kind.files, "kind": kind,
             "standing": submission_standing(submission)}
 
