@@ -7,9 +7,7 @@ Every action is a POST with a reason, and is audited by the service it calls.
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -19,28 +17,23 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from audit.selectors import audit_events, event_rows
 from config.staff import staff_only
-from scoring.models import Benchmark, ScoringRun
 from submissions import moderation, selectors
+from submissions.forms import (
+    DeleteForm,
+    FlagForm,
+    HideForm,
+    QueueForm,
+    QuotaForm,
+    RepresentativeForm,
+    VisibilityForm,
+)
 from submissions.models import QuotaOverride, Submission
 from submissions.services import quota_left
 
 PAGE_SIZE = 50
-REASON = {"max_length": 1000, "widget": forms.Textarea(attrs={"rows": 2})}
-STATES = [("", "any state"), *[(s, s) for s in (
-    "uploaded", "validating", "rejected", *ScoringRun.Status.values)]]
 
 
 # --- the author's choices ------------------------------------------------------------------
-
-
-class VisibilityForm(forms.Form):
-    public = forms.TypedChoiceField(choices=[("true", "public"), ("false", "private")],
-                                    coerce=lambda v: v == "true")
-
-
-class RepresentativeForm(forms.Form):
-    chosen = forms.TypedChoiceField(choices=[("true", "choose"), ("false", "withdraw")],
-                                    coerce=lambda v: v == "true")
 
 
 def _own(request, pk) -> Submission:
@@ -103,50 +96,6 @@ def submission_representative(request, pk):
 
 
 # --- staff: submissions --------------------------------------------------------------------
-
-
-class QueueForm(forms.Form):
-    """The moderation page's filters (GET)."""
-
-    benchmark = forms.ChoiceField(required=False)
-    state = forms.ChoiceField(required=False, choices=STATES)
-    flagged = forms.BooleanField(required=False)
-    hidden = forms.BooleanField(required=False)
-    q = forms.CharField(required=False, max_length=200, label="Model or author")
-    page = forms.IntegerField(required=False, min_value=1)
-
-    def __init__(self, data):
-        super().__init__(data)
-        slugs = Benchmark.objects.order_by("slug").values_list("slug", flat=True).distinct()
-        self.fields["benchmark"].choices = [("", "every benchmark"), *[(s, s) for s in slugs]]
-
-
-class HideForm(forms.Form):
-    hidden = forms.TypedChoiceField(choices=[("true", "hide"), ("false", "unhide")],
-                                    coerce=lambda v: v == "true")
-    reason = forms.CharField(**REASON, help_text="Kept in the audit log; public on the "
-                             "benchmark's changelog if the submission is public.")
-
-
-class FlagForm(forms.Form):
-    flagged = forms.TypedChoiceField(choices=[("true", "flag"), ("false", "remove the flag")],
-                                     coerce=lambda v: v == "true")
-    reason = forms.CharField(**REASON, help_text="A flag's reason is shown publicly beside "
-                             "the submission on the board.")
-
-
-class DeleteForm(forms.Form):
-    reason = forms.CharField(**REASON)
-    confirm = forms.CharField(max_length=20, label="Type the submission's number to confirm")
-
-    def __init__(self, data, *, submission: Submission):
-        super().__init__(data)
-        self.submission = submission
-
-    def clean_confirm(self):
-        if self.cleaned_data["confirm"].strip() != str(self.submission.pk):
-            raise forms.ValidationError(f"type {self.submission.pk} to confirm the deletion")
-        return self.cleaned_data["confirm"]
 
 
 @staff_only
@@ -249,23 +198,6 @@ def staff_delete(request, pk):
 
 
 # --- staff: quotas --------------------------------------------------------------------------
-
-
-class QuotaForm(forms.Form):
-    username = forms.CharField(max_length=150)
-    per_day = forms.IntegerField(required=False, min_value=0, label="Submissions per 24 hours",
-                                 help_text="blank: the site's limit")
-    in_flight = forms.IntegerField(required=False, min_value=0, label="Scored at once",
-                                   help_text="blank: the site's limit")
-    reason = forms.CharField(**REASON, help_text="Kept in the audit log (not public). Both "
-                             "limits blank removes the user's override.")
-
-    def clean_username(self):
-        name = self.cleaned_data["username"].strip()
-        try:
-            return get_user_model().objects.get(username=name)
-        except get_user_model().DoesNotExist:
-            raise forms.ValidationError(f"no user {name!r}") from None
 
 
 @staff_only

@@ -5,7 +5,6 @@ Every view answers 404 to anyone but staff: these pages are not advertised to ot
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -19,76 +18,16 @@ from scoring.judge_configs import (
     benchmark_set_judge_config,
     judge_config_current,
 )
-from scoring.models import Benchmark, JudgeConfig, ScoringRun
+from scoring.models import Benchmark, ScoringRun
+from submissions.forms import CurrentConfigForm, RescoreForm
 from submissions.rescoring import (
     RescoreError,
-    RescoreFilter,
     board_count,
     board_runs_reconcile,
-    rescorable_configs,
     rescore_candidates,
     rescore_plan,
     submissions_rescore,
 )
-
-
-class RescoreForm(forms.Form):
-    SCOPES = [("all", "every submission of the benchmark"),
-              ("filter", "the submissions matching the filter"),
-              ("one", "one submission")]
-
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
-    scope = forms.ChoiceField(choices=SCOPES, initial="all", widget=forms.RadioSelect)
-    submission = forms.IntegerField(required=False, min_value=1, label="Submission id")
-    model_contains = forms.CharField(required=False, max_length=200,
-                                     label="Model name contains")
-    state = forms.ChoiceField(required=False, choices=[("", "finished or failed"),
-                                                       ("finished", "finished"),
-                                                       ("failed", "failed")])
-    reason = forms.CharField(required=False, max_length=1000,
-                             widget=forms.Textarea(attrs={"rows": 2}),
-                             help_text="Shown on the benchmark's public changelog.")
-    expected = forms.IntegerField(required=False, widget=forms.HiddenInput)
-    confirm = forms.CharField(required=False, max_length=100, label="Type the benchmark's "
-                              "slug to confirm")
-
-    def __init__(self, data, *, benchmark: Benchmark):
-        super().__init__(data)
-        self.benchmark = benchmark
-        self.fields["config"].queryset = rescorable_configs(benchmark)
-        self.fields["config"].initial = benchmark.judge_config_id
-
-    def clean(self):
-        data = super().clean()
-        if data.get("scope") == "one" and not data.get("submission"):
-            self.add_error("submission", "give the id of the submission to rescore")
-        return data
-
-    def where(self) -> RescoreFilter:
-        data = self.cleaned_data
-        if data["scope"] == "one":
-            return RescoreFilter(submission_ids=(data["submission"],))
-        if data["scope"] == "filter":
-            return RescoreFilter(model_contains=data["model_contains"].strip(),
-                                 state=data["state"])
-        return RescoreFilter()
-
-
-class CurrentConfigForm(forms.Form):
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
-    reason = forms.CharField(max_length=1000, widget=forms.Textarea(attrs={"rows": 2}))
-    confirm = forms.CharField(max_length=100, label="Type the benchmark's slug to confirm")
-
-    def __init__(self, data, *, benchmark: Benchmark):
-        super().__init__(data)
-        self.benchmark = benchmark
-        self.fields["config"].queryset = rescorable_configs(benchmark)
-        self.fields["config"].initial = benchmark.judge_config_id
-
-    def clean_confirm(self):
-        if self.cleaned_data["confirm"].strip() != self.benchmark.slug:
-            raise forms.ValidationError(f"type {self.benchmark.slug} to confirm")
-        return self.cleaned_data["confirm"]
 
 
 def _slugs() -> list[str]:
