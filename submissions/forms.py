@@ -136,12 +136,23 @@ class QuotaForm(forms.Form):
             raise forms.ValidationError(f"no user {name!r}") from None
 
 
-class RescoreForm(forms.Form):
+class BenchmarkConfigForm(forms.Form):
+    """A form that picks one of the judge configs usable for a benchmark."""
+
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
+
+    def __init__(self, data, *, benchmark: Benchmark):
+        super().__init__(data)
+        self.benchmark = benchmark
+        self.fields["config"].queryset = rescorable_configs(benchmark)
+        self.fields["config"].initial = benchmark.judge_config_id
+
+
+class RescoreForm(BenchmarkConfigForm):
     SCOPES = [("all", "every submission of the benchmark"),
               ("filter", "the submissions matching the filter"),
               ("one", "one submission")]
 
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
     scope = forms.ChoiceField(choices=SCOPES, initial="all", widget=forms.RadioSelect)
     submission = forms.IntegerField(required=False, min_value=1, label="Submission id")
     model_contains = forms.CharField(required=False, max_length=200,
@@ -155,12 +166,6 @@ class RescoreForm(forms.Form):
     expected = forms.IntegerField(required=False, widget=forms.HiddenInput)
     confirm = forms.CharField(required=False, max_length=100, label="Type the benchmark's "
                               "slug to confirm")
-
-    def __init__(self, data, *, benchmark: Benchmark):
-        super().__init__(data)
-        self.benchmark = benchmark
-        self.fields["config"].queryset = rescorable_configs(benchmark)
-        self.fields["config"].initial = benchmark.judge_config_id
 
     def clean(self):
         data = super().clean()
@@ -178,16 +183,9 @@ class RescoreForm(forms.Form):
         return RescoreFilter()
 
 
-class CurrentConfigForm(forms.Form):
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
+class CurrentConfigForm(BenchmarkConfigForm):
     reason = forms.CharField(max_length=1000, widget=forms.Textarea(attrs={"rows": 2}))
     confirm = forms.CharField(max_length=100, label="Type the benchmark's slug to confirm")
-
-    def __init__(self, data, *, benchmark: Benchmark):
-        super().__init__(data)
-        self.benchmark = benchmark
-        self.fields["config"].queryset = rescorable_configs(benchmark)
-        self.fields["config"].initial = benchmark.judge_config_id
 
     def clean_confirm(self):
         if self.cleaned_data["confirm"].strip() != self.benchmark.slug:
