@@ -68,9 +68,9 @@ def baselines_create(*, actor, benchmark: Benchmark, reason: str = "",
                      progress: bool = False) -> list[ScoringRun]:
     """Identity and Noise runs under the benchmark's current judge config, queued on the
     rescoring queue; audited. A baseline already in progress under that config is refused."""
-    if not get_kind(benchmark.kind).outputs.files:
+    if not get_kind(benchmark.kind).calibration_baselines:
         raise BaselineError("calibration baselines (the input returned unchanged, white noise) "
-                            "exist for benchmarks whose outputs are audio")
+                            f"do not apply to {benchmark.kind} benchmarks")
     config = judge_config_current(benchmark)
     busy = ScoringRun.objects.filter(benchmark=benchmark, judge_config=config,
                                      purpose=ScoringRun.Purpose.BASELINE,

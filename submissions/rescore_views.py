@@ -18,6 +18,7 @@ from scoring.judge_configs import (
     benchmark_set_judge_config,
     judge_config_current,
 )
+from scoring.kinds import get_kind
 from scoring.models import Benchmark, ScoringRun
 from submissions.forms import CurrentConfigForm, RescoreForm
 from submissions.rescoring import (
@@ -51,8 +52,8 @@ def rescore(request):
     """Pick a benchmark, a config and submissions; a dry run says what it will cost; a typed
     confirmation starts it."""
     benchmark = _benchmark(request)
-    context = {"benchmarks": _slugs(),
-               "benchmark": benchmark}
+    context = {"benchmarks": _slugs(), "benchmark": benchmark,
+               "kind": get_kind(benchmark.kind) if benchmark else None}
     if benchmark is None:
         return render(request, "submissions/staff_rescore.html", context)
     form = RescoreForm(request.POST if request.method == "POST" else None, benchmark=benchmark)
@@ -120,7 +121,8 @@ def current_config(request):
             return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
     return render(request, "submissions/staff_rescore.html", {
         "benchmarks": _slugs(),
-        "benchmark": benchmark, "form": RescoreForm(None, benchmark=benchmark),
+        "benchmark": benchmark, "kind": get_kind(benchmark.kind),
+        "form": RescoreForm(None, benchmark=benchmark),
         "config_form": form}, status=400)
 
 
