@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from config.errors import ServiceError
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, ScoringRun
@@ -29,8 +30,8 @@ IDENTITY, NOISE = "Identity", "Noise"
 BASELINES = (IDENTITY, NOISE)
 
 
-class BaselineError(ValueError):
-    pass
+class BaselineError(ServiceError):
+    """Calibration baselines refused (config.errors.ServiceError)."""
 
 
 def baseline_folder(benchmark: Benchmark) -> Path:

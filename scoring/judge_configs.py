@@ -8,14 +8,15 @@ from django.db import transaction
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from config.errors import ServiceError
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, JudgeConfig
 
 DEFAULT_SAMPLING = {"temperature": 0.0, "max_tokens": 1024}
 
 
-class JudgeConfigError(ValueError):
-    pass
+class JudgeConfigError(ServiceError):
+    """A judge config change refused (config.errors.ServiceError)."""
 
 
 def judge_config_seed(*, kind: str) -> JudgeConfig:

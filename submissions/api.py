@@ -1,6 +1,5 @@
 """The submissions API (token auth: `Authorization: Token KEY`), one view per operation."""
 
-from django.db import transaction
 from django.http import Http404, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -15,20 +14,12 @@ from accounts.verification import verification_needed, verification_problem
 from config.celery import BrokerUnavailable
 from config.throttle import ScopedThrottle
 from scoring.exports import content_type, file_chunks
-from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import JudgeConfig, ScoringRun, SliceResult
+from scoring.models import ScoringRun, SliceResult
 from submissions import moderation, selectors
-from submissions.rescoring import (
-    RescoreError,
-    RescoreFilter,
-    rescore_candidates,
-    rescore_plan,
-    submissions_rescore,
-)
+from submissions.rescoring import RescoreFilter, rescore_request
 from submissions.services import (
     METADATA_FIELDS,
-    SubmissionRefused,
     submission_cancel,
     submission_create,
 )
@@ -102,9 +93,7 @@ class SubmissionListCreateApi(APIView):
             return Response({"errors": [verification_problem(request)]},
                             status=status.HTTP_403_FORBIDDEN)
         serializer = self.InputSerializer(data=request.data)
-        if not serializer.is_valid():
-            return Response({"errors": _flatten(serializer.errors)},
-                            status=status.HTTP_400_BAD_REQUEST)
+        serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
             submission = submission_create(
@@ -113,9 +102,6 @@ class SubmissionListCreateApi(APIView):
                 public=data["public"], predictions=data.get("predictions"),
                 archive=data.get("audio"), options={"align": data["align"]},
             )
-        except SubmissionRefused as exc:
-            code = status.HTTP_429_TOO_MANY_REQUESTS if exc.quota else status.HTTP_400_BAD_REQUEST
-            return Response({"errors": exc.problems}, status=code)
         except BrokerUnavailable as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
                             headers={"Retry-After": str(exc.retry_after)})
@@ -123,10 +109,6 @@ class SubmissionListCreateApi(APIView):
                                                  args=[submission.id]))
         return Response({"id": submission.id, "status": submission.state, "url": url},
                         status=status.HTTP_201_CREATED, headers={"Location": url})
-
-
-def _flatten(errors: dict) -> list[str]:
-    return [f"{field}: {message}" for field, messages in errors.items() for message in messages]
 
 
 class SubmissionDetailApi(APIView):
@@ -161,38 +143,16 @@ class SubmissionDetailApi(APIView):
             required=False, help_text="make it its model's representative on the board (it "
             "must be public and finished); false goes back to the model's latest submission")
 
-        def validate(self, data):
-            if not data:
-                raise serializers.ValidationError("give public, representative or both")
-            return data
-
     @extend_schema(operation_id="submissions_update", request=AuthorChoicesSerializer,
                    responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
                               403: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
     def patch(self, request, pk):
         """The author's choices: public or private, and the model's representative."""
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        if submission.owner_id != request.user.pk:
-            return Response({"errors": ["only its author may change a submission's "
-                                        "visibility; staff hide or flag it instead"]},
-                            status=status.HTTP_403_FORBIDDEN)
         serializer = self.AuthorChoicesSerializer(data=request.data)
-        if not serializer.is_valid():
-            return Response({"errors": _flatten(serializer.errors)},
-                            status=status.HTTP_400_BAD_REQUEST)
-        data = serializer.validated_data
-        try:
-            with transaction.atomic():  # both changes or neither
-                if "public" in data and data["public"] != submission.public:
-                    submission = moderation.submission_set_public(
-                        actor=request.user, submission=submission, public=data["public"])
-                if "representative" in data \
-                        and data["representative"] != submission.representative:
-                    moderation.model_set_representative(
-                        actor=request.user, submission=submission,
-                        chosen=data["representative"])
-        except moderation.ModerationError as exc:
-            return Response({"errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
+        serializer.is_valid(raise_exception=True)
+        moderation.submission_author_choices(actor=request.user, submission=submission,
+                                             **serializer.validated_data)
         return Response(submission_out(selectors.submission_get(user=request.user, pk=pk,
                                                                 write=True)))
 
@@ -223,10 +183,7 @@ class SubmissionCancelApi(APIView):
                    responses=OpenApiTypes.OBJECT)
     def post(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        if not submission_cancel(submission):
-            return Response({"errors": [f"submission {pk} is {submission.state}; only a "
-                                        "queued or scoring one can be cancelled"]},
-                            status=status.HTTP_409_CONFLICT)
+        submission_cancel(submission=submission)
         submission.refresh_from_db()
         return Response({"id": submission.id, "status": submission.state})
 
@@ -273,28 +230,13 @@ class SubmissionRescoreApi(APIView):
 
 def rescore_response(submission, *, actor, reason: str, dry_run: bool,
                      judge_config: str = "") -> Response:
-    benchmark = submission.benchmark
-    if judge_config:
-        config = JudgeConfig.objects.filter(name=judge_config).first()
-        if config is None:
-            return Response({"errors": [f"judge_config: no judge config named "
-                                        f"{judge_config!r}"]}, status=400)
-    else:
-        config = judge_config_current(benchmark)
-    targets = list(rescore_candidates(benchmark=benchmark,
-                                      where=RescoreFilter(submission_ids=(submission.id,))))
-    if not targets:
-        return Response({"errors": [f"submission {submission.id} is {submission.state} or has a "
-                                    "run in progress: nothing to rescore"]}, status=409)
-    try:
-        plan = rescore_plan(benchmark=benchmark, submissions=targets, config=config)
-        out = {"submission": submission.id, "judge_config": config.name,
-               "answers": plan.total, "cached": plan.cached, "queries": plan.queries}
-        if dry_run:
-            return Response({**out, "dry_run": True})
-        (run,) = submissions_rescore(actor=actor, benchmark=benchmark, submissions=targets,
-                                     config=config, reason=reason)
-    except RescoreError as exc:
-        return Response({"errors": [str(exc)]}, status=400)
-    return Response({**out, "dry_run": False, "run": _run_out(run)},
-                    status=status.HTTP_202_ACCEPTED)
+    plan, made = rescore_request(
+        actor=actor, benchmark=submission.benchmark,
+        where=RescoreFilter(submission_ids=(submission.id,)), judge_config=judge_config,
+        reason=reason, dry_run=dry_run)
+    out = {"submission": submission.id, "judge_config": plan.config.name,
+           "answers": plan.total, "cached": plan.cached, "queries": plan.queries,
+           "dry_run": dry_run}
+    if dry_run:
+        return Response(out)
+    return Response({**out, "run": _run_out(made[0])}, status=status.HTTP_202_ACCEPTED)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit.selectors import audit_events, event_rows
+from config.errors import ServiceError
 from config.staff import staff_only
 from submissions import moderation, selectors
 from submissions.forms import (
@@ -36,15 +36,6 @@ PAGE_SIZE = 50
 # --- the author's choices ------------------------------------------------------------------
 
 
-def _own(request, pk) -> Submission:
-    """The author's own submission; staff see others' (submission_get) but may not change
-    an author's choices: 403 for them, 404 for everyone else."""
-    submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-    if submission.owner_id != request.user.pk:
-        raise PermissionDenied("only its author may change this submission's visibility")
-    return submission
-
-
 def _back(request, submission: Submission):
     target = request.POST.get("next", "")
     if target not in ("list", "page"):
@@ -54,20 +45,26 @@ def _back(request, submission: Submission):
     return redirect("leaderboard:submission", pk=submission.pk)
 
 
+def _author_choice(request, submission: Submission, **choice) -> bool:
+    """Apply the author's choice (moderation.submission_author_choices, which also refuses
+    anyone but the author); False with the reason shown if it is refused."""
+    try:
+        moderation.submission_author_choices(actor=request.user, submission=submission,
+                                             **choice)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+        return False
+    return True
+
+
 @login_required
 @require_POST
 def submission_visibility(request, pk):
-    submission = _own(request, pk)
+    submission = selectors.submission_get(user=request.user, pk=pk, write=True)
     form = VisibilityForm(request.POST)
     if not form.is_valid():
         messages.error(request, "choose public or private")
-        return _back(request, submission)
-    try:
-        moderation.submission_set_public(actor=request.user, submission=submission,
-                                         public=form.cleaned_data["public"])
-    except moderation.ModerationError as exc:
-        messages.error(request, str(exc))
-    else:
+    elif _author_choice(request, submission, public=form.cleaned_data["public"]):
         messages.success(request, f"submission {pk} is now "
                                   f"{'public' if form.cleaned_data['public'] else 'private'}")
     return _back(request, submission)
@@ -76,22 +73,15 @@ def submission_visibility(request, pk):
 @login_required
 @require_POST
 def submission_representative(request, pk):
-    submission = _own(request, pk)
+    submission = selectors.submission_get(user=request.user, pk=pk, write=True)
     form = RepresentativeForm(request.POST)
     if not form.is_valid():
         messages.error(request, "choose or withdraw the representative")
-        return _back(request, submission)
-    chosen = form.cleaned_data["chosen"]
-    try:
-        moderation.model_set_representative(actor=request.user, submission=submission,
-                                            chosen=chosen)
-    except moderation.ModerationError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"submission {pk} now represents {submission.model.name} on "
-                                  "the board" if chosen else
-                         f"{submission.model.name}'s latest public submission represents it "
-                         "on the board again")
+    elif _author_choice(request, submission, representative=form.cleaned_data["chosen"]):
+        name = submission.model.name
+        messages.success(request, f"submission {pk} now represents {name} on the board"
+                         if form.cleaned_data["chosen"] else
+                         f"{name}'s latest public submission represents it on the board again")
     return _back(request, submission)
 
 
@@ -151,8 +141,8 @@ def staff_hide(request, pk):
         try:
             moderation.submission_hide(actor=request.user, submission=submission,
                                        hidden=hidden, reason=form.cleaned_data["reason"])
-        except moderation.ModerationError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
         else:
             messages.success(request, f"submission {pk} is "
                                       f"{'hidden' if hidden else 'shown again'}")
@@ -170,8 +160,8 @@ def staff_flag(request, pk):
         try:
             moderation.submission_flag(actor=request.user, submission=submission,
                                        flagged=flagged, reason=form.cleaned_data["reason"])
-        except moderation.ModerationError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
         else:
             messages.success(request, f"submission {pk} is "
                                       f"{'flagged' if flagged else 'no longer flagged'}")
@@ -188,8 +178,8 @@ def staff_delete(request, pk):
         try:
             moderation.submission_delete(actor=request.user, submission=submission,
                                          reason=form.cleaned_data["reason"])
-        except moderation.ModerationError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
         else:
             messages.success(request, f"submission {pk} ({submission.model.name} on "
                                       f"{submission.benchmark.slug}) is deleted")
@@ -210,8 +200,8 @@ def staff_quotas(request):
         try:
             moderation.quota_override(actor=request.user, user=user, per_day=data["per_day"],
                                       in_flight=data["in_flight"], reason=data["reason"])
-        except moderation.ModerationError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
         else:
             left = quota_left(user)
             messages.success(request, f"{user.get_username()} may now submit {left['per_day']} "

@@ -11,23 +11,17 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from config.errors import ServiceError
 from config.staff import staff_only
-from scoring.baselines import BaselineError, baselines_create
-from scoring.judge_configs import (
-    JudgeConfigError,
-    benchmark_set_judge_config,
-    judge_config_current,
-)
+from scoring.baselines import baselines_create
+from scoring.judge_configs import benchmark_set_judge_config, judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, ScoringRun
 from submissions.forms import CurrentConfigForm, RescoreForm
 from submissions.rescoring import (
-    RescoreError,
     board_count,
     board_runs_reconcile,
-    rescore_candidates,
-    rescore_plan,
-    submissions_rescore,
+    rescore_request,
 )
 
 
@@ -65,8 +59,8 @@ def rescore(request):
     if request.method == "POST" and form.is_valid():
         try:
             status = _rescore_post(request, form, benchmark, context)
-        except RescoreError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
             status = 400
         if status == 302:
             return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
@@ -77,21 +71,18 @@ def rescore(request):
 
 def _rescore_post(request, form: RescoreForm, benchmark: Benchmark, context: dict) -> int:
     data = form.cleaned_data
-    candidates = list(rescore_candidates(benchmark=benchmark, where=form.where()))
-    plan = rescore_plan(benchmark=benchmark, submissions=candidates, config=data["config"])
+    dry_run = request.POST.get("action") != "rescore"
+    if not dry_run and (data.get("confirm") or "").strip() != benchmark.slug:
+        context["plan"], _ = rescore_request(actor=request.user, benchmark=benchmark,
+                                             where=form.where(), judge_config=data["config"],
+                                             dry_run=True)
+        raise ServiceError(f"type the benchmark's slug ({benchmark.slug}) to confirm")
+    plan, made = rescore_request(actor=request.user, benchmark=benchmark, where=form.where(),
+                                 judge_config=data["config"], reason=data.get("reason") or "",
+                                 dry_run=dry_run, expected=data.get("expected"))
     context["plan"] = plan
-    if request.POST.get("action") != "rescore":
-        return 200  # the dry run
-    if not candidates:
-        raise RescoreError("no submission matches: nothing to rescore")
-    if data.get("expected") != len(candidates):
-        raise RescoreError(f"the selection changed since the dry run (it had "
-                           f"{data.get('expected')} submissions, now {len(candidates)}): "
-                           "run the dry run again")
-    if (data.get("confirm") or "").strip() != benchmark.slug:
-        raise RescoreError(f"type the benchmark's slug ({benchmark.slug}) to confirm")
-    made = submissions_rescore(actor=request.user, benchmark=benchmark, submissions=candidates,
-                               config=data["config"], reason=data.get("reason") or "")
+    if dry_run:
+        return 200
     messages.success(request, f"{len(made)} rescoring run(s) queued under "
                               f"{data['config'].name}: {plan.queries} judge queries "
                               f"({plan.cached} answers from the cache)")
@@ -112,8 +103,8 @@ def current_config(request):
                 reason=form.cleaned_data["reason"])
             board_runs_reconcile(benchmark=benchmark)
             shown = board_count(benchmark)
-        except JudgeConfigError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
         else:
             messages.success(request, f"{benchmark.slug} is now judged by "
                                       f"{form.cleaned_data['config'].name}; the board shows "
@@ -136,7 +127,7 @@ def baselines(request):
     try:
         made = baselines_create(actor=request.user, benchmark=benchmark,
                                 reason=request.POST.get("reason", "").strip())
-    except BaselineError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"calibration baselines queued: "
