@@ -18,6 +18,14 @@ from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
 from submissions import moderation, selectors
 from submissions.rescoring import RescoreFilter, rescore_request
+from submissions.serializers import (
+    ErrorsSerializer,
+    RescoreSerializer,
+    SubmissionCreatedSerializer,
+    SubmissionDetailSerializer,
+    SubmissionSerializer,
+    SubmissionStatusSerializer,
+)
 from submissions.services import (
     METADATA_FIELDS,
     submission_cancel,
@@ -25,33 +33,16 @@ from submissions.services import (
 )
 
 
-def _run_out(run: ScoringRun) -> dict:
-    return {
-        "id": run.id, "status": run.status, "judge": run.judge_name,
-        "judge_config": run.judge_config.name, "purpose": run.purpose,
-        "simulated": run.simulated, "created_at": run.created_at,
-        "status_times": run.status_times, "error": run.error or None,
-    }
-
-
-def submission_out(submission) -> dict:
-    return {
-        "id": submission.id, "status": submission.state,
-        "benchmark": submission.benchmark.slug,
-        "benchmark_version": submission.benchmark.version,
-        "model": submission.model.name, "public": submission.public,
-        "created_at": submission.created_at, "status_times": submission.status_times,
-        "coverage": submission.coverage, "partial": submission.partial,
-        "representative": submission.representative, "hidden": submission.hidden,
-        "flag": submission.flag_reason or None,
-    }
+def _errors(*codes: int) -> dict:
+    """The error responses an operation may give, for its schema: `{"errors": [...]}`."""
+    return {code: ErrorsSerializer for code in codes}
 
 
 class SubmissionListCreateApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
     throttle_scope = "uploads"
 
-    class InputSerializer(serializers.Serializer):
+    class SubmissionInputSerializer(serializers.Serializer):
         benchmark = serializers.SlugField()
         model_name = serializers.CharField(max_length=200)
         predictions = serializers.FileField(required=False)
@@ -80,19 +71,20 @@ class SubmissionListCreateApi(APIView):
             throttles.append(ScopedThrottle())
         return throttles
 
-    @extend_schema(operation_id="submissions_list", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="submissions_list",
+                   responses={200: SubmissionSerializer(many=True), **_errors(403)})
     def get(self, request):
-        return Response([submission_out(s) for s in selectors.submissions_of(request.user)])
+        return Response(SubmissionSerializer(selectors.submissions_of(request.user),
+                                             many=True).data)
 
-    @extend_schema(operation_id="submissions_create", request=InputSerializer,
-                   responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
-                              403: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT,
-                              503: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="submissions_create", request=SubmissionInputSerializer,
+                   responses={201: SubmissionCreatedSerializer,
+                              **_errors(400, 403, 429, 503)})
     def post(self, request):
         if verification_needed(request.user):
             return Response({"errors": [verification_problem(request)]},
                             status=status.HTTP_403_FORBIDDEN)
-        serializer = self.InputSerializer(data=request.data)
+        serializer = self.SubmissionInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
@@ -107,7 +99,8 @@ class SubmissionListCreateApi(APIView):
                             headers={"Retry-After": str(exc.retry_after)})
         url = request.build_absolute_uri(reverse("submissions:api-detail",
                                                  args=[submission.id]))
-        return Response({"id": submission.id, "status": submission.state, "url": url},
+        submission.url = url
+        return Response(SubmissionCreatedSerializer(submission).data,
                         status=status.HTTP_201_CREATED, headers={"Location": url})
 
 
@@ -116,25 +109,11 @@ class SubmissionDetailApi(APIView):
     # 403 for a published one that is not theirs.
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="submissions_detail", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="submissions_detail",
+                   responses={200: SubmissionDetailSerializer, **_errors(403, 404)})
     def get(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        progress = selectors.run_progress(submission.current_run,
-                                          owner_id=submission.owner_id)
-        runs = list(submission.runs.select_related("judge_config").order_by("-created_at"))
-        cached = selectors.run_cache_hits(runs, owner_id=submission.owner_id)
-        return Response({
-            **submission_out(submission),
-            "progress": {"done": progress["done"], "total": progress["total"],
-                         "eta_seconds": progress["eta_seconds"],
-                         "queue_position": progress["queue_position"]},
-            "failures": progress["failures"],
-            "report": submission.report,
-            "failure": submission.current_run.error if submission.current_run else None,
-            "runs": [{**_run_out(run), "cached_answers": cached.get(run.id, 0)}
-                     for run in runs],
-            **_figures_out(submission),
-        })
+        return Response(SubmissionDetailSerializer(_detail(submission)).data)
 
     class AuthorChoicesSerializer(serializers.Serializer):
         public = serializers.BooleanField(
@@ -144,8 +123,7 @@ class SubmissionDetailApi(APIView):
             "must be public and finished); false goes back to the model's latest submission")
 
     @extend_schema(operation_id="submissions_update", request=AuthorChoicesSerializer,
-                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
-                              403: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
+                   responses={200: SubmissionSerializer, **_errors(400, 403, 404)})
     def patch(self, request, pk):
         """The author's choices: public or private, and the model's representative."""
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
@@ -153,12 +131,19 @@ class SubmissionDetailApi(APIView):
         serializer.is_valid(raise_exception=True)
         moderation.submission_author_choices(actor=request.user, submission=submission,
                                              **serializer.validated_data)
-        return Response(submission_out(selectors.submission_get(user=request.user, pk=pk,
-                                                                write=True)))
+        return Response(SubmissionSerializer(
+            selectors.submission_get(user=request.user, pk=pk, write=True)).data)
 
 
-def _figures_out(submission) -> dict:
-    """The kind's metrics, its results files and, once finished, the overall figures."""
+def _detail(submission):
+    """The submission with what its detail answers beside its fields: progress and failures
+    (as its author is shown them), every run with its cache hits, the kind's metrics and
+    results files and, once finished, the overall figures."""
+    progress = selectors.run_progress(submission.current_run, owner_id=submission.owner_id)
+    runs = list(submission.runs.select_related("judge_config").order_by("-created_at"))
+    cached = selectors.run_cache_hits(runs, owner_id=submission.owner_id)
+    for run in runs:
+        run.cached_answers = cached.get(run.id, 0)
     kind = get_kind(submission.benchmark.kind)
     run = submission.current_run
     overall = None
@@ -166,13 +151,20 @@ def _figures_out(submission) -> dict:
         found = SliceResult.objects.filter(run=run, dimension=SliceResult.OVERALL).first()
         figures = found.figures() if found else {}
         overall = {k: figures.get(k) for k in ("n", *kind.metric_keys)}
-    return {"metrics": list(kind.metric_keys), "files": list(kind.files), "overall": overall}
+    submission.progress, submission.failures = progress, progress["failures"]
+    submission.failure = run.error if run is not None else None
+    submission.runs_shown = runs
+    submission.metrics, submission.files = list(kind.metric_keys), list(kind.files)
+    submission.overall = overall
+    return submission
 
 
 class SubmissionFileApi(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="submissions_file", responses={200: OpenApiTypes.BINARY})
+    @extend_schema(operation_id="submissions_file",
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              **_errors(403, 404)})
     def get(self, request, pk, name):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         return file_response(submission, name, run_id=request.query_params.get("run"))
@@ -180,12 +172,12 @@ class SubmissionFileApi(APIView):
 
 class SubmissionCancelApi(APIView):
     @extend_schema(operation_id="submissions_cancel", request=None,
-                   responses=OpenApiTypes.OBJECT)
+                   responses={200: SubmissionStatusSerializer, **_errors(403, 404, 409)})
     def post(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         submission_cancel(submission=submission)
         submission.refresh_from_db()
-        return Response({"id": submission.id, "status": submission.state})
+        return Response(SubmissionStatusSerializer(submission).data)
 
 
 def file_response(submission, name: str, run_id=None) -> StreamingHttpResponse:
@@ -210,20 +202,21 @@ class SubmissionRescoreApi(APIView):
 
     permission_classes = [AllowAny]  # submission_get answers 404 or 403 to anyone else
 
-    class RescoreSerializer(serializers.Serializer):
+    class RescoreInputSerializer(serializers.Serializer):
         judge_config = serializers.CharField(required=False, max_length=100,
                                              help_text="a judge config's name")
         reason = serializers.CharField(max_length=1000)
         dry_run = serializers.BooleanField(required=False, default=False)
 
-    @extend_schema(operation_id="submissions_rescore", request=RescoreSerializer,
-                   responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="submissions_rescore", request=RescoreInputSerializer,
+                   responses={200: RescoreSerializer, 202: RescoreSerializer,
+                              **_errors(400, 403, 404, 409)})
     def post(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         if not request.user.is_staff:
             return Response({"errors": ["only staff can rescore a submission"]},
                             status=status.HTTP_403_FORBIDDEN)
-        data = self.RescoreSerializer(data=request.data)
+        data = self.RescoreInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return rescore_response(submission, actor=request.user, **data.validated_data)
 
@@ -238,5 +231,6 @@ def rescore_response(submission, *, actor, reason: str, dry_run: bool,
            "answers": plan.total, "cached": plan.cached, "queries": plan.queries,
            "dry_run": dry_run}
     if dry_run:
-        return Response(out)
-    return Response({**out, "run": _run_out(made[0])}, status=status.HTTP_202_ACCEPTED)
+        return Response(RescoreSerializer(out).data)
+    return Response(RescoreSerializer({**out, "run": made[0]}).data,
+                    status=status.HTTP_202_ACCEPTED)
