@@ -146,7 +146,7 @@ def staff_hide(request, pk):
         else:
             messages.success(request, f"submission {pk} is "
                                       f"{'hidden' if hidden else 'shown again'}")
-            return redirect("submissions:staff-submission", pk=pk)
+            return redirect("staff:submission", pk=pk)
     return _moderation_page(request, submission, 400, hide_form=form)
 
 
@@ -165,7 +165,7 @@ def staff_flag(request, pk):
         else:
             messages.success(request, f"submission {pk} is "
                                       f"{'flagged' if flagged else 'no longer flagged'}")
-            return redirect("submissions:staff-submission", pk=pk)
+            return redirect("staff:submission", pk=pk)
     return _moderation_page(request, submission, 400, flag_form=form)
 
 
@@ -183,7 +183,7 @@ def staff_delete(request, pk):
         else:
             messages.success(request, f"submission {pk} ({submission.model.name} on "
                                       f"{submission.benchmark.slug}) is deleted")
-            return redirect("submissions:staff-submissions")
+            return redirect("staff:submissions")
     return _moderation_page(request, submission, 400, delete_form=form)
 
 
@@ -206,7 +206,7 @@ def staff_quotas(request):
             left = quota_left(user)
             messages.success(request, f"{user.get_username()} may now submit {left['per_day']} "
                                       f"per 24 hours, {left['in_flight_limit']} at once")
-            return redirect("submissions:staff-quotas")
+            return redirect("staff:quotas")
     overrides = QuotaOverride.objects.select_related("user", "set_by").order_by(
         "user__username")
     return render(request, "submissions/staff_quotas.html",

@@ -13,7 +13,6 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import ServiceError
 from config.staff import staff_only
-from scoring.baselines import baselines_create
 from scoring.judge_configs import benchmark_set_judge_config, judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, ScoringRun
@@ -63,7 +62,7 @@ def rescore(request):
             form.add_error(None, exc)
             status = 400
         if status == 302:
-            return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
+            return redirect(f"{reverse('staff:rescore')}?benchmark={benchmark.slug}")
     elif request.method == "POST":
         status = 400
     return render(request, "submissions/staff_rescore.html", context, status=status)
@@ -109,27 +108,9 @@ def current_config(request):
             messages.success(request, f"{benchmark.slug} is now judged by "
                                       f"{form.cleaned_data['config'].name}; the board shows "
                                       f"{shown} submission(s) scored under it")
-            return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
+            return redirect(f"{reverse('staff:rescore')}?benchmark={benchmark.slug}")
     return render(request, "submissions/staff_rescore.html", {
         "benchmarks": _slugs(),
         "benchmark": benchmark, "kind": get_kind(benchmark.kind),
         "form": RescoreForm(None, benchmark=benchmark),
         "config_form": form}, status=400)
-
-
-@staff_only
-@require_http_methods(["POST"])
-def baselines(request):
-    """One action: the Identity and Noise baselines, scored under the current config."""
-    benchmark = _benchmark(request)
-    if benchmark is None:
-        raise Http404("no benchmark given")
-    try:
-        made = baselines_create(actor=request.user, benchmark=benchmark,
-                                reason=request.POST.get("reason", "").strip())
-    except ServiceError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"calibration baselines queued: "
-                                  f"{', '.join(f'{r.label} (run {r.id})' for r in made)}")
-    return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
