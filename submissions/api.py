@@ -17,25 +17,18 @@ from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
 from submissions import moderation, selectors
-from submissions.rescoring import RescoreFilter, rescore_request
 from submissions.serializers import (
-    ErrorsSerializer,
-    RescoreSerializer,
     SubmissionCreatedSerializer,
     SubmissionDetailSerializer,
     SubmissionSerializer,
     SubmissionStatusSerializer,
+    error_responses,
 )
 from submissions.services import (
     METADATA_FIELDS,
     submission_cancel,
     submission_create,
 )
-
-
-def _errors(*codes: int) -> dict:
-    """The error responses an operation may give, for its schema: `{"errors": [...]}`."""
-    return {code: ErrorsSerializer for code in codes}
 
 
 class SubmissionListCreateApi(APIView):
@@ -72,14 +65,14 @@ class SubmissionListCreateApi(APIView):
         return throttles
 
     @extend_schema(operation_id="submissions_list",
-                   responses={200: SubmissionSerializer(many=True), **_errors(403)})
+                   responses={200: SubmissionSerializer(many=True), **error_responses(403)})
     def get(self, request):
         return Response(SubmissionSerializer(selectors.submissions_of(request.user),
                                              many=True).data)
 
     @extend_schema(operation_id="submissions_create", request=SubmissionInputSerializer,
                    responses={201: SubmissionCreatedSerializer,
-                              **_errors(400, 403, 429, 503)})
+                              **error_responses(400, 403, 429, 503)})
     def post(self, request):
         if verification_needed(request.user):
             return Response({"errors": [verification_problem(request)]},
@@ -110,7 +103,7 @@ class SubmissionDetailApi(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(operation_id="submissions_detail",
-                   responses={200: SubmissionDetailSerializer, **_errors(403, 404)})
+                   responses={200: SubmissionDetailSerializer, **error_responses(403, 404)})
     def get(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         return Response(SubmissionDetailSerializer(_detail(submission)).data)
@@ -123,7 +116,7 @@ class SubmissionDetailApi(APIView):
             "must be public and finished); false goes back to the model's latest submission")
 
     @extend_schema(operation_id="submissions_update", request=AuthorChoicesSerializer,
-                   responses={200: SubmissionSerializer, **_errors(400, 403, 404)})
+                   responses={200: SubmissionSerializer, **error_responses(400, 403, 404)})
     def patch(self, request, pk):
         """The author's choices: public or private, and the model's representative."""
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
@@ -164,7 +157,7 @@ class SubmissionFileApi(APIView):
 
     @extend_schema(operation_id="submissions_file",
                    responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
-                              **_errors(403, 404)})
+                              **error_responses(403, 404)})
     def get(self, request, pk, name):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         return file_response(submission, name, run_id=request.query_params.get("run"))
@@ -172,7 +165,7 @@ class SubmissionFileApi(APIView):
 
 class SubmissionCancelApi(APIView):
     @extend_schema(operation_id="submissions_cancel", request=None,
-                   responses={200: SubmissionStatusSerializer, **_errors(403, 404, 409)})
+                   responses={200: SubmissionStatusSerializer, **error_responses(403, 404, 409)})
     def post(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         submission_cancel(submission=submission)
@@ -194,43 +187,3 @@ def file_response(submission, name: str, run_id=None) -> StreamingHttpResponse:
         else f"{submission.id}-run{run.id}-{name}"
     response["Content-Disposition"] = f'attachment; filename="{label}"'
     return response
-
-
-class SubmissionRescoreApi(APIView):
-    """Staff: score a submission again under a judge config (by default the benchmark's
-    current one). 404 for anyone who cannot see the submission, 403 for its non-staff owner."""
-
-    permission_classes = [AllowAny]  # submission_get answers 404 or 403 to anyone else
-
-    class RescoreInputSerializer(serializers.Serializer):
-        judge_config = serializers.CharField(required=False, max_length=100,
-                                             help_text="a judge config's name")
-        reason = serializers.CharField(max_length=1000)
-        dry_run = serializers.BooleanField(required=False, default=False)
-
-    @extend_schema(operation_id="submissions_rescore", request=RescoreInputSerializer,
-                   responses={200: RescoreSerializer, 202: RescoreSerializer,
-                              **_errors(400, 403, 404, 409)})
-    def post(self, request, pk):
-        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        if not request.user.is_staff:
-            return Response({"errors": ["only staff can rescore a submission"]},
-                            status=status.HTTP_403_FORBIDDEN)
-        data = self.RescoreInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        return rescore_response(submission, actor=request.user, **data.validated_data)
-
-
-def rescore_response(submission, *, actor, reason: str, dry_run: bool,
-                     judge_config: str = "") -> Response:
-    plan, made = rescore_request(
-        actor=actor, benchmark=submission.benchmark,
-        where=RescoreFilter(submission_ids=(submission.id,)), judge_config=judge_config,
-        reason=reason, dry_run=dry_run)
-    out = {"submission": submission.id, "judge_config": plan.config.name,
-           "answers": plan.total, "cached": plan.cached, "queries": plan.queries,
-           "dry_run": dry_run}
-    if dry_run:
-        return Response(RescoreSerializer(out).data)
-    return Response(RescoreSerializer({**out, "run": made[0]}).data,
-                    status=status.HTTP_202_ACCEPTED)

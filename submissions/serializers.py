@@ -13,6 +13,11 @@ class ErrorsSerializer(serializers.Serializer):
     errors = serializers.ListField(child=serializers.CharField())
 
 
+def error_responses(*codes: int) -> dict:
+    """The error responses an operation may give, for its schema."""
+    return {code: ErrorsSerializer for code in codes}
+
+
 class RunSerializer(serializers.Serializer):
     """One scoring run of a submission."""
 
@@ -102,3 +107,20 @@ class RescoreSerializer(serializers.Serializer):
     queries = serializers.IntegerField(help_text="judge queries it will send")
     dry_run = serializers.BooleanField()
     run = RunSerializer(required=False, help_text="the new run (not for a dry run)")
+
+
+class QuotaSerializer(serializers.Serializer):
+    """A user's upload limits in force and what is left of them."""
+
+    username = serializers.CharField()
+    per_day = serializers.IntegerField(help_text="submissions per 24 hours")
+    today = serializers.IntegerField(help_text="left in the last 24 hours")
+    in_flight_limit = serializers.IntegerField(help_text="scored at once")
+    in_flight = serializers.IntegerField(help_text="left of those")
+    overridden = serializers.BooleanField(help_text="the user has limits of their own")
+
+
+class DeletedSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="the deleted submission's id")
+    runs = serializers.ListField(child=serializers.IntegerField(),
+                                 help_text="its runs, deleted with it")

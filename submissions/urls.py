@@ -1,6 +1,6 @@
 from django.urls import path
 
-from submissions import api, moderation_views, views
+from submissions import api, moderation_views, staff_api, views
 
 app_name = "submissions"
 
@@ -21,6 +21,14 @@ urlpatterns = [
          name="api-file"),
     path("api/submissions/<int:pk>/cancel/", api.SubmissionCancelApi.as_view(),
          name="api-cancel"),
-    path("api/submissions/<int:pk>/rescore/", api.SubmissionRescoreApi.as_view(),
+    # The staff's API (submissions.staff_api): 403 for anyone but staff.
+    path("api/submissions/<int:pk>/rescore/", staff_api.SubmissionRescoreApi.as_view(),
          name="api-rescore"),
+    path("api/submissions/<int:pk>/hide/", staff_api.SubmissionHideApi.as_view(),
+         name="api-hide"),
+    path("api/submissions/<int:pk>/flag/", staff_api.SubmissionFlagApi.as_view(),
+         name="api-flag"),
+    path("api/submissions/<int:pk>/delete/", staff_api.SubmissionDeleteApi.as_view(),
+         name="api-delete"),
+    path("api/quotas/", staff_api.QuotaApi.as_view(), name="api-quotas"),
 ]

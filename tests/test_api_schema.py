@@ -50,10 +50,11 @@ def test_every_api_error_has_one_shape(client):
     assert body == {"errors": ["Authentication credentials were not provided."]}
 
 
-# The operations of the submissions API, the token API and the staff's rescore call.
+# The operations of the submissions API, the token API and the staff's API.
 WRITE_API = {"submissions_list", "submissions_create", "submissions_detail",
              "submissions_update", "submissions_cancel", "submissions_file",
-             "submissions_rescore", "token_create"}
+             "submissions_rescore", "submissions_hide", "submissions_flag",
+             "submissions_delete", "quotas_set", "token_create"}
 
 
 def _operations(schema):

@@ -149,3 +149,107 @@ def test_cancelling_goes_through_the_one_service(scored, author, client, door):
     else:
         assert api(author).post(f"/api/submissions/{submission.pk}/cancel/").status_code == 200
     assert ScoringRun.objects.get().status == "cancelled"
+
+
+# --- moderation -----------------------------------------------------------------------------
+
+
+def moderate_through(door, action, submission, staff, client, reason="spam"):
+    """hide or delete through the page, the API or the command."""
+    if door == "page":
+        client.force_login(staff)
+        data = {"hidden": "true", "reason": reason, "confirm": str(submission.pk)}
+        response = client.post(f"/staff/submissions/{submission.pk}/{action}/", data)
+        return response.status_code, response.content.decode()
+    if door == "api":
+        response = api(staff).post(f"/api/submissions/{submission.pk}/{action}/",
+                                   {"reason": reason}, format="json")
+        return response.status_code, response.content.decode()
+    try:
+        call_command("moderate", str(submission.pk), f"--{action}", "--reason", reason,
+                     "--actor", "staff", "--yes")
+    except CommandError as exc:
+        return "refused", str(exc)
+    return "done", ""
+
+
+@pytest.mark.parametrize("door", ["page", "api", "command"])
+@pytest.mark.parametrize("action", ["hide", "delete"])
+def test_moderation_goes_through_the_one_service_from_each_door(scored, staff, client, spy,
+                                                                door, action):
+    submission = scored()
+    service = spy(moderation, f"submission_{action}")
+    code, _ = moderate_through(door, action, submission, staff, client)
+    assert code in (200, 302, "done") and service.call_count == 1
+    event = AuditEvent.objects.get()
+    assert (event.action, event.reason, event.actor) == (
+        {"hide": "hide", "delete": "deletion"}[action], "spam", staff)
+    if action == "hide":
+        assert Submission.objects.get(pk=submission.pk).hidden
+    else:
+        assert not Submission.objects.filter(pk=submission.pk).exists()
+
+
+@pytest.mark.parametrize(("door", "code"), [("page", 400), ("api", 400),
+                                            ("command", "refused")])
+def test_hiding_twice_is_refused_alike_by_each_door(scored, staff, client, door, code):
+    submission = scored()
+    moderation.submission_hide(actor=staff, submission=submission, reason="spam")
+    status, body = moderate_through(door, "hide", submission, staff, client)
+    assert status == code and f"submission {submission.pk} is already hidden" in body
+    assert AuditEvent.objects.count() == 1
+
+
+@pytest.mark.parametrize(("door", "code"), [("api", 403), ("command", "refused")])
+def test_only_staff_moderate_through_the_api_and_the_command(scored, author, client, door,
+                                                             code):
+    submission = scored()
+    if door == "api":
+        status = api(author).post(f"/api/submissions/{submission.pk}/hide/",
+                                  {"reason": "x"}, format="json").status_code
+    else:
+        with pytest.raises(CommandError, match="no staff user 'author'"):
+            call_command("moderate", str(submission.pk), "--hide", "--reason", "x",
+                         "--actor", "author")
+        status = "refused"
+    assert status == code
+    assert not Submission.objects.get(pk=submission.pk).hidden
+    assert not AuditEvent.objects.exists()
+
+
+def quota_through(door, staff, client, **limits):
+    if door == "page":
+        client.force_login(staff)
+        data = {"username": "author", "reason": "a lab", **{k: v for k, v in limits.items()
+                                                             if v is not None}}
+        response = client.post("/staff/quotas/", data)
+        return response.status_code, response.content.decode()
+    if door == "api":
+        response = api(staff).post("/api/quotas/", {"username": "author", "reason": "a lab",
+                                                    **limits}, format="json")
+        return response.status_code, response.content.decode()
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in limits.items() if v is not None]
+    try:
+        call_command("quota", "author", *args, "--reason", "a lab", "--actor", "staff")
+    except CommandError as exc:
+        return "refused", str(exc)
+    return "done", ""
+
+
+@pytest.mark.parametrize("door", ["page", "api", "command"])
+def test_a_quota_goes_through_the_one_service_from_each_door(author, staff, client, spy,
+                                                             door):
+    service = spy(moderation, "quota_override")
+    quota_through(door, staff, client, per_day=7, in_flight=None)
+    assert service.call_count == 1
+    assert (author.quota_override.per_day, author.quota_override.in_flight) == (7, None)
+    assert AuditEvent.objects.get().after["per_day"] == 7
+
+
+@pytest.mark.parametrize(("door", "code"), [("page", 400), ("api", 400),
+                                            ("command", "refused")])
+def test_removing_no_override_is_refused_alike_by_each_door(author, staff, client, door,
+                                                           code):
+    status, body = quota_through(door, staff, client, per_day=None, in_flight=None)
+    assert status == code and "author has no quota override to remove" in body
+    assert not AuditEvent.objects.exists()

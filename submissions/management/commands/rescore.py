@@ -1,6 +1,6 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from config.commands import staff_actor
 from config.errors import ServiceError
 from scoring.models import Benchmark
 from submissions.rescoring import RescoreFilter, rescore_request
@@ -38,7 +38,7 @@ class Command(BaseCommand):
                               f"answers needed, {plan.cached} from the judgment cache)")
             if options["dry_run"]:
                 return
-            actor = self._actor(options["actor"])
+            actor = staff_actor(options["actor"])
             if not options["yes"] and input(f"type {benchmark.slug} to confirm: ").strip() \
                     != benchmark.slug:
                 raise CommandError("not confirmed; nothing done")
@@ -48,11 +48,3 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stdout.write(f"queued {len(made)} rescoring run(s): "
                           f"{', '.join(str(run.id) for run in made)}")
-
-    def _actor(self, username: str):
-        if not username:
-            raise CommandError("--actor: name the staff user doing this (for the audit log)")
-        user = get_user_model().objects.filter(username=username, is_staff=True).first()
-        if user is None:
-            raise CommandError(f"--actor: no staff user {username!r}")
-        return user
