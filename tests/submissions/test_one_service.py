@@ -9,8 +9,9 @@ from rest_framework.test import APIClient
 
 from audit.models import AuditEvent
 from scoring.models import ScoringRun
-from submissions import moderation, rescoring
+from submissions import moderation, rescoring, services
 from submissions.models import Submission
+from tests.submissions.test_api import payload
 
 pytestmark = pytest.mark.django_db
 
@@ -253,3 +254,22 @@ def test_removing_no_override_is_refused_alike_by_each_door(author, staff, clien
     status, body = quota_through(door, staff, client, per_day=None, in_flight=None)
     assert status == code and "author has no quota override to remove" in body
     assert not AuditEvent.objects.exists()
+
+
+# --- submitting (manage.py submit posts to the API: tests/submissions/test_submit_command.py)
+
+
+@pytest.mark.parametrize(("door", "code"), [("page", 400), ("api", 429)])
+def test_an_upload_over_quota_is_refused_alike_by_the_page_and_the_api(
+        small_bench, author, client, settings, spy, door, code):
+    settings.SUBMISSIONS_PER_DAY = 0
+    service = spy(services, "_quota_problems")
+    if door == "page":
+        client.force_login(author)
+        response = client.post("/submit/", payload(small_bench))
+    else:
+        response = api(author).post("/api/submissions/", payload(small_bench),
+                                    format="multipart")
+    assert response.status_code == code and service.call_count == 1
+    assert "daily quota reached: 0 submissions in 24 hours" in response.content.decode()
+    assert not Submission.objects.exists()
