@@ -16,14 +16,14 @@ from django.views.decorators.http import require_GET, require_POST
 from config.errors import ServiceError
 from config.staff import staff_only
 from scoring.baselines import baselines_create
-from scoring.fleet import EndpointError, endpoint_put_back, endpoint_take_out, fleet_probe
+from scoring.fleet import endpoint_put_back, endpoint_take_out, fleet_probe
 from scoring.forms import (
     BaselinesForm,
     EndpointSwitchForm,
     JudgeConfigCreateForm,
     JudgeConfigUpdateForm,
 )
-from scoring.judge_configs import JudgeConfigError, judge_config_create, judge_config_update
+from scoring.judge_configs import judge_config_create, judge_config_update
 from scoring.models import Benchmark, JudgeConfig
 from scoring.selectors import cached_answers, fleet_configs, fleet_queue
 
@@ -71,7 +71,7 @@ def endpoint_switch(request):
     switch = endpoint_take_out if data["action"] == "take_out" else endpoint_put_back
     try:
         endpoint = switch(actor=request.user, base_url=data["base_url"], reason=data["reason"])
-    except EndpointError as exc:
+    except ServiceError as exc:
         messages.error(request, f"Nothing changed: {exc}.")
     else:
         messages.success(request, f"{endpoint.base_url} is "
@@ -100,7 +100,7 @@ def judge_config_edit(request, config_id: int):
                                 base_urls=form.cleaned_data["base_urls"],
                                 max_attempts=form.cleaned_data["max_attempts"],
                                 reason=form.cleaned_data["reason"])
-        except JudgeConfigError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Judge config {config.name} changed.")
@@ -115,7 +115,7 @@ def judge_config_new(request):
     if form.is_valid():
         try:
             config = judge_config_create(actor=request.user, **form.service_arguments())
-        except JudgeConfigError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Judge config {config.name} created.")
