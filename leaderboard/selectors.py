@@ -13,10 +13,11 @@ from django.core.cache import cache
 from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
+from audit.models import AuditEvent
 from leaderboard import ranking
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from scoring.kinds import Kind, get_kind
-from scoring.models import AuditEvent, Benchmark, ItemResult, ScoringRun, SliceResult
+from scoring.models import Benchmark, ItemResult, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
