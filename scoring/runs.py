@@ -344,11 +344,15 @@ class _Scoring:
                 f"every endpoint of judge config {self.run.judge_config.name} is taken out "
                 "by staff"))  # like an outage: the batch waits for an endpoint to come back
         config = self.run.judge_config
-        fleet = fleet_runner.fleet(
-            (tuple(self.urls), config.judge_model, json.dumps(config.sampling, sort_keys=True),
-             config.max_attempts, settings.JUDGE_API_KEY, self.judge),
-            functools.partial(_fleet, self.urls, config, self.judge))
-        fleet_runner.run(fleet.exclude(out))
+        try:
+            fleet = fleet_runner.fleet(
+                (tuple(self.urls), config.judge_model,
+                 json.dumps(config.sampling, sort_keys=True), config.max_attempts,
+                 settings.JUDGE_API_KEY, self.judge),
+                functools.partial(_fleet, self.urls, config, self.judge))
+            fleet_runner.run(fleet.exclude(out))
+        except BaseException as exc:  # the lease server cannot be reached, say
+            self._hand_back(exc)
         self.feed = JobFeed(low_water=fleet.capacity)
         self._feed(self.first, self.jobs)
         self.jobs = []
