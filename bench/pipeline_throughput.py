@@ -315,12 +315,15 @@ def main():
                     bar = tqdm(total=run.total_queries, unit="q", smoothing=0.1,
                                mininterval=1.0, file=sys.stdout)
                     rss = {pid: [rss_mb(pid)] * 3 for pid in pool}  # at queue, peak, last
+                    quarters = {pid: [] for pid in pool}  # RSS as each quarter is answered
                 done = Answer.objects.filter(run_id=run.id).count()
                 bar.update(done - bar.n)
                 for pid, (first, peak, _) in rss.items():
                     now = rss_mb(pid)
                     if now is not None:
                         rss[pid] = [first, max(peak or 0, now), now]
+                        if done >= (len(quarters[pid]) + 1) * run.total_queries / 4:
+                            quarters[pid].append(now)
                 if (args.profile_seconds and not profiled
                         and done > 0.15 * run.total_queries):
                     profiled = True
@@ -424,7 +427,9 @@ def main():
         for pid, (first, peak, last) in rss.items():
             print(f"worker process {pid} RSS: {first:.0f} MB when the run was queued, peak "
                   f"{peak:.0f} MB while scoring (sampled every 0.5 s), {last:.0f} MB at the end; "
-                  f"peak over its life (VmHWM, validation included) {rss_mb(pid, 'VmHWM'):.0f} MB")
+                  f"peak over its life (VmHWM, validation included) {rss_mb(pid, 'VmHWM'):.0f} MB; "
+                  f"as each quarter of the answers was stored: "
+                  + ", ".join(f"{q:.0f}" for q in quarters[pid]) + " MB")
         latencies = sorted(answers.values_list("latency_ms", flat=True))
         if latencies:
             def pct(q):
