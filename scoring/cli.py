@@ -1,6 +1,7 @@
 """The `score` command, as plain Python: `manage.py score` runs it without setting Django up
 (manage.py hands it the arguments; the scorer needs no database), so that the first judge
-queries leave a third of a second sooner. The management command shares it.
+queries leave sooner (Django's set-up is about a third of a second). The management command
+shares it.
 """
 
 from __future__ import annotations
