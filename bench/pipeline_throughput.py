@@ -16,7 +16,7 @@ validation included): flat over a full-size run, and bounded with long outputs
 (`--long-outputs N`: the first N outputs are `--long-seconds` 48 kHz stereo WAVs).
 Every process, the scratch database and Redis db 14 are cleaned up at the end.
 
-    .venv/bin/python bench/pipeline_throughput.py [--processes 2 --judge-concurrency 32
+    .venv/bin/python bench/pipeline_throughput.py [--processes 2 --judge-concurrency 36
         --batch-items 40 --profile-seconds 0]
     .venv/bin/python bench/pipeline_throughput.py --samples 4 --rubrics 36 --long-outputs 4
 
@@ -193,8 +193,9 @@ def main():
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--processes", type=int, default=2,
                         help="Celery worker processes (--concurrency)")
-    parser.add_argument("--judge-concurrency", type=int, default=32,
-                        help="JUDGE_CONCURRENCY: in flight per endpoint, all processes together")
+    parser.add_argument("--judge-concurrency", type=int, default=36,
+                        help="JUDGE_CONCURRENCY: in flight per endpoint, all processes "
+                             "together (a little above the slots, so none idles)")
     parser.add_argument("--batch-items", type=int, default=40, help="SCORING_BATCH_ITEMS")
     parser.add_argument("--long-outputs", type=int, default=0,
                         help="how many outputs are long 48 kHz stereo WAVs (the memory bound)")
