@@ -6,10 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from scoring import airbench
-from scoring.kinds import resample
 from scoring.kinds.airbench_base import (
     AirBench,
     reference_number,
@@ -136,6 +133,9 @@ class Chat(AirBench):
         """Per category the mean of each pass over its drawn items (answered ones only for
         score (answered)), mixed audio the mean of its two categories, overall the mean of
         speech, sound, music and mixed audio (as chat_summary)."""
+        import numpy as np
+
+        from scoring.kinds import resample  # numpy: imported here so `score` starts sooner
         unanswered = values["missing"] == 1
         categories = {}
         for category, at in resample.groups(dims, "category").items():
