@@ -143,6 +143,7 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
     state; True when it computed."""
     from leaderboard import selectors
 
+    benchmark = Benchmark.objects.get(pk=benchmark.pk)  # its board's state as it is now
     state = selectors.board_stamp(benchmark)
     if set(RankRanges.objects.filter(benchmark=benchmark)
            .values_list("state", flat=True)) == {state}:

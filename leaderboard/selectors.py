@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from django.core.cache import cache
-from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.http import Http404
 
 from leaderboard import ranking
-from leaderboard.models import ReferenceFigure, ReferenceResult
+from leaderboard.models import ReferenceFigure
 from scoring.kinds import Kind, get_kind
-from scoring.models import AuditEvent, Benchmark, ItemResult, ScoringRun, SliceResult
+from scoring.models import Benchmark, ItemResult, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
@@ -59,26 +59,17 @@ def representatives(benchmark: Benchmark) -> list[Submission]:
 
 
 def board_stamp(benchmark: Benchmark) -> str:
-    """Changes whenever what a board shows may change: a submission published or a run
-    finished (its id and run), a model added, reported results reloaded, anything audited on
-    the benchmark (a flag, a hidden submission, a representative chosen), a calibration baseline
-    finished."""
-    published = _published(benchmark).aggregate(
-        n=Count("id"), last=Max("id"), runs=Sum("current_run_id"), models=Max("model_id"))
-    reported = ReferenceResult.objects.filter(benchmark_slug=benchmark.slug).aggregate(
-        n=Count("id"), last=Max("loaded_at"))
-    # One query for the newest audit event and the newest finished calibration baseline.
-    latest = Benchmark.objects.filter(id=benchmark.id).values("id").annotate(
-        audited=Subquery(AuditEvent.objects.filter(benchmark_slug=OuterRef("slug"))
-                         .order_by("-id").values("id")[:1]),
-        baseline=Subquery(ScoringRun.objects.filter(
-            benchmark_id=OuterRef("id"), purpose=ScoringRun.Purpose.BASELINE,
-            status=ScoringRun.Status.FINISHED).order_by("-id").values("id")[:1]),
-    ).get()
-    return (f"{benchmark.id}:{benchmark.judge_config_id}:{published['n']}:"
-            f"{published['last']}:{published['runs']}:"
-            f"{published['models']}:{reported['n']}:{reported['last']}:{latest['audited']}:"
-            f"{latest['baseline']}")
+    """The board's state, read from its benchmark's row (scoring.boards.board_changed raises
+    the version whenever what the board shows may change): no query of its own."""
+    return f"{benchmark.id}:{benchmark.board_version}"
+
+
+def boards_state() -> tuple[str, object]:
+    """The state of every board at once (for pages that gather figures across boards, such as
+    a model's), and when the last of them changed: one query over the benchmarks."""
+    found = Benchmark.objects.aggregate(versions=Sum("board_version"), n=Count("id"),
+                                        changed=Max("board_changed_at"))
+    return f"all:{found['n']}:{found['versions']}", found["changed"]
 
 
 def cache_key(prefix: str, *parts) -> str:

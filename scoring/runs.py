@@ -25,6 +25,7 @@ from django.utils import timezone
 from judge.fleet import FleetUnavailable, JudgeFleet
 from judge.leases import fleet_leases
 from judge.selectors import disabled_base_urls
+from scoring.boards import board_changed
 from scoring.jobs import ask_jobs
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import Job, Kind, Media, file_sha256, get_kind
@@ -438,6 +439,7 @@ def run_aggregate(run_id: int) -> bool:
         SliceResult.objects.bulk_create(slices, batch_size=1000)
         run_vector_store(run, kind, rows)
         _move(run.id, [Status.AGGREGATING], Status.FINISHED)
+        board_changed(run.benchmark_id)
     return True
 
 
