@@ -5,13 +5,12 @@ import io
 import re
 from collections.abc import Iterable, Sequence
 
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
-from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from leaderboard import ranking, responses, selectors
@@ -129,7 +128,7 @@ class LeaderboardApi(APIView):
         ranged = ranking.ready(benchmark, stamp)
         return responses.shared(
             request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
-            parts=("api", renderer.format, normalised(form, page=1).urlencode()),
+            parts=("api", renderer.format, _normal(form).urlencode()),
             render=lambda: self._respond(request, benchmark, form, query, renderer))
 
     def _respond(self, request, benchmark, form, query, renderer):
@@ -141,11 +140,8 @@ class LeaderboardApi(APIView):
         if number > pages:
             return Response({"errors": [f"page: {number} is past the last page ({pages} of "
                                         f"{size} rows)"]}, status=400)
-        url = request.build_absolute_uri()
-        around = {"next": replace_query_param(url, "page", number + 1) if number < pages
-                  else None,
-                  "previous": replace_query_param(url, "page", number - 1) if number > 1
-                  else None}
+        around = {"next": _page_url(request, form, number + 1) if number < pages else None,
+                  "previous": _page_url(request, form, number - 1) if number > 1 else None}
         headers = {}
         links = [f'<{link}>; rel="{rel}"' for rel, link in around.items() if link]
         if links:
@@ -171,6 +167,21 @@ class LeaderboardApi(APIView):
             else renderer.media_type
         return HttpResponse(renderer.render(payload), content_type=content_type,
                             headers=headers)
+
+
+def _normal(form):
+    return normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
+
+
+def _page_url(request, form, number: int) -> str:
+    """Another page of the same (normalised) query: a shared response must not carry the
+    stray parameters of the request that made it."""
+    query = QueryDict(mutable=True)
+    if "format" in request.query_params:
+        query["format"] = request.accepted_renderer.format
+    query.update(_normal(form))
+    query["page"] = str(number)
+    return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
 
 
 def _interval_out(row: dict, kind: Kind) -> dict:
