@@ -1,11 +1,11 @@
 import json
 import os
 import random
-from multiprocessing import Pool
+from multiprocessing import get_context
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
@@ -54,9 +54,12 @@ class Command(BaseCommand):
         start = ModelEntry.objects.filter(owner=user).count()
         numbers = range(start, start + options["submissions"])
         chunks = [numbers[i:i + CHUNK] for i in range(0, len(numbers), CHUNK)]
-        connections.close_all()  # the drawing processes must not share this connection
         init = (benchmark.kind, samples, options["seed"], options["resamples"])
-        with Pool(options["processes"], initializer=_start, initargs=init) as pool, \
+        # Forked: the drawing processes only compute (they never touch the database, and leave
+        # through os._exit, so this process's connection is neither used nor closed there).
+        processes = get_context("fork").Pool(options["processes"], initializer=_start,
+                                             initargs=init)
+        with processes as pool, \
                 tqdm(total=len(numbers), unit="submission") as bar:
             for drawn in pool.imap(_draw, chunks):
                 _store(benchmark, kind, config, items, user, drawn, seed=options["seed"])
