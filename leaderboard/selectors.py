@@ -89,23 +89,41 @@ class Shown:
     partial = Submission.partial
 
 
-# One board state's representatives per benchmark, kept by each process: every view of a
-# board needs them, several times per cold request. A new state (board_version) reads them
-# again; the age bounds what a change made without board_changed (the admin) leaves stale.
-_REPRESENTATIVES: dict[int, tuple[tuple, float, list[Shown]]] = {}
-REPRESENTATIVES_SECONDS = 300
+# How long a process keeps what it read of one board state: a new state reads afresh at once;
+# the age bounds what a change made without board_changed (the admin) leaves stale.
+KEPT_SECONDS = 300
+
+
+class PerState:
+    """One value per benchmark, kept by this process for one board state (every view of a
+    board needs it, several times on a cold request, on every request on a warm one)."""
+
+    def __init__(self):
+        self.kept: dict[int, tuple] = {}
+
+    def get(self, benchmark_id: int, state):
+        found = self.kept.get(benchmark_id)
+        if found is not None and found[0] == state \
+                and time.monotonic() - found[1] < KEPT_SECONDS:
+            return found[2]
+        return None
+
+    def put(self, benchmark_id: int, state, value):
+        self.kept[benchmark_id] = (state, time.monotonic(), value)
+        return value
+
+
+_representatives = PerState()
+_snapshots = PerState()
 
 
 def representatives(benchmark: Benchmark) -> list[Shown]:
     """Each model's representative submission: the one its author chose, else its latest
     public, finished one (under the benchmark's current judge config)."""
     state = (benchmark.board_version, benchmark.judge_config_id)
-    kept = _REPRESENTATIVES.get(benchmark.id)
-    if kept is not None and kept[0] == state and time.monotonic() - kept[1] < \
-            REPRESENTATIVES_SECONDS:
-        return kept[2]
-    found = _read_representatives(benchmark)
-    _REPRESENTATIVES[benchmark.id] = (state, time.monotonic(), found)
+    found = _representatives.get(benchmark.id, state)
+    if found is None:
+        found = _representatives.put(benchmark.id, state, _read_representatives(benchmark))
     return found
 
 
@@ -156,6 +174,9 @@ def cache_key(prefix: str, *parts) -> str:
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
     """What every view of a board needs (bucket and licence choices, the top two models, the
     calibration baselines), computed once per board state."""
+    snapshot = _snapshots.get(benchmark.id, stamp)
+    if snapshot is not None:
+        return snapshot
     key = cache_key("board-snapshot", stamp)
     snapshot = cache.get(key)
     if snapshot is None:
@@ -164,7 +185,7 @@ def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
                     "compare_models": ",".join(str(r["model_id"]) for r in top),
                     "diagnostics": diagnostic_rows(benchmark)}
         cache.set(key, snapshot, 300)
-    return snapshot
+    return _snapshots.put(benchmark.id, stamp, snapshot)
 
 
 def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
@@ -253,7 +274,7 @@ def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
     key = (benchmark.id, benchmark.board_version, benchmark.judge_config_id, dimension, bucket,
            metric)
     last_key, made, last_rows = _last_ranked
-    if last_key == key and time.monotonic() - made < REPRESENTATIVES_SECONDS:
+    if last_key == key and time.monotonic() - made < KEPT_SECONDS:
         return last_rows
     subs = {s.current_run_id: s for s in representatives(benchmark)}
     rows = [_row(subs[f.run_id], f, kind) for f in SliceResult.objects.filter(
