@@ -1,5 +1,5 @@
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from config.throttle import AnonThrottle, LoginThrottle
 from submissions.models import ApiToken
+from submissions.serializers import ErrorsSerializer
 
 
 class TokenObtainApi(APIView):
@@ -19,10 +20,15 @@ class TokenObtainApi(APIView):
 
     InputSerializer = AuthTokenSerializer  # checks the pair with authenticate()
 
+    class OutputSerializer(serializers.Serializer):
+        token = serializers.CharField(help_text="send it as `Authorization: Token KEY`; it "
+                                      "is shown only this once")
+
     @extend_schema(operation_id="token_create", request=AuthTokenSerializer,
-                   responses=OpenApiTypes.OBJECT)
+                   responses={200: OutputSerializer, 400: ErrorsSerializer,
+                              429: ErrorsSerializer})
     def post(self, request):
         serializer = self.InputSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         _, key = ApiToken.issue(user=serializer.validated_data["user"], name="api")
-        return Response({"token": key})
+        return Response(self.OutputSerializer({"token": key}).data)

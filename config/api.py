@@ -3,7 +3,10 @@
 import math
 
 from rest_framework.exceptions import Throttled
+from rest_framework.response import Response
 from rest_framework.views import exception_handler
+
+from config.errors import ServiceError
 
 
 def _messages(detail) -> list[str]:
@@ -17,6 +20,8 @@ def _messages(detail) -> list[str]:
 
 
 def errors_exception_handler(exc, context):
+    if isinstance(exc, ServiceError):  # a service refused: 400, 409 or 429 by its code
+        return Response({"errors": exc.problems}, status=exc.status)
     response = exception_handler(exc, context)
     if response is None:
         return response

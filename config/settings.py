@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "scoring",
     "submissions",
     "leaderboard",
+    "audit",
 ]
 
 MIDDLEWARE = [

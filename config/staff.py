@@ -14,4 +14,5 @@ def staff_only(view):
                 and request.user.is_staff):
             raise Http404("no such page")
         return view(request, *args, **kwargs)
+    wrapped.staff_only = True  # found by tests/test_staff_pages.py: all under /staff/
     return wrapped

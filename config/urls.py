@@ -22,6 +22,14 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("", include("accounts.urls")),
     path("", include("submissions.urls")),
-    path("", include("scoring.urls")),
+    # Every staff page and action, under one prefix and one namespace (`staff:`); each app
+    # lists those that change its models, and each view answers 404 to anyone but staff
+    # (config.staff.staff_only; tests/test_staff_pages.py).
+    path("staff/", include(([
+        path("", include("submissions.staff_urls")),
+        path("", include("scoring.staff_urls")),
+        path("", include("audit.staff_urls")),
+    ], "staff"))),
     path("", include("leaderboard.urls")),
+    path("", include("audit.urls")),
 ]

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import urlencode
 
-from django import forms
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -19,57 +17,11 @@ from django.views.decorators.http import require_safe
 from django_htmx.http import push_url
 
 from leaderboard import explorer_selectors as selectors
+from leaderboard.forms import ExplorerForm
 from scoring.kinds import get_kind
 from submissions.selectors import submission_get
 
 AUDIO_WHICH = re.compile(r"output|input[1-9][0-9]{0,2}")
-
-
-class ExplorerForm(forms.Form):
-    """The explorer's GET parameters; every state of it is a shareable URL."""
-
-    dimension = forms.ChoiceField(required=False)
-    bucket = forms.CharField(required=False, max_length=200)
-    failed = forms.BooleanField(required=False)
-    q = forms.CharField(required=False, max_length=200, label="Search")
-    page = forms.IntegerField(required=False, min_value=1)
-
-    def __init__(self, data, *, buckets: dict[str, list[str]], kind):
-        super().__init__(data)
-        self.buckets = buckets
-        self.fields["dimension"].choices = [("", f"all {kind.item_noun}s")] + [
-            (d, kind.dimension_label(d)) for d in buckets]
-
-    def clean(self):
-        data = super().clean()
-        if "dimension" in self.errors:
-            return data
-        dimension, bucket = data.get("dimension") or "", data.get("bucket") or ""
-        known = self.buckets.get(dimension, [])
-        if dimension and not bucket and known:
-            bucket = known[0]
-        elif dimension and bucket not in known:
-            self.add_error("bucket", f"{bucket!r} is not a bucket of {dimension}; "
-                                     f"choose one of: {', '.join(known) or 'none'}")
-        elif bucket and not dimension:
-            self.add_error("bucket", f"bucket {bucket!r} needs a dimension")
-        data["dimension"], data["bucket"] = dimension, bucket if dimension else ""
-        return data
-
-    def query(self) -> selectors.ExplorerQuery:
-        data = self.cleaned_data
-        return selectors.ExplorerQuery(
-            dimension=data["dimension"], bucket=data["bucket"], failed=bool(data["failed"]),
-            search=data["q"].strip(), page=data["page"] or 1)
-
-    def querystring(self, **changes) -> str:
-        """The filters as a query string (empty values left out), with `changes` applied."""
-        data = {"dimension": self.cleaned_data["dimension"],
-                "bucket": self.cleaned_data["bucket"],
-                "failed": "on" if self.cleaned_data["failed"] else "",
-                "q": self.cleaned_data["q"].strip(), **changes}
-        pairs = [(k, v) for k, v in data.items() if v not in ("", None, 1)]
-        return f"?{urlencode(pairs)}" if pairs else ""
 
 
 def _explorer(request, submission) -> dict:

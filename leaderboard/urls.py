@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard import api, changelog, explorer, views
+from leaderboard import api, explorer, views
 
 app_name = "leaderboard"
 
@@ -18,7 +18,6 @@ urlpatterns = [
          name="submission-audio"),
     path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
     path("b/<slug:slug>/compare/", views.compare, name="compare"),
-    path("b/<slug:slug>/changelog/", changelog.changelog, name="changelog"),
     path("b/<slug:slug>/scoring/", views.scoring, name="scoring"),
     path("m/<int:model_id>/", views.model, name="model"),
     path("static-plotly-<str:version>.js", views.plotly_js, name="plotly-js"),

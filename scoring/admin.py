@@ -3,7 +3,6 @@ from django.contrib import admin
 from config.admin import ReadOnlyAdmin
 from scoring.models import (
     Answer,
-    AuditEvent,
     Benchmark,
     Criterion,
     Item,
@@ -113,14 +112,3 @@ class SliceResultAdmin(RunRowsAdmin):
     list_display = ("__str__", "run", "n", "values")
     list_filter = ("dimension",)
     search_fields = ("=run__id", "bucket")
-
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    """The audit log, read-only: it is append-only (the database refuses changes too)."""
-
-    list_display = ("created_at", "actor_name", "action", "benchmark_slug", "object_repr",
-                    "public")
-    list_filter = ("action", "public", "benchmark_slug")
-    search_fields = ("actor_name", "object_repr", "object_id", "reason")
-    date_hierarchy = "created_at"

@@ -16,10 +16,12 @@ from django.conf import settings
 from django.db import transaction
 from tqdm import tqdm
 
-from scoring.audit import audit_record
+from audit.models import AuditEvent
+from audit.services import audit_record
+from config.errors import ServiceError
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import AuditEvent, Benchmark, ScoringRun
+from scoring.models import Benchmark, ScoringRun
 from scoring.predictions import resolve_audio
 from scoring.runs import run_create
 from scoring.tasks import enqueue_run
@@ -28,8 +30,8 @@ IDENTITY, NOISE = "Identity", "Noise"
 BASELINES = (IDENTITY, NOISE)
 
 
-class BaselineError(ValueError):
-    pass
+class BaselineError(ServiceError):
+    """Calibration baselines refused (config.errors.ServiceError)."""
 
 
 def baseline_folder(benchmark: Benchmark) -> Path:
@@ -67,9 +69,9 @@ def baselines_create(*, actor, benchmark: Benchmark, reason: str = "",
                      progress: bool = False) -> list[ScoringRun]:
     """Identity and Noise runs under the benchmark's current judge config, queued on the
     rescoring queue; audited. A baseline already in progress under that config is refused."""
-    if not get_kind(benchmark.kind).outputs.files:
+    if not get_kind(benchmark.kind).calibration_baselines:
         raise BaselineError("calibration baselines (the input returned unchanged, white noise) "
-                            "exist for benchmarks whose outputs are audio")
+                            f"do not apply to {benchmark.kind} benchmarks")
     config = judge_config_current(benchmark)
     busy = ScoringRun.objects.filter(benchmark=benchmark, judge_config=config,
                                      purpose=ScoringRun.Purpose.BASELINE,

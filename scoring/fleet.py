@@ -6,14 +6,16 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
+from audit.models import AuditEvent
+from audit.services import audit_record
+from config.errors import ServiceError
 from judge.models import Endpoint
 from judge.services import endpoint_set_enabled, endpoints_probe
-from scoring.audit import audit_record
-from scoring.models import AuditEvent, JudgeConfig
+from scoring.models import JudgeConfig
 
 
-class EndpointError(ValueError):
-    pass
+class EndpointError(ServiceError):
+    """An endpoint change refused (config.errors.ServiceError)."""
 
 
 def fleet_base_urls() -> list[str]:

@@ -106,3 +106,8 @@ class JudgeConfigCreateForm(forms.Form):
                              "max_tokens": data["max_tokens"]},
                 "seed": data["seed"], "max_attempts": data["max_attempts"],
                 "notes": data["notes"], "reason": data["reason"]}
+
+
+class BaselinesForm(forms.Form):
+    benchmark = forms.SlugField(max_length=50)
+    reason = forms.CharField(required=False, max_length=1000)

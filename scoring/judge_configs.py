@@ -6,15 +6,17 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from scoring.audit import audit_record
+from audit.models import AuditEvent
+from audit.services import audit_record
+from config.errors import ServiceError
 from scoring.kinds import get_kind
-from scoring.models import AuditEvent, Benchmark, JudgeConfig
+from scoring.models import Benchmark, JudgeConfig
 
 DEFAULT_SAMPLING = {"temperature": 0.0, "max_tokens": 1024}
 
 
-class JudgeConfigError(ValueError):
-    pass
+class JudgeConfigError(ServiceError):
+    """A judge config change refused (config.errors.ServiceError)."""
 
 
 def judge_config_seed(*, kind: str) -> JudgeConfig:

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from config.errors import ServiceError
 from config.staff import staff_only
-from scoring.fleet import EndpointError, endpoint_put_back, endpoint_take_out, fleet_probe
-from scoring.forms import EndpointSwitchForm, JudgeConfigCreateForm, JudgeConfigUpdateForm
-from scoring.judge_configs import JudgeConfigError, judge_config_create, judge_config_update
-from scoring.models import JudgeConfig
+from scoring.baselines import baselines_create
+from scoring.fleet import endpoint_put_back, endpoint_take_out, fleet_probe
+from scoring.forms import (
+    BaselinesForm,
+    EndpointSwitchForm,
+    JudgeConfigCreateForm,
+    JudgeConfigUpdateForm,
+)
+from scoring.judge_configs import judge_config_create, judge_config_update
+from scoring.models import Benchmark, JudgeConfig
 from scoring.selectors import cached_answers, fleet_configs, fleet_queue
 
 
@@ -57,17 +66,17 @@ def endpoint_switch(request):
     if not form.is_valid():
         problems = "; ".join(e for errors in form.errors.values() for e in errors)
         messages.error(request, f"Nothing changed: {problems}.")
-        return redirect("scoring:fleet")
+        return redirect("staff:fleet")
     data = form.cleaned_data
     switch = endpoint_take_out if data["action"] == "take_out" else endpoint_put_back
     try:
         endpoint = switch(actor=request.user, base_url=data["base_url"], reason=data["reason"])
-    except EndpointError as exc:
+    except ServiceError as exc:
         messages.error(request, f"Nothing changed: {exc}.")
     else:
         messages.success(request, f"{endpoint.base_url} is "
                                   f"{'back in' if endpoint.enabled else 'out of'} service.")
-    return redirect("scoring:fleet")
+    return redirect("staff:fleet")
 
 
 @staff_only
@@ -77,7 +86,7 @@ def probe_now(request):
     down = [e.base_url for e in probed if not e.healthy]
     messages.success(request, f"Probed {len(probed)} endpoint(s)"
                               + (f"; down: {', '.join(down)}." if down else "; all healthy."))
-    return redirect("scoring:fleet")
+    return redirect("staff:fleet")
 
 
 @staff_only
@@ -91,11 +100,11 @@ def judge_config_edit(request, config_id: int):
                                 base_urls=form.cleaned_data["base_urls"],
                                 max_attempts=form.cleaned_data["max_attempts"],
                                 reason=form.cleaned_data["reason"])
-        except JudgeConfigError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Judge config {config.name} changed.")
-            return redirect("scoring:fleet")
+            return redirect("staff:fleet")
     return _page(request, update_form=form, update_config_id=config.id, status=400)
 
 
@@ -106,9 +115,30 @@ def judge_config_new(request):
     if form.is_valid():
         try:
             config = judge_config_create(actor=request.user, **form.service_arguments())
-        except JudgeConfigError as exc:
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Judge config {config.name} created.")
-            return redirect("scoring:fleet")
+            return redirect("staff:fleet")
     return _page(request, create_form=form, status=400)
+
+
+@staff_only
+@require_POST
+def baselines(request):
+    """One action of the rescore page: the Identity and Noise baselines, scored under the
+    benchmark's current config."""
+    form = BaselinesForm(request.POST)
+    benchmark = form.is_valid() and Benchmark.objects.filter(
+        slug=form.cleaned_data["benchmark"]).order_by("-version").first()
+    if not benchmark:
+        raise Http404("no such benchmark")
+    try:
+        made = baselines_create(actor=request.user, benchmark=benchmark,
+                                reason=form.cleaned_data["reason"].strip())
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"calibration baselines queued: "
+                                  f"{', '.join(f'{r.label} (run {r.id})' for r in made)}")
+    return redirect(f"{reverse('staff:rescore')}?benchmark={benchmark.slug}")

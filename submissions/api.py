@@ -1,6 +1,5 @@
 """The submissions API (token auth: `Authorization: Token KEY`), one view per operation."""
 
-from django.db import transaction
 from django.http import Http404, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -15,52 +14,28 @@ from accounts.verification import verification_needed, verification_problem
 from config.celery import BrokerUnavailable
 from config.throttle import ScopedThrottle
 from scoring.exports import content_type, file_chunks
-from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import JudgeConfig, ScoringRun, SliceResult
+from scoring.models import ScoringRun, SliceResult
 from submissions import moderation, selectors
-from submissions.rescoring import (
-    RescoreError,
-    RescoreFilter,
-    rescore_candidates,
-    rescore_plan,
-    submissions_rescore,
+from submissions.serializers import (
+    SubmissionCreatedSerializer,
+    SubmissionDetailSerializer,
+    SubmissionSerializer,
+    SubmissionStatusSerializer,
+    error_responses,
 )
 from submissions.services import (
     METADATA_FIELDS,
-    SubmissionRefused,
     submission_cancel,
     submission_create,
 )
-
-
-def _run_out(run: ScoringRun) -> dict:
-    return {
-        "id": run.id, "status": run.status, "judge": run.judge_name,
-        "judge_config": run.judge_config.name, "purpose": run.purpose,
-        "simulated": run.simulated, "created_at": run.created_at,
-        "status_times": run.status_times, "error": run.error or None,
-    }
-
-
-def submission_out(submission) -> dict:
-    return {
-        "id": submission.id, "status": submission.state,
-        "benchmark": submission.benchmark.slug,
-        "benchmark_version": submission.benchmark.version,
-        "model": submission.model.name, "public": submission.public,
-        "created_at": submission.created_at, "status_times": submission.status_times,
-        "coverage": submission.coverage, "partial": submission.partial,
-        "representative": submission.representative, "hidden": submission.hidden,
-        "flag": submission.flag_reason or None,
-    }
 
 
 class SubmissionListCreateApi(APIView):
     parser_classes = [MultiPartParser, FormParser]
     throttle_scope = "uploads"
 
-    class InputSerializer(serializers.Serializer):
+    class SubmissionInputSerializer(serializers.Serializer):
         benchmark = serializers.SlugField()
         model_name = serializers.CharField(max_length=200)
         predictions = serializers.FileField(required=False)
@@ -89,22 +64,21 @@ class SubmissionListCreateApi(APIView):
             throttles.append(ScopedThrottle())
         return throttles
 
-    @extend_schema(operation_id="submissions_list", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="submissions_list",
+                   responses={200: SubmissionSerializer(many=True), **error_responses(403)})
     def get(self, request):
-        return Response([submission_out(s) for s in selectors.submissions_of(request.user)])
+        return Response(SubmissionSerializer(selectors.submissions_of(request.user),
+                                             many=True).data)
 
-    @extend_schema(operation_id="submissions_create", request=InputSerializer,
-                   responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
-                              403: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT,
-                              503: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="submissions_create", request=SubmissionInputSerializer,
+                   responses={201: SubmissionCreatedSerializer,
+                              **error_responses(400, 403, 429, 503)})
     def post(self, request):
         if verification_needed(request.user):
             return Response({"errors": [verification_problem(request)]},
                             status=status.HTTP_403_FORBIDDEN)
-        serializer = self.InputSerializer(data=request.data)
-        if not serializer.is_valid():
-            return Response({"errors": _flatten(serializer.errors)},
-                            status=status.HTTP_400_BAD_REQUEST)
+        serializer = self.SubmissionInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
             submission = submission_create(
@@ -113,20 +87,14 @@ class SubmissionListCreateApi(APIView):
                 public=data["public"], predictions=data.get("predictions"),
                 archive=data.get("audio"), options={"align": data["align"]},
             )
-        except SubmissionRefused as exc:
-            code = status.HTTP_429_TOO_MANY_REQUESTS if exc.quota else status.HTTP_400_BAD_REQUEST
-            return Response({"errors": exc.problems}, status=code)
         except BrokerUnavailable as exc:
             return Response({"errors": [str(exc)]}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
                             headers={"Retry-After": str(exc.retry_after)})
         url = request.build_absolute_uri(reverse("submissions:api-detail",
                                                  args=[submission.id]))
-        return Response({"id": submission.id, "status": submission.state, "url": url},
+        submission.url = url
+        return Response(SubmissionCreatedSerializer(submission).data,
                         status=status.HTTP_201_CREATED, headers={"Location": url})
-
-
-def _flatten(errors: dict) -> list[str]:
-    return [f"{field}: {message}" for field, messages in errors.items() for message in messages]
 
 
 class SubmissionDetailApi(APIView):
@@ -134,22 +102,11 @@ class SubmissionDetailApi(APIView):
     # 403 for a published one that is not theirs.
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="submissions_detail", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="submissions_detail",
+                   responses={200: SubmissionDetailSerializer, **error_responses(403, 404)})
     def get(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        progress = selectors.run_progress(submission.current_run)
-        return Response({
-            **submission_out(submission),
-            "progress": {"done": progress["done"], "total": progress["total"],
-                         "eta_seconds": progress["eta_seconds"],
-                         "queue_position": progress["queue_position"]},
-            "failures": progress["failures"],
-            "report": submission.report,
-            "failure": submission.current_run.error if submission.current_run else None,
-            "runs": [_run_out(run) for run in
-                     submission.runs.select_related("judge_config").order_by("-created_at")],
-            **_figures_out(submission),
-        })
+        return Response(SubmissionDetailSerializer(_detail(submission)).data)
 
     class AuthorChoicesSerializer(serializers.Serializer):
         public = serializers.BooleanField(
@@ -158,44 +115,28 @@ class SubmissionDetailApi(APIView):
             required=False, help_text="make it its model's representative on the board (it "
             "must be public and finished); false goes back to the model's latest submission")
 
-        def validate(self, data):
-            if not data:
-                raise serializers.ValidationError("give public, representative or both")
-            return data
-
     @extend_schema(operation_id="submissions_update", request=AuthorChoicesSerializer,
-                   responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT,
-                              403: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
+                   responses={200: SubmissionSerializer, **error_responses(400, 403, 404)})
     def patch(self, request, pk):
         """The author's choices: public or private, and the model's representative."""
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        if submission.owner_id != request.user.pk:
-            return Response({"errors": ["only its author may change a submission's "
-                                        "visibility; staff hide or flag it instead"]},
-                            status=status.HTTP_403_FORBIDDEN)
         serializer = self.AuthorChoicesSerializer(data=request.data)
-        if not serializer.is_valid():
-            return Response({"errors": _flatten(serializer.errors)},
-                            status=status.HTTP_400_BAD_REQUEST)
-        data = serializer.validated_data
-        try:
-            with transaction.atomic():  # both changes or neither
-                if "public" in data and data["public"] != submission.public:
-                    submission = moderation.submission_set_public(
-                        actor=request.user, submission=submission, public=data["public"])
-                if "representative" in data \
-                        and data["representative"] != submission.representative:
-                    moderation.model_set_representative(
-                        actor=request.user, submission=submission,
-                        chosen=data["representative"])
-        except moderation.ModerationError as exc:
-            return Response({"errors": [str(exc)]}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(submission_out(selectors.submission_get(user=request.user, pk=pk,
-                                                                write=True)))
+        serializer.is_valid(raise_exception=True)
+        moderation.submission_author_choices(actor=request.user, submission=submission,
+                                             **serializer.validated_data)
+        return Response(SubmissionSerializer(
+            selectors.submission_get(user=request.user, pk=pk, write=True)).data)
 
 
-def _figures_out(submission) -> dict:
-    """The kind's metrics, its results files and, once finished, the overall figures."""
+def _detail(submission):
+    """The submission with what its detail answers beside its fields: progress and failures
+    (as its author is shown them), every run with its cache hits, the kind's metrics and
+    results files and, once finished, the overall figures."""
+    progress = selectors.run_progress(submission.current_run, owner_id=submission.owner_id)
+    runs = list(submission.runs.select_related("judge_config").order_by("-created_at"))
+    cached = selectors.run_cache_hits(runs, owner_id=submission.owner_id)
+    for run in runs:
+        run.cached_answers = cached.get(run.id, 0)
     kind = get_kind(submission.benchmark.kind)
     run = submission.current_run
     overall = None
@@ -203,13 +144,20 @@ def _figures_out(submission) -> dict:
         found = SliceResult.objects.filter(run=run, dimension=SliceResult.OVERALL).first()
         figures = found.figures() if found else {}
         overall = {k: figures.get(k) for k in ("n", *kind.metric_keys)}
-    return {"metrics": list(kind.metric_keys), "files": list(kind.files), "overall": overall}
+    submission.progress, submission.failures = progress, progress["failures"]
+    submission.failure = run.error if run is not None else None
+    submission.runs_shown = runs
+    submission.metrics, submission.files = list(kind.metric_keys), list(kind.files)
+    submission.overall = overall
+    return submission
 
 
 class SubmissionFileApi(APIView):
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="submissions_file", responses={200: OpenApiTypes.BINARY})
+    @extend_schema(operation_id="submissions_file",
+                   responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
+                              **error_responses(403, 404)})
     def get(self, request, pk, name):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         return file_response(submission, name, run_id=request.query_params.get("run"))
@@ -217,15 +165,12 @@ class SubmissionFileApi(APIView):
 
 class SubmissionCancelApi(APIView):
     @extend_schema(operation_id="submissions_cancel", request=None,
-                   responses=OpenApiTypes.OBJECT)
+                   responses={200: SubmissionStatusSerializer, **error_responses(403, 404, 409)})
     def post(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        if not submission_cancel(submission):
-            return Response({"errors": [f"submission {pk} is {submission.state}; only a "
-                                        "queued or scoring one can be cancelled"]},
-                            status=status.HTTP_409_CONFLICT)
+        submission_cancel(submission=submission)
         submission.refresh_from_db()
-        return Response({"id": submission.id, "status": submission.state})
+        return Response(SubmissionStatusSerializer(submission).data)
 
 
 def file_response(submission, name: str, run_id=None) -> StreamingHttpResponse:
@@ -242,56 +187,3 @@ def file_response(submission, name: str, run_id=None) -> StreamingHttpResponse:
         else f"{submission.id}-run{run.id}-{name}"
     response["Content-Disposition"] = f'attachment; filename="{label}"'
     return response
-
-
-class SubmissionRescoreApi(APIView):
-    """Staff: score a submission again under a judge config (by default the benchmark's
-    current one). 404 for anyone who cannot see the submission, 403 for its non-staff owner."""
-
-    permission_classes = [AllowAny]  # submission_get answers 404 or 403 to anyone else
-
-    class RescoreSerializer(serializers.Serializer):
-        judge_config = serializers.CharField(required=False, max_length=100,
-                                             help_text="a judge config's name")
-        reason = serializers.CharField(max_length=1000)
-        dry_run = serializers.BooleanField(required=False, default=False)
-
-    @extend_schema(operation_id="submissions_rescore", request=RescoreSerializer,
-                   responses=OpenApiTypes.OBJECT)
-    def post(self, request, pk):
-        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        if not request.user.is_staff:
-            return Response({"errors": ["only staff can rescore a submission"]},
-                            status=status.HTTP_403_FORBIDDEN)
-        data = self.RescoreSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        return rescore_response(submission, actor=request.user, **data.validated_data)
-
-
-def rescore_response(submission, *, actor, reason: str, dry_run: bool,
-                     judge_config: str = "") -> Response:
-    benchmark = submission.benchmark
-    if judge_config:
-        config = JudgeConfig.objects.filter(name=judge_config).first()
-        if config is None:
-            return Response({"errors": [f"judge_config: no judge config named "
-                                        f"{judge_config!r}"]}, status=400)
-    else:
-        config = judge_config_current(benchmark)
-    targets = list(rescore_candidates(benchmark=benchmark,
-                                      where=RescoreFilter(submission_ids=(submission.id,))))
-    if not targets:
-        return Response({"errors": [f"submission {submission.id} is {submission.state} or has a "
-                                    "run in progress: nothing to rescore"]}, status=409)
-    try:
-        plan = rescore_plan(benchmark=benchmark, submissions=targets, config=config)
-        out = {"submission": submission.id, "judge_config": config.name,
-               "answers": plan.total, "cached": plan.cached, "queries": plan.queries}
-        if dry_run:
-            return Response({**out, "dry_run": True})
-        (run,) = submissions_rescore(actor=actor, benchmark=benchmark, submissions=targets,
-                                     config=config, reason=reason)
-    except RescoreError as exc:
-        return Response({"errors": [str(exc)]}, status=400)
-    return Response({**out, "dry_run": False, "run": _run_out(run)},
-                    status=status.HTTP_202_ACCEPTED)

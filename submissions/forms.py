@@ -1,7 +1,15 @@
 from django import forms
+from django.contrib.auth import get_user_model
 
 from scoring.kinds import get_kind
+from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions import selectors
+from submissions.models import Submission
+from submissions.rescoring import RescoreFilter, rescorable_configs
+
+REASON = {"max_length": 1000, "widget": forms.Textarea(attrs={"rows": 2})}
+STATES = [("", "any state"), *[(s, s) for s in (
+    "uploaded", "validating", "rejected", *ScoringRun.Status.values)]]
 
 
 class SubmissionForm(forms.Form):
@@ -55,3 +63,131 @@ class SubmissionForm(forms.Form):
 
     def clean_benchmark(self):
         return selectors.benchmark_latest(self.cleaned_data["benchmark"])
+
+
+class VisibilityForm(forms.Form):
+    public = forms.TypedChoiceField(choices=[("true", "public"), ("false", "private")],
+                                    coerce=lambda v: v == "true")
+
+
+class RepresentativeForm(forms.Form):
+    chosen = forms.TypedChoiceField(choices=[("true", "choose"), ("false", "withdraw")],
+                                    coerce=lambda v: v == "true")
+
+
+class QueueForm(forms.Form):
+    """The moderation page's filters (GET)."""
+
+    benchmark = forms.ChoiceField(required=False)
+    state = forms.ChoiceField(required=False, choices=STATES)
+    flagged = forms.BooleanField(required=False)
+    hidden = forms.BooleanField(required=False)
+    q = forms.CharField(required=False, max_length=200, label="Model or author")
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, data):
+        super().__init__(data)
+        slugs = Benchmark.objects.order_by("slug").values_list("slug", flat=True).distinct()
+        self.fields["benchmark"].choices = [("", "every benchmark"), *[(s, s) for s in slugs]]
+
+
+class HideForm(forms.Form):
+    hidden = forms.TypedChoiceField(choices=[("true", "hide"), ("false", "unhide")],
+                                    coerce=lambda v: v == "true")
+    reason = forms.CharField(**REASON, help_text="Kept in the audit log; public on the "
+                             "benchmark's changelog if the submission is public.")
+
+
+class FlagForm(forms.Form):
+    flagged = forms.TypedChoiceField(choices=[("true", "flag"), ("false", "remove the flag")],
+                                     coerce=lambda v: v == "true")
+    reason = forms.CharField(**REASON, help_text="A flag's reason is shown publicly beside "
+                             "the submission on the board.")
+
+
+class DeleteForm(forms.Form):
+    reason = forms.CharField(**REASON)
+    confirm = forms.CharField(max_length=20, label="Type the submission's number to confirm")
+
+    def __init__(self, data, *, submission: Submission):
+        super().__init__(data)
+        self.submission = submission
+
+    def clean_confirm(self):
+        if self.cleaned_data["confirm"].strip() != str(self.submission.pk):
+            raise forms.ValidationError(f"type {self.submission.pk} to confirm the deletion")
+        return self.cleaned_data["confirm"]
+
+
+class QuotaForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    per_day = forms.IntegerField(required=False, min_value=0, label="Submissions per 24 hours",
+                                 help_text="blank: the site's limit")
+    in_flight = forms.IntegerField(required=False, min_value=0, label="Scored at once",
+                                   help_text="blank: the site's limit")
+    reason = forms.CharField(**REASON, help_text="Kept in the audit log (not public). Both "
+                             "limits blank removes the user's override.")
+
+    def clean_username(self):
+        name = self.cleaned_data["username"].strip()
+        try:
+            return get_user_model().objects.get(username=name)
+        except get_user_model().DoesNotExist:
+            raise forms.ValidationError(f"no user {name!r}") from None
+
+
+class BenchmarkConfigForm(forms.Form):
+    """A form that picks one of the judge configs usable for a benchmark."""
+
+    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
+
+    def __init__(self, data, *, benchmark: Benchmark):
+        super().__init__(data)
+        self.benchmark = benchmark
+        self.fields["config"].queryset = rescorable_configs(benchmark)
+        self.fields["config"].initial = benchmark.judge_config_id
+
+
+class RescoreForm(BenchmarkConfigForm):
+    SCOPES = [("all", "every submission of the benchmark"),
+              ("filter", "the submissions matching the filter"),
+              ("one", "one submission")]
+
+    scope = forms.ChoiceField(choices=SCOPES, initial="all", widget=forms.RadioSelect)
+    submission = forms.IntegerField(required=False, min_value=1, label="Submission id")
+    model_contains = forms.CharField(required=False, max_length=200,
+                                     label="Model name contains")
+    state = forms.ChoiceField(required=False, choices=[("", "finished or failed"),
+                                                       ("finished", "finished"),
+                                                       ("failed", "failed")])
+    reason = forms.CharField(required=False, max_length=1000,
+                             widget=forms.Textarea(attrs={"rows": 2}),
+                             help_text="Shown on the benchmark's public changelog.")
+    expected = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    confirm = forms.CharField(required=False, max_length=100, label="Type the benchmark's "
+                              "slug to confirm")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("scope") == "one" and not data.get("submission"):
+            self.add_error("submission", "give the id of the submission to rescore")
+        return data
+
+    def where(self) -> RescoreFilter:
+        data = self.cleaned_data
+        if data["scope"] == "one":
+            return RescoreFilter(submission_ids=(data["submission"],))
+        if data["scope"] == "filter":
+            return RescoreFilter(model_contains=data["model_contains"].strip(),
+                                 state=data["state"])
+        return RescoreFilter()
+
+
+class CurrentConfigForm(BenchmarkConfigForm):
+    reason = forms.CharField(max_length=1000, widget=forms.Textarea(attrs={"rows": 2}))
+    confirm = forms.CharField(max_length=100, label="Type the benchmark's slug to confirm")
+
+    def clean_confirm(self):
+        if self.cleaned_data["confirm"].strip() != self.benchmark.slug:
+            raise forms.ValidationError(f"type {self.benchmark.slug} to confirm")
+        return self.cleaned_data["confirm"]

@@ -1,7 +1,7 @@
 """Moderation: staff hide, flag or delete submissions and override quotas; authors choose a
 submission's visibility and which submission represents their model on a board.
 
-Every change writes its audit record (scoring.audit) in the transaction that makes it. Staff
+Every change writes its audit record (audit.services) in the transaction that makes it. Staff
 moderation of a public submission is public, on its benchmark's changelog; an author's own
 choices and quota overrides are not.
 """
@@ -13,16 +13,14 @@ import shutil
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from scoring.audit import audit_record
-from scoring.models import AuditEvent, ScoringRun
+from audit.models import AuditEvent
+from audit.services import audit_record
+from config.errors import ServiceError
+from scoring.models import ScoringRun
 from submissions.models import QuotaOverride, Submission
 from submissions.services import submission_folder
 
 Action = AuditEvent.Action
-
-
-class ModerationError(ValueError):
-    """A moderation refused, with the reason; nothing was changed."""
 
 
 def _require_staff(actor) -> None:
@@ -32,13 +30,14 @@ def _require_staff(actor) -> None:
 
 def _require_owner(actor, submission: Submission) -> None:
     if actor is None or actor.pk != submission.owner_id:
-        raise PermissionDenied(f"only the author of submission {submission.pk} may change it")
+        raise PermissionDenied(f"only the author of submission {submission.pk} may change its "
+                               "visibility; staff hide or flag it instead")
 
 
 def _reason(reason: str, what: str) -> str:
     reason = (reason or "").strip()
     if not reason:
-        raise ModerationError(f"give a reason for {what}: it is kept in the audit log")
+        raise ServiceError(f"give a reason for {what}: it is kept in the audit log")
     return reason
 
 
@@ -49,7 +48,7 @@ def _locked(submission: Submission) -> Submission:
                 .select_related("model", "benchmark", "current_run", "owner")
                 .get(pk=submission.pk))
     except Submission.DoesNotExist:
-        raise ModerationError(f"no submission {submission.pk}") from None
+        raise ServiceError(f"no submission {submission.pk}") from None
 
 
 def submission_state(submission: Submission) -> dict:
@@ -77,7 +76,7 @@ def submission_hide(*, actor, submission: Submission, reason: str,
     with transaction.atomic():
         row = _locked(submission)
         if row.hidden == hidden:
-            raise ModerationError(f"submission {row.pk} is already "
+            raise ServiceError(f"submission {row.pk} is already "
                                   f"{'hidden' if hidden else 'not hidden'}")
         row.hidden = hidden
         row.save(update_fields=["hidden"])
@@ -96,9 +95,9 @@ def submission_flag(*, actor, submission: Submission, reason: str,
     with transaction.atomic():
         row = _locked(submission)
         if not flagged and not row.flag_reason:
-            raise ModerationError(f"submission {row.pk} is not flagged")
+            raise ServiceError(f"submission {row.pk} is not flagged")
         if flagged and row.flag_reason == reason:
-            raise ModerationError(f"submission {row.pk} is already flagged for this reason")
+            raise ServiceError(f"submission {row.pk} is already flagged for this reason")
         before = {"flag_reason": row.flag_reason}
         row.flag_reason = reason if flagged else ""
         row.save(update_fields=["flag_reason"])
@@ -131,7 +130,7 @@ def submission_delete(*, actor, submission: Submission, reason: str) -> dict:
         row = _locked(submission)
         why = _still_handled(row)
         if why:
-            raise ModerationError(why)
+            raise ServiceError(why)
         before = submission_state(row)
         # A run shared with another submission (none today) stays with it.
         runs = [run.pk for run in row.runs.all() if run.submissions.count() == 1]
@@ -152,7 +151,7 @@ def submission_set_public(*, actor, submission: Submission, public: bool,
     with transaction.atomic():
         row = _locked(submission)
         if row.public == public:
-            raise ModerationError(f"submission {row.pk} is already "
+            raise ServiceError(f"submission {row.pk} is already "
                                   f"{'public' if public else 'private'}")
         row.public = public
         row.save(update_fields=["public"])
@@ -175,15 +174,15 @@ def model_set_representative(*, actor, submission: Submission, chosen: bool = Tr
                 (row.state != ScoringRun.Status.FINISHED, f"it is {row.state}, not finished"),
             ) if broken]
             if problems:
-                raise ModerationError(f"submission {row.pk} cannot represent "
+                raise ServiceError(f"submission {row.pk} cannot represent "
                                       f"{row.model.name} on the board: {'; '.join(problems)}")
         elif not row.representative:
-            raise ModerationError(f"submission {row.pk} is not the chosen representative")
+            raise ServiceError(f"submission {row.pk} is not the chosen representative")
         siblings = Submission.objects.filter(model=row.model, benchmark=row.benchmark,
                                              representative=True)
         previous = siblings.values_list("pk", flat=True).first()
         if chosen and previous == row.pk:
-            raise ModerationError(f"submission {row.pk} already represents {row.model.name}")
+            raise ServiceError(f"submission {row.pk} already represents {row.model.name}")
         siblings.update(representative=False)
         if chosen:
             Submission.objects.filter(pk=row.pk).update(representative=True)
@@ -195,6 +194,24 @@ def model_set_representative(*, actor, submission: Submission, chosen: bool = Tr
     return row
 
 
+def submission_author_choices(*, actor, submission: Submission, public: bool | None = None,
+                              representative: bool | None = None) -> Submission:
+    """The author's choices, for the page's buttons and the API alike: public or private,
+    and whether it represents its model on the board. Both given are applied together or
+    not at all; a choice already in force changes nothing. Raises ServiceError."""
+    _require_owner(actor, submission)
+    if public is None and representative is None:
+        raise ServiceError("give public, representative or both")
+    with transaction.atomic():
+        if public is not None and public != submission.public:
+            submission = submission_set_public(actor=actor, submission=submission,
+                                               public=public)
+        if representative is not None and representative != submission.representative:
+            submission = model_set_representative(actor=actor, submission=submission,
+                                                  chosen=representative)
+    return submission
+
+
 def quota_override(*, actor, user, per_day: int | None, in_flight: int | None,
                    reason: str) -> QuotaOverride | None:
     """Give a user their own upload limits (None keeps the site's); both None removes the
@@ -203,13 +220,13 @@ def quota_override(*, actor, user, per_day: int | None, in_flight: int | None,
     reason = _reason(reason, "a quota override")
     for name, value in (("per_day", per_day), ("in_flight", in_flight)):
         if value is not None and value < 0:
-            raise ModerationError(f"{name} must be 0 or more, not {value}")
+            raise ServiceError(f"{name} must be 0 or more, not {value}")
     with transaction.atomic():
         current = QuotaOverride.objects.select_for_update().filter(user=user).first()
         before = current.as_dict() if current else {}
         if per_day is None and in_flight is None:
             if current is None:
-                raise ModerationError(f"{user.get_username()} has no quota override to remove")
+                raise ServiceError(f"{user.get_username()} has no quota override to remove")
             current.delete()
             current = None
         else:
@@ -217,7 +234,7 @@ def quota_override(*, actor, user, per_day: int | None, in_flight: int | None,
                 user=user, defaults={"per_day": per_day, "in_flight": in_flight,
                                      "reason": reason, "set_by": actor})
             if before == current.as_dict():
-                raise ModerationError(f"{user.get_username()}'s quota is already "
+                raise ServiceError(f"{user.get_username()}'s quota is already "
                                       f"{before}")
         audit_record(actor=actor, action=Action.QUOTA, obj=user, before=before,
                      after=current.as_dict() if current else {}, reason=reason)

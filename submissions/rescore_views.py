@@ -5,90 +5,23 @@ Every view answers 404 to anyone but staff: these pages are not advertised to ot
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from config.errors import ServiceError
 from config.staff import staff_only
-from scoring.baselines import BaselineError, baselines_create
-from scoring.judge_configs import (
-    JudgeConfigError,
-    benchmark_set_judge_config,
-    judge_config_current,
-)
-from scoring.models import Benchmark, JudgeConfig, ScoringRun
+from scoring.judge_configs import benchmark_set_judge_config, judge_config_current
+from scoring.kinds import get_kind
+from scoring.models import Benchmark, ScoringRun
+from submissions.forms import CurrentConfigForm, RescoreForm
 from submissions.rescoring import (
-    RescoreError,
-    RescoreFilter,
     board_count,
     board_runs_reconcile,
-    rescorable_configs,
-    rescore_candidates,
-    rescore_plan,
-    submissions_rescore,
+    rescore_request,
 )
-
-
-class RescoreForm(forms.Form):
-    SCOPES = [("all", "every submission of the benchmark"),
-              ("filter", "the submissions matching the filter"),
-              ("one", "one submission")]
-
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
-    scope = forms.ChoiceField(choices=SCOPES, initial="all", widget=forms.RadioSelect)
-    submission = forms.IntegerField(required=False, min_value=1, label="Submission id")
-    model_contains = forms.CharField(required=False, max_length=200,
-                                     label="Model name contains")
-    state = forms.ChoiceField(required=False, choices=[("", "finished or failed"),
-                                                       ("finished", "finished"),
-                                                       ("failed", "failed")])
-    reason = forms.CharField(required=False, max_length=1000,
-                             widget=forms.Textarea(attrs={"rows": 2}),
-                             help_text="Shown on the benchmark's public changelog.")
-    expected = forms.IntegerField(required=False, widget=forms.HiddenInput)
-    confirm = forms.CharField(required=False, max_length=100, label="Type the benchmark's "
-                              "slug to confirm")
-
-    def __init__(self, data, *, benchmark: Benchmark):
-        super().__init__(data)
-        self.benchmark = benchmark
-        self.fields["config"].queryset = rescorable_configs(benchmark)
-        self.fields["config"].initial = benchmark.judge_config_id
-
-    def clean(self):
-        data = super().clean()
-        if data.get("scope") == "one" and not data.get("submission"):
-            self.add_error("submission", "give the id of the submission to rescore")
-        return data
-
-    def where(self) -> RescoreFilter:
-        data = self.cleaned_data
-        if data["scope"] == "one":
-            return RescoreFilter(submission_ids=(data["submission"],))
-        if data["scope"] == "filter":
-            return RescoreFilter(model_contains=data["model_contains"].strip(),
-                                 state=data["state"])
-        return RescoreFilter()
-
-
-class CurrentConfigForm(forms.Form):
-    config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge config")
-    reason = forms.CharField(max_length=1000, widget=forms.Textarea(attrs={"rows": 2}))
-    confirm = forms.CharField(max_length=100, label="Type the benchmark's slug to confirm")
-
-    def __init__(self, data, *, benchmark: Benchmark):
-        super().__init__(data)
-        self.benchmark = benchmark
-        self.fields["config"].queryset = rescorable_configs(benchmark)
-        self.fields["config"].initial = benchmark.judge_config_id
-
-    def clean_confirm(self):
-        if self.cleaned_data["confirm"].strip() != self.benchmark.slug:
-            raise forms.ValidationError(f"type {self.benchmark.slug} to confirm")
-        return self.cleaned_data["confirm"]
 
 
 def _slugs() -> list[str]:
@@ -112,8 +45,8 @@ def rescore(request):
     """Pick a benchmark, a config and submissions; a dry run says what it will cost; a typed
     confirmation starts it."""
     benchmark = _benchmark(request)
-    context = {"benchmarks": _slugs(),
-               "benchmark": benchmark}
+    context = {"benchmarks": _slugs(), "benchmark": benchmark,
+               "kind": get_kind(benchmark.kind) if benchmark else None}
     if benchmark is None:
         return render(request, "submissions/staff_rescore.html", context)
     form = RescoreForm(request.POST if request.method == "POST" else None, benchmark=benchmark)
@@ -125,11 +58,11 @@ def rescore(request):
     if request.method == "POST" and form.is_valid():
         try:
             status = _rescore_post(request, form, benchmark, context)
-        except RescoreError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
             status = 400
         if status == 302:
-            return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
+            return redirect(f"{reverse('staff:rescore')}?benchmark={benchmark.slug}")
     elif request.method == "POST":
         status = 400
     return render(request, "submissions/staff_rescore.html", context, status=status)
@@ -137,21 +70,18 @@ def rescore(request):
 
 def _rescore_post(request, form: RescoreForm, benchmark: Benchmark, context: dict) -> int:
     data = form.cleaned_data
-    candidates = list(rescore_candidates(benchmark=benchmark, where=form.where()))
-    plan = rescore_plan(benchmark=benchmark, submissions=candidates, config=data["config"])
+    dry_run = request.POST.get("action") != "rescore"
+    if not dry_run and (data.get("confirm") or "").strip() != benchmark.slug:
+        context["plan"], _ = rescore_request(actor=request.user, benchmark=benchmark,
+                                             where=form.where(), judge_config=data["config"],
+                                             dry_run=True)
+        raise ServiceError(f"type the benchmark's slug ({benchmark.slug}) to confirm")
+    plan, made = rescore_request(actor=request.user, benchmark=benchmark, where=form.where(),
+                                 judge_config=data["config"], reason=data.get("reason") or "",
+                                 dry_run=dry_run, expected=data.get("expected"))
     context["plan"] = plan
-    if request.POST.get("action") != "rescore":
-        return 200  # the dry run
-    if not candidates:
-        raise RescoreError("no submission matches: nothing to rescore")
-    if data.get("expected") != len(candidates):
-        raise RescoreError(f"the selection changed since the dry run (it had "
-                           f"{data.get('expected')} submissions, now {len(candidates)}): "
-                           "run the dry run again")
-    if (data.get("confirm") or "").strip() != benchmark.slug:
-        raise RescoreError(f"type the benchmark's slug ({benchmark.slug}) to confirm")
-    made = submissions_rescore(actor=request.user, benchmark=benchmark, submissions=candidates,
-                               config=data["config"], reason=data.get("reason") or "")
+    if dry_run:
+        return 200
     messages.success(request, f"{len(made)} rescoring run(s) queued under "
                               f"{data['config'].name}: {plan.queries} judge queries "
                               f"({plan.cached} answers from the cache)")
@@ -172,32 +102,15 @@ def current_config(request):
                 reason=form.cleaned_data["reason"])
             board_runs_reconcile(benchmark=benchmark)
             shown = board_count(benchmark)
-        except JudgeConfigError as exc:
-            form.add_error(None, str(exc))
+        except ServiceError as exc:
+            form.add_error(None, exc)
         else:
             messages.success(request, f"{benchmark.slug} is now judged by "
                                       f"{form.cleaned_data['config'].name}; the board shows "
                                       f"{shown} submission(s) scored under it")
-            return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")
+            return redirect(f"{reverse('staff:rescore')}?benchmark={benchmark.slug}")
     return render(request, "submissions/staff_rescore.html", {
         "benchmarks": _slugs(),
-        "benchmark": benchmark, "form": RescoreForm(None, benchmark=benchmark),
+        "benchmark": benchmark, "kind": get_kind(benchmark.kind),
+        "form": RescoreForm(None, benchmark=benchmark),
         "config_form": form}, status=400)
-
-
-@staff_only
-@require_http_methods(["POST"])
-def baselines(request):
-    """One action: the Identity and Noise baselines, scored under the current config."""
-    benchmark = _benchmark(request)
-    if benchmark is None:
-        raise Http404("no benchmark given")
-    try:
-        made = baselines_create(actor=request.user, benchmark=benchmark,
-                                reason=request.POST.get("reason", "").strip())
-    except BaselineError as exc:
-        messages.error(request, str(exc))
-    else:
-        messages.success(request, f"calibration baselines queued: "
-                                  f"{', '.join(f'{r.label} (run {r.id})' for r in made)}")
-    return redirect(f"{reverse('submissions:staff-rescore')}?benchmark={benchmark.slug}")

@@ -11,22 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import F, OuterRef, Q, Subquery
 
+from audit.models import AuditEvent
+from audit.services import audit_record
+from config.errors import ServiceError
 from scoring import runs
-from scoring.audit import audit_record
 from scoring.boards import board_changed
+from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import AuditEvent, Benchmark, JudgeConfig, ScoringRun
+from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from scoring.tasks import enqueue_run
 from submissions.models import Submission
 
 Status = ScoringRun.Status
-
-
-class RescoreError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def rescore_candidates(*, benchmark: Benchmark, where: RescoreFilter = RescoreFi
 def _check_config(benchmark: Benchmark, config: JudgeConfig) -> None:
     kind = get_kind(benchmark.kind)
     if config.prompt_sha256 != kind.prompt_sha256():
-        raise RescoreError(f"judge config {config.name!r} was made for other prompts than "
+        raise ServiceError(f"judge config {config.name!r} was made for other prompts than "
                            f"those of {benchmark.kind} benchmarks")
 
 
@@ -102,7 +102,7 @@ def submissions_rescore(*, actor, benchmark: Benchmark, submissions: list[Submis
                         config: JudgeConfig, reason: str) -> list[ScoringRun]:
     """A new run per submission under `config`, queued for rescoring, each audited."""
     if not reason.strip():
-        raise RescoreError("a rescore needs a reason (it is shown on the public changelog)")
+        raise ServiceError("a rescore needs a reason (it is shown on the public changelog)")
     _check_config(benchmark, config)
     made = []
     for submission in submissions:
@@ -118,6 +118,53 @@ def submissions_rescore(*, actor, benchmark: Benchmark, submissions: list[Submis
                      benchmark_slug=benchmark.slug, public=submission.public)
         made.append(run)
     return made
+
+
+def _judge_config(benchmark: Benchmark, judge_config: JudgeConfig | str | None) -> JudgeConfig:
+    if judge_config is None or judge_config == "":
+        return judge_config_current(benchmark)
+    if isinstance(judge_config, JudgeConfig):
+        return judge_config
+    found = JudgeConfig.objects.filter(name=judge_config).first()
+    if found is None:
+        raise ServiceError(f"judge_config: no judge config named {judge_config!r}")
+    return found
+
+
+def _nothing_to_rescore(where: RescoreFilter) -> str:
+    if len(where.submission_ids) == 1:
+        return (f"submission {where.submission_ids[0]} is not finished or failed, or has a run "
+                "in progress: nothing to rescore")
+    return "no submission matches: nothing to rescore"
+
+
+def rescore_request(*, actor, benchmark: Benchmark, where: RescoreFilter = RescoreFilter(),
+            judge_config: JudgeConfig | str | None = None, reason: str = "",
+            dry_run: bool = False, expected: int | None = None,
+            ) -> tuple[RescorePlan, list[ScoringRun]]:
+    """The one rescoring operation of the staff page, the API and `manage.py rescore`: the
+    submissions of `benchmark` matching `where`, under `judge_config` (a config, its name,
+    or None for the benchmark's current one). A dry run returns the plan only; otherwise
+    the new runs are queued and audited. `expected`, the number of submissions a dry run
+    showed, refuses a selection that changed since. Raises ServiceError."""
+    config = _judge_config(benchmark, judge_config)
+    candidates = list(rescore_candidates(benchmark=benchmark, where=where))
+    plan = rescore_plan(benchmark=benchmark, submissions=candidates, config=config)
+    # Submissions named by id that cannot be rescored are refused even in a dry run; a
+    # filter that matches nothing is an empty plan until it is run.
+    if not candidates and (where.submission_ids or not dry_run):
+        raise ServiceError(_nothing_to_rescore(where), code="conflict")
+    if dry_run:
+        return plan, []
+    if not (actor is not None and actor.is_authenticated and actor.is_staff):
+        raise PermissionDenied("only staff can rescore submissions")
+    if expected is not None and expected != len(candidates):
+        raise ServiceError(f"the selection changed since the dry run (it had {expected} "
+                           f"submissions, now {len(candidates)}): run the dry run again",
+                           code="conflict")
+    made = submissions_rescore(actor=actor, benchmark=benchmark, submissions=candidates,
+                               config=config, reason=reason)
+    return plan, made
 
 
 def board_runs_reconcile(*, benchmark: Benchmark | None = None) -> int:

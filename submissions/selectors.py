@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404
 from django.utils import timezone
 
@@ -43,19 +43,36 @@ def benchmark_choices() -> list[tuple[str, str]]:
     return [(b.slug, f"{b.title} (v{b.version})") for b in latest.values()]
 
 
-def run_progress(run: ScoringRun | None) -> dict:
-    """Queries done of total, rate, ETA, queue position and failed queries by kind."""
+def cache_hits_shown(*, owner_id) -> Q:
+    """The answers (Answer) that count as cache hits to `owner_id`, the author of the
+    submission they were scored for: copies of an answer scored for one of the author's own
+    submissions, a published one, or a calibration baseline (made from the benchmark's own
+    inputs). A copy from someone else's private upload is reused silently: counting it would
+    tell the author that someone uploaded the same outputs."""
+    sources = Submission.objects.filter(runs=OuterRef("source_run_id"))
+    return Q(cached=True) & (Q(source_run__purpose=ScoringRun.Purpose.BASELINE)
+                             | Q(Exists(sources.filter(owner_id=owner_id)))
+                             | Q(Exists(sources.published())))
+
+
+def run_progress(run: ScoringRun | None, *, owner_id) -> dict:
+    """Queries done of total, rate, ETA, queue position and failed queries by kind, as the
+    author `owner_id` is shown them: the rate behind the ETA leaves out answers copied from
+    uploads the author may not know of (cache_hits_shown), so that no faster finish tells."""
     if run is None:
         return {"done": 0, "total": 0, "percent": 0, "eta_seconds": None,
                 "queue_position": None, "failures": {}}
-    done = Answer.objects.filter(run=run).count()
+    answers = Answer.objects.filter(run=run)
+    done = answers.count()
     total = run.total_queries
     eta = None
     started = run.status_times.get(ScoringRun.Status.SCORING)
     if run.status == ScoringRun.Status.SCORING and started and done:
         elapsed = (timezone.now() - timezone.datetime.fromisoformat(started)).total_seconds()
-        if elapsed > 0:
-            eta = round((total - done) / (done / elapsed))
+        silent = answers.filter(cached=True).exclude(cache_hits_shown(owner_id=owner_id))
+        rate = (done - silent.count()) / elapsed if elapsed > 0 else 0
+        if rate > 0:
+            eta = round((total - done) / rate)
     position = None
     if run.status == ScoringRun.Status.QUEUED:
         position = ScoringRun.objects.filter(
@@ -100,15 +117,21 @@ def submission_runs(submission: Submission) -> list[dict]:
     runs under older configs and superseded rescores stay viewable here."""
     metrics = get_kind(submission.benchmark.kind).metrics
     runs = list(submission.runs.select_related("judge_config").defer("outputs", "missing")
-                .annotate(cached_answers=Count("answers", filter=Q(answers__cached=True)))
                 .order_by("-id"))
+    cached = run_cache_hits(runs, owner_id=submission.owner_id)
     overall = {s.run_id: s.figures() for s in SliceResult.objects.filter(
         run__in=runs, dimension=SliceResult.OVERALL)}
     return [{"run": run, "current": run.id == submission.current_run_id,
              "figures": [(m.label, m.format(overall.get(run.id, {}).get(m.key)))
                          for m in metrics]
              if run.id in overall else [],
-             "cached": run.cached_answers} for run in runs]
+             "cached": cached.get(run.id, 0)} for run in runs]
+
+
+def run_cache_hits(runs, *, owner_id) -> dict[int, int]:
+    """run id -> the answers its author is shown as taken from the judgment cache."""
+    return dict(Answer.objects.filter(cache_hits_shown(owner_id=owner_id), run__in=runs)
+                .values_list("run_id").annotate(n=Count("id")).order_by())
 
 
 def headline_figures(submissions) -> dict[int, tuple[str, str, str]]:

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.celery import broker_check
+from config.errors import ServiceError
 from scoring import runs
 from scoring.boards import board_changed
 from scoring.kinds import get_kind
@@ -34,15 +35,6 @@ log = logging.getLogger(__name__)
 
 METADATA_FIELDS = ("organisation", "link", "parameters", "licence", "open_weights",
                    "description")
-
-
-class SubmissionRefused(ValueError):
-    """An upload refused before anything is stored; `problems` names each reason."""
-
-    def __init__(self, problems: list[str], *, quota: bool = False):
-        super().__init__("; ".join(problems))
-        self.problems = problems
-        self.quota = quota
 
 
 def quota_left(user) -> dict:
@@ -133,7 +125,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     kind's upload options (e.g. {"align": True} for AIR-Bench foundation)."""
     quota = _quota_problems(user)
     if quota:
-        raise SubmissionRefused(quota, quota=True)
+        raise ServiceError(quota, code="quota")
     options = {k: v for k, v in (options or {}).items() if v}
     problems = _kind_problems(benchmark, predictions, archive, options)
     if predictions is None and archive is None and not problems:
@@ -149,7 +141,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     if predictions is not None and not problems:
         problems.extend(_check_predictions(predictions, benchmark))
     if problems:
-        raise SubmissionRefused(problems)
+        raise ServiceError(problems)
     broker_check()  # a validation that cannot be queued: refuse before storing anything
     folder = None
     try:
@@ -158,7 +150,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             get_user_model().objects.select_for_update().get(pk=user.pk)
             quota = _quota_problems(user)
             if quota:
-                raise SubmissionRefused(quota, quota=True)
+                raise ServiceError(quota, code="quota")
             details = {k: metadata[k] for k in METADATA_FIELDS if k in metadata}
             model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,
                                                               defaults=details)
@@ -275,10 +267,12 @@ def submission_fail_validation(submission_id: int, why: str) -> None:
     _reject(submission)
 
 
-def submission_cancel(submission: Submission) -> bool:
-    if submission.current_run_id is None:
-        return False
-    return runs.run_cancel(submission.current_run_id)
+def submission_cancel(*, submission: Submission) -> None:
+    """Stop scoring a queued or scoring submission, for its status page and the API. Raises
+    ServiceError when it is past that (or not there yet)."""
+    if submission.current_run_id is None or not runs.run_cancel(submission.current_run_id):
+        raise ServiceError(f"submission {submission.pk} is {submission.state}; only a queued "
+                           "or scoring one can be cancelled", code="conflict")
 
 
 def validations_to_retry(now=None) -> list[int]:

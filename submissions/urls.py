@@ -1,6 +1,6 @@
 from django.urls import path
 
-from submissions import api, moderation_views, rescore_views, views
+from submissions import api, moderation_views, staff_api, views
 
 app_name = "submissions"
 
@@ -21,19 +21,14 @@ urlpatterns = [
          name="api-file"),
     path("api/submissions/<int:pk>/cancel/", api.SubmissionCancelApi.as_view(),
          name="api-cancel"),
-    path("api/submissions/<int:pk>/rescore/", api.SubmissionRescoreApi.as_view(),
+    # The staff's API (submissions.staff_api): 403 for anyone but staff.
+    path("api/submissions/<int:pk>/rescore/", staff_api.SubmissionRescoreApi.as_view(),
          name="api-rescore"),
-    path("staff/submissions/", moderation_views.staff_submissions, name="staff-submissions"),
-    path("staff/submissions/<int:pk>/", moderation_views.staff_submission,
-         name="staff-submission"),
-    path("staff/submissions/<int:pk>/hide/", moderation_views.staff_hide, name="staff-hide"),
-    path("staff/submissions/<int:pk>/flag/", moderation_views.staff_flag, name="staff-flag"),
-    path("staff/submissions/<int:pk>/delete/", moderation_views.staff_delete,
-         name="staff-delete"),
-    path("staff/quotas/", moderation_views.staff_quotas, name="staff-quotas"),
-    path("staff/audit/", moderation_views.staff_audit, name="staff-audit"),
-    path("staff/rescore/", rescore_views.rescore, name="staff-rescore"),
-    path("staff/rescore/current-config/", rescore_views.current_config,
-         name="staff-current-config"),
-    path("staff/rescore/baselines/", rescore_views.baselines, name="staff-baselines"),
+    path("api/submissions/<int:pk>/hide/", staff_api.SubmissionHideApi.as_view(),
+         name="api-hide"),
+    path("api/submissions/<int:pk>/flag/", staff_api.SubmissionFlagApi.as_view(),
+         name="api-flag"),
+    path("api/submissions/<int:pk>/delete/", staff_api.SubmissionDeleteApi.as_view(),
+         name="api-delete"),
+    path("api/quotas/", staff_api.QuotaApi.as_view(), name="api-quotas"),
 ]

@@ -1,9 +1,11 @@
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.verification import verified_email_for_uploads
 from config.celery import BrokerUnavailable
+from config.errors import ServiceError
 from config.throttle import limit_posts
 from leaderboard.selectors import submission_standing
 from scoring.kinds import get_kind
@@ -12,7 +14,6 @@ from submissions.api import file_response
 from submissions.forms import SubmissionForm
 from submissions.services import (
     METADATA_FIELDS,
-    SubmissionRefused,
     quota_left,
     submission_cancel,
     submission_create,
@@ -47,9 +48,8 @@ def upload(request):
                 predictions=data["predictions"], archive=data["audio"],
                 options={"align": data["align"]},
             )
-        except SubmissionRefused as exc:
-            for problem in exc.problems:
-                form.add_error(None, problem)
+        except ServiceError as exc:
+            form.add_error(None, exc)
         except BrokerUnavailable as exc:
             form.add_error(None, str(exc))
             status, retry_after = 503, exc.retry_after
@@ -65,7 +65,8 @@ def upload(request):
 def _detail_context(request, pk):
     submission = selectors.submission_get(user=request.user, pk=pk, write=True)
     kind = get_kind(submission.benchmark.kind)
-    return {"submission": submission, "progress": selectors.run_progress(submission.current_run),
+    progress = selectors.run_progress(submission.current_run, owner_id=submission.owner_id)
+    return {"submission": submission, "progress": progress,
             "files": kind.files, "kind": kind,
             "standing": submission_standing(submission)}
 
@@ -89,5 +90,9 @@ def submission_file(request, pk, name):
 
 @require_POST
 def submission_cancel_view(request, pk):
-    submission_cancel(selectors.submission_get(user=request.user, pk=pk, write=True))
+    try:
+        submission_cancel(submission=selectors.submission_get(user=request.user, pk=pk,
+                                                              write=True))
+    except ServiceError as exc:
+        messages.error(request, str(exc))
     return redirect("submissions:detail", pk=pk)

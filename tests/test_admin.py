@@ -7,12 +7,12 @@ from django.contrib import admin
 from django.db import models
 from django.urls import reverse
 
+from audit.models import AuditEvent
 from config.admin import ReadOnlyAdmin
 from judge.models import Endpoint
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from scoring.models import (
     Answer,
-    AuditEvent,
     Benchmark,
     Criterion,
     Item,

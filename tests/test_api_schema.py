@@ -48,3 +48,57 @@ def test_swagger_ui_is_installed_with_the_site(client):
 def test_every_api_error_has_one_shape(client):
     body = client.get("/api/submissions/").json()
     assert body == {"errors": ["Authentication credentials were not provided."]}
+
+
+# The operations of the submissions API, the token API and the staff's API.
+WRITE_API = {"submissions_list", "submissions_create", "submissions_detail",
+             "submissions_update", "submissions_cancel", "submissions_file",
+             "submissions_rescore", "submissions_hide", "submissions_flag",
+             "submissions_delete", "quotas_set", "token_create"}
+
+
+def _operations(schema):
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            yield path, method, operation
+
+
+def _resolve(schema, node):
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[-1]]
+    if node.get("type") == "array":
+        return _resolve(schema, node["items"])
+    return node
+
+
+def test_every_response_of_the_submissions_and_token_apis_is_described(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    seen = set()
+    for path, method, operation in _operations(schema):
+        if operation["operationId"] not in WRITE_API:
+            continue
+        seen.add(operation["operationId"])
+        assert any(code.startswith("4") for code in operation["responses"]), (path, method)
+        for code, response in operation["responses"].items():
+            content = response.get("content")
+            assert content, f"{method} {path} {code} has no body described"
+            for media, body in content.items():
+                if media == "application/octet-stream":
+                    assert body["schema"] == {"type": "string", "format": "binary"}
+                    continue
+                described = _resolve(schema, body["schema"])
+                assert described.get("properties"), f"{method} {path} {code}: {described}"
+                if code.startswith(("4", "5")):
+                    assert set(described["properties"]) == {"errors"}
+    assert seen == WRITE_API
+
+
+def test_a_submissions_detail_describes_its_runs_and_progress(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    detail = _resolve(schema, schema["paths"]["/api/submissions/{id}/"]["get"]["responses"]
+                      ["200"]["content"]["application/json"]["schema"])
+    assert {"progress", "runs", "report", "overall", "coverage"} <= set(detail["properties"])
+    run = _resolve(schema, detail["properties"]["runs"])
+    assert {"id", "status", "judge_config", "cached_answers"} <= set(run["properties"])
+    progress = _resolve(schema, detail["properties"]["progress"])
+    assert set(progress["properties"]) == {"done", "total", "eta_seconds", "queue_position"}

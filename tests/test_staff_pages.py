@@ -7,7 +7,8 @@ import re
 import pytest
 from django.urls import URLResolver, get_resolver
 
-from scoring.models import AuditEvent, Benchmark, JudgeConfig
+from audit.models import AuditEvent
+from scoring.models import Benchmark, JudgeConfig
 from submissions.models import ModelEntry, Submission
 from tests.conftest import judge_config
 
@@ -22,6 +23,24 @@ def _routes(patterns, prefix=""):
 
 STAFF_ROUTES = sorted(r for r in _routes(get_resolver().url_patterns)
                       if r.startswith("staff/"))
+
+
+def _views(patterns, prefix="", namespace=""):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _views(pattern.url_patterns, prefix + str(pattern.pattern),
+                              pattern.namespace or namespace)
+        else:
+            yield prefix + str(pattern.pattern), namespace, pattern.callback
+
+
+def test_every_staff_page_sits_under_one_prefix_and_namespace():
+    views = list(_views(get_resolver().url_patterns))
+    staff = [(route, namespace) for route, namespace, view in views
+             if getattr(view, "staff_only", False)]
+    assert len(staff) == len(STAFF_ROUTES) > 10
+    assert all(route.startswith("staff/") and namespace == "staff"
+               for route, namespace in staff), staff
 
 
 def test_the_staff_pages_are_found():

@@ -215,6 +215,9 @@ class Kind(abc.ABC):
     options: ClassVar[tuple[str, ...]] = ()  # upload options read (e.g. "align")
     # The judge hears the items' input audio: a benchmark of this kind needs its audio root.
     sends_inputs: ClassVar[bool] = False
+    # The calibration baselines (scoring.baselines: Identity returns each item's first input,
+    # Noise white noise of its length) make sense for it: audio outputs made from audio inputs.
+    calibration_baselines: ClassVar[bool] = False
     metrics: ClassVar[tuple[Metric, ...]]
     # Figures of the judge rather than of the model (its agreement with itself, its bias),
     # kept on every slice beside the metrics, with "judged": how many answers they cover.

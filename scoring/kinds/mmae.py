@@ -61,6 +61,7 @@ class MMAE(Kind):
     title = "MMAE (Massive Multitask Audio Editing)"
     rounds = mmae.ROUNDS
     sends_inputs = True
+    calibration_baselines = True
     prompts = (mmae.SYSTEM_PROMPT, mmae.QUERY_TEMPLATE)
     outputs = OutputFormat(
         files=True, read=_read_predictions, digest=_output_digest, check=_check_output,

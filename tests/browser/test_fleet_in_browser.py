@@ -6,10 +6,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from audit.models import AuditEvent
 from judge.models import Endpoint
 from scoring import runs
 from scoring.fleet import fleet_probe
-from scoring.models import AuditEvent
 from tests.browser.test_board_in_browser import in_thread
 from tests.browser.test_rescore_in_browser import log_in
 from tests.conftest import demo_run

@@ -3,8 +3,9 @@
 import pytest
 from playwright.sync_api import expect
 
+from audit.models import AuditEvent
 from scoring import runs
-from scoring.models import AuditEvent, ScoringRun
+from scoring.models import ScoringRun
 from submissions.models import ModelEntry, Submission
 from tests.browser.test_board_in_browser import in_thread
 from tests.conftest import CAST_PASSWORD, demo_run

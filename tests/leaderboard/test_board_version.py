@@ -11,13 +11,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from audit.models import AuditEvent
+from audit.services import audit_record
 from leaderboard import selectors
 from leaderboard.services import reference_results_load
 from scoring import runs
-from scoring.audit import audit_record
 from scoring.boards import board_changed
 from scoring.judge_configs import benchmark_set_judge_config
-from scoring.models import AuditEvent, Benchmark, ScoringRun
+from scoring.models import Benchmark, ScoringRun
 from submissions import moderation
 from submissions.rescoring import board_runs_reconcile
 from submissions.services import _apply_model_details

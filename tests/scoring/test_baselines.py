@@ -5,10 +5,11 @@ import pytest
 import soundfile
 from django.core.management import CommandError, call_command
 
+from audit.models import AuditEvent
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from leaderboard.selectors import diagnostic_rows
 from scoring.baselines import BaselineError, baseline_folder, baselines_create
-from scoring.models import AuditEvent, SliceResult
+from scoring.models import SliceResult
 from scoring.services import benchmark_import
 from tests.conftest import CAST_PASSWORD, judge_config, score_run
 

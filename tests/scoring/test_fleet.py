@@ -6,6 +6,7 @@ import time
 import pytest
 from django.db import connection
 
+from audit.models import AuditEvent
 from judge.fleet import FleetUnavailable
 from judge.models import Endpoint
 from scoring import runs
@@ -16,7 +17,7 @@ from scoring.fleet import (
     fleet_base_urls,
     fleet_probe,
 )
-from scoring.models import Answer, AuditEvent
+from scoring.models import Answer
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from tests.conftest import free_ports, judge_config

@@ -3,6 +3,7 @@ audited, and every run pointing to one."""
 
 import pytest
 
+from audit.models import AuditEvent
 from scoring.judge_configs import (
     JudgeConfigError,
     judge_config_create,
@@ -10,7 +11,7 @@ from scoring.judge_configs import (
     judge_config_update,
 )
 from scoring.kinds import get_kind
-from scoring.models import AuditEvent, JudgeConfig
+from scoring.models import JudgeConfig
 from scoring.runs import run_create
 from scoring.services import benchmark_import
 

@@ -3,8 +3,9 @@
 import pytest
 from django.test import Client
 
+from audit.models import AuditEvent
 from judge.models import Endpoint
-from scoring.models import AuditEvent, JudgeConfig
+from scoring.models import JudgeConfig
 from tests.conftest import judge_config
 
 pytestmark = pytest.mark.django_db

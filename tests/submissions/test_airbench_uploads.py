@@ -6,10 +6,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from config.errors import ServiceError
 from scoring import airbench
 from scoring.services import benchmark_import
 from submissions.models import ApiToken, Submission
-from submissions.services import SubmissionRefused, submission_create, submission_validate
+from submissions.services import submission_create, submission_validate
 from tests.scoring.airbench_data import chat_meta, foundation_meta, write
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +83,7 @@ def test_a_file_written_as_the_official_inference_script_writes_it_is_accepted_a
 ])
 def test_a_faulty_file_is_refused_whole_naming_line_and_uniq_id(author, boards, rows, problem,
                                                                  settings):
-    with pytest.raises(SubmissionRefused) as caught:
+    with pytest.raises(ServiceError) as caught:
         create(author, boards["chat"] if rows[0]["uniq_id"] == 77 else boards["foundation"],
                jsonl(*rows))
     assert problem in caught.value.problems
@@ -91,7 +92,7 @@ def test_a_faulty_file_is_refused_whole_naming_line_and_uniq_id(author, boards, 
 
 
 def test_an_archive_is_refused_on_a_text_board(author, boards):
-    with pytest.raises(SubmissionRefused) as caught:
+    with pytest.raises(ServiceError) as caught:
         create(author, boards["chat"], jsonl({"uniq_id": 0, "response": "x"}),
                archive=SimpleUploadedFile("audio.zip", b"PK"))
     assert caught.value.problems == [
@@ -100,12 +101,12 @@ def test_an_archive_is_refused_on_a_text_board(author, boards):
 
 
 def test_a_predictions_file_is_required(author, boards):
-    with pytest.raises(SubmissionRefused, match="needs a predictions file"):
+    with pytest.raises(ServiceError, match="needs a predictions file"):
         create(author, boards["chat"], None)
 
 
 def test_alignment_is_an_option_of_the_foundation_track_only(author, boards):
-    with pytest.raises(SubmissionRefused) as caught:
+    with pytest.raises(ServiceError) as caught:
         create(author, boards["chat"], jsonl({"uniq_id": 0, "response": "x"}), align=True)
     assert caught.value.problems == ["option 'align' does not apply to air-bench-chat"]
 

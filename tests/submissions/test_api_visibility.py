@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from scoring.models import AuditEvent
+from audit.models import AuditEvent
 from submissions.models import ApiToken, Submission
 
 
@@ -56,7 +56,7 @@ def test_both_changes_happen_or_neither(scored, author):
 
 
 @pytest.mark.parametrize(("body", "error"), [
-    ({}, "non_field_errors: give public, representative or both"),
+    ({}, "give public, representative or both"),
     ({"public": "perhaps"}, "public: Must be a valid boolean."),
 ])
 def test_bad_input_is_a_400_naming_the_problem(scored, author, body, error):

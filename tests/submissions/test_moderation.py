@@ -4,7 +4,9 @@ one changes nothing and records nothing."""
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from scoring.models import AuditEvent, ScoringRun, SliceResult
+from audit.models import AuditEvent
+from config.errors import ServiceError
+from scoring.models import ScoringRun, SliceResult
 from submissions import moderation
 from submissions.models import QuotaOverride, Submission
 from submissions.services import quota_left, submission_folder
@@ -98,7 +100,7 @@ def test_deletion_removes_the_row_its_runs_results_and_files(
 
 def test_a_submission_still_being_scored_cannot_be_deleted(scored, staff):
     submission = scored(status="scoring")
-    with pytest.raises(moderation.ModerationError, match=rf"has a scoring run in progress "
+    with pytest.raises(ServiceError, match=rf"has a scoring run in progress "
                        rf"\(run {submission.current_run_id}\): cancel it"):
         moderation.submission_delete(actor=staff, submission=submission, reason="spam")
     assert Submission.objects.filter(pk=submission.pk).exists()
@@ -111,14 +113,14 @@ def test_a_submission_being_rescored_cannot_be_deleted(scored, staff):
     rescore.pk, rescore.status = None, ScoringRun.Status.QUEUED
     rescore.save()
     submission.runs.add(rescore)
-    with pytest.raises(moderation.ModerationError, match=f"run {rescore.pk}"):
+    with pytest.raises(ServiceError, match=f"run {rescore.pk}"):
         moderation.submission_delete(actor=staff, submission=submission, reason="spam")
     assert ScoringRun.objects.filter(submissions=submission).count() == 2
 
 
 def test_a_submission_being_validated_cannot_be_deleted(make_submission, author, staff):
     submission = make_submission(author)
-    with pytest.raises(moderation.ModerationError, match="is uploaded: wait for its "
+    with pytest.raises(ServiceError, match="is uploaded: wait for its "
                        "validation to end"):
         moderation.submission_delete(actor=staff, submission=submission, reason="spam")
     assert Submission.objects.filter(pk=submission.pk).exists()
@@ -133,7 +135,7 @@ def test_a_submission_being_validated_cannot_be_deleted(make_submission, author,
 ], ids=["hide", "flag", "delete", "quota"])
 def test_a_staff_action_without_a_reason_is_refused_and_changes_nothing(scored, staff, act):
     submission = scored()
-    with pytest.raises(moderation.ModerationError, match="give a reason"):
+    with pytest.raises(ServiceError, match="give a reason"):
         act(staff, submission)
     submission.refresh_from_db()
     assert (submission.hidden, submission.flag_reason) == (False, "")
@@ -157,7 +159,7 @@ def test_only_staff_may_moderate_even_their_own_submission(scored, author, act):
 
 
 def test_moderating_an_unknown_submission_says_so(staff):
-    with pytest.raises(moderation.ModerationError, match="no submission 987"):
+    with pytest.raises(ServiceError, match="no submission 987"):
         moderation.submission_hide(actor=staff, submission=Submission(pk=987), reason="spam")
     assert not AuditEvent.objects.exists()
 
@@ -165,7 +167,7 @@ def test_moderating_an_unknown_submission_says_so(staff):
 def test_hiding_twice_is_refused_and_recorded_once(scored, staff):
     submission = scored()
     moderation.submission_hide(actor=staff, submission=submission, reason="spam")
-    with pytest.raises(moderation.ModerationError, match="already hidden"):
+    with pytest.raises(ServiceError, match="already hidden"):
         moderation.submission_hide(actor=staff, submission=submission, reason="spam")
     assert AuditEvent.objects.count() == 1
 
@@ -209,7 +211,7 @@ def test_choosing_a_representative_replaces_the_previous_choice(scored, author):
 def test_a_private_or_unfinished_submission_cannot_represent_its_model(scored, author, kwargs,
                                                                      why):
     submission = scored(**kwargs)
-    with pytest.raises(moderation.ModerationError, match=why):
+    with pytest.raises(ServiceError, match=why):
         moderation.model_set_representative(actor=author, submission=submission)
     assert not Submission.objects.filter(representative=True).exists()
     assert not AuditEvent.objects.exists()
@@ -218,7 +220,7 @@ def test_a_private_or_unfinished_submission_cannot_represent_its_model(scored, a
 def test_a_hidden_submission_cannot_represent_its_model(scored, author, staff):
     submission = scored()
     moderation.submission_hide(actor=staff, submission=submission, reason="spam")
-    with pytest.raises(moderation.ModerationError, match="staff have hidden it"):
+    with pytest.raises(ServiceError, match="staff have hidden it"):
         moderation.model_set_representative(actor=author, submission=submission)
 
 
@@ -241,23 +243,23 @@ def test_a_quota_override_changes_the_limits_and_is_recorded(author, staff, sett
 
 
 def test_a_quota_override_of_zero_stops_uploads(author, staff, make_submission):
-    from submissions.services import SubmissionRefused
+    from config.errors import ServiceError
 
     moderation.quota_override(actor=staff, user=author, per_day=0, in_flight=None,
                               reason="abuse")
-    with pytest.raises(SubmissionRefused, match="daily quota reached: 0 submissions"):
+    with pytest.raises(ServiceError, match="daily quota reached: 0 submissions"):
         make_submission(author)
 
 
 def test_a_negative_quota_is_refused(author, staff):
-    with pytest.raises(moderation.ModerationError, match="per_day must be 0 or more"):
+    with pytest.raises(ServiceError, match="per_day must be 0 or more"):
         moderation.quota_override(actor=staff, user=author, per_day=-1, in_flight=None,
                                   reason="r")
     assert not QuotaOverride.objects.exists() and not AuditEvent.objects.exists()
 
 
 def test_removing_an_override_that_does_not_exist_is_refused(author, staff):
-    with pytest.raises(moderation.ModerationError, match="has no quota override to remove"):
+    with pytest.raises(ServiceError, match="has no quota override to remove"):
         moderation.quota_override(actor=staff, user=author, per_day=None, in_flight=None,
                                   reason="r")
     assert not AuditEvent.objects.exists()

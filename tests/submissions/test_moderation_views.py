@@ -3,7 +3,7 @@ buttons: staff only (404 for anyone else), POST with a reason, audited, bad inpu
 
 import pytest
 
-from scoring.models import AuditEvent
+from audit.models import AuditEvent
 from submissions.models import QuotaOverride, Submission
 
 STAFF_PAGES = ["/staff/submissions/", "/staff/submissions/{pk}/", "/staff/quotas/",

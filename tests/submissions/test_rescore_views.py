@@ -3,7 +3,8 @@
 import pytest
 from rest_framework.test import APIClient
 
-from scoring.models import AuditEvent, Benchmark, JudgeConfig, ScoringRun
+from audit.models import AuditEvent
+from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions.models import ModelEntry, Submission
 from tests.conftest import CAST_PASSWORD, judge_config
 
@@ -151,3 +152,14 @@ def test_staff_change_the_current_judge_config_with_a_typed_confirmation(client,
     event = AuditEvent.objects.get()
     assert (event.action, event.after, event.public) == ("judge_config",
                                                          {"judge_config": other.name}, True)
+
+
+@pytest.mark.parametrize(("kind", "offered"), [("mmae", True), ("airbench-chat", False)])
+def test_the_baselines_button_shows_for_a_kind_that_has_them(client, staff, kind, offered):
+    benchmark = Benchmark.objects.create(
+        slug="bench", kind=kind, version=1, title="Bench", sha256="a" * 64,
+        source_name="meta.json", audio_root="/x", n_items=0, n_criteria=0)
+    judge_config(["http://127.0.0.1:9"], benchmark=benchmark, kind=kind)
+    client.force_login(staff)
+    body = client.get("/staff/rescore/?benchmark=bench").content.decode()
+    assert ("Score Identity and Noise" in body) is offered

@@ -4,16 +4,17 @@ judgment cache, a changed config, the board switching runs, and audit records.""
 import pytest
 from django.core.management import CommandError, call_command
 
+from audit.models import AuditEvent
+from config.errors import ServiceError
 from leaderboard.selectors import leaderboard_rows
 from scoring import runs, synthetic
 from scoring.judge_configs import benchmark_set_judge_config
-from scoring.models import Answer, AuditEvent, ScoringRun, SliceResult
+from scoring.models import Answer, ScoringRun, SliceResult
 from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from submissions import tasks as submission_tasks
 from submissions.models import ModelEntry, Submission
 from submissions.rescoring import (
-    RescoreError,
     RescoreFilter,
     board_runs_reconcile,
     rescore_candidates,
@@ -160,10 +161,10 @@ def test_a_failed_query_is_never_reused(scored, staff):
 
 
 def test_a_rescore_needs_a_reason_and_a_config_for_the_same_prompts(scored, staff):
-    with pytest.raises(RescoreError, match="needs a reason"):
+    with pytest.raises(ServiceError, match="needs a reason"):
         rescore(scored, scored["config"], staff, reason=" ")
     foreign = judge_config(["http://127.0.0.1:9"], prompt_sha256="0" * 64)
-    with pytest.raises(RescoreError, match="other prompts"):
+    with pytest.raises(ServiceError, match="other prompts"):
         rescore(scored, foreign, staff)
     assert ScoringRun.objects.count() == 1 and not AuditEvent.objects.exists()
 

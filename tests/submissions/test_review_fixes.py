@@ -6,9 +6,10 @@ import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from config.errors import ServiceError
 from submissions import services
 from submissions.models import ModelEntry, Submission
-from submissions.services import SubmissionRefused, submission_fail_validation, submission_validate
+from submissions.services import submission_fail_validation, submission_validate
 
 
 def test_a_predictions_file_above_its_limit_is_refused_before_it_is_read(
@@ -16,7 +17,7 @@ def test_a_predictions_file_above_its_limit_is_refused_before_it_is_read(
     monkeypatch.setattr(services, "MAX_PREDICTIONS_BYTES", 10)
     monkeypatch.setattr(services, "_check_predictions",
                         lambda *a: pytest.fail("the file must not be read"))
-    with pytest.raises(SubmissionRefused, match="is above the limit of 10 for a predictions"):
+    with pytest.raises(ServiceError, match="is above the limit of 10 for a predictions"):
         make_submission(author)
     assert Submission.objects.count() == 0
 
@@ -60,7 +61,7 @@ def test_the_quota_is_checked_again_under_the_authors_lock(author, make_submissi
         return []
 
     monkeypatch.setattr(services, "_check_predictions", meanwhile)
-    with pytest.raises(SubmissionRefused, match="daily quota reached"):
+    with pytest.raises(ServiceError, match="daily quota reached"):
         make_submission(author, name="Late")
     assert list(Submission.objects.values_list("model__name", flat=True)) == ["Parallel"]
 

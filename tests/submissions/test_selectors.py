@@ -67,6 +67,6 @@ def test_progress_counts_failed_queries_by_the_kind_the_fleet_gave(small_bench):
         Answer.objects.create(run=run, criterion=criterion, round=0, choices=[],
                               correct_letter="A", correct=False, attempts=5, error=error,
                               error_kind=kind)
-    progress = run_progress(run)
+    progress = run_progress(run, owner_id=None)
     assert progress["failures"] == {"server error": 2, "timeout": 1}
     assert progress["done"] == 4

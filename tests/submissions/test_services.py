@@ -11,10 +11,10 @@ from django.conf import settings
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from config.errors import ServiceError
 from scoring.models import Criterion, RunBatch, ScoringRun
 from submissions.models import ModelEntry, Submission
 from submissions.services import (
-    SubmissionRefused,
     quota_left,
     submission_validate,
     validations_to_retry,
@@ -73,7 +73,7 @@ def test_an_invalid_audio_file_rejects_keeps_no_files_and_costs_no_quota(author,
 
 def test_a_predictions_file_with_unknown_ids_is_refused_and_nothing_is_stored(author,
                                                                             make_submission):
-    with pytest.raises(SubmissionRefused) as info:
+    with pytest.raises(ServiceError) as info:
         make_submission(author, predictions=b'{"id": "nope", "audio_path": "a.wav"}\n')
     assert info.value.problems == [
         "submission.jsonl line 1: unknown id 'nope' (not in the benchmark)"]
@@ -82,7 +82,7 @@ def test_a_predictions_file_with_unknown_ids_is_refused_and_nothing_is_stored(au
 
 
 def test_a_predictions_file_with_bad_json_is_refused_naming_the_line(author, make_submission):
-    with pytest.raises(SubmissionRefused) as info:
+    with pytest.raises(ServiceError) as info:
         make_submission(author, predictions=b'{"id": "x"\n')
     assert info.value.problems[0].startswith("submission.jsonl line 1: invalid JSON")
     assert Submission.objects.count() == 0
@@ -91,9 +91,9 @@ def test_a_predictions_file_with_bad_json_is_refused_naming_the_line(author, mak
 def test_the_daily_quota_refuses_and_says_so(author, make_submission, settings):
     settings.SUBMISSIONS_PER_DAY = 1
     make_submission(author)
-    with pytest.raises(SubmissionRefused) as info:
+    with pytest.raises(ServiceError) as info:
         make_submission(author)
-    assert info.value.quota is True
+    assert info.value.code == "quota"
     assert info.value.problems == ["daily quota reached: 1 submissions in 24 hours"]
     assert Submission.objects.count() == 1
 
@@ -101,7 +101,7 @@ def test_the_daily_quota_refuses_and_says_so(author, make_submission, settings):
 def test_the_in_flight_quota_counts_unfinished_submissions(author, make_submission, settings):
     settings.SUBMISSIONS_IN_FLIGHT = 1
     first = make_submission(author)
-    with pytest.raises(SubmissionRefused, match="still being scored"):
+    with pytest.raises(ServiceError, match="still being scored"):
         make_submission(author)
     submission_validate(first.id)
     ScoringRun.objects.update(status=ScoringRun.Status.FINISHED)

@@ -1,7 +1,8 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring.baselines import BaselineError, baselines_create
+from config.commands import staff_actor
+from config.errors import ServiceError
+from scoring.baselines import baselines_create
 from scoring.models import Benchmark
 
 
@@ -20,16 +21,11 @@ class Command(BaseCommand):
             .first()
         if benchmark is None:
             raise CommandError(f"no benchmark {options['benchmark']!r}")
-        actor = None
-        if options["actor"]:
-            actor = get_user_model().objects.filter(username=options["actor"],
-                                                    is_staff=True).first()
-            if actor is None:
-                raise CommandError(f"--actor: no staff user {options['actor']!r}")
+        actor = staff_actor(options["actor"]) if options["actor"] else None
         try:
             made = baselines_create(actor=actor, benchmark=benchmark, reason=options["reason"],
                                     progress=True)
-        except BaselineError as exc:
+        except ServiceError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write("queued " + ", ".join(f"{run.label} (run {run.id}, "
                                                 f"{run.total_queries} queries)" for run in made))

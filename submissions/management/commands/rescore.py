@@ -1,15 +1,9 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring.judge_configs import judge_config_current
-from scoring.models import Benchmark, JudgeConfig
-from submissions.rescoring import (
-    RescoreError,
-    RescoreFilter,
-    rescore_candidates,
-    rescore_plan,
-    submissions_rescore,
-)
+from config.commands import staff_actor
+from config.errors import ServiceError
+from scoring.models import Benchmark
+from submissions.rescoring import RescoreFilter, rescore_request
 
 
 class Command(BaseCommand):
@@ -34,41 +28,23 @@ class Command(BaseCommand):
             .first()
         if benchmark is None:
             raise CommandError(f"no benchmark {options['benchmark']!r}")
-        config = judge_config_current(benchmark)
-        if options["config"]:
-            config = JudgeConfig.objects.filter(name=options["config"]).first()
-            if config is None:
-                raise CommandError(f"no judge config named {options['config']!r}")
         where = RescoreFilter(submission_ids=tuple(options["submission"]),
                               model_contains=options["model_contains"], state=options["state"])
-        targets = list(rescore_candidates(benchmark=benchmark, where=where))
+        request = {"benchmark": benchmark, "where": where, "judge_config": options["config"]}
         try:
-            plan = rescore_plan(benchmark=benchmark, submissions=targets, config=config)
-        except RescoreError as exc:
-            raise CommandError(str(exc)) from None
-        self.stdout.write(f"{len(targets)} submission(s) of {benchmark} under {config.name}: "
-                          f"{plan.queries} judge queries ({plan.total} answers needed, "
-                          f"{plan.cached} from the judgment cache)")
-        if options["dry_run"]:
-            return
-        if not targets:
-            raise CommandError("no submission matches: nothing to rescore")
-        actor = self._actor(options["actor"])
-        if not options["yes"] and input(f"type {benchmark.slug} to confirm: ").strip() \
-                != benchmark.slug:
-            raise CommandError("not confirmed; nothing done")
-        try:
-            made = submissions_rescore(actor=actor, benchmark=benchmark, submissions=targets,
-                                       config=config, reason=options["reason"])
-        except RescoreError as exc:
+            plan, _ = rescore_request(actor=None, dry_run=True, **request)
+            self.stdout.write(f"{len(plan.submissions)} submission(s) of {benchmark} under "
+                              f"{plan.config.name}: {plan.queries} judge queries ({plan.total} "
+                              f"answers needed, {plan.cached} from the judgment cache)")
+            if options["dry_run"]:
+                return
+            actor = staff_actor(options["actor"])
+            if not options["yes"] and input(f"type {benchmark.slug} to confirm: ").strip() \
+                    != benchmark.slug:
+                raise CommandError("not confirmed; nothing done")
+            _, made = rescore_request(actor=actor, reason=options["reason"],
+                                      expected=len(plan.submissions), **request)
+        except ServiceError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"queued {len(made)} rescoring run(s): "
                           f"{', '.join(str(run.id) for run in made)}")
-
-    def _actor(self, username: str):
-        if not username:
-            raise CommandError("--actor: name the staff user doing this (for the audit log)")
-        user = get_user_model().objects.filter(username=username, is_staff=True).first()
-        if user is None:
-            raise CommandError(f"--actor: no staff user {username!r}")
-        return user

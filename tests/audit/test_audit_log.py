@@ -3,8 +3,8 @@
 import pytest
 from django.db import DatabaseError, transaction
 
-from scoring.audit import audit_record
-from scoring.models import AuditEvent
+from audit.models import AuditEvent
+from audit.services import audit_record
 
 
 @pytest.fixture
@@ -50,14 +50,14 @@ def admin_client(client, django_user_model):
 
 
 def test_the_admin_shows_events_but_cannot_add_change_or_delete(admin_client, event):
-    listing = admin_client.get("/admin/scoring/auditevent/")
+    listing = admin_client.get("/admin/audit/auditevent/")
     assert listing.status_code == 200
     assert event.object_repr in listing.content.decode()
-    view = admin_client.get(f"/admin/scoring/auditevent/{event.pk}/change/")
+    view = admin_client.get(f"/admin/audit/auditevent/{event.pk}/change/")
     assert view.status_code == 200 and "View audit event" in view.content.decode()
-    assert admin_client.get("/admin/scoring/auditevent/add/").status_code == 403
-    assert admin_client.post(f"/admin/scoring/auditevent/{event.pk}/change/",
+    assert admin_client.get("/admin/audit/auditevent/add/").status_code == 403
+    assert admin_client.post(f"/admin/audit/auditevent/{event.pk}/change/",
                              {"reason": "x"}).status_code == 403
-    assert admin_client.post(f"/admin/scoring/auditevent/{event.pk}/delete/",
+    assert admin_client.post(f"/admin/audit/auditevent/{event.pk}/delete/",
                              {"post": "yes"}).status_code == 403
     assert AuditEvent.objects.get(pk=event.pk).reason == "a lab"

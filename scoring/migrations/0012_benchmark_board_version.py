@@ -5,7 +5,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("scoring", "0010_run_vector"),
+        ("scoring", "0011_auditevent_to_audit_app"),
     ]
 
     operations = [

@@ -1,0 +1,32 @@
+"""The one error a service raises when it refuses an operation (bad input, or a state that
+forbids it); nothing has been changed. Pages show it as form errors, the API answers it as
+`{"errors": [...]}` (config.api), commands print it."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+
+class ServiceError(ValidationError):
+    """`problems`: each reason, in words an author or staff member acts on. `code` says why:
+    "invalid" (the input; HTTP 400), "conflict" (the object's state; 409) or "quota" (a limit
+    of the caller's; 429)."""
+
+    STATUS = {"invalid": 400, "conflict": 409, "quota": 429}
+
+    def __init__(self, problems: str | list[str], *, code: str = "invalid"):
+        if code not in self.STATUS:
+            raise ValueError(f"unknown ServiceError code {code!r}")
+        super().__init__([problems] if isinstance(problems, str) else list(problems))
+        self.code = code
+
+    @property
+    def problems(self) -> list[str]:
+        return self.messages
+
+    @property
+    def status(self) -> int:
+        return self.STATUS[self.code]
+
+    def __str__(self) -> str:
+        return "; ".join(self.messages)

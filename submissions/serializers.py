@@ -1,0 +1,126 @@
+"""What the submissions API answers: output serializers shared by its views, so that every
+response is written from one definition and described by it in the OpenAPI schema."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+class ErrorsSerializer(serializers.Serializer):
+    """Every API error (config.api): each problem in words."""
+
+    errors = serializers.ListField(child=serializers.CharField())
+
+
+def error_responses(*codes: int) -> dict:
+    """The error responses an operation may give, for its schema."""
+    return {code: ErrorsSerializer for code in codes}
+
+
+class RunSerializer(serializers.Serializer):
+    """One scoring run of a submission."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    judge = serializers.CharField(source="judge_name", help_text="the judge model, or the "
+                                  "judge simulator")
+    judge_config = serializers.CharField(source="judge_config.name")
+    purpose = serializers.CharField(help_text="submission, rescore or baseline")
+    simulated = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    status_times = serializers.DictField(child=serializers.CharField(),
+                                         help_text="status -> when it was entered")
+    error = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_error(self, run) -> str | None:
+        return run.error or None
+
+
+class RunWithCacheSerializer(RunSerializer):
+    cached_answers = serializers.IntegerField(
+        help_text="answers taken from the judgment cache: copies of the author's own, a "
+        "published or a baseline run's (another author's private upload is never counted)")
+
+
+class SubmissionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField(source="state", help_text="uploaded, validating, "
+                                   "rejected, then its run's: queued, scoring, aggregating, "
+                                   "finished, failed or cancelled")
+    benchmark = serializers.CharField(source="benchmark.slug")
+    benchmark_version = serializers.IntegerField(source="benchmark.version")
+    model = serializers.CharField(source="model.name")
+    public = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    status_times = serializers.DictField(child=serializers.CharField())
+    coverage = serializers.FloatField(allow_null=True)
+    partial = serializers.BooleanField()
+    representative = serializers.BooleanField()
+    hidden = serializers.BooleanField()
+    flag = serializers.SerializerMethodField()
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_flag(self, submission) -> str | None:
+        return submission.flag_reason or None
+
+
+class ProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    eta_seconds = serializers.IntegerField(allow_null=True)
+    queue_position = serializers.IntegerField(allow_null=True)
+
+
+class SubmissionDetailSerializer(SubmissionSerializer):
+    """A submission with its progress, validation report, runs and overall figures: the
+    view sets what the model does not hold on the instance (submissions.api)."""
+
+    progress = ProgressSerializer()
+    failures = serializers.DictField(child=serializers.IntegerField(),
+                                     help_text="failed judge queries by kind")
+    report = serializers.DictField(help_text="the validation report")
+    failure = serializers.CharField(allow_null=True, help_text="why the current run failed")
+    runs = RunWithCacheSerializer(many=True, source="runs_shown", help_text="newest first")
+    metrics = serializers.ListField(child=serializers.CharField())
+    files = serializers.ListField(child=serializers.CharField(),
+                                  help_text="results files, at files/<name> once finished")
+    overall = serializers.DictField(allow_null=True,
+                                    help_text="n and each metric, once finished")
+
+
+class SubmissionStatusSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField(source="state")
+
+
+class SubmissionCreatedSerializer(SubmissionStatusSerializer):
+    url = serializers.URLField(help_text="the submission's API address (also Location)")
+
+
+class RescoreSerializer(serializers.Serializer):
+    submission = serializers.IntegerField()
+    judge_config = serializers.CharField()
+    answers = serializers.IntegerField(help_text="answers the new run needs")
+    cached = serializers.IntegerField(help_text="of which the judgment cache already has")
+    queries = serializers.IntegerField(help_text="judge queries it will send")
+    dry_run = serializers.BooleanField()
+    run = RunSerializer(required=False, help_text="the new run (not for a dry run)")
+
+
+class QuotaSerializer(serializers.Serializer):
+    """A user's upload limits in force and what is left of them."""
+
+    username = serializers.CharField()
+    per_day = serializers.IntegerField(help_text="submissions per 24 hours")
+    today = serializers.IntegerField(help_text="left in the last 24 hours")
+    in_flight_limit = serializers.IntegerField(help_text="scored at once")
+    in_flight = serializers.IntegerField(help_text="left of those")
+    overridden = serializers.BooleanField(help_text="the user has limits of their own")
+
+
+class DeletedSerializer(serializers.Serializer):
+    deleted = serializers.IntegerField(help_text="the deleted submission's id")
+    runs = serializers.ListField(child=serializers.IntegerField(),
+                                 help_text="its runs, deleted with it")
