@@ -128,7 +128,8 @@ class LeaderboardApi(APIView):
         ranged = ranking.ready(benchmark, stamp)
         return responses.shared(
             request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
-            parts=("api", renderer.format, _normal(form).urlencode()),
+            # The host too: the page links are absolute URLs.
+            parts=("api", request.get_host(), renderer.format, _normal(form).urlencode()),
             render=lambda: self._respond(request, benchmark, form, query, renderer))
 
     def _respond(self, request, benchmark, form, query, renderer):
