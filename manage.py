@@ -4,6 +4,11 @@ import sys
 
 
 def main():
+    if sys.argv[1:2] == ["score"]:
+        # The scorer is plain Python: no Django to set up before the first judge query.
+        from scoring.cli import main as score
+
+        sys.exit(score(sys.argv[2:]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from django.core.management import execute_from_command_line
 

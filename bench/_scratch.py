@@ -129,3 +129,20 @@ def proc_status_kb(pid: int, field: str) -> int | None:
     except OSError:
         return None
     return None
+
+
+def celery_worker(env: dict, processes: int, log_path: Path, app) -> subprocess.Popen:
+    """`celery -A config worker` with `processes` pool processes, logging to `log_path`, once
+    it answers a ping of `app` (the same broker); stop it with stop_group."""
+    with open(log_path, "a") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency",
+             str(processes), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
+             "-n", f"bench{os.getpid()}@%h"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not app.control.ping(timeout=1):
+        if worker.poll() is not None or time.monotonic() > deadline:
+            stop_group(worker)
+            raise RuntimeError(f"the worker did not start:\n{log_path.read_text()[-3000:]}")
+    return worker

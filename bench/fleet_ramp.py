@@ -76,7 +76,7 @@ def scorer_jobs(meta: Path, predictions: Path, audio_root: Path) -> list:
     """The judge queries `manage.py score` would ask for these files."""
     config = ScoreConfig(kind="mmae", meta=meta, predictions=predictions,
                          audio_root=audio_root, base_urls=[], output_dir=audio_root)
-    return plan_jobs(plan(config), config)
+    return list(plan_jobs(plan(config), config))
 
 
 async def score_once(jobs, urls, args, leases) -> dict:

@@ -9,11 +9,16 @@ and after) as the broker, writes a synthetic full-size set (2,000 samples, 17,74
 objects; the worker validates, then scores batch by batch). It waits with a progress bar (the
 run's Answer count) and prints, from ScoringRun.status_times, the time from queued to finished
 and the whole upload-to-finished time, queries/s, the capacity (endpoints x slots / latency)
-and their ratio. In flight at most: P processes x JUDGE_CONCURRENCY x endpoints.
+and their ratio. In flight at most: JUDGE_CONCURRENCY per endpoint, across every worker process
+(the leases in Redis). It also prints each worker process's resident memory (RSS) when the run
+is queued, at its peak while scoring and at the end, and its peak over its whole life (VmHWM,
+validation included): flat over a full-size run, and bounded with long outputs
+(`--long-outputs N`: the first N outputs are `--long-seconds` 48 kHz stereo WAVs).
 Every process, the scratch database and Redis db 14 are cleaned up at the end.
 
-    .venv/bin/python bench/pipeline_throughput.py [--processes 2 --judge-concurrency 18
-        --batch-items 10 --profile-seconds 0]
+    .venv/bin/python bench/pipeline_throughput.py [--processes 2 --judge-concurrency 36
+        --batch-items 40 --profile-seconds 0]
+    .venv/bin/python bench/pipeline_throughput.py --samples 4 --rubrics 36 --long-outputs 4
 
 With --profile-seconds S, py-spy records each worker process for S seconds once scoring is
 under way, and the busiest functions are printed (profiling costs some CPU of its own).
@@ -67,6 +72,11 @@ def backends(db_name: str) -> list[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [db_name])
         return [row[0] for row in cursor.fetchall()]
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float | None:
+    kb = _scratch.proc_status_kb(pid, field)
+    return None if kb is None else kb / 1024
 
 
 def machine_busy() -> tuple[float, float]:
@@ -167,7 +177,7 @@ def _short(frame: str) -> str:
     # "function (path/to/module.py:123)" -> "function (module.py)"; the line varies per sample
     name, _, where = frame.partition(" (")
     where = where.rstrip(")").rsplit(":", 1)[0]
-    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+    for marker in ("site-packages/", f"{ROOT}/", "lib/python3"):
         if marker in where:
             where = where.split(marker, 1)[1]
     return f"{name} ({where})"
@@ -183,9 +193,13 @@ def main():
     parser.add_argument("--latency-ms", type=float, default=200.0)
     parser.add_argument("--processes", type=int, default=2,
                         help="Celery worker processes (--concurrency)")
-    parser.add_argument("--judge-concurrency", type=int, default=18,
-                        help="JUDGE_CONCURRENCY: in flight per endpoint per process")
+    parser.add_argument("--judge-concurrency", type=int, default=36,
+                        help="JUDGE_CONCURRENCY: in flight per endpoint, all processes "
+                             "together (a little above the slots, so none idles)")
     parser.add_argument("--batch-items", type=int, default=40, help="SCORING_BATCH_ITEMS")
+    parser.add_argument("--long-outputs", type=int, default=0,
+                        help="how many outputs are long 48 kHz stereo WAVs (the memory bound)")
+    parser.add_argument("--long-seconds", type=float, default=299.0)
     parser.add_argument("--timeout", type=float, default=900,
                         help="give up when the run has not finished after this many seconds")
     parser.add_argument("--profile-seconds", type=float, default=0,
@@ -236,6 +250,14 @@ def main():
         samples = json.loads(meta.read_text())
         predictions = synthetic.write_system(bench_root, samples, name="bench", seed=2,
                                              fmt="jsonl", seconds=args.seconds)
+        if args.long_outputs:
+            from fleet_memory import write_long_wav
+
+            for sample in samples[:args.long_outputs]:
+                write_long_wav(bench_root / f"systems/bench/{sample['id']}.wav",
+                               args.long_seconds)
+            print(f"{args.long_outputs} outputs are {args.long_seconds:g} s 48 kHz stereo WAVs",
+                  flush=True)
         archive_path = work / "audio.zip"
         with zipfile.ZipFile(archive_path, "w", zipfile.ZIP_STORED) as archive:
             for sample in samples:
@@ -254,21 +276,11 @@ def main():
         _scratch.wait_http([f"{u}/health" for u in urls], process=simulator)
 
         log_path = work / "worker.log"
-        with open(log_path, "a") as log:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency",
-                 str(args.processes), "--loglevel", "WARNING", "--without-gossip",
-                 "--without-mingle", "-n", f"bench{os.getpid()}@%h"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
-        deadline = time.monotonic() + 60
-        while not celery_app.control.ping(timeout=1):
-            if worker.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the worker did not start:\n{log_path.read_text()[-3000:]}")
+        worker = _scratch.celery_worker(env, args.processes, log_path, celery_app)
         pool = _scratch.children(worker.pid)
         print(f"worker: {args.processes} processes (pids {pool}), JUDGE_CONCURRENCY "
               f"{args.judge_concurrency} x {args.endpoints} endpoints = "
-              f"{args.processes * args.judge_concurrency * args.endpoints} in flight at most "
+              f"{args.judge_concurrency * args.endpoints} in flight at most (fleet-wide leases) "
               f"for {args.endpoints * args.slots} slots; SCORING_BATCH_ITEMS {args.batch_items}",
               flush=True)
 
@@ -303,8 +315,16 @@ def main():
                     busy_at_queue = machine_busy()
                     bar = tqdm(total=run.total_queries, unit="q", smoothing=0.1,
                                mininterval=1.0, file=sys.stdout)
+                    rss = {pid: [rss_mb(pid)] * 3 for pid in pool}  # at queue, peak, last
+                    quarters = {pid: [] for pid in pool}  # RSS as each quarter is answered
                 done = Answer.objects.filter(run_id=run.id).count()
                 bar.update(done - bar.n)
+                for pid, (first, peak, _) in rss.items():
+                    now = rss_mb(pid)
+                    if now is not None:
+                        rss[pid] = [first, max(peak or 0, now), now]
+                        if done >= (len(quarters[pid]) + 1) * run.total_queries / 4:
+                            quarters[pid].append(now)
                 if (args.profile_seconds and not profiled
                         and done > 0.15 * run.total_queries):
                     profiled = True
@@ -367,9 +387,9 @@ def main():
               f"{achieved / capacity:.3f} of capacity")
         print(f"achieved (upload to finished): {queries / upload_to_finished:.1f} queries/s = "
               f"{queries / upload_to_finished / capacity:.3f} of capacity")
-        print(f"settings: {args.processes} worker processes x JUDGE_CONCURRENCY "
-              f"{args.judge_concurrency} x {args.endpoints} endpoints, SCORING_BATCH_ITEMS "
-              f"{args.batch_items}")
+        print(f"settings: {args.processes} worker processes, JUDGE_CONCURRENCY "
+              f"{args.judge_concurrency} per endpoint x {args.endpoints} endpoints, "
+              f"SCORING_BATCH_ITEMS {args.batch_items}")
         span = queued_to_finished
         labels = {worker.pid: "celery main", simulator.pid: "simulator",
                   **{pid: f"worker process {pid}" for pid in pool}}
@@ -405,6 +425,12 @@ def main():
             print(f"  busy {100 * busy_share:.0f}% of the samples; mean slot hold per query "
                   f"(Little's law) {1000 * hold:.0f} ms against {args.latency_ms:g} ms "
                   f"configured")
+        for pid, (first, peak, last) in rss.items():
+            print(f"worker process {pid} RSS: {first:.0f} MB when the run was queued, peak "
+                  f"{peak:.0f} MB while scoring (sampled every 0.5 s), {last:.0f} MB at the end; "
+                  f"peak over its life (VmHWM, validation included) {rss_mb(pid, 'VmHWM'):.0f} MB; "
+                  f"as each quarter of the answers was stored: "
+                  + ", ".join(f"{q:.0f}" for q in quarters[pid]) + " MB")
         latencies = sorted(answers.values_list("latency_ms", flat=True))
         if latencies:
             def pct(q):

@@ -2,6 +2,7 @@ import logging
 import os
 
 from celery import Celery, Task
+from celery.signals import worker_process_shutdown
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
@@ -31,6 +32,15 @@ class TransactionAwareTask(Task):
 app = Celery("mmae_board", task_cls=TransactionAwareTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_shutdown.connect
+def _close_fleet_client(**kwargs) -> None:
+    """A worker process keeps one judge fleet client between batches (judge.runner): close
+    its connections and lease subscription when the process ends."""
+    from judge.runner import fleet_runner
+
+    fleet_runner.close()
 
 
 class BrokerUnavailable(Exception):

@@ -6,9 +6,10 @@ deployment stops the process at start-up instead of surfacing later as odd behav
 
 import ipaddress
 import os
-from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+
+from judge.base_urls import parse_base_urls  # noqa: F401 - settings read it from here
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -95,25 +96,3 @@ def env_secret_pair(id_name: str, secret_name: str) -> tuple[str, str] | None:
         raise ImproperlyConfigured(f"{missing} is missing: set both {id_name} and "
                                    f"{secret_name}, or neither")
     return (client_id, secret) if client_id else None
-
-
-def parse_base_urls(raw: str, *, name: str = "JUDGE_BASE_URLS") -> list[str]:
-    """Split a comma-separated list of judge base URLs, checking each one."""
-    urls = []
-    for part in raw.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        parts = urlsplit(part)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ImproperlyConfigured(
-                f"{name}: {part!r} is not an http(s) URL such as http://127.0.0.1:8001"
-            )
-        try:
-            parts.port  # noqa: B018 - raises ValueError on a bad port
-        except ValueError:
-            raise ImproperlyConfigured(f"{name}: {part!r} has an invalid port") from None
-        urls.append(part.rstrip("/"))
-    if len(set(urls)) != len(urls):
-        raise ImproperlyConfigured(f"{name}: the same URL is listed twice in {raw!r}")
-    return urls

@@ -348,7 +348,12 @@ SUBMISSION_MAX_CHANNELS = env_int("SUBMISSION_MAX_CHANNELS", 8, minimum=1)
 SUBMISSION_MAX_COMPRESSION_RATIO = env_int("SUBMISSION_MAX_COMPRESSION_RATIO", 20, minimum=1)
 SUBMISSION_COMPRESSION_FLOOR_BYTES = env_int("SUBMISSION_COMPRESSION_FLOOR_BYTES",
                                              64 * 1024**2, minimum=0)
-SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 1800,
+# A validating worker touches its submission every SUBMISSION_VALIDATION_HEARTBEAT_SECONDS;
+# one silent for SUBMISSION_VALIDATION_STALE_SECONDS died, and an upload left that long without
+# a worker lost its message (a broker restarted without persistence): both are queued again.
+SUBMISSION_VALIDATION_HEARTBEAT_SECONDS = env_int("SUBMISSION_VALIDATION_HEARTBEAT_SECONDS", 10,
+                                                  minimum=1)
+SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 120,
                                               minimum=2)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)
 SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
@@ -358,9 +363,15 @@ SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
 SCORING_BATCH_ITEMS = env_int("SCORING_BATCH_ITEMS", 40, minimum=1)
 SCORING_HEARTBEAT_SECONDS = env_int("SCORING_HEARTBEAT_SECONDS", 10, minimum=1)
 SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
-SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 3600, minimum=2)
+# A pending batch queued this long ago and never claimed lost its message (a broker restarted
+# without persistence): it is sent again. A duplicate is harmless (claims are conditional).
+SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 120, minimum=2)
 SCORING_FLEET_RETRY_SECONDS = env_int("SCORING_FLEET_RETRY_SECONDS", 30, minimum=1)
 SCORING_MAX_CLAIMS = env_int("SCORING_MAX_CLAIMS", 5, minimum=1)
+# A batch's task claims the run's next batches ahead, into the same query loop, for at most
+# this many seconds from its start (0: never), so that no judge slot idles between batches
+# while tasks stay far shorter than the broker's visibility timeout.
+SCORING_CLAIM_AHEAD_SECONDS = env_int("SCORING_CLAIM_AHEAD_SECONDS", 300, minimum=0)
 SCORING_SEED = env_int("SCORING_SEED", 0)
 
 # The default judge fleet: comma-separated OpenAI-compatible base URLs (vLLM servers).
@@ -451,7 +462,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "retry-lost-validations": {
         "task": "submissions.tasks.sweep_validations",
-        "schedule": 300,
+        "schedule": env_int("SUBMISSION_VALIDATION_SWEEP_SECONDS", 30, minimum=1),
     },
     "sweep-upload-temporaries": {
         "task": "submissions.tasks.sweep_upload_temporaries",

@@ -1,17 +1,22 @@
 """The one query loop: judge Jobs (scoring.kinds.base.Job) through a judge fleet, for the
 scoring pipeline and the `score` command alike.
 
-Plain Python (asyncio), no Django. Audio travels inline as base64 `data:` URIs; each file is
-encoded once, in a thread, shared by every query that sends it, and dropped as soon as the
-last of those queries is answered, so a worker holds the audio of the items in flight only.
+Plain Python (asyncio), no Django. Jobs come from any iterable, taken one at a time as slots
+free (a generator may still be building them while the first queries are out), or from a
+JobFeed that another thread fills (the pipeline, adding batch after batch to one loop).
+
+Audio travels inline as base64 `data:` URIs; each file is encoded once, in a thread, shared
+by every query in flight that sends it, and dropped as soon as the last of those queries is
+answered, so a worker holds the audio of the queries in flight only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from judge.fleet import JudgeAnswer, JudgeFleet
@@ -24,12 +29,22 @@ def data_uri(media: Media) -> str:
 
 
 class MediaCache:
-    """The `data:` URIs of the jobs' audio, encoded on first use and kept while a job that
-    sends them is waiting or in flight."""
+    """The `data:` URIs of the audio of the jobs in flight, encoded on first use and kept
+    while a job that sends them holds them."""
 
-    def __init__(self, jobs: list[Job]):
-        self.waiting = Counter(m.path for job in jobs for m in job.media())
+    def __init__(self):
+        self.holders: Counter = Counter()
         self.encoded: dict[str, asyncio.Task] = {}
+
+    def hold(self, job: Job) -> None:
+        self.holders.update(m.path for m in job.media())
+
+    def release(self, job: Job) -> None:
+        for media in job.media():
+            self.holders[media.path] -= 1
+            if self.holders[media.path] <= 0:
+                del self.holders[media.path]
+                self.encoded.pop(media.path, None)
 
     async def uri(self, media: Media) -> str:
         task = self.encoded.get(media.path)
@@ -37,11 +52,6 @@ class MediaCache:
             task = asyncio.ensure_future(asyncio.to_thread(data_uri, media))
             self.encoded[media.path] = task
         return await task
-
-    def release(self, media: Media) -> None:
-        self.waiting[media.path] -= 1
-        if self.waiting[media.path] <= 0:
-            self.encoded.pop(media.path, None)
 
     async def messages(self, job: Job) -> list:
         """The job's messages as sent: each Media replaced by its data: URI."""
@@ -57,23 +67,65 @@ class MediaCache:
         return await fill(job.messages)
 
 
-async def ask_jobs(jobs: list[Job], fleet: JudgeFleet,
+class JobFeed:
+    """Jobs handed to a running query loop from another thread: `put` and `close` are called
+    through the loop (loop.call_soon_threadsafe); `low` is set, for the feeding thread to
+    see, once fewer than `low_water` jobs wait to be sent, so that it adds more before any
+    slot idles."""
+
+    def __init__(self, low_water: int):
+        self.low_water = low_water
+        self.waiting: asyncio.Queue = asyncio.Queue()
+        self.low = threading.Event()
+        self.low.set()
+
+    def put(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            self.waiting.put_nowait(job)
+        if self.waiting.qsize() < self.low_water:
+            self.low.set()
+        else:
+            self.low.clear()
+
+    def close(self) -> None:
+        self.waiting.put_nowait(None)
+
+    async def next(self) -> Job | None:
+        job = await self.waiting.get()
+        if job is None:
+            self.waiting.put_nowait(None)  # for the next worker
+        if self.waiting.qsize() < self.low_water:
+            self.low.set()
+        return job
+
+
+class _Jobs:
+    """An iterable of jobs as a source: taken one at a time, by whichever worker is free."""
+
+    def __init__(self, jobs: Iterable[Job]):
+        self.jobs = iter(jobs)
+
+    async def next(self) -> Job | None:
+        return next(self.jobs, None)
+
+
+async def ask_jobs(jobs: Iterable[Job] | JobFeed, fleet: JudgeFleet,
                    on_answer: Callable[[Job, JudgeAnswer], None]) -> None:
     """Ask every job, at most the fleet's capacity at once, calling on_answer(job, answer)
     for each as it arrives."""
-    media = MediaCache(jobs)
-    waiting = iter(jobs)  # shared by the workers: each takes the next job
+    source = jobs if isinstance(jobs, JobFeed) else _Jobs(jobs)
+    media = MediaCache()
 
     async def worker():
-        for job in waiting:
+        while (job := await source.next()) is not None:
+            media.hold(job)
             try:
                 answer = await fleet.ask(await media.messages(job), job.parse)
             finally:
-                for item in job.media():
-                    media.release(item)
+                media.release(job)
             on_answer(job, answer)
 
-    workers = [asyncio.create_task(worker()) for _ in range(min(fleet.capacity, len(jobs)) or 1)]
+    workers = [asyncio.create_task(worker()) for _ in range(fleet.capacity)]
     try:
         await asyncio.gather(*workers)
     finally:

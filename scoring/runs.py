@@ -7,13 +7,16 @@ constraints, and a sweeper that hands back work whose heartbeat went stale.
 
 from __future__ import annotations
 
-import asyncio
+import concurrent.futures
 import functools
 import itertools
+import json
 import logging
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
+import operator
+import queue
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -21,12 +24,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from judge.fleet import FleetUnavailable, JudgeFleet
 from judge.leases import fleet_leases
+from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls
 from scoring.boards import board_changed
-from scoring.jobs import ask_jobs
+from scoring.heartbeat import Heartbeat
+from scoring.jobs import JobFeed, ask_jobs
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import Job, Kind, Media, file_sha256, get_kind
 from scoring.kinds.base import answer_record
@@ -58,13 +64,15 @@ class JudgeSettings:
     redis_url: str = ""  # where the fleet-wide leases live; "" keeps the cap per process
     lease_ttl: float = 30.0
     max_inflight_bytes: int = 256 * 2**20
+    claim_ahead: float = 0.0  # seconds a task claims batches ahead (0: its own batch only)
 
     @classmethod
     def from_settings(cls) -> JudgeSettings:
         return cls(concurrency=settings.JUDGE_CONCURRENCY, timeout=settings.JUDGE_TIMEOUT,
                    down_wait=settings.JUDGE_DOWN_WAIT, redis_url=settings.REDIS_URL,
                    lease_ttl=settings.JUDGE_LEASE_TTL,
-                   max_inflight_bytes=settings.JUDGE_MAX_INFLIGHT_BYTES)
+                   max_inflight_bytes=settings.JUDGE_MAX_INFLIGHT_BYTES,
+                   claim_ahead=settings.SCORING_CLAIM_AHEAD_SECONDS)
 
 
 def _stamp(times: dict, status: str) -> dict:
@@ -164,27 +172,6 @@ def pending_batch_ids(run_id: int) -> list[int]:
 # --- scoring one batch -----------------------------------------------------------------
 
 
-class _Heartbeat(threading.Thread):
-    """Touches a claimed batch's heartbeat while its queries are in flight."""
-
-    def __init__(self, batch_id: int):
-        super().__init__(daemon=True)
-        self.batch_id = batch_id
-        self.stopped = threading.Event()
-
-    def run(self):
-        try:
-            while not self.stopped.wait(settings.SCORING_HEARTBEAT_SECONDS):
-                RunBatch.objects.filter(id=self.batch_id, status=RunBatch.Status.CLAIMED) \
-                    .update(heartbeat_at=timezone.now())
-        finally:
-            connection.close()
-
-    def stop(self):
-        self.stopped.set()
-        self.join(timeout=30)
-
-
 def batch_claim(batch_id: int) -> bool:
     now = timezone.now()
     return bool(RunBatch.objects.filter(
@@ -192,6 +179,16 @@ def batch_claim(batch_id: int) -> bool:
         run__status__in=[Status.QUEUED, Status.SCORING],
     ).update(status=RunBatch.Status.CLAIMED, claimed_at=now, heartbeat_at=now,
              claims=F("claims") + 1))
+
+
+def batch_claim_next(run_id: int) -> int | None:
+    """Claim the run's first pending batch (ahead of its own message, whose task then finds
+    it taken); its id, or None when the run has none left to claim."""
+    for batch_id in RunBatch.objects.filter(run_id=run_id, status=RunBatch.Status.PENDING) \
+            .order_by("index").values_list("id", flat=True)[:8]:
+        if batch_claim(batch_id):
+            return batch_id
+    return None
 
 
 def _digests(*, audio_root: str, outputs: dict[str, str], digests: dict[str, str],
@@ -242,15 +239,32 @@ def _from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) ->
     return list(found.values())
 
 
-def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
-    """Score a pending batch: claim it, take what the judgment cache has, ask the rest, store,
-    mark it done.
+@dataclass(eq=False)
+class _Open:
+    """A claimed batch whose queries are being asked, and its answers so far."""
 
-    Returns False when the batch was not ours to score (claimed elsewhere, done, or its run
-    is no longer active). Raises FleetUnavailable after handing the batch back.
-    """
-    if not batch_claim(batch_id):
-        return False
+    id: int
+    run: ScoringRun
+    criterion_ids: dict  # (item key, criterion index) -> criterion id
+    keys: dict  # job -> content key
+    left: int  # queries not answered yet
+    records: list[Answer] = field(default_factory=list)
+    simulated: bool = False
+
+    def add(self, job: Job, answer) -> None:
+        self.records.append(_answer(self.run, self.criterion_ids[(job.item, job.criterion)],
+                                    self.keys[job], answer_record(job, answer)))
+        self.simulated = self.simulated or answer.simulated
+        self.left -= 1
+
+    def store(self) -> None:
+        _store(self.run, self.records, [self.simulated])
+        self.records = []
+
+
+def _batch_open(batch_id: int) -> tuple[_Open, list[Job]]:
+    """A batch just claimed: its run moves to scoring, what the judgment cache has is stored,
+    and the queries left to ask are returned."""
     batch = RunBatch.objects.select_related("run__benchmark", "run__judge_config").get(
         id=batch_id)
     run = batch.run
@@ -271,43 +285,169 @@ def batch_score(batch_id: int, judge: JudgeSettings) -> bool:
     keys = {job: key_of(job) for job in jobs}
     run.simulated = False
     cached = _from_cache(run, {keys[job]: job for job in jobs}, criterion_ids)
-    Answer.objects.bulk_create(cached, ignore_conflicts=True, batch_size=2000)
+    answers_store(cached)
     if run.simulated:
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
     hit = {(a.criterion_id, a.round) for a in cached}
     jobs = [job for job in jobs
             if (criterion_ids[(job.item, job.criterion)], job.round) not in hit]
-    records: list[Answer] = []
-    simulated = []
+    return _Open(batch_id, run, criterion_ids, keys, left=len(jobs)), jobs
 
-    def on_answer(job: Job, answer) -> None:
-        records.append(_answer(run, criterion_ids[(job.item, job.criterion)], keys[job],
-                               answer_record(job, answer)))
-        simulated.append(answer.simulated)
 
-    heartbeat = _Heartbeat(batch_id)
-    heartbeat.start()
-    try:
-        if jobs:
-            endpoints = run_endpoints(run)
-            if not endpoints:
-                # Like an outage: the batch waits for staff to put an endpoint back.
-                raise FleetUnavailable(f"every endpoint of judge config "
-                                       f"{run.judge_config.name} is taken out by staff")
-            asyncio.run(_ask(jobs, run, judge, on_answer, endpoints))
-    except FleetUnavailable:
-        _store(run, records, simulated)
-        # Handed back without counting the claim: an outage is not the batch's fault, and
-        # SCORING_MAX_CLAIMS is about batches that break or kill their worker.
-        RunBatch.objects.filter(id=batch_id).update(status=RunBatch.Status.PENDING,
-                                                    claims=F("claims") - 1)
-        raise
-    finally:
-        heartbeat.stop()
-    _store(run, records, simulated)
-    RunBatch.objects.filter(id=batch_id, status=RunBatch.Status.CLAIMED) \
+def _batch_done(batch: _Open) -> None:
+    batch.store()
+    RunBatch.objects.filter(id=batch.id, status=RunBatch.Status.CLAIMED) \
         .update(status=RunBatch.Status.DONE)
+
+
+def batch_score(batch_id: int, judge: JudgeSettings,
+                resend: Callable[[list[int]], object] = lambda batch_ids: None) -> bool:
+    """Score a pending batch: claim it, take what the judgment cache has, ask the rest
+    through the process's judge fleet client (judge.runner), store, mark it done.
+
+    Claim-ahead: while the batch's last queries are out (fewer waiting than the fleet has
+    slots), the run's next pending batch is claimed and its queries join the same loop, and
+    so on for `judge.claim_ahead` seconds (SCORING_CLAIM_AHEAD_SECONDS in a worker), so that
+    no slot idles between batches. The heartbeat covers every batch the loop holds.
+
+    Returns False when this batch was not ours to score (claimed elsewhere, done, or its run
+    no longer active). Raises FleetUnavailable after handing
+    every open batch back uncounted; on any other error this batch stays claimed (for
+    batch_failed) and those claimed ahead are handed back uncounted. The batches claimed
+    ahead and handed back are passed to `resend`: their own messages may be gone.
+    """
+    if not batch_claim(batch_id):
+        return False
+    batch, jobs = _batch_open(batch_id)
+    if jobs:
+        _Scoring(batch, jobs, judge, resend).score()
+    else:
+        _batch_done(batch)
     return True
+
+
+class _Scoring:
+    """One task's query loop: its batch, then the batches claimed ahead of it."""
+
+    def __init__(self, first: _Open, jobs: list[Job], judge: JudgeSettings, resend):
+        self.first, self.jobs, self.judge, self.resend = first, jobs, judge, resend
+        self.run = first.run
+        self.urls = [url.rstrip("/") for url in self.run.judge_config.base_urls]
+        self.open = {first.id: first}  # batches with queries out, by id
+        self.batch_of: dict[Job, int] = {}
+        self.answers: queue.SimpleQueue = queue.SimpleQueue()
+        self.ahead_until = time.monotonic() + judge.claim_ahead
+
+    def score(self) -> None:
+        out = disabled_base_urls(self.urls)
+        if len(out) == len(set(self.urls)):
+            self._hand_back(FleetUnavailable(
+                f"every endpoint of judge config {self.run.judge_config.name} is taken out "
+                "by staff"))  # like an outage: the batch waits for an endpoint to come back
+        config = self.run.judge_config
+        try:
+            fleet = fleet_runner.fleet(
+                (tuple(self.urls), config.judge_model,
+                 json.dumps(config.sampling, sort_keys=True), config.max_attempts,
+                 settings.JUDGE_API_KEY, self.judge),
+                functools.partial(_fleet, self.urls, config, self.judge))
+            fleet_runner.run(fleet.exclude(out))
+        except BaseException as exc:  # the lease server cannot be reached, say
+            self._hand_back(exc)
+        self.feed = JobFeed(low_water=fleet.capacity)
+        self._feed(self.first, self.jobs)
+        self.jobs = []
+        loop = fleet_runner.submit(ask_jobs(self.feed, fleet, self._on_answer))
+        with Heartbeat(functools.partial(self._beat, fleet), settings.SCORING_HEARTBEAT_SECONDS):
+            try:
+                self._drain(loop)
+            except BaseException as exc:
+                loop.cancel()
+                self._hand_back(exc)
+            fleet_runner.call(self.feed.close)
+            loop.result(timeout=60)
+
+    def _on_answer(self, job: Job, answer) -> None:  # in the fleet's loop
+        self.answers.put((job, answer))
+
+    def _feed(self, batch: _Open, jobs: list[Job]) -> None:
+        for job in jobs:
+            self.batch_of[job] = batch.id
+        self.feed.low.clear()  # until the loop has them and says whether they are enough
+        fleet_runner.call(self.feed.put, jobs)
+
+    def _drain(self, loop: concurrent.futures.Future) -> None:
+        while self.open:
+            if self.feed.low.is_set():
+                self._claim_ahead()
+            try:
+                job, answer = self.answers.get(timeout=0.1)
+            except queue.Empty:
+                if loop.done():
+                    loop.result()  # raises what broke the loop
+                    raise RuntimeError("the query loop ended with queries unanswered") from None
+                continue
+            batch = self.open[self.batch_of.pop(job)]
+            batch.add(job, answer)
+            if not batch.left:
+                _batch_done(batch)
+                del self.open[batch.id]
+
+    def _claim_ahead(self) -> None:
+        if time.monotonic() > self.ahead_until:
+            return
+        batch_id = batch_claim_next(self.run.id)
+        if batch_id is None:
+            self.ahead_until = 0.0  # none left: stop looking
+            return
+        try:
+            batch, jobs = _batch_open(batch_id)
+        except Exception:
+            # Its own task will try it again, and count it against the batch.
+            log.exception("batch %s claimed ahead could not be opened; handed back", batch_id)
+            RunBatch.objects.filter(id=batch_id, status=RunBatch.Status.CLAIMED) \
+                .update(status=RunBatch.Status.PENDING)
+            self.resend([batch_id])
+            self.ahead_until = 0.0
+            return
+        if not jobs:
+            _batch_done(batch)
+            return
+        self.open[batch.id] = batch
+        self._feed(batch, jobs)
+
+    def _beat(self, fleet: JudgeFleet) -> None:  # in the heartbeat's thread
+        RunBatch.objects.filter(id__in=tuple(self.open), status=RunBatch.Status.CLAIMED) \
+            .update(heartbeat_at=timezone.now())
+        # Staff taking an endpoint out (or putting it back) reaches the loop within a beat.
+        fleet_runner.submit(fleet.exclude(disabled_base_urls(self.urls)))
+
+    def _hand_back(self, exc: BaseException):
+        """Keep the answers so far and hand the open batches back (this task's own batch
+        only on an outage: any other error is counted against it by batch_failed); then
+        raise `exc`."""
+        ahead = []
+        for batch in self.open.values():
+            batch.store()
+            if batch is self.first and not isinstance(exc, FleetUnavailable):
+                continue
+            # Not counted: an outage, or another batch's fault, is not this batch's.
+            RunBatch.objects.filter(id=batch.id, status=RunBatch.Status.CLAIMED).update(
+                status=RunBatch.Status.PENDING, claims=F("claims") - 1)
+            if batch is not self.first:
+                ahead.append(batch.id)
+        if ahead:
+            self.resend(ahead)
+        raise exc
+
+
+def _fleet(urls: list[str], config: JudgeConfig, judge: JudgeSettings) -> JudgeFleet:
+    return JudgeFleet(urls, model=config.judge_model, concurrency=judge.concurrency,
+                      timeout=judge.timeout, max_attempts=config.max_attempts,
+                      sampling=config.sampling, down_wait=judge.down_wait,
+                      api_key=settings.JUDGE_API_KEY or None,
+                      leases=fleet_leases(judge.redis_url, ttl=judge.lease_ttl),
+                      max_inflight_bytes=judge.max_inflight_bytes)
 
 
 ANSWER_FIELDS = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "error",
@@ -328,46 +468,44 @@ def run_endpoints(run: ScoringRun) -> list[str]:
     return [url for url in urls if url not in out]
 
 
-async def _ask(jobs: list[Job], run: ScoringRun, judge: JudgeSettings, on_answer,
-               endpoints: list[str]) -> None:
-    config = run.judge_config
-    async with JudgeFleet(endpoints, model=config.judge_model,
-                          concurrency=judge.concurrency, timeout=judge.timeout,
-                          max_attempts=config.max_attempts, sampling=config.sampling,
-                          down_wait=judge.down_wait, api_key=settings.JUDGE_API_KEY or None,
-                          leases=fleet_leases(judge.redis_url, ttl=judge.lease_ttl),
-                          max_inflight_bytes=judge.max_inflight_bytes) as fleet:
-        switches = asyncio.create_task(_follow_switches(fleet, endpoints))
-        try:
-            await ask_jobs(jobs, fleet, on_answer)
-        finally:
-            switches.cancel()
-
-
-async def _follow_switches(fleet: JudgeFleet, endpoints: list[str]) -> None:
-    """Staff taking an endpoint out (or putting it back) reaches a batch in flight within a
-    heartbeat period."""
-    while True:
-        await asyncio.sleep(settings.SCORING_HEARTBEAT_SECONDS)
-        try:
-            out = await asyncio.to_thread(_taken_out, endpoints)
-        except Exception:  # a database hiccup must not stop the batch's queries
-            log.exception("cannot read which judge endpoints are taken out")
-            continue
-        await fleet.exclude(out)
-
-
-def _taken_out(endpoints: list[str]) -> set[str]:
-    try:
-        return disabled_base_urls(endpoints)
-    finally:
-        connection.close()  # this thread's own connection
-
-
 def _store(run: ScoringRun, records: list[Answer], simulated: list) -> None:
-    Answer.objects.bulk_create(records, ignore_conflicts=True, batch_size=2000)
+    answers_store(records)
     if any(simulated):
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
+
+
+# Every column of an answer the pipeline writes (all but the id).
+STORED_FIELDS = ("run_id", "criterion_id", "round", "content_key", "cached", "source_run_id",
+                 "answered_at", *ANSWER_FIELDS)
+
+
+def answers_store(answers: list[Answer]) -> None:
+    """Store answers, leaving out any the run already has (a batch scored twice).
+
+    On PostgreSQL: COPY into a temporary table, then one INSERT ... ON CONFLICT DO NOTHING
+    from it (COPY itself cannot skip conflicts). Elsewhere: bulk_create(ignore_conflicts).
+    """
+    if not answers:
+        return
+    if connection.vendor != "postgresql":
+        Answer.objects.bulk_create(answers, ignore_conflicts=True, batch_size=2000)
+        return
+    fields = [Answer._meta.get_field(name.removesuffix("_id")) for name in STORED_FIELDS]
+    columns = ", ".join(field.column for field in fields)
+    values = operator.attrgetter(*(field.attname for field in fields))
+    jsons = [i for i, field in enumerate(fields) if field.get_internal_type() == "JSONField"]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"CREATE TEMPORARY TABLE answer_load ON COMMIT DROP AS "
+                       f"SELECT {columns} FROM {Answer._meta.db_table} WITH NO DATA")
+        with cursor.copy(f"COPY answer_load ({columns}) FROM STDIN") as copy:
+            for answer in answers:
+                row = list(values(answer))
+                for i in jsons:
+                    row[i] = Jsonb(row[i])
+                copy.write_row(row)
+        cursor.execute(f"INSERT INTO {Answer._meta.db_table} ({columns}) SELECT {columns} "
+                       "FROM answer_load ON CONFLICT DO NOTHING")
+        cursor.execute("DROP TABLE answer_load")
 
 
 def batch_failed(batch_id: int, why: str) -> bool:
@@ -505,7 +643,7 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
     batch_ids += RunBatch.objects.filter(
         Q(enqueued_at__lt=lost) | Q(enqueued_at=None, run__created_at__lt=lost),
         status=RunBatch.Status.PENDING, run__status__in=active,
-    ).values_list("id", flat=True)
+    ).exclude(id__in=batch_ids).values_list("id", flat=True)
     run_ids = [
         run.id for run in ScoringRun.objects.filter(status=Status.AGGREGATING)
         if run.status_times.get(Status.AGGREGATING, now.isoformat()) < stale.isoformat()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.fleet import JudgeFleet
-from scoring.jobs import ask_jobs
+from scoring.jobs import JobFeed, ask_jobs
 from scoring.kinds import ItemRows, Kind, file_sha256, get_kind
 from scoring.kinds.base import answer_record
 from scoring.predictions import read_text, resolve_audio
@@ -91,19 +91,46 @@ def plan(config: ScoreConfig) -> Plan:
                 fingerprint=fingerprint)
 
 
-def plan_jobs(plan_: Plan, config: ScoreConfig) -> list:
-    """Every judge query of the plan; InputError when an audio file a query sends is not
-    there."""
+def check_audio(plan_: Plan, config: ScoreConfig) -> None:
+    """InputError naming every audio file a query would send that is not there (the items'
+    inputs, and the outputs when they are files), before any query is sent."""
     root = Path(config.audio_root)
-    jobs = plan_.kind.jobs(plan_.items, plan_.outputs, rounds=plan_.kind.rounds,
-                           seed=config.seed, options=config.options,
-                           output_path=lambda path: str(resolve_audio(root, path)),
-                           input_path=lambda path: str(resolve_audio(root, path)))
-    absent = sorted({m.path for job in jobs for m in job.media() if not Path(m.path).is_file()})
+    paths = {resolve_audio(root, path) for rows in plan_.rows if rows.key in plan_.outputs
+             for path in rows.media}
+    if plan_.kind.outputs.files:
+        paths.update(resolve_audio(root, output) for output in plan_.outputs.values())
+    absent = sorted(str(path) for path in paths if not path.is_file())
     if absent:
         raise InputError("\n".join(f"audio {path!r} not found under {root}"
                                    for path in absent[:20]))
-    return jobs
+
+
+def plan_jobs(plan_: Plan, config: ScoreConfig) -> Iterator:
+    """Every judge query of the plan, item by item, built as they are taken."""
+    root = Path(config.audio_root)
+    for item in plan_.items:
+        yield from plan_.kind.jobs([item], plan_.outputs, rounds=plan_.kind.rounds,
+                                   seed=config.seed, options=config.options,
+                                   output_path=lambda path: str(resolve_audio(root, path)),
+                                   input_path=lambda path: str(resolve_audio(root, path)))
+
+
+def _feed_jobs(jobs: Iterator, answered: dict, feed: JobFeed,
+               loop: asyncio.AbstractEventLoop) -> int:
+    """Build the jobs in this thread, handing those without an answer to the query loop a
+    few at a time as they are made (the first queries leave while the rest are built);
+    return how many the plan has in all."""
+    count, chunk, size = 0, [], 1
+    for job in jobs:
+        count += 1
+        if (job.item, job.criterion, job.round) not in answered:
+            chunk.append(job)
+        if len(chunk) >= size:
+            loop.call_soon_threadsafe(feed.put, chunk)
+            chunk, size = [], 64
+    loop.call_soon_threadsafe(feed.put, chunk)
+    loop.call_soon_threadsafe(feed.close)
+    return count
 
 
 def read_answers(path: Path) -> dict[tuple, dict]:
@@ -192,7 +219,7 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
     Raises InputError, or judge.fleet.FleetUnavailable with the answers so far kept for a
     resume."""
     plan_ = plan(config)
-    jobs = plan_jobs(plan_, config)
+    check_audio(plan_, config)
     kind = plan_.kind
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -212,9 +239,10 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
     _write_json(out / RUN, run)
     results_path = out / RESULTS
     answers = read_answers(results_path)
-    waiting = [job for job in jobs if (job.item, job.criterion, job.round) not in answers]
-    tracker = progress(len(jobs) - len(waiting), len(jobs)) if progress else None
+    # The total is known once every job is built, a moment after the first queries leave.
+    tracker = progress(len(answers), None) if progress else None
     failed = 0
+    queries = 0
 
     with open(results_path, "a", encoding="utf-8") as handle:
         def on_answer(job, answer) -> None:
@@ -231,20 +259,29 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
                     tracker.set_postfix(failed=failed, refresh=False)
 
         async def main():
+            nonlocal queries
             async with JudgeFleet(
                 config.base_urls, model=config.model, api_key=config.api_key,
                 concurrency=config.concurrency, timeout=config.timeout,
                 max_attempts=config.max_attempts, sampling=config.sampling,
                 down_wait=config.down_wait,
             ) as fleet:
+                feed = JobFeed(low_water=fleet.capacity)
+                asking = asyncio.create_task(ask_jobs(feed, fleet, on_answer))
                 try:
-                    await ask_jobs(waiting, fleet, on_answer)
+                    queries = await asyncio.to_thread(
+                        _feed_jobs, plan_jobs(plan_, config), dict(answers), feed,
+                        asyncio.get_running_loop())
+                    if tracker is not None:
+                        tracker.total = queries
+                        tracker.refresh()
+                    await asking
                 finally:
+                    asking.cancel()
                     run["fleet"] = fleet.summary()
 
         try:
-            if waiting:
-                asyncio.run(main())
+            asyncio.run(main())
         finally:
             if tracker is not None:
                 tracker.close()
@@ -257,7 +294,7 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
     for name in kind.files:
         _write(out / name, kind.file_chunks(name, data))
     run["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    run["queries"] = len(jobs)
+    run["queries"] = queries
     run["failed_queries"] = sum(1 for a in answers.values() if a["error"] is not None)
     run["prompt_sha256"] = kind.prompt_sha256()
     _write_json(out / RUN, run)

@@ -33,23 +33,25 @@ def _send(batch_ids: list[int], countdown: int | None = None) -> None:
 
 @shared_task(acks_late=True, ignore_result=True)
 def score_batch(batch_id: int) -> None:
-    """Score one batch; the last batch of a run to finish queues the aggregation.
+    """Score one batch, and those claimed ahead of it in the same query loop (see
+    scoring.runs.batch_score); the last batch of a run to finish queues the aggregation.
 
-    If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batch is handed back and
+    If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batches are handed back and
     queued again SCORING_FLEET_RETRY_SECONDS later: an outage delays a run, never fails it.
-    Any other error hands it back the same way until it has been claimed SCORING_MAX_CLAIMS
-    times; then the run fails, saying which batch and why.
+    Any other error hands this batch back the same way until it has been claimed
+    SCORING_MAX_CLAIMS times; then the run fails, saying which batch and why.
     """
     try:
-        scored = runs.batch_score(batch_id, runs.JudgeSettings.from_settings())
+        scored = runs.batch_score(batch_id, runs.JudgeSettings.from_settings(),
+                                  resend=_retry_later)
     except FleetUnavailable as exc:
         log.warning("batch %s handed back: %s", batch_id, exc)
-        _retry_later(batch_id)
+        _retry_later([batch_id])
         return
     except Exception as exc:
         log.exception("batch %s broke", batch_id)
         if runs.batch_failed(batch_id, f"{type(exc).__name__}: {exc}"):
-            _retry_later(batch_id)
+            _retry_later([batch_id])
         return
     if scored:
         run_id = runs.RunBatch.objects.values_list("run_id", flat=True).get(id=batch_id)
@@ -57,8 +59,8 @@ def score_batch(batch_id: int) -> None:
             aggregate_run.delay(run_id)
 
 
-def _retry_later(batch_id: int) -> None:
-    _send([batch_id], countdown=settings.SCORING_FLEET_RETRY_SECONDS)
+def _retry_later(batch_ids: list[int]) -> None:
+    _send(batch_ids, countdown=settings.SCORING_FLEET_RETRY_SECONDS)
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -140,6 +140,9 @@ class Submission(models.Model):
     # Chosen by its author to represent its model on the benchmark's board (while it is
     # public, finished and not hidden; otherwise the model's latest such submission does).
     representative = models.BooleanField(default=False)
+    # Touched while a worker validates it; a validation whose heartbeat went stale lost its
+    # worker (services.validations_to_retry).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = SubmissionQuerySet.as_manager()

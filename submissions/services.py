@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
 from datetime import timedelta
@@ -12,12 +13,14 @@ from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from config.celery import broker_check
 from config.errors import ServiceError
 from scoring import runs
 from scoring.boards import board_changed
+from scoring.heartbeat import Heartbeat
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
 from scoring.predictions import PredictionError
@@ -190,11 +193,24 @@ def _upload_files(folder: Path) -> tuple[Path | None, Path | None]:
 def submission_validate(submission_id: int) -> bool:
     """Validate an uploaded submission; reject it (keeping no files) or queue its scoring."""
     submission = Submission.objects.select_related("benchmark").get(id=submission_id)
-    times = {**submission.status_times, "validating": timezone.now().isoformat()}
+    now = timezone.now()
+    times = {**submission.status_times, "validating": now.isoformat()}
     if not Submission.objects.filter(id=submission_id, status=Submission.Status.UPLOADED) \
-            .update(status=Submission.Status.VALIDATING, status_times=times):
+            .update(status=Submission.Status.VALIDATING, status_times=times, heartbeat_at=now):
         return False
     submission.refresh_from_db()
+    with Heartbeat(functools.partial(_validation_heartbeat, submission_id),
+                   settings.SUBMISSION_VALIDATION_HEARTBEAT_SECONDS):
+        _validate(submission)
+    return True
+
+
+def _validation_heartbeat(submission_id: int) -> None:
+    Submission.objects.filter(id=submission_id, status=Submission.Status.VALIDATING) \
+        .update(heartbeat_at=timezone.now())
+
+
+def _validate(submission: Submission) -> None:
     root = submission_folder(submission)
     audio_dir = root / "audio"
     shutil.rmtree(audio_dir, ignore_errors=True)
@@ -211,7 +227,7 @@ def submission_validate(submission_id: int) -> bool:
     submission.report = result.report()
     if not result.ok:
         _reject(submission)
-        return True
+        return
     if archive is not None:
         archive.unlink()  # its contents are unpacked under audio/
     with transaction.atomic():
@@ -225,7 +241,6 @@ def submission_validate(submission_id: int) -> bool:
         _apply_model_details(submission)
         submission.runs.add(run)
         enqueue_run(run.id)
-    return True
 
 
 def _apply_model_details(submission: Submission) -> None:
@@ -276,16 +291,23 @@ def submission_cancel(*, submission: Submission) -> None:
 
 
 def validations_to_retry(now=None) -> list[int]:
-    """Uploads whose validation was lost (a killed worker): back to uploaded, listed."""
+    """Uploads whose validation was lost, listed to be queued again: those validating whose
+    heartbeat is older than SUBMISSION_VALIDATION_STALE_SECONDS (a killed worker; back to
+    uploaded), and those uploaded that long ago and never claimed (a message lost with the
+    broker). A duplicate message is harmless: validation claims by a conditional UPDATE."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.SUBMISSION_VALIDATION_STALE_SECONDS)
-    ids = []
-    for submission in Submission.objects.filter(
-            status__in=[Submission.Status.UPLOADED, Submission.Status.VALIDATING],
-            created_at__lt=stale):
-        entered = submission.status_times.get(submission.status, "")
-        if entered < stale.isoformat():
-            Submission.objects.filter(id=submission.id, status=submission.status) \
-                .update(status=Submission.Status.UPLOADED)
+    Status = Submission.Status
+    ids = [submission_id for submission_id in Submission.objects.filter(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at=None, created_at__lt=stale),
+        status=Status.VALIDATING).values_list("id", flat=True)
+        if Submission.objects.filter(id=submission_id, status=Status.VALIDATING)
+        .filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at=None))
+        .update(status=Status.UPLOADED)]
+    if ids:
+        log.warning("validation of submission(s) %s lost its worker; queued again", ids)
+    for submission in Submission.objects.filter(status=Status.UPLOADED, created_at__lt=stale) \
+            .exclude(id__in=ids).only("id", "status_times"):
+        if submission.status_times.get(Status.UPLOADED, "") < stale.isoformat():
             ids.append(submission.id)
     return ids

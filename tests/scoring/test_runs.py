@@ -170,3 +170,124 @@ def test_the_sweeper_hands_out_batches_that_were_never_queued(run_setup):
     assert runs.sweep()[0] == []
     ScoringRun.objects.filter(id=run.id).update(created_at=timezone.now() - timedelta(hours=2))
     assert sorted(runs.sweep()[0]) == sorted(run.batches.values_list("id", flat=True))
+
+
+def test_a_batch_whose_message_a_redis_restart_lost_is_sent_again_within_minutes(run_setup):
+    """Redis restarted without persistence: the batch stays pending, unclaimed; by default
+    the sweep sends it again once SCORING_REQUEUE_SECONDS (two minutes) have passed, while
+    a batch a live worker holds stays with it."""
+    from django.conf import settings as defaults
+
+    assert defaults.SCORING_REQUEUE_SECONDS <= 120
+    run = run_setup(["http://127.0.0.1:9"])
+    runs.batches_enqueued([b.id for b in run.batches.all()])
+    claimed = run.batches.order_by("index").first()
+    runs.batch_claim(claimed.id)
+    later = timezone.now() + timedelta(seconds=defaults.SCORING_REQUEUE_SECONDS + 1)
+    RunBatch.objects.filter(id=claimed.id).update(heartbeat_at=later)
+    assert sorted(runs.sweep(now=later)[0]) == sorted(
+        run.batches.exclude(id=claimed.id).values_list("id", flat=True))
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"])
+def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
+    """PostgreSQL stores answers by COPY into a temporary table and one INSERT ... ON
+    CONFLICT DO NOTHING; other databases by bulk_create. Either way a batch stored again
+    (a redelivery) adds only what is new, and the first answers stay as they were."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from scoring.models import Criterion
+
+    if vendor != connection.vendor:
+        monkeypatch.setattr(connection, "vendor", vendor)
+    run = run_setup(["http://127.0.0.1:9"])
+    criterion = Criterion.objects.filter(item__benchmark=run.benchmark).first()
+
+    def answers(choice):
+        return [runs._answer(run, criterion.id, f"key{r}", {
+            "round": r, "choices": ["yes", "no, \"quoted\"\ttab"], "correct_letter": "A",
+            "choice": choice, "correct": choice == "A", "reason": None, "raw": "{}",
+            "error": None, "endpoint": "http://127.0.0.1:9", "attempts": 1,
+            "latency_ms": 12.5, "error_kind": ""}) for r in range(3)]
+
+    with CaptureQueriesContext(connection) as queries:
+        runs.answers_store(answers("A")[:2])
+    runs.answers_store(answers("B"))
+    stored = list(Answer.objects.filter(run=run).order_by("round")
+                  .values_list("round", "choice", "choices", "content_key"))
+    assert stored == [(0, "A", ["yes", "no, \"quoted\"\ttab"], "key0"),
+                      (1, "A", ["yes", "no, \"quoted\"\ttab"], "key1"),
+                      (2, "B", ["yes", "no, \"quoted\"\ttab"], "key2")]
+    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    assert len(inserts) == 1
+    assert ("FROM answer_load ON CONFLICT DO NOTHING" in inserts[0]) == (vendor == "postgresql")
+
+
+def test_two_batches_in_one_process_share_one_fleet_client(run_setup, simulator_factory):
+    """The worker process keeps its judge fleet client between batches; a change to what it
+    is built from (here the concurrency) opens a new one."""
+    from judge.runner import fleet_runner
+
+    sim = simulator_factory("--latency-ms", "1")
+    run = run_setup(sim.urls)
+    first, second, third = run.batches.order_by("index")
+    opened = fleet_runner.opened
+    assert runs.batch_score(first.id, judge()) is True
+    client = fleet_runner._fleet
+    assert runs.batch_score(second.id, judge()) is True
+    assert fleet_runner.opened == opened + 1 and fleet_runner._fleet is client
+    assert runs.batch_score(third.id, judge(concurrency=4)) is True
+    assert fleet_runner.opened == opened + 2 and fleet_runner._fleet is not client
+    assert set(run.batches.values_list("status", flat=True)) == {"done"}
+
+
+def test_the_next_batch_is_claimed_while_the_first_is_still_in_flight(
+        run_setup, simulator_factory, monkeypatch):
+    """Claim-ahead: once fewer of its queries wait than the fleet has slots, a task claims
+    the run's next pending batch and feeds it into the same loop; the next batch's own
+    message then finds it done."""
+    sim = simulator_factory("--latency-ms", "20")
+    run = run_setup(sim.urls)
+    first, second, third = run.batches.order_by("index")
+    seen = []
+    batch_open = runs._batch_open
+
+    def spy(batch_id):
+        seen.append((batch_id, dict(run.batches.values_list("id", "status")),
+                     Answer.objects.filter(run=run).count()))
+        return batch_open(batch_id)
+
+    monkeypatch.setattr(runs, "_batch_open", spy)
+    assert runs.batch_score(first.id, judge(concurrency=4, claim_ahead=60)) is True
+    assert [batch_id for batch_id, *_ in seen] == [first.id, second.id, third.id]
+    _, statuses, answered = seen[1]
+    assert statuses == {first.id: "claimed", second.id: "claimed", third.id: "pending"}
+    assert answered == 0  # the first batch's answers were not stored yet: still in flight
+    assert set(run.batches.values_list("status", flat=True)) == {"done"}
+    assert runs.batch_score(second.id, judge()) is False
+    assert runs.run_try_aggregate(run.id) is True
+
+
+def test_without_claim_ahead_a_task_scores_its_own_batch_only(run_setup, simulator_factory):
+    sim = simulator_factory("--latency-ms", "1")
+    run = run_setup(sim.urls)
+    first = run.batches.order_by("index").first()
+    assert runs.batch_score(first.id, judge(claim_ahead=0)) is True
+    assert sorted(run.batches.values_list("status", flat=True)) == ["done", "pending", "pending"]
+
+
+def test_batches_claimed_ahead_are_handed_back_when_the_fleet_goes_down(run_setup,
+                                                                          monkeypatch):
+    """An outage hands back every batch the loop holds, none counted, and asks for the
+    ones claimed ahead to be sent again (their own messages are spent)."""
+    dead = [f"http://127.0.0.1:{p}" for p in free_ports(1)]
+    run = run_setup(dead)
+    first = run.batches.order_by("index").first()
+    resent = []
+    with pytest.raises(FleetUnavailable):
+        runs.batch_score(first.id, judge(down_wait=0.5, concurrency=500, claim_ahead=60),
+                         resend=resent.extend)
+    others = sorted(run.batches.exclude(id=first.id).values_list("id", flat=True))
+    assert sorted(resent) == others
+    assert set(run.batches.values_list("status", "claims")) == {("pending", 0)}

@@ -143,3 +143,43 @@ def test_a_validation_the_broker_drops_after_the_check_is_left_to_the_sweep(
     assert submission.status == "uploaded" and len(media_files()) == 2
     later = timezone.now() + timedelta(seconds=settings.SUBMISSION_VALIDATION_STALE_SECONDS + 1)
     assert validations_to_retry(now=later) == [submission.id]
+
+
+def test_a_validation_whose_worker_died_is_retried_within_minutes(author, make_submission):
+    """The worker was killed mid-validation: its heartbeat stops, and once it is
+    SUBMISSION_VALIDATION_STALE_SECONDS old (two minutes by default) the sweep hands the
+    upload back and lists it; a live heartbeat keeps it where it is."""
+    assert settings.SUBMISSION_VALIDATION_STALE_SECONDS <= 120
+    submission = make_submission(author)
+    now = timezone.now()
+    Submission.objects.filter(id=submission.id).update(status="validating", heartbeat_at=now)
+    stale = now + timedelta(seconds=settings.SUBMISSION_VALIDATION_STALE_SECONDS + 1)
+    assert validations_to_retry(now=now) == []
+    assert validations_to_retry(now=stale) == [submission.id]
+    submission.refresh_from_db()
+    assert submission.status == "uploaded"
+    assert submission_validate(submission.id) is True
+    submission.refresh_from_db()
+    assert submission.state == "queued"
+
+
+def test_a_validation_beats_while_it_runs(author, make_submission, monkeypatch, settings):
+    """The heartbeat moves while the upload is checked."""
+    import time
+
+    from submissions import services
+
+    settings.SUBMISSION_VALIDATION_HEARTBEAT_SECONDS = 0.05
+    submission = make_submission(author)
+    beats = []
+    validate = services._validate
+
+    def slow(sub):
+        time.sleep(0.3)
+        beats.append(Submission.objects.get(id=sub.id).heartbeat_at)
+        validate(sub)
+
+    monkeypatch.setattr(services, "_validate", slow)
+    started = timezone.now()
+    assert submission_validate(submission.id) is True
+    assert beats[0] > started
