@@ -1,18 +1,25 @@
-"""Latency of the board's pages and read API with many submissions, under concurrent load.
+"""Latency of the board's pages and read API at 1,000 and 10,000 submissions, against a static
+file from the same server in the same run; a visit right after a board changes (cold cache);
+the explorer of a full-size AIR-Bench foundation set; the web processes' memory over 100,000
+board requests.
 
-Seeds a scratch PostgreSQL database with a synthetic benchmark and N scored submissions
-(`seed_board`), serves the site with gunicorn (2 workers x 4 threads, as `make run`), and for
-each URL sends requests from C concurrent connections for a few seconds with wrk (Debian's
-`wrk`, a C load generator, so the client takes little of the 2 cores; a Python client is the
-fallback), printing p50 and p95 latency and requests per second, side by side with a static
-file served by the same server.
+Seeds a scratch PostgreSQL database with a synthetic MMAE benchmark and scored submissions
+(`seed_board`), with no planner statistics at all (autovacuum is off on its tables and nothing
+runs ANALYZE: a freshly seeded database must be as fast as an analysed one), serves the site
+with gunicorn (2 workers x 4 threads, as `make run`, cache in Redis), and for each URL sends
+requests from C concurrent connections for S seconds with wrk (Debian's `wrk`, a C load
+generator, so the client takes little of the 2 cores; a Python client is the fallback),
+printing p50 and p95 latency, requests per second, and p95 as a ratio of the static file's.
 
-    .venv/bin/python bench/board_latency.py [--submissions 1000 --concurrency 8 --seconds 10]
+    .venv/bin/python bench/board_latency.py [--submissions 1000 10000] [--seconds 10]
+        [--concurrency 8] [--memory-requests 100000] [--explorer-items 24700]
 """
 
 import argparse
 import asyncio
+import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -27,12 +34,14 @@ import redis
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from scoring import synthetic  # noqa: E402
+import _scratch  # noqa: E402
 
+from scoring import airbench, synthetic  # noqa: E402
 
-def manage(*args):
-    return [sys.executable, str(ROOT / "manage.py"), *args]
+manage = _scratch.manage
+EXPLORER_PAGE_SIZE = 20  # leaderboard.explorer_selectors.PAGE_SIZE
 
 
 def percentile(values, q):
@@ -68,99 +77,230 @@ end
 
 
 def wrk(url: str, concurrency: int, seconds: float, script: Path):
-    """(p50 ms, p95 ms, requests/s, errors) measured by wrk with one thread."""
+    """(p50 ms, p95 ms, requests/s, errors, requests) measured by wrk with one thread."""
     command = ["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(seconds))}s",
                "-s", str(script), url]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     p50, p95, requests, errors, micros = out.split("RESULT")[1].split()[:5]
-    return float(p50), float(p95), int(requests) / (int(micros) / 1e6), int(errors)
+    return (float(p50), float(p95), int(requests) / (int(micros) / 1e6), int(errors),
+            int(requests))
 
 
-def python_client(url: str, concurrency: int, seconds: float):
+def python_client(url: str, concurrency: int, seconds: float, script=None):
     latencies, errors = asyncio.run(hammer(url, concurrency, seconds))
     return (statistics.median(latencies), percentile(latencies, 0.95),
-            len(latencies) / seconds, errors)
+            len(latencies) / seconds, errors, len(latencies))
+
+
+MEASURE = wrk if shutil.which("wrk") else python_client
+
+
+def foundation_meta(n: int, seed: int) -> list[dict]:
+    """A synthetic AIR-Bench foundation file of `n` single-choice items over every task."""
+    rng = random.Random(seed)
+    tasks = list(airbench.TASKS)
+    items = []
+    for i in range(n):
+        choices = [f"choice {c} of {i}" for c in "abcd"]
+        items.append({"path": f"{i}.wav", "question": f"Synthetic question {i}?",
+                      "choice_a": choices[0], "choice_b": choices[1], "choice_c": choices[2],
+                      "choice_d": choices[3], "answer_gt": rng.choice(choices),
+                      "task_name": tasks[i % len(tasks)], "dataset_name": "synthetic",
+                      "uniq_id": i})
+    return items
+
+
+def rss_mb(server: subprocess.Popen) -> float:
+    """The resident memory of the web processes (gunicorn's workers), in MB."""
+    return sum(_scratch.proc_status_kb(pid, "VmRSS") or 0
+               for pid in _scratch.children(server.pid)) / 1024
+
+
+def statistics_state(url: str) -> str:
+    """Whether any table has planner statistics (an ANALYZE, manual or automatic)."""
+    with psycopg.connect(url) as conn:
+        analysed = conn.execute(
+            "SELECT count(*) FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL "
+            "OR last_autoanalyze IS NOT NULL").fetchone()[0]
+    return "none (no table analysed)" if not analysed else f"{analysed} tables analysed"
+
+
+class Bench:
+    def __init__(self, args, env: dict, base: str, work: Path, database_url: str):
+        self.args, self.env, self.base, self.work = args, env, base, work
+        self.database_url = database_url
+        self.script = work / "report.lua"
+        self.script.write_text(WRK_SCRIPT)
+
+    def measure(self, path: str, seconds: float | None = None):
+        run = (self.base + path, self.args.concurrency, seconds or self.args.seconds)
+        return MEASURE(*run, self.script)
+
+    def table(self, urls: dict[str, str]) -> dict[str, tuple]:
+        print(f"{'url':<22} {'bytes':>8} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} "
+              f"{'errors':>6} {'p95/static':>10}")
+        results = {}
+        for label, path in urls.items():
+            warm = httpx.get(self.base + path, timeout=60)  # also warms the cache
+            size = len(warm.content)
+            if warm.status_code != 200:
+                print(f"{label}: status {warm.status_code}: {warm.text[:300]}")
+            results[label] = (size, *self.measure(path))
+            size, p50, p95, rate, errors, _ = results[label]
+            ratio = p95 / results["static file"][2]
+            print(f"{label:<22} {size:8d} {p50:8.1f} {p95:8.1f} {rate:8.1f} {errors:6d} "
+                  f"{ratio:10.2f}", flush=True)
+        return results
+
+    def bump(self) -> None:
+        """What scoring.boards.board_changed does when a submission is published."""
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            conn.execute("UPDATE scoring_benchmark SET board_version = board_version + 1, "
+                         "board_changed_at = now() WHERE slug = 'mmae'")
+
+    def cold(self, urls: dict[str, str], visits: int) -> None:
+        """Each URL's first visit after the board changed (nothing of the new state cached)."""
+        times: dict[str, list[float]] = {label: [] for label in urls if label != "static file"}
+        with httpx.Client(timeout=60) as client:
+            for _ in range(visits):
+                for label in times:
+                    self.bump()
+                    started = time.perf_counter()
+                    response = client.get(self.base + urls[label])
+                    times[label].append(1000 * (time.perf_counter() - started))
+                    if response.status_code != 200:
+                        print(f"  {label}: status {response.status_code}: "
+                              f"{response.text[:300]}")
+        print(f"first visit after the board changed (cold cache), {visits} visits each:")
+        for label, found in times.items():
+            print(f"  {label:<22} median {statistics.median(found):7.1f} ms, "
+                  f"max {max(found):7.1f} ms", flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--submissions", type=int, default=1000)
+    parser.add_argument("--submissions", type=int, nargs="+", default=[1000, 10000],
+                        help="board sizes measured in turn (the board grows between them)")
     parser.add_argument("--samples", type=int, default=100,
                         help="benchmark size (boards read slice aggregates, not samples)")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--cold-visits", type=int, default=5)
+    parser.add_argument("--memory-requests", type=int, default=100_000)
+    parser.add_argument("--explorer-items", type=int, default=24_700)
     parser.add_argument("--port", type=int, default=8790)
     args = parser.parse_args()
 
-    name = f"bench_board_{os.getpid()}"
-    admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True)
-    admin.execute(f'CREATE DATABASE "{name}"')
+    name, database_url = _scratch.create_database("bench_board")
     work = Path(tempfile.mkdtemp(prefix="board-bench-"))
     # As in production, the web processes share one cache in Redis (a scratch database).
     redis_url = "redis://127.0.0.1:6379/13"
     redis.Redis.from_url(redis_url).flushdb()
-    env = {**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{name}",
-           "REDIS_URL": redis_url,
+    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url,
            "VAR_DIR": str(work / "var"), "STATIC_ROOT": str(work / "static"),
            "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING",
-           # One load generator sends thousands of requests a minute: the API's limit for
-           # anonymous callers would answer most of them with 429.
-           "THROTTLE_API_ANON": "off"}
+           # One load generator sends thousands of requests a minute: the API's limits (an
+           # anonymous caller counts against both, by address) would answer most with 429.
+           "THROTTLE_API_ANON": "off", "THROTTLE_API_USER": "off"}
     server = None
     try:
-        subprocess.run(manage("migrate", "-v", "0"), env=env, check=True)
+        _scratch.migrate(env)
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            for (table,) in conn.execute("SELECT tablename FROM pg_tables "
+                                         "WHERE schemaname = 'public'").fetchall():
+                conn.execute(f'ALTER TABLE "{table}" SET (autovacuum_enabled = false)')
         subprocess.run(manage("collectstatic", "--noinput", "-v", "0"), env=env, check=True)
         meta = synthetic.write_benchmark(work / "bench", args.samples, seed=1)
         subprocess.run(manage("import_mmae", str(meta), "--audio-root", str(work / "bench")),
                        env=env, check=True)
+        foundation = work / "Foundation_meta.json"
+        foundation.write_text(json.dumps(foundation_meta(args.explorer_items, seed=3)))
+        subprocess.run(manage("import_airbench", "--foundation", str(foundation)), env=env,
+                       check=True)
         started = time.monotonic()
-        subprocess.run(manage("seed_board", "--benchmark", "mmae", "--submissions",
-                              str(args.submissions), "--resamples", "100"), env=env, check=True)
-        print(f"seeded {args.submissions} submissions in {time.monotonic() - started:.0f} s")
-        # A live database has planner statistics (autovacuum); a freshly seeded one has
-        # none, and its plans would be those of empty tables.
-        with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{name}",
-                             autocommit=True) as conn:
-            conn.execute("ANALYZE")
+        subprocess.run(manage("seed_board", "--benchmark", "air-bench-foundation",
+                              "--submissions", "1", "--resamples", "20"), env=env, check=True)
+        print(f"a foundation submission of {args.explorer_items} items seeded in "
+              f"{time.monotonic() - started:.0f} s")
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",
              f"127.0.0.1:{args.port}", "--workers", "2", "--threads", "4"],
-            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
         base = f"http://127.0.0.1:{args.port}"
-        for _ in range(100):
-            try:
-                if httpx.get(f"{base}/b/mmae/", timeout=30).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        static = httpx.get(f"{base}/b/mmae/").text.split('href="/static/css/')[1].split('"')[0]
-        urls = {
-            "static file": f"/static/css/{static}",
-            "home (board)": "/b/mmae/",
-            "slice page": "/b/mmae/?dimension=modality&bucket=sound",
-            "pivot page": "/b/mmae/pivot/?dimension=modality&metric=EMR",
-            "API (slice)": "/api/leaderboards/mmae/?dimension=operation&bucket=local/removal",
-        }
-        script = work / "report.lua"
-        script.write_text(WRK_SCRIPT)
-        client = "wrk" if shutil.which("wrk") else "a Python client (install wrk for less noise)"
-        print(f"{args.concurrency} concurrent connections ({client}), {args.seconds:g} s per URL, "
-              f"gunicorn 2 workers x 4 threads, {args.submissions} submissions on the board")
-        print(f"{'url':<16} {'bytes':>8} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} {'errors':>7}")
-        for label, path in urls.items():
-            size = len(httpx.get(base + path, timeout=30).content)  # also warms the cache
-            measure = wrk if shutil.which("wrk") else python_client
-            args_ = (base + path, args.concurrency, args.seconds)
-            p50, p95, rate, errors = measure(*args_, script) if measure is wrk else \
-                measure(*args_)
-            print(f"{label:<16} {size:8d} {p50:8.1f} {p95:8.1f} {rate:8.1f} {errors:7d}")
+        bench = Bench(args, env, base, work, database_url)
+        seeded = 0
+        for size in sorted(args.submissions):
+            started = time.monotonic()
+            subprocess.run(manage("seed_board", "--benchmark", "mmae", "--submissions",
+                                  str(size - seeded), "--resamples", "100"),
+                           env=env, check=True)
+            print(f"\nseeded {size - seeded} submissions in {time.monotonic() - started:.0f} s;"
+                  f" planner statistics: {statistics_state(database_url)}")
+            seeded = size
+            _scratch.wait_http([f"{base}/b/mmae/"], timeout=120, process=server)
+            urls = board_urls(base)
+            print(f"{size} submissions on the board; {args.concurrency} concurrent "
+                  f"connections ({MEASURE.__name__}), {args.seconds:g} s per URL, gunicorn 2 "
+                  "workers x 4 threads")
+            bench.table(urls)
+            bench.cold(urls, args.cold_visits)
+        explorer(bench, base, database_url)
+        memory(bench, server)
+        print(f"\nplanner statistics at the end: {statistics_state(database_url)}")
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _scratch.stop_group(server)
+        _scratch.drop_database(name)
         redis.Redis.from_url(redis_url).flushdb()
-        subprocess.run(["rm", "-rf", str(work)])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def board_urls(base: str) -> dict[str, str]:
+    html = httpx.get(f"{base}/b/mmae/", timeout=60).text
+    static = html.split('href="/static/css/')[1].split('"')[0]
+    top = html.split('href="/b/mmae/compare/?models=')[1].split('"')[0]
+    return {
+        "static file": f"/static/css/{static}",
+        "board": "/b/mmae/",
+        "slice": "/b/mmae/?dimension=modality&bucket=sound",
+        "pivot": "/b/mmae/pivot/?dimension=modality&metric=EMR",
+        "compare (top two)": f"/b/mmae/compare/?models={top}",
+        "API (slice, 100 rows)": "/api/leaderboards/mmae/?dimension=operation"
+                                 "&bucket=local/removal",
+        "API CSV (1,000 rows)": "/api/leaderboards/mmae/?format=csv&page_size=1000",
+    }
+
+
+def explorer(bench: Bench, base: str, database_url: str) -> None:
+    with psycopg.connect(database_url) as conn:
+        (pk,) = conn.execute(
+            "SELECT s.id FROM submissions_submission s JOIN scoring_benchmark b "
+            "ON b.id = s.benchmark_id WHERE b.slug = 'air-bench-foundation'").fetchone()
+    html = httpx.get(f"{base}/s/{pk}/", timeout=60)
+    assert html.status_code == 200, html.status_code
+    last = -(-bench.args.explorer_items // EXPLORER_PAGE_SIZE)
+    pages = {"explorer, page 1": f"/s/{pk}/samples/",
+             "explorer, middle page": f"/s/{pk}/samples/?page={last // 2}",
+             "explorer, last page": f"/s/{pk}/samples/?page={last}",
+             "explorer, failed only": f"/s/{pk}/samples/?failed=on&page=20",
+             "explorer, a search": f"/s/{pk}/samples/?q=question+12"}
+    print(f"\nexplorer of a {bench.args.explorer_items}-item foundation submission "
+          f"({bench.args.concurrency} connections, {bench.args.seconds:g} s per URL):")
+    for label, path in pages.items():
+        response = httpx.get(base + path, timeout=60)
+        _, p95, rate, errors, _ = bench.measure(path)
+        print(f"  {label:<24} status {response.status_code}, {len(response.content):7d} "
+              f"bytes, p95 {p95:7.1f} ms, {rate:7.1f} req/s, {errors} errors", flush=True)
+
+
+def memory(bench: Bench, server: subprocess.Popen) -> None:
+    before = rss_mb(server)
+    sent, started = 0, time.monotonic()
+    while sent < bench.args.memory_requests:
+        sent += bench.measure("/b/mmae/", seconds=10)[4]
+    print(f"\nweb processes' RSS (2 gunicorn workers): {before:.1f} MB before, "
+          f"{rss_mb(server):.1f} MB after {sent:,} board requests "
+          f"({time.monotonic() - started:.0f} s)")
 
 
 if __name__ == "__main__":

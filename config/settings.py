@@ -409,6 +409,10 @@ CACHES = {
                 "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 3}} if REDIS_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards"},
 }
+# Boards, pivots, comparisons, model pages and the read API tell a CDN (and any shared cache)
+# in front that it may serve them to anonymous visitors for this long without asking; then it
+# revalidates (ETag, Last-Modified) and gets 304 while the board has not changed.
+BOARD_SHARED_MAX_AGE = env_int("BOARD_SHARED_MAX_AGE", 30, minimum=0)
 
 # Celery: Redis in production; kombu's filesystem transport (no server) by default.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")

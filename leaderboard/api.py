@@ -5,17 +5,16 @@ import io
 import re
 from collections.abc import Iterable, Sequence
 
-from django.core.cache import cache
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import ranking, selectors
-from leaderboard.forms import BoardForm
+from leaderboard import ranking, responses, selectors
+from leaderboard.forms import ApiBoardForm, normalised
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
 from submissions.selectors import submission_get
@@ -83,7 +82,8 @@ class CsvRenderer(BaseRenderer):
 
 
 class LeaderboardApi(APIView):
-    """GET /api/leaderboards/<slug>/?dimension=D&bucket=B[&format=csv]: figures in percent."""
+    """GET /api/leaderboards/<slug>/?dimension=D&bucket=B[&page=P&page_size=S][&format=csv]:
+    figures in percent, a page of rows at a time."""
 
     permission_classes = [AllowAny]
     authentication_classes = []
@@ -93,51 +93,96 @@ class LeaderboardApi(APIView):
         OpenApiParameter("dimension", str, description="complexity, complexity_group, "
                          "modality, granularity or operation; none for overall"),
         OpenApiParameter("bucket", str, description="a bucket of the dimension"),
+        OpenApiParameter("page", int, description="the page of rows, from 1 (default 1); a "
+                         "page past the last answers 400"),
+        OpenApiParameter("page_size", int, description="rows per page, 1 to "
+                         f"{ApiBoardForm.MAX_PAGE_SIZE} (default "
+                         f"{ApiBoardForm.DEFAULT_PAGE_SIZE})"),
         OpenApiParameter("format", str, enum=["json", "csv"]),
-    ], responses=OpenApiTypes.OBJECT)
+    ], responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description=(
+        "`count` (the rows over all pages), `page`, `page_size`, `next` and `previous` (the "
+        "URLs of the pages around this one, or null), `rows` (this page's), `reported`. The "
+        "CSV holds this page's rows; its `Link` header names the next and previous pages. "
+        "Responses carry an ETag and Last-Modified: a conditional request answers 304 while "
+        "the board has not changed.")),
+        400: OpenApiResponse(OpenApiTypes.OBJECT, description="`errors`: each bad parameter"),
+    })
     def get(self, request, slug):
         benchmark = selectors.benchmark_current(slug)
         if benchmark is None:
             return Response({"errors": [f"no benchmark {slug!r}"]}, status=404)
         stamp = selectors.board_stamp(benchmark)
         kind = get_kind(benchmark.kind)
-        form = BoardForm(request.query_params, kind=kind,
-                         buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
+        form = ApiBoardForm(request.query_params, kind=kind,
+                            buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
         if not form.is_valid():
             errors = [f"{k}: {m}" for k, ms in form.errors.items() for m in ms]
             return Response({"errors": errors}, status=400)
         query = form.query()
         renderer = request.accepted_renderer
+        if renderer.format not in ("json", "csv"):  # the browsable page renders per request
+            return self._respond(request, benchmark, form, query, renderer)
+        # JSON and CSV are served per board state and query (leaderboard.responses).
+        # The rank ranges arrive from a worker after the state changes: a response made
+        # before them is not reused once they are there.
+        ranged = ranking.ready(benchmark, stamp)
+        return responses.shared(
+            request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
+            # The host too: the page links are absolute URLs.
+            parts=("api", request.get_host(), renderer.format, _normal(form).urlencode()),
+            render=lambda: self._respond(request, benchmark, form, query, renderer))
+
+    def _respond(self, request, benchmark, form, query, renderer):
+        kind = get_kind(benchmark.kind)
+        slug = benchmark.slug
+        rows = selectors.leaderboard_rows(benchmark=benchmark, query=query)
+        number, size = form.cleaned_data["page"], form.cleaned_data["page_size"]
+        pages = max(1, -(-len(rows) // size))
+        if number > pages:
+            return Response({"errors": [f"page: {number} is past the last page ({pages} of "
+                                        f"{size} rows)"]}, status=400)
+        around = {"next": _page_url(request, form, number + 1) if number < pages else None,
+                  "previous": _page_url(request, form, number - 1) if number > 1 else None}
         headers = {}
+        links = [f'<{link}>; rel="{rel}"' for rel, link in around.items() if link]
+        if links:
+            headers["Link"] = ", ".join(links)
         if renderer.format == "csv":
             name = "-".join(p for p in (slug, query.dimension, query.bucket) if p)
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
             headers["Content-Disposition"] = f'attachment; filename="{safe}.csv"'
-
-        def payload():
-            return {
-                "benchmark": slug, "version": benchmark.version, "kind": kind.name,
-                "metrics": list(kind.metric_keys),
-                "dimension": query.dimension, "bucket": query.bucket or None,
-                "rows": [row_out(r, kind) for r in selectors.leaderboard_rows(
-                    benchmark=benchmark, query=query)],
-                "reported": [{k: v for k, v in r.items() if k != "cells"}
-                             for r in selectors.reported_rows(
-                                 slug=slug, dimension=query.dimension, bucket=query.bucket,
-                                 kind=kind)],
-            }
-
-        if renderer.format not in ("json", "csv"):  # the browsable page renders per request
-            return Response(payload(), headers=headers)
-        # JSON and CSV bodies are rendered once per board state and query.
-        # The rank ranges arrive from a worker after the state changes: a body made before
-        # them is not reused once they are there.
-        key = selectors.cache_key("board-api", stamp, ranking.ready(benchmark, stamp), query,
-                                  renderer.format)
-        body = cache.get_or_set(key, lambda: renderer.render(payload()), 300)
+        payload = {
+            "benchmark": slug, "version": benchmark.version, "kind": kind.name,
+            "metrics": list(kind.metric_keys),
+            "dimension": query.dimension, "bucket": query.bucket or None,
+            "count": len(rows), "page": number, "page_size": size, **around,
+            "rows": [row_out(r, kind) for r in rows[(number - 1) * size: number * size]],
+            "reported": [{k: v for k, v in r.items() if k != "cells"}
+                         for r in selectors.reported_rows(
+                             slug=slug, dimension=query.dimension, bucket=query.bucket,
+                             kind=kind)],
+        }
+        if renderer.format not in ("json", "csv"):
+            return Response(payload, headers=headers)
         content_type = f"{renderer.media_type}; charset=utf-8" if renderer.charset \
             else renderer.media_type
-        return HttpResponse(body, content_type=content_type, headers=headers)
+        return HttpResponse(renderer.render(payload), content_type=content_type,
+                            headers=headers)
+
+
+def _normal(form):
+    return normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
+
+
+def _page_url(request, form, number: int) -> str:
+    """Another page of the same (normalised) query: a shared response must not carry the
+    stray parameters of the request that made it."""
+    query = QueryDict(mutable=True)
+    if "format" in request.query_params:
+        query["format"] = request.accepted_renderer.format
+    query.update(_normal(form))
+    query["page"] = str(number)
+    return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
 
 
 def _interval_out(row: dict, kind: Kind) -> dict:

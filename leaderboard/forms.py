@@ -2,6 +2,7 @@ import re
 from urllib.parse import urlencode
 
 from django import forms
+from django.http import QueryDict
 
 from leaderboard import explorer_selectors
 from leaderboard.selectors import OVERALL, SORTS, BoardQuery, visible_models
@@ -15,6 +16,20 @@ def dimension_choices(kind: Kind) -> list[tuple[str, str]]:
 def default_dimension(kind: Kind) -> str:
     """The dimension a pivot or a model page opens on."""
     return kind.main_dimension or kind.dimensions[0].key
+
+
+def normalised(form, **defaults) -> QueryDict:
+    """A valid form's parameters in field order, leaving out empty and default values. A cached
+    body is keyed on this and rendered from it (its links carry the query on), so unknown,
+    reordered or spelled-out default parameters share one cache entry, and no visitor gets
+    links holding another's stray parameters."""
+    normal = QueryDict(mutable=True)
+    for name in form.fields:
+        value = form.cleaned_data.get(name)
+        if value is None or value == "" or value is False or defaults.get(name) == value:
+            continue
+        normal[name] = "on" if value is True else str(value)
+    return normal
 
 
 class BoardForm(forms.Form):
@@ -64,6 +79,27 @@ class BoardForm(forms.Form):
                           descending=bool(data.get("desc")),
                           references=not data.get("hide_references"),
                           judge=bool(data.get("judge")))
+
+
+class ApiBoardForm(BoardForm):
+    """The read API's parameters: the board's, and a page of `page_size` rows."""
+
+    MAX_PAGE_SIZE = 1000
+    DEFAULT_PAGE_SIZE = 100
+
+    page = forms.IntegerField(required=False, min_value=1, error_messages={
+        "invalid": "must be a whole number, 1 or more", "min_value": "must be 1 or more"})
+    page_size = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_PAGE_SIZE, error_messages={
+            "invalid": f"must be a whole number from 1 to {MAX_PAGE_SIZE}",
+            "min_value": "must be 1 or more",
+            "max_value": f"must be at most {MAX_PAGE_SIZE}"})
+
+    def clean(self):
+        data = super().clean()
+        data["page"] = data.get("page") or 1
+        data["page_size"] = data.get("page_size") or self.DEFAULT_PAGE_SIZE
+        return data
 
 
 class PivotForm(forms.Form):

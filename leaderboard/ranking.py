@@ -143,6 +143,7 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
     state; True when it computed."""
     from leaderboard import selectors
 
+    benchmark = Benchmark.objects.get(pk=benchmark.pk)  # its board's state as it is now
     state = selectors.board_stamp(benchmark)
     if set(RankRanges.objects.filter(benchmark=benchmark)
            .values_list("state", flat=True)) == {state}:
@@ -226,15 +227,26 @@ def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICAT
     return rows
 
 
+# benchmark id -> the last state this process found ready, or asked a worker for.
+_ready: dict[int, str] = {}
+_asked: dict[int, str] = {}
+
+
 def ready(benchmark: Benchmark, state: str) -> bool:
     """Whether the board's ranges are those of `state`; if not, a worker is asked (once per
-    state, whatever the number of visits) to compute them."""
+    state, whatever the number of visits and processes) to compute them. A raised board
+    version asks already (scoring.boards.board_changed): this is the fallback."""
     from django.core.cache import cache
 
     from leaderboard.tasks import refresh_rank_ranges
 
-    if RankRanges.objects.filter(benchmark=benchmark, state=state).exists():
+    if _ready.get(benchmark.id) == state:
         return True
-    if cache.add(f"rank-ranges:{benchmark.id}:{state}", 1, 600):
-        refresh_rank_ranges.delay(benchmark.id)
+    if RankRanges.objects.filter(benchmark=benchmark, state=state).exists():
+        _ready[benchmark.id] = state
+        return True
+    if _asked.get(benchmark.id) != state:
+        _asked[benchmark.id] = state
+        if cache.add(f"rank-ranges:{benchmark.id}:{state}", 1, 600):
+            refresh_rank_ranges.delay(benchmark.id)
     return False

@@ -6,18 +6,18 @@ Boards read precomputed aggregates only (SliceResult, ReferenceFigure), never th
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from itertools import combinations
 
 from django.core.cache import cache
-from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.http import Http404
 
-from audit.models import AuditEvent
-from leaderboard import ranking
-from leaderboard.models import ReferenceFigure, ReferenceResult
+from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.models import ReferenceFigure
 from scoring.kinds import Kind, get_kind
-from scoring.models import Benchmark, ItemResult, ScoringRun, SliceResult
+from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
@@ -44,42 +44,126 @@ def _published(benchmark: Benchmark):
         benchmark=benchmark, current_run__judge_config_id=benchmark.judge_config_id)
 
 
-def representatives(benchmark: Benchmark) -> list[Submission]:
+@dataclass(frozen=True)
+class ShownModel:
+    id: int
+    name: str
+    organisation: str
+    link: str
+    licence: str
+    open_weights: bool
+    parameters: str
+
+
+@dataclass(frozen=True)
+class ShownJudgeConfig:
+    name: str
+
+
+@dataclass(frozen=True)
+class ShownRun:
+    id: int
+    judge_model: str
+    simulated: bool
+    judge_config: ShownJudgeConfig
+
+    judge_name = ScoringRun.judge_name
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A model's representative submission on a board, with what the board shows of its model
+    and run: read as plain values, since a board holds thousands (model instances would cost
+    more than the queries)."""
+
+    id: int
+    model_id: int
+    current_run_id: int
+    coverage: float | None
+    created_at: object
+    flag_reason: str
+    representative: bool
+    model: ShownModel
+    current_run: ShownRun
+
+    partial = Submission.partial
+
+
+# How long a process keeps what it read of one board state: a new state reads afresh at once;
+# the age bounds what a change made without board_changed (the admin) leaves stale.
+KEPT_SECONDS = 300
+
+
+class PerState:
+    """One value per benchmark, kept by this process for one board state (every view of a
+    board needs it, several times on a cold request, on every request on a warm one)."""
+
+    def __init__(self):
+        self.kept: dict[int, tuple] = {}
+
+    def get(self, benchmark_id: int, state):
+        found = self.kept.get(benchmark_id)
+        if found is not None and found[0] == state \
+                and time.monotonic() - found[1] < KEPT_SECONDS:
+            return found[2]
+        return None
+
+    def put(self, benchmark_id: int, state, value):
+        self.kept[benchmark_id] = (state, time.monotonic(), value)
+        return value
+
+
+_representatives = PerState()
+_snapshots = PerState()
+
+
+def representatives(benchmark: Benchmark) -> list[Shown]:
     """Each model's representative submission: the one its author chose, else its latest
-    public, finished one."""
-    chosen: dict[int, Submission] = {}
-    # The runs' and submissions' large JSON fields are not needed on a board.
-    for submission in (_published(benchmark)
-                       .select_related("model", "current_run__judge_config")
-                       .defer("report", "status_times", "current_run__outputs",
-                              "current_run__missing", "current_run__status_times",
-                              "current_run__sampling", "current_run__base_urls")
-                       .order_by("model_id", "-representative", "-created_at")):
-        chosen.setdefault(submission.model_id, submission)
-    return list(chosen.values())
+    public, finished one (under the benchmark's current judge config)."""
+    state = (benchmark.board_version, benchmark.judge_config_id)
+    found = _representatives.get(benchmark.id, state)
+    if found is None:
+        found = _representatives.put(benchmark.id, state, _read_representatives(benchmark))
+    return found
+
+
+def _read_representatives(benchmark: Benchmark) -> list[Shown]:
+    # Queries of one table each, joined here: their plans stay good on a database without
+    # planner statistics (a join of thousands of rows there became a nested loop of seconds).
+    config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
+    if config is None:
+        return []
+    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name))
+            for pk, judge_model, simulated in ScoringRun.objects.filter(
+                benchmark=benchmark, status=ScoringRun.Status.FINISHED,
+                judge_config=config).values_list("id", "judge_model", "simulated")}
+    candidates = sorted(
+        (s for s in Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
+                                              current_run__isnull=False)
+         .values_list("id", "model_id", "current_run_id", "coverage", "created_at",
+                      "flag_reason", "representative") if s[2] in runs),
+        key=lambda s: (s[1], not s[6], -s[4].timestamp(), -s[0]))
+    chosen: dict[int, tuple] = {}
+    for submission in candidates:
+        chosen.setdefault(submission[1], submission)
+    models = {m[0]: ShownModel(*m) for m in ModelEntry.objects.filter(id__any=list(chosen))
+              .values_list("id", "name", "organisation", "link", "licence", "open_weights",
+                           "parameters")}
+    return [Shown(*s, model=models[s[1]], current_run=runs[s[2]]) for s in chosen.values()]
 
 
 def board_stamp(benchmark: Benchmark) -> str:
-    """Changes whenever what a board shows may change: a submission published or a run
-    finished (its id and run), a model added, reported results reloaded, anything audited on
-    the benchmark (a flag, a hidden submission, a representative chosen), a calibration baseline
-    finished."""
-    published = _published(benchmark).aggregate(
-        n=Count("id"), last=Max("id"), runs=Sum("current_run_id"), models=Max("model_id"))
-    reported = ReferenceResult.objects.filter(benchmark_slug=benchmark.slug).aggregate(
-        n=Count("id"), last=Max("loaded_at"))
-    # One query for the newest audit event and the newest finished calibration baseline.
-    latest = Benchmark.objects.filter(id=benchmark.id).values("id").annotate(
-        audited=Subquery(AuditEvent.objects.filter(benchmark_slug=OuterRef("slug"))
-                         .order_by("-id").values("id")[:1]),
-        baseline=Subquery(ScoringRun.objects.filter(
-            benchmark_id=OuterRef("id"), purpose=ScoringRun.Purpose.BASELINE,
-            status=ScoringRun.Status.FINISHED).order_by("-id").values("id")[:1]),
-    ).get()
-    return (f"{benchmark.id}:{benchmark.judge_config_id}:{published['n']}:"
-            f"{published['last']}:{published['runs']}:"
-            f"{published['models']}:{reported['n']}:{reported['last']}:{latest['audited']}:"
-            f"{latest['baseline']}")
+    """The board's state, read from its benchmark's row (scoring.boards.board_changed raises
+    the version whenever what the board shows may change): no query of its own."""
+    return f"{benchmark.id}:{benchmark.board_version}"
+
+
+def boards_state() -> tuple[str, object]:
+    """The state of every board at once (for pages that gather figures across boards, such as
+    a model's), and when the last of them changed: one query over the benchmarks."""
+    found = Benchmark.objects.aggregate(versions=Sum("board_version"), n=Count("id"),
+                                        changed=Max("board_changed_at"))
+    return f"all:{found['n']}:{found['versions']}", found["changed"]
 
 
 def cache_key(prefix: str, *parts) -> str:
@@ -90,6 +174,9 @@ def cache_key(prefix: str, *parts) -> str:
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
     """What every view of a board needs (bucket and licence choices, the top two models, the
     calibration baselines), computed once per board state."""
+    snapshot = _snapshots.get(benchmark.id, stamp)
+    if snapshot is not None:
+        return snapshot
     key = cache_key("board-snapshot", stamp)
     snapshot = cache.get(key)
     if snapshot is None:
@@ -98,7 +185,7 @@ def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
                     "compare_models": ",".join(str(r["model_id"]) for r in top),
                     "diagnostics": diagnostic_rows(benchmark)}
         cache.set(key, snapshot, 300)
-    return snapshot
+    return _snapshots.put(benchmark.id, stamp, snapshot)
 
 
 def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
@@ -106,7 +193,7 @@ def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
     runs = [s.current_run_id for s in representatives(benchmark)]
     kind = get_kind(benchmark.kind)
     choices: dict[str, list[str]] = {d: [] for d in kind.dimension_keys}
-    found = set(SliceResult.objects.filter(run_id__in=runs).exclude(dimension=OVERALL)
+    found = set(SliceResult.objects.filter(run_id__any=runs).exclude(dimension=OVERALL)
                 .values_list("dimension", "bucket").distinct())
     # Reported results have slices of their own, shown even before anything is scored.
     found |= set(ReferenceFigure.objects.filter(result__benchmark_slug=benchmark.slug)
@@ -162,22 +249,44 @@ def leaderboard_rows(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) 
     whenever the board changes: leaderboard.ranking), None until computed. Ranks are over
     every model; filters only choose what shows."""
     kind = get_kind(benchmark.kind)
-    subs = {s.current_run_id: s for s in representatives(benchmark)}
     bucket = query.bucket if query.dimension != OVERALL else ""
-    figures = SliceResult.objects.filter(run_id__in=list(subs), dimension=query.dimension,
-                                         bucket=bucket)
-    rows = [_row(subs[f.run_id], f, kind) for f in figures]
     metric = _ranked_metric(kind, query)
-    key = _rank_key(kind, metric)
     ranges = ranking.stored(benchmark, query.dimension, bucket).get(metric or ranking.RANK, {})
-    for row, rank in zip(rows, ranking.competition_ranks([key(r) for r in rows]), strict=True):
+    rows = []
+    for row in _ranked(benchmark, kind, query.dimension, bucket, metric):
         found = ranges.get(str(row["submission"]))
-        row["rank"], row["rank_range"] = rank, tuple(found) if found else None
-    rows.sort(key=lambda r: (key(r), r["model"].lower()))
+        rows.append({**row, "rank_range": tuple(found) if found else None})
     rows = _filtered(rows, query)
     if metric is not None or query.sort == "rank":  # in rank order already
         return rows[::-1] if query.descending else rows
     return _sorted(rows, query)
+
+
+# The last slice ranked by this process, for its board state: a cold board page ranks the
+# same slice twice (its snapshot and its body), and a board holds thousands of rows.
+_last_ranked: tuple = (None, 0.0, [])
+
+
+def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
+            metric: str | None) -> list[dict]:
+    """The representatives' rows on one slice, with their ranks, in rank order."""
+    global _last_ranked
+    key = (benchmark.id, benchmark.board_version, benchmark.judge_config_id, dimension, bucket,
+           metric)
+    last_key, made, last_rows = _last_ranked
+    if last_key == key and time.monotonic() - made < KEPT_SECONDS:
+        return last_rows
+    subs = {s.current_run_id: s for s in representatives(benchmark)}
+    rows = [_row(subs[f.run_id], f, kind) for f in SliceResult.objects.filter(
+        run_id__any=list(subs), dimension=dimension, bucket=bucket)]
+    rank_key = _rank_key(kind, metric)
+    keys = [rank_key(r) for r in rows]
+    for row, rank in zip(rows, ranking.competition_ranks(keys), strict=True):
+        row["rank"] = rank
+    order = sorted(range(len(rows)), key=lambda i: (keys[i], rows[i]["model"].lower()))
+    rows = [rows[i] for i in order]
+    _last_ranked = (key, time.monotonic(), rows)
+    return rows
 
 
 def _ranked_metric(kind: Kind, query: BoardQuery) -> str | None:
@@ -568,7 +677,7 @@ def submission_standing(submission: Submission) -> dict | None:
 
 def board_simulated(benchmark: Benchmark) -> bool:
     """Whether any run the board shows was scored by the judge simulator."""
-    return _published(benchmark).filter(current_run__simulated=True).exists()
+    return any(s.current_run.simulated for s in representatives(benchmark))
 
 
 def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from django.db import transaction
 
 from leaderboard.models import ReferenceFigure, ReferenceResult
+from scoring.boards import board_changed
 from scoring.kinds import get_kind
 from scoring.models import Benchmark
 
@@ -47,4 +48,5 @@ def reference_results_load(*, path: Path, benchmark_slug: str) -> int:
             ReferenceFigure.objects.bulk_create([
                 ReferenceFigure(result=result, dimension=d, bucket=b, values=values)
                 for d, b, values in row.figures])
+        board_changed(slug=benchmark_slug)
     return len(rows)

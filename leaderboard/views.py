@@ -14,13 +14,14 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from leaderboard import charts, ranking, selectors
+from leaderboard import charts, ranking, responses, selectors
 from leaderboard.forms import (
     BoardForm,
     CompareForm,
     ModelPageForm,
     PivotForm,
     dimension_choices,
+    normalised,
 )
 from scoring.kinds import get_kind
 from scoring.kinds.base import Section
@@ -68,47 +69,42 @@ def home(request):
 @draws_charts
 def board(request, slug):
     """A board on one slice. The part below the filters is rendered once per board state
-    (see selectors.board_stamp) and query, then served from the cache."""
-    benchmark = selectors.benchmark_current(slug)
-    if benchmark is None:
-        raise Http404("no such benchmark")
+    (see selectors.board_stamp) and query, then served from the cache; anonymous visitors get
+    the whole page from it (leaderboard.responses)."""
+    benchmark = _benchmark_or_404(slug)
     stamp = selectors.board_stamp(benchmark)
     snapshot = selectors.board_snapshot(benchmark, stamp)
     ranged = ranking.ready(benchmark, stamp)  # computed by a worker, never here
     kind = get_kind(benchmark.kind)
     form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
-    context = {"benchmark": benchmark, "benchmarks": selectors.benchmark_list(), "form": form,
+    context = {"benchmark": benchmark, "form": form,
                "buckets": snapshot["buckets"], "licences": snapshot["licences"],
                "snapshot": snapshot, "plotly_js": plotly_js_url(), "kind": kind}
     if not form.is_valid():
-        return render(request, "leaderboard/board.html", context, status=400)
+        return render(request, "leaderboard/board.html",
+                      {**context, "benchmarks": selectors.benchmark_list()}, status=400)
     query = form.query()
-    normal = _normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
-    key = selectors.cache_key("board-body", stamp, ranged, normal.urlencode())
-    body = cache.get(key)
-    if body is None:
-        body = render_to_string("leaderboard/_board_body.html",
-                                _board_body(benchmark, query, form.cleaned_data["page"] or 1,
-                                            form.cleaned_data["chart"]),
-                                request=_asking(request, normal))
-        cache.set(key, body, BOARD_CACHE_SECONDS)
-    return render(request, "leaderboard/board.html",
-                  {**context, "query": query, "body": mark_safe(body),  # noqa: S308
-                   "diagnostics": snapshot["diagnostics"]})
+    normal = normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
 
+    def page():
+        key = selectors.cache_key("board-body", stamp, ranged, normal.urlencode())
+        body = cache.get(key)
+        if body is None:
+            body = render_to_string("leaderboard/_board_body.html",
+                                    _board_body(benchmark, query,
+                                                form.cleaned_data["page"] or 1,
+                                                form.cleaned_data["chart"]),
+                                    request=_asking(request, normal))
+            cache.set(key, body, BOARD_CACHE_SECONDS)
+        # Rendered as though asked exactly the normalised query: the page is shared.
+        return render(_asking(request, normal), "leaderboard/board.html",
+                      {**context, "benchmarks": selectors.benchmark_list(), "query": query,
+                       "body": mark_safe(body),  # noqa: S308 - our own rendered template
+                       "diagnostics": snapshot["diagnostics"]})
 
-def _normalised(form, **defaults) -> QueryDict:
-    """A valid form's parameters in field order, leaving out empty and default values. A cached
-    body is keyed on this and rendered from it (its links carry the query on), so unknown,
-    reordered or spelled-out default parameters share one cache entry, and no visitor gets
-    links holding another's stray parameters."""
-    normal = QueryDict(mutable=True)
-    for name in form.fields:
-        value = form.cleaned_data.get(name)
-        if value is None or value == "" or value is False or defaults.get(name) == value:
-            continue
-        normal[name] = "on" if value is True else str(value)
-    return normal
+    return responses.shared(request, state=(stamp, ranged),
+                            changed_at=benchmark.board_changed_at,
+                            parts=("board", normal.urlencode()), render=page)
 
 
 def _asking(request, query: QueryDict):
@@ -221,6 +217,16 @@ def _errors(form) -> list[str]:
 @require_GET
 @draws_charts
 def model(request, model_id):
+    """A model's page: its submissions and a board's figures per slice. Anonymous visitors
+    share it per state of every board (a model's figures come from several)."""
+    state, changed_at = selectors.boards_state()
+    parts = ("model", model_id, *(f"{name}={request.GET.get(name, '')}"
+                                  for name in ModelPageForm.base_fields))
+    return responses.shared(request, state=state, changed_at=changed_at, parts=parts,
+                            render=lambda: _model_page(request, model_id))
+
+
+def _model_page(request, model_id):
     entry = selectors.model_for(request.user, model_id)
     submissions = selectors.model_submissions(request.user, entry)
     featured = selectors.featured_submissions(submissions)
@@ -273,17 +279,23 @@ def pivot(request, slug):
         context["errors"] = _errors(form)
         return render(request, "leaderboard/pivot.html", context, status=400)
     data = form.cleaned_data
-    normal = _normalised(form, page=1)
-    key = selectors.cache_key("pivot", selectors.board_stamp(benchmark), normal.urlencode())
-    page = cache.get(key)
-    if page is None:
-        page = _pivot_page(benchmark, data)
-        page["body"] = render_to_string("leaderboard/_pivot_body.html", page,
-                                        request=_asking(request, normal))
-        cache.set(key, page, BOARD_CACHE_SECONDS)
-    context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
-                   body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template
-    return render(request, "leaderboard/pivot.html", context)
+    normal = normalised(form, page=1)
+    stamp = selectors.board_stamp(benchmark)
+
+    def respond():
+        key = selectors.cache_key("pivot", stamp, normal.urlencode())
+        page = cache.get(key)
+        if page is None:
+            page = _pivot_page(benchmark, data)
+            page["body"] = render_to_string("leaderboard/_pivot_body.html", page,
+                                            request=_asking(request, normal))
+            cache.set(key, page, BOARD_CACHE_SECONDS)
+        context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
+                       body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template
+        return render(_asking(request, normal), "leaderboard/pivot.html", context)
+
+    return responses.shared(request, state=stamp, changed_at=benchmark.board_changed_at,
+                            parts=("pivot", normal.urlencode()), render=respond)
 
 
 def _pivot_page(benchmark, data) -> dict:
@@ -324,10 +336,19 @@ def compare(request, slug):
     whether each is really apart from the first (paired differences with their intervals and
     a verdict, per metric and slice), per-item wins and losses, and every slice's figures."""
     benchmark = _benchmark_or_404(slug)
+    chosen = ",".join(p.strip() for p in ",".join(request.GET.getlist("models")).split(",")
+                      if p.strip())
+    needle = request.GET.get("q", "").strip()[:100]
+    return responses.shared(request, state=selectors.board_stamp(benchmark),
+                            changed_at=benchmark.board_changed_at,
+                            parts=("compare", chosen, needle),
+                            render=lambda: _compare_page(request, benchmark, needle))
+
+
+def _compare_page(request, benchmark, needle: str):
     board_models = selectors.board_models(benchmark)
     form = CompareForm(request.GET, board=board_models, user=request.user)
     chosen = form.data["models"].split(",")
-    needle = request.GET.get("q", "").strip()[:100]
     kind = get_kind(benchmark.kind)
     context = {"benchmark": benchmark, "form": form, "errors": [], "kind": kind,
                "search": needle,

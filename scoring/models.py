@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class JudgeConfig(models.Model):
@@ -71,6 +72,10 @@ class Benchmark(models.Model):
     # The board shows runs under this config; new submissions are scored with it.
     judge_config = models.ForeignKey(JudgeConfig, null=True, blank=True,
                                      on_delete=models.PROTECT, related_name="benchmarks")
+    # Raised by scoring.boards.board_changed whenever what the board shows may change, so that
+    # a board's state is read with the benchmark's row, never aggregated per request.
+    board_version = models.PositiveBigIntegerField(default=0)
+    board_changed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [

@@ -30,6 +30,7 @@ from judge.fleet import FleetUnavailable, JudgeFleet
 from judge.leases import fleet_leases
 from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls
+from scoring.boards import board_changed
 from scoring.heartbeat import Heartbeat
 from scoring.jobs import JobFeed, ask_jobs
 from scoring.judge_configs import judge_config_current
@@ -576,6 +577,7 @@ def run_aggregate(run_id: int) -> bool:
         SliceResult.objects.bulk_create(slices, batch_size=1000)
         run_vector_store(run, kind, rows)
         _move(run.id, [Status.AGGREGATING], Status.FINISHED)
+        board_changed(run.benchmark_id)
     return True
 
 

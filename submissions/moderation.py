@@ -1,7 +1,7 @@
 """Moderation: staff hide, flag or delete submissions and override quotas; authors choose a
 submission's visibility and which submission represents their model on a board.
 
-Every change writes its audit record (scoring.audit) in the transaction that makes it. Staff
+Every change writes its audit record (audit.services) in the transaction that makes it. Staff
 moderation of a public submission is public, on its benchmark's changelog; an author's own
 choices and quota overrides are not.
 """

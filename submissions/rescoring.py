@@ -19,6 +19,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
 from scoring import runs
+from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, JudgeConfig, ScoringRun
@@ -179,12 +180,16 @@ def board_runs_reconcile(*, benchmark: Benchmark | None = None) -> int:
     candidates = Submission.objects.filter(current_run__isnull=False)
     if benchmark is not None:
         candidates = candidates.filter(benchmark=benchmark)
-    moved = 0
-    for pk, current, target in (candidates.annotate(target=latest).exclude(target=None)
-                                .exclude(current_run_id=F("target"))
-                                .values_list("pk", "current_run_id", "target")):
-        moved += Submission.objects.filter(pk=pk, current_run_id=current) \
-            .update(current_run_id=target)
+    moved, boards = 0, set()
+    for pk, current, target, board in (candidates.annotate(target=latest).exclude(target=None)
+                                       .exclude(current_run_id=F("target"))
+                                       .values_list("pk", "current_run_id", "target",
+                                                    "benchmark_id")):
+        if Submission.objects.filter(pk=pk, current_run_id=current) \
+                .update(current_run_id=target):
+            moved += 1
+            boards.add(board)
+    board_changed(*boards)
     return moved
 
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 from config.celery import broker_check
 from config.errors import ServiceError
 from scoring import runs
+from scoring.boards import board_changed
 from scoring.heartbeat import Heartbeat
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
@@ -247,6 +248,8 @@ def _apply_model_details(submission: Submission) -> None:
     validation: a private or rejected upload must not rewrite what the board shows."""
     if submission.public and submission.model_details:
         ModelEntry.objects.filter(id=submission.model_id).update(**submission.model_details)
+        board_changed(*Submission.objects.filter(model_id=submission.model_id)
+                      .values_list("benchmark_id", flat=True).distinct())
 
 
 def submission_folder(submission: Submission) -> Path:

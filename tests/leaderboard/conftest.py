@@ -2,6 +2,7 @@ import pytest
 from django.core.cache import caches
 from django.utils import timezone
 
+from scoring.boards import board_changed
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 from tests.conftest import judge_config
@@ -38,6 +39,7 @@ def board(db, author):
             owner=owner or author, model=model, benchmark=benchmark, public=public,
             status="queued", current_run=run, coverage=coverage)
         submission.runs.add(run)
+        board_changed(benchmark.id)  # as a run finishing does
         return submission
 
     return benchmark, scored
@@ -95,6 +97,7 @@ def item_board(db, author, tmp_path):
             owner=owner or author, model=model, benchmark=benchmark, public=public,
             status="queued", current_run=run, coverage=1.0)
         submission.runs.add(run)
+        board_changed(benchmark.id)  # as a run finishing does
         return submission
 
     return benchmark, scored, samples

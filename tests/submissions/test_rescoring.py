@@ -117,6 +117,7 @@ def test_a_rescore_under_another_config_changes_figures_only_once_made_current(
     assert leaderboard_rows(benchmark=benchmark) == []  # until the reconcile
     assert board_runs_reconcile(benchmark=benchmark) == 1
     assert board_runs_reconcile(benchmark=benchmark) == 0  # nothing left to move
+    benchmark.refresh_from_db()  # the board's state (its version) moved on
     (row,) = leaderboard_rows(benchmark=benchmark)
     assert (row["IFR"], row["CR"], row["EMR"]) == overall(run)
     assert ScoringRun.objects.filter(id=first.id, status="finished").exists()  # kept

@@ -1,0 +1,37 @@
+"""A board's state: a version stored on its benchmark, raised by whatever changes what the board
+shows (a submission published, hidden, flagged or deleted, a representative chosen, a run
+finished or made current, a model's details edited, reported results reloaded, a calibration
+baseline finished, the judge config switched, anything audited on the benchmark). Boards,
+their caches, ETags and rank ranges key on it, so that reading a board's state costs no
+aggregate over its submissions."""
+
+from __future__ import annotations
+
+from celery import current_app
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from scoring.models import Benchmark
+
+# The leaderboard's task recomputing a board's rank ranges for its new state (named, since
+# the scoring app does not import the leaderboard). It does nothing when they are current.
+REFRESH_TASK = "leaderboard.tasks.refresh_rank_ranges"
+
+
+def board_changed(*benchmark_ids: int, slug: str = "") -> None:
+    """Raise the board version of the benchmarks given (and of every version of `slug`) in one
+    UPDATE; once that commits, a worker is asked for each new state's rank ranges so that no
+    visitor waits for them (should the broker be down, the error is logged and the first
+    visit asks again: leaderboard.ranking.ready)."""
+    boards = Q(id__in=benchmark_ids) | Q(slug=slug) if slug else Q(id__in=benchmark_ids)
+    if not benchmark_ids and not slug:
+        return
+    Benchmark.objects.filter(boards).update(board_version=F("board_version") + 1,
+                                            board_changed_at=timezone.now())
+    transaction.on_commit(lambda: _refresh_ranges(boards), robust=True)
+
+
+def _refresh_ranges(boards: Q) -> None:
+    for pk in Benchmark.objects.filter(boards).values_list("id", flat=True):
+        current_app.send_task(REFRESH_TASK, args=[pk])
