@@ -408,6 +408,12 @@ CACHES = {
     "default": {"BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": REDIS_URL,
                 "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 3}} if REDIS_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards"},
+    # Each process's own copy of the hottest shared board responses, in front of the default
+    # cache: their keys hold the board's state, so a copy is never stale (leaderboard.responses).
+    "process": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                "LOCATION": "shared-responses",
+                "OPTIONS": {"MAX_ENTRIES": env_int("BOARD_PROCESS_CACHE_ENTRIES", 200,
+                                                   minimum=1)}},
 }
 # Boards, pivots, comparisons, model pages and the read API tell a CDN (and any shared cache)
 # in front that it may serve them to anonymous visitors for this long without asking; then it

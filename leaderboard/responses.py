@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.http import HttpRequest, HttpResponse
 from django.middleware.gzip import GZipMiddleware
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
@@ -60,6 +60,10 @@ def _cached(request: HttpRequest, digest: str, etag: str,
     afresh)."""
     gzipped = "gzip" in request.headers.get("Accept-Encoding", "")
     key = f"shared-response:{digest}:{'gzip' if gzipped else 'plain'}"
+    near = caches["process"]  # this process's copy first, then the cache every process shares
+    response = near.get(key)
+    if response is not None:
+        return response
     response = cache.get(key)
     if response is None:
         response = render()
@@ -70,5 +74,6 @@ def _cached(request: HttpRequest, digest: str, etag: str,
             response = _gzip.process_response(request, response)
         patch_vary_headers(response, ("Accept-Encoding",))
         cache.set(key, response, RESPONSE_CACHE_SECONDS)
+    near.set(key, response, RESPONSE_CACHE_SECONDS)
     return response
 

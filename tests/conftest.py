@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection
 
 from config.celery import app as celery_app
@@ -91,7 +91,8 @@ def _test_settings(settings):
     """Pages render without running collectstatic (production uses the manifest storage);
     the cast's passwords hash fast."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    cache.clear()  # boards are cached by state; a test's state must not meet another's
+    for each in caches.all():  # boards are cached by state; a test's state must not meet
+        each.clear()           # another's
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -11,7 +11,7 @@ from tests.conftest import BROKER, CAST_PASSWORD, free_ports
 
 
 def redis_cache(settings, location):
-    settings.CACHES = {"default": {
+    settings.CACHES = {**settings.CACHES, "default": {
         "BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": location,
         "KEY_PREFIX": f"cache-test-{free_ports(1)[0]}",
         "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 3}}}

@@ -104,8 +104,8 @@ def test_the_list_shows_the_authors_submissions(logged_in, author, make_submissi
 @pytest.fixture
 def redis_down(settings):
     dead = f"redis://127.0.0.1:{free_ports(1)[0]}/0"
-    settings.CACHES = {"default": {"BACKEND": "config.cache.FailSoftRedisCache",
-                                   "LOCATION": dead}}
+    settings.CACHES = {**settings.CACHES, "default": {
+        "BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": dead}}
     _use_broker(dead)
     yield
     _use_broker("memory://")
