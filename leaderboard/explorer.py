@@ -26,9 +26,9 @@ AUDIO_WHICH = re.compile(r"output|input[1-9][0-9]{0,2}")
 
 def _explorer(request, submission) -> dict:
     """The explorer's context for the page and its partial; "explorer" is None on bad input."""
-    items = selectors.explorer_items(submission.benchmark)
     kind = get_kind(submission.benchmark.kind)
-    form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(items, kind), kind=kind)
+    form = ExplorerForm(request.GET, buckets=selectors.slice_buckets(submission.benchmark),
+                        kind=kind)
     context = {"submission": submission, "form": form, "explorer": None, "kind": kind,
                "page_url": reverse("leaderboard:submission", args=[submission.pk]),
                "samples_url": reverse("leaderboard:submission-samples", args=[submission.pk])}
@@ -36,7 +36,7 @@ def _explorer(request, submission) -> dict:
         return context
     query = form.query()
     try:
-        explorer = selectors.explorer_page(submission=submission, items=items, query=query)
+        explorer = selectors.explorer_page(submission=submission, query=query)
     except selectors.ExplorerError as exc:
         form.add_error("page", str(exc))
         return context

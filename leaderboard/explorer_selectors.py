@@ -9,10 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.core.cache import cache
 from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from scoring.kinds import ItemRows, Kind, get_kind
-from scoring.models import Criterion, Item, ItemResult, ScoringRun, SliceResult
+from scoring.models import (
+    Criterion,
+    Item,
+    ItemBucket,
+    ItemResult,
+    ScoringRun,
+    SliceResult,
+)
 from scoring.predictions import resolve_audio
 from scoring.runs import answer_groups
 from submissions.models import Submission
@@ -89,80 +98,68 @@ class ExplorerQuery:
 
 @dataclass(frozen=True)
 class ItemRow:
-    """What filtering needs of an item; the page's items are then loaded in full."""
+    """What the explorer shows of an item, besides its criteria."""
 
     id: int
     key: str
     dimensions: dict
     content: dict
-    turns: tuple[str, ...]
     media: tuple[str, ...]
 
-    @property
-    def instruction(self) -> str:
-        return "\n".join(self.turns)
 
-
-def explorer_items(benchmark) -> list[ItemRow]:
+def slice_buckets(benchmark) -> dict[str, list[str]]:
+    """dimension -> the buckets that the benchmark's items fall in, read once per benchmark:
+    its items never change after import."""
     kind = get_kind(benchmark.kind)
-    return [ItemRow(id=i, key=k, dimensions=d, content=c, media=tuple(m),
-                    turns=kind.item_text(ItemRows(key=k, dimensions=d, content=c,
-                                                  media=m, criteria=[])))
-            for i, k, d, c, m in Item.objects.filter(benchmark=benchmark).order_by("position")
-            .values_list("id", "key", "dimensions", "content", "media")]
+
+    def read() -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {d: [] for d in kind.dimension_keys}
+        for dimension, bucket in (ItemBucket.objects.filter(item__benchmark=benchmark)
+                                  .values_list("dimension", "bucket").distinct()):
+            found.setdefault(dimension, []).append(bucket)
+        return {d: sorted(b, key=lambda bucket, d=d: kind.bucket_key(d, bucket))
+                for d, b in found.items() if d in kind.dimension_keys}
+
+    return cache.get_or_set(f"explorer-buckets:{benchmark.pk}:{benchmark.sha256}", read,
+                            timeout=None)
 
 
-def slice_buckets(items: list[ItemRow], kind: Kind) -> dict[str, list[str]]:
-    """dimension -> the buckets that the benchmark's items fall in."""
-    found: dict[str, set[str]] = {d: set() for d in kind.dimension_keys}
-    for item in items:
-        for dimension in kind.dimension_keys:
-            found[dimension].update(kind.buckets(dimension, item.dimensions))
-    return {d: sorted(b, key=lambda bucket, d=d: kind.bucket_key(d, bucket))
-            for d, b in found.items()}
-
-
-def _failed_ids(run: ScoringRun | None, kind: Kind) -> set[int]:
-    """Items the kind counts as failed (MMAE: a rubric scored 0; AIR-Bench: answered wrong,
-    or a judge reply that could not be read)."""
-    if run is None:
-        return set()
-    return {columns["item_id"] for columns in ItemResult.objects.filter(run=run)
-            .values("item_id", *RESULT_COLUMNS) if kind.failed(columns)}
-
-
-def _matching(items: list[ItemRow], query: ExplorerQuery, run: ScoringRun | None,
-              kind: Kind):
+def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> QuerySet:
+    """The items the query keeps, in benchmark order: filtered in the database (the buckets,
+    search text and failed flags stored at import and aggregation), so that a page reads only
+    its own items."""
+    items = Item.objects.filter(benchmark=benchmark)
+    if query.dimension:
+        items = items.filter(Exists(ItemBucket.objects.filter(
+            item=OuterRef("pk"), dimension=query.dimension, bucket=query.bucket)))
+    if query.failed:
+        items = items.none() if run is None else items.filter(Exists(ItemResult.objects.filter(
+            run=run, item=OuterRef("pk"), failed=True)))
     needle = query.search.strip().casefold()
-    failed = _failed_ids(run, kind) if query.failed else None
-    return [
-        item for item in items
-        if (not query.dimension or query.bucket in kind.buckets(query.dimension,
-                                                                item.dimensions))
-        and (failed is None or item.id in failed)
-        and (not needle or needle in item.instruction.casefold()
-             or needle in item.key.casefold())
-    ]
+    if needle:
+        items = items.filter(Q(search_text__contains=needle) | Q(key__icontains=needle))
+    return items.order_by("position").values_list("id", "key", "dimensions", "content", "media")
 
 
-def explorer_page(*, submission: Submission, items: list[ItemRow],
-                  query: ExplorerQuery) -> dict:
+def explorer_page(*, submission: Submission, query: ExplorerQuery) -> dict:
     """One page of items matching the query, each with its audio, figures and every judge
     answer, as the kind shows an item.
 
-    A few queries whatever the page size: the failed filter's results (when asked), then
-    the page's items, results and answers.
+    A few queries whatever the page size and the benchmark's size: the count of matching
+    items, the page's items, their criteria, results and answers.
     """
     run = submission.current_run
     kind = get_kind(submission.benchmark.kind)
-    matching = _matching(items, query, finished_run(submission), kind)
-    paginator = Paginator(matching, PAGE_SIZE)
+    paginator = Paginator(_matching(submission.benchmark, query, finished_run(submission)),
+                          PAGE_SIZE)
     if query.page > paginator.num_pages:
         raise ExplorerError(f"page {query.page} is past the last page "
                             f"({paginator.num_pages})")
     page = paginator.page(query.page)
+    rows = [ItemRow(id=i, key=k, dimensions=d, content=c, media=tuple(m))
+            for i, k, d, c, m in page.object_list]
     return {"page": page, "count": paginator.count, "num_pages": paginator.num_pages,
-            "samples": _samples(kind, submission, list(page.object_list), run),
+            "samples": _samples(kind, submission, rows, run),
             "item_noun": kind.item_noun, "run_finished": finished_run(submission) is not None}
 
 

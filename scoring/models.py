@@ -102,6 +102,9 @@ class Item(models.Model):
     # sha256 of each input audio file, in `media` order (empty when the files are not here):
     # part of the judgment cache's key of a query that sends the file.
     media_sha256 = models.JSONField(default=list)
+    # The text the explorer's search reads (Kind.search_text: the item's text, casefolded),
+    # kept so that a search is one LIKE in the database rather than every item read.
+    search_text = models.TextField(blank=True, default="")
 
     class Meta:
         constraints = [
@@ -128,6 +131,30 @@ class Item(models.Model):
                             {"index": c.index, "category": c.category, "question": c.question,
                              "right_choice": c.right_choice, "wrong_choices": c.wrong_choices}
                             for c in self.ordered_criteria()])
+
+
+class ItemBucket(models.Model):
+    """A bucket of a dimension that an item falls in (Kind.buckets), stored at import so that
+    the explorer's slice filter is a join: an MMAE sample is in each of its operations."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="buckets")
+    dimension = models.CharField(max_length=50)
+    bucket = models.CharField(max_length=200)
+
+    class Meta:
+        constraints = [
+            # Also serves listing a benchmark's buckets for the explorer's form.
+            models.UniqueConstraint(fields=["item", "dimension", "bucket"],
+                                    name="itembucket_item_dimension_bucket"),
+        ]
+        indexes = [
+            # Serves the explorer's slice filter: the items in one bucket.
+            models.Index(fields=["dimension", "bucket", "item"],
+                         name="itembucket_dimension_bucket"),
+        ]
+
+    def __str__(self):
+        return f"{self.item_id} in {self.dimension}/{self.bucket}"
 
 
 class Criterion(models.Model):
@@ -315,10 +342,18 @@ class ItemResult(models.Model):
     rubric_scores = models.JSONField()
     missing = models.BooleanField(default=False)
     values = models.JSONField(default=dict)  # a kind's own per-item figures (AIR-Bench)
+    # Whether the explorer's "failed" filter keeps the item (Kind.failed of these columns),
+    # stored at aggregation so that the filter is read from an index.
+    failed = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["run", "item"], name="itemresult_run_item"),
+        ]
+        indexes = [
+            # Serves the explorer's "failed" filter: a run's failed items.
+            models.Index(fields=["run", "item"], condition=Q(failed=True),
+                         name="itemresult_run_failed"),
         ]
 
     def __str__(self):

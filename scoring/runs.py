@@ -567,7 +567,8 @@ def run_aggregate(run_id: int) -> bool:
                  .order_by("position"))
     rows = [kind.item_result(kind.from_rows(item.as_rows()), run.outputs.get(item.key),
                              answers.get(item.id, {})) for item in items]
-    results = [ItemResult(run=run, item=item, missing=row["missing"], **kind.item_columns(row))
+    results = [item_result_row(kind, run=run, item=item, missing=row["missing"],
+                               **kind.item_columns(row))
                for item, row in zip(items, rows, strict=True)]
     slices = _slices(run, kind.summarize(rows), kind.intervals(rows, seed=run.seed))
     with transaction.atomic():
@@ -579,6 +580,11 @@ def run_aggregate(run_id: int) -> bool:
         _move(run.id, [Status.AGGREGATING], Status.FINISHED)
         board_changed(run.benchmark_id)
     return True
+
+
+def item_result_row(kind: Kind, **columns) -> ItemResult:
+    """An ItemResult of these columns, with whether the explorer counts it as failed."""
+    return ItemResult(failed=kind.failed(columns), **columns)
 
 
 def run_vector_store(run: ScoringRun, kind: Kind, rows: list[dict]) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from django.db import transaction
 
 from scoring.kinds import file_sha256, get_kind
-from scoring.models import Benchmark, Criterion, Item
+from scoring.models import Benchmark, Criterion, Item, ItemBucket
 from scoring.predictions import resolve_audio
 
 
@@ -94,9 +94,15 @@ def benchmark_import(
         created = Item.objects.bulk_create(
             [Item(benchmark=benchmark, position=position, key=row.key,
                   dimensions=row.dimensions, content=row.content, media=row.media,
-                  media_sha256=hashes)
+                  media_sha256=hashes, search_text=benchmark_kind.search_text(row))
              for position, (row, hashes) in enumerate(zip(rows, media_sha256, strict=True))],
             batch_size=1000,
+        )
+        ItemBucket.objects.bulk_create(
+            [ItemBucket(item=item, dimension=dimension, bucket=bucket)
+             for item, row in zip(created, rows, strict=True)
+             for dimension, bucket in benchmark_kind.item_buckets(row.dimensions)],
+            batch_size=5000,
         )
         Criterion.objects.bulk_create(
             [Criterion(item=item, **criterion)

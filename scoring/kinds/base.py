@@ -407,6 +407,16 @@ class Kind(abc.ABC):
         (rubric_scores, missing, values)."""
         return bool(columns["missing"])
 
+    def search_text(self, rows: ItemRows) -> str:
+        """What the explorer's search looks in (besides the key): the item's text, casefolded
+        as the search's words are. Stored with the item at import."""
+        return "\n".join(self.item_text(rows)).casefold()
+
+    def item_buckets(self, dims: dict) -> list[tuple[str, str]]:
+        """(dimension, bucket) for every bucket of every dimension an item falls in. Stored
+        with the item at import."""
+        return [(d, b) for d in self.dimension_keys for b in dict.fromkeys(self.buckets(d, dims))]
+
     # --- documentation -----------------------------------------------------------------
 
     @abc.abstractmethod

@@ -115,7 +115,7 @@ def _store(benchmark, kind, config, items, user, drawn: list[dict], *, seed: int
     RunVector.objects.bulk_create([RunVector(run=run, names=list(kind.vector_names),
                                              data=d["vector"])
                                    for run, d in zip(runs, drawn, strict=True)])
-    _item_results(runs, items, drawn)
+    _item_results(kind, runs, items, drawn)
     submissions = Submission.objects.bulk_create([Submission(
         owner=user, model=model, benchmark=benchmark, public=True,
         status=Submission.Status.QUEUED, coverage=1.0, current_run=run,
@@ -126,13 +126,14 @@ def _store(benchmark, kind, config, items, user, drawn: list[dict], *, seed: int
         for s, run in zip(submissions, runs, strict=True)])
 
 
-ITEM_COLUMNS = ("run", "item", "ifr", "cr", "em", "rubric_scores", "missing", "values")
+ITEM_COLUMNS = ("run", "item", "ifr", "cr", "em", "rubric_scores", "missing", "values",
+                "failed")
 
 
-def _item_results(runs, items, drawn: list[dict]) -> None:
+def _item_results(kind, runs, items, drawn: list[dict]) -> None:
     """Every per-item result of the chunk: one COPY on PostgreSQL, bulk_create elsewhere."""
     rows = ((run.id, item.id, c["ifr"], c["cr"], c["em"], c["rubric_scores"], False,
-             c.get("values", {}))
+             c.get("values", {}), kind.failed({"missing": False, "values": {}, **c}))
             for run, d in zip(runs, drawn, strict=True)
             for item, c in zip(items, d["columns"], strict=True))
     if connection.vendor != "postgresql":
@@ -143,6 +144,6 @@ def _item_results(runs, items, drawn: list[dict]) -> None:
     fields = [ItemResult._meta.get_field(name).column for name in ITEM_COLUMNS]
     statement = f"COPY {ItemResult._meta.db_table} ({', '.join(fields)}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for run, item, ifr, cr, em, scores, missing, values in rows:
+        for run, item, ifr, cr, em, scores, missing, values, failed in rows:
             copy.write_row((run, item, ifr, cr, em, json.dumps(scores), missing,
-                            json.dumps(values)))
+                            json.dumps(values), failed))
