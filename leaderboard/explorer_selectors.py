@@ -124,10 +124,31 @@ def slice_buckets(benchmark) -> dict[str, list[str]]:
                             timeout=None)
 
 
-def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> QuerySet:
+ITEM_FIELDS = ("id", "key", "dimensions", "content", "media")
+
+
+class InOrder:
+    """Every item of a benchmark in order, for a paginator: the count is the benchmark's, and
+    a page is a range of positions (0 to n_items - 1, as imported), read from the index."""
+
+    def __init__(self, benchmark):
+        self.benchmark = benchmark
+
+    def count(self) -> int:
+        return self.benchmark.n_items
+
+    def __getitem__(self, window: slice) -> list[tuple]:
+        return list(Item.objects.filter(benchmark=self.benchmark,
+                                        position__gte=window.start, position__lt=window.stop)
+                    .order_by("position").values_list(*ITEM_FIELDS))
+
+
+def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> QuerySet | InOrder:
     """The items the query keeps, in benchmark order: filtered in the database (the buckets,
     search text and failed flags stored at import and aggregation), so that a page reads only
     its own items."""
+    if not (query.dimension or query.failed or query.search.strip()):
+        return InOrder(benchmark)
     items = Item.objects.filter(benchmark=benchmark)
     if query.dimension:
         items = items.filter(Exists(ItemBucket.objects.filter(
@@ -138,7 +159,7 @@ def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> QueryS
     needle = query.search.strip().casefold()
     if needle:
         items = items.filter(Q(search_text__contains=needle) | Q(key__icontains=needle))
-    return items.order_by("position").values_list("id", "key", "dimensions", "content", "media")
+    return items.order_by("position").values_list(*ITEM_FIELDS)
 
 
 def explorer_page(*, submission: Submission, query: ExplorerQuery) -> dict:
