@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import (
@@ -143,23 +143,46 @@ class InOrder:
                     .order_by("position").values_list(*ITEM_FIELDS))
 
 
-def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> QuerySet | InOrder:
-    """The items the query keeps, in benchmark order: filtered in the database (the buckets,
-    search text and failed flags stored at import and aggregation), so that a page reads only
+class ByIds:
+    """The items whose ids a query gives in benchmark order, for a paginator: the count and
+    a page's ids come from that query (narrow, and filtered by indexes), with the page's
+    items read by those ids."""
+
+    def __init__(self, ids: QuerySet):
+        self.ids = ids
+
+    def count(self) -> int:
+        return self.ids.count()
+
+    def __getitem__(self, window: slice) -> list[tuple]:
+        # one query: the page's ids as a subquery (a page keeps benchmark order)
+        return list(Item.objects.filter(id__in=self.ids[window]).order_by("position")
+                    .values_list(*ITEM_FIELDS))
+
+
+def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> InOrder | ByIds:
+    """The items the query keeps, in benchmark order, filtered in the database by what import
+    and aggregation stored (buckets, search text, failed flags), so that a page reads only
     its own items."""
-    if not (query.dimension or query.failed or query.search.strip()):
+    needle = query.search.strip().casefold()
+    if not (query.dimension or query.failed or needle):
         return InOrder(benchmark)
+    if query.failed and run is None:
+        return ByIds(Item.objects.none().values_list("id", flat=True))
+    if query.failed and not (query.dimension or needle):
+        # read from the partial index of the run's failed results, in benchmark order
+        return ByIds(ItemResult.objects.filter(run=run, failed=True).order_by("position")
+                     .values_list("item_id", flat=True))
     items = Item.objects.filter(benchmark=benchmark)
     if query.dimension:
         items = items.filter(Exists(ItemBucket.objects.filter(
             item=OuterRef("pk"), dimension=query.dimension, bucket=query.bucket)))
     if query.failed:
-        items = items.none() if run is None else items.filter(Exists(ItemResult.objects.filter(
+        items = items.filter(Exists(ItemResult.objects.filter(
             run=run, item=OuterRef("pk"), failed=True)))
-    needle = query.search.strip().casefold()
     if needle:
-        items = items.filter(Q(search_text__contains=needle) | Q(key__icontains=needle))
-    return items.order_by("position").values_list(*ITEM_FIELDS)
+        items = items.filter(search_text__contains=needle)
+    return ByIds(items.order_by("position").values_list("id", flat=True))
 
 
 def explorer_page(*, submission: Submission, query: ExplorerQuery) -> dict:

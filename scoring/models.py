@@ -102,8 +102,9 @@ class Item(models.Model):
     # sha256 of each input audio file, in `media` order (empty when the files are not here):
     # part of the judgment cache's key of a query that sends the file.
     media_sha256 = models.JSONField(default=list)
-    # The text the explorer's search reads (Kind.search_text: the item's text, casefolded),
-    # kept so that a search is one LIKE in the database rather than every item read.
+    # What the explorer's search reads (Kind.search_text: the item's text and key,
+    # casefolded), kept so that a search is one LIKE in the database rather than every item
+    # read; on PostgreSQL a trigram index serves it (migration scoring 0013).
     search_text = models.TextField(blank=True, default="")
 
     class Meta:
@@ -343,8 +344,10 @@ class ItemResult(models.Model):
     missing = models.BooleanField(default=False)
     values = models.JSONField(default=dict)  # a kind's own per-item figures (AIR-Bench)
     # Whether the explorer's "failed" filter keeps the item (Kind.failed of these columns),
-    # stored at aggregation so that the filter is read from an index.
+    # and the item's position in its benchmark, stored at aggregation so that a run's failed
+    # items are read in benchmark order from one index.
     failed = models.BooleanField(default=False)
+    position = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -352,7 +355,7 @@ class ItemResult(models.Model):
         ]
         indexes = [
             # Serves the explorer's "failed" filter: a run's failed items.
-            models.Index(fields=["run", "item"], condition=Q(failed=True),
+            models.Index(fields=["run", "position"], condition=Q(failed=True),
                          name="itemresult_run_failed"),
         ]
 

@@ -567,8 +567,8 @@ def run_aggregate(run_id: int) -> bool:
                  .order_by("position"))
     rows = [kind.item_result(kind.from_rows(item.as_rows()), run.outputs.get(item.key),
                              answers.get(item.id, {})) for item in items]
-    results = [item_result_row(kind, run=run, item=item, missing=row["missing"],
-                               **kind.item_columns(row))
+    results = [item_result_row(kind, run=run, item=item, position=item.position,
+                               missing=row["missing"], **kind.item_columns(row))
                for item, row in zip(items, rows, strict=True)]
     slices = _slices(run, kind.summarize(rows), kind.intervals(rows, seed=run.seed))
     with transaction.atomic():

@@ -407,10 +407,12 @@ class Kind(abc.ABC):
         (rubric_scores, missing, values)."""
         return bool(columns["missing"])
 
+    SEARCH_SEPARATOR: ClassVar[str] = "\n\x1f\n"  # between the text and the key
+
     def search_text(self, rows: ItemRows) -> str:
-        """What the explorer's search looks in (besides the key): the item's text, casefolded
-        as the search's words are. Stored with the item at import."""
-        return "\n".join(self.item_text(rows)).casefold()
+        """What the explorer's search looks in: the item's text, then its key, casefolded as
+        the search's words are. Stored with the item at import."""
+        return self.SEARCH_SEPARATOR.join(("\n".join(self.item_text(rows)), rows.key)).casefold()
 
     def item_buckets(self, dims: dict) -> list[tuple[str, str]]:
         """(dimension, bucket) for every bucket of every dimension an item falls in. Stored

@@ -127,13 +127,14 @@ def _store(benchmark, kind, config, items, user, drawn: list[dict], *, seed: int
 
 
 ITEM_COLUMNS = ("run", "item", "ifr", "cr", "em", "rubric_scores", "missing", "values",
-                "failed")
+                "failed", "position")
 
 
 def _item_results(kind, runs, items, drawn: list[dict]) -> None:
     """Every per-item result of the chunk: one COPY on PostgreSQL, bulk_create elsewhere."""
     rows = ((run.id, item.id, c["ifr"], c["cr"], c["em"], c["rubric_scores"], False,
-             c.get("values", {}), kind.failed({"missing": False, "values": {}, **c}))
+             c.get("values", {}), kind.failed({"missing": False, "values": {}, **c}),
+             item.position)
             for run, d in zip(runs, drawn, strict=True)
             for item, c in zip(items, d["columns"], strict=True))
     if connection.vendor != "postgresql":
@@ -144,6 +145,6 @@ def _item_results(kind, runs, items, drawn: list[dict]) -> None:
     fields = [ItemResult._meta.get_field(name).column for name in ITEM_COLUMNS]
     statement = f"COPY {ItemResult._meta.db_table} ({', '.join(fields)}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for run, item, ifr, cr, em, scores, missing, values, failed in rows:
+        for run, item, ifr, cr, em, scores, missing, values, failed, position in rows:
             copy.write_row((run, item, ifr, cr, em, json.dumps(scores), missing,
-                            json.dumps(values), failed))
+                            json.dumps(values), failed, position))
