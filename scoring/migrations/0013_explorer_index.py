@@ -42,8 +42,9 @@ def search_index(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    schema_editor.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
     schema_editor.execute("CREATE INDEX item_search_text_trgm ON scoring_item "
-                          "USING gin (search_text gin_trgm_ops)")
+                          "USING gin (benchmark_id, search_text gin_trgm_ops)")
 
 
 def search_index_drop(apps, schema_editor):
