@@ -539,8 +539,9 @@ def answer_groups(run: ScoringRun, item_ids=None) -> Iterator[tuple[int, dict]]:
     if item_ids is not None:
         answers = answers.filter(criterion__item_id__in=list(item_ids))
     answers = (answers.select_related("criterion")
-               .order_by("criterion__item__position", "criterion__index", "round")
-               .iterator(chunk_size=5000))
+               .order_by("criterion__item__position", "criterion__index", "round"))
+    if item_ids is None:  # a whole run's, streamed; a few items' (a page) in one round trip
+        answers = answers.iterator(chunk_size=5000)
     for item_id, group in itertools.groupby(answers, key=lambda a: a.criterion.item_id):
         yield item_id, {(a.criterion.index, a.round): _record_of(a) for a in group}
 
