@@ -6,14 +6,13 @@ import re
 from collections.abc import Iterable, Sequence
 
 from django.http import HttpResponse, QueryDict
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import ranking, responses, selectors
+from leaderboard import ranking, responses, selectors, serializers
 from leaderboard.forms import ApiBoardForm, normalised
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
@@ -99,13 +98,14 @@ class LeaderboardApi(APIView):
                          f"{ApiBoardForm.MAX_PAGE_SIZE} (default "
                          f"{ApiBoardForm.DEFAULT_PAGE_SIZE})"),
         OpenApiParameter("format", str, enum=["json", "csv"]),
-    ], responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description=(
+    ], responses={200: OpenApiResponse(serializers.BoardOut, description=(
         "`count` (the rows over all pages), `page`, `page_size`, `next` and `previous` (the "
         "URLs of the pages around this one, or null), `rows` (this page's), `reported`. The "
         "CSV holds this page's rows; its `Link` header names the next and previous pages. "
         "Responses carry an ETag and Last-Modified: a conditional request answers 304 while "
         "the board has not changed.")),
-        400: OpenApiResponse(OpenApiTypes.OBJECT, description="`errors`: each bad parameter"),
+        400: OpenApiResponse(serializers.ErrorsOut, description="each bad parameter"),
+        404: OpenApiResponse(serializers.ErrorsOut, description="no such benchmark"),
     })
     def get(self, request, slug):
         benchmark = selectors.benchmark_current(slug)
@@ -199,7 +199,7 @@ class BenchmarkListApi(APIView):
     permission_classes = [AllowAny]
     authentication_classes = []
 
-    @extend_schema(operation_id="benchmarks", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="benchmarks", responses=serializers.BenchmarkOut(many=True))
     def get(self, request):
         return Response([{
             "slug": b.slug, "kind": b.kind, "version": b.version, "title": b.title,
@@ -215,7 +215,8 @@ class ModelApi(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="model", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="model", responses={
+        200: serializers.ModelOut, 404: serializers.ErrorsOut})
     def get(self, request, model_id):
         model = selectors.model_for(request.user, model_id)
         rows = selectors.submission_rows(selectors.model_submissions(request.user, model))
@@ -238,7 +239,8 @@ class SubmissionSlicesApi(APIView):
 
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="submissions_slices", responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="submissions_slices", responses={
+        200: serializers.SubmissionSlicesOut, 404: serializers.ErrorsOut})
     def get(self, request, pk):
         submission = submission_get(user=request.user, pk=pk)
         run = submission.current_run

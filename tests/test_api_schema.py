@@ -102,3 +102,27 @@ def test_a_submissions_detail_describes_its_runs_and_progress(client):
     assert {"id", "status", "judge_config", "cached_answers"} <= set(run["properties"])
     progress = _resolve(schema, detail["properties"]["progress"])
     assert set(progress["properties"]) == {"done", "total", "eta_seconds", "queue_position"}
+
+
+def test_every_api_response_has_its_shape_described(client):
+    """The read API too: each JSON body (or each item of a list) has named properties."""
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operations = list(_operations(schema))
+    assert {"leaderboard", "benchmarks", "model", "submissions_slices"} <= {
+        operation["operationId"] for _, _, operation in operations}
+    for path, method, operation in operations:
+        for code, response in operation["responses"].items():
+            for media, body in (response.get("content") or {}).items():
+                if media != "application/json":
+                    continue
+                described = _resolve(schema, body["schema"])
+                if described.get("type") == "array":
+                    described = _resolve(schema, described["items"])
+                assert described.get("properties"), f"{method} {path} {code}: {described}"
+
+
+def test_the_board_rows_are_described_field_by_field(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    row = schema["components"]["schemas"]["BoardRow"]["properties"]
+    assert {"rank", "rank_best", "rank_worst", "model", "coverage", "judge",
+            "simulated"} <= set(row)
