@@ -24,9 +24,9 @@ def board_changed(*benchmark_ids: int, slug: str = "") -> None:
     UPDATE; once that commits, a worker is asked for each new state's rank ranges so that no
     visitor waits for them (should the broker be down, the error is logged and the first
     visit asks again: leaderboard.ranking.ready)."""
-    boards = Q(id__in=benchmark_ids) | Q(slug=slug) if slug else Q(id__in=benchmark_ids)
     if not benchmark_ids and not slug:
         return
+    boards = Q(id__in=benchmark_ids) | Q(slug=slug) if slug else Q(id__in=benchmark_ids)
     Benchmark.objects.filter(boards).update(board_version=F("board_version") + 1,
                                             board_changed_at=timezone.now())
     transaction.on_commit(lambda: _refresh_ranges(boards), robust=True)
