@@ -198,6 +198,14 @@ LOGIN_REDIRECT_URL = "submissions:list"
 LOGOUT_REDIRECT_URL = "leaderboard:home"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "leaderboard@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# The site's name in emails (subjects and the staff's alerts, config.alerts).
+SITE_NAME = env_str("SITE_NAME", "Audio Leaderboard")
+# Staff are alerted (config.alerts.staff_alert) of what failed on our side; the same alert at
+# most once in this many seconds. ADMINS: "Name <address>, ..." also receive them.
+ALERT_REPEAT_SECONDS = env_int("ALERT_REPEAT_SECONDS", 3600, minimum=0)
+ADMINS = [(address.strip(), address.strip()) for address in
+          env_str("ADMINS", "").split(",") if address.strip()]
 # For EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend.
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
