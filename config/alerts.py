@@ -28,10 +28,11 @@ def staff_addresses() -> list[str]:
 
 def staff_alert(subject: str, message: str, *, key: str | None = None) -> bool:
     """Alert staff; True when the alert went out (False: the same key alerted recently)."""
-    log.error("staff alert: %s: %s", subject, message)
     if key is not None and not cache.add(f"staff-alert:{key}", 1,
                                          settings.ALERT_REPEAT_SECONDS):
+        log.debug("staff alert %r (%s) sent recently; not again", subject, key)
         return False
+    log.error("staff alert: %s: %s", subject, message)
     try:
         recipients = staff_addresses()
         if recipients:

@@ -46,6 +46,21 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     return value
 
 
+def env_float(name: str, default: float, *, minimum: float | None = None,
+              maximum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if value != value or (minimum is not None and value < minimum) or \
+            (maximum is not None and value > maximum):
+        raise ImproperlyConfigured(f"{name}={raw!r} is outside [{minimum}, {maximum}]")
+    return value
+
+
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = os.environ.get(name, default).strip().lower() or default
     if value not in choices:

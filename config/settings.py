@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.env import (
     env_bool,
     env_choice,
+    env_float,
     env_int,
     env_list,
     env_networks,
@@ -391,6 +392,15 @@ JUDGE_TIMEOUT = env_int("JUDGE_TIMEOUT", 120, minimum=1)
 JUDGE_MAX_ATTEMPTS = env_int("JUDGE_MAX_ATTEMPTS", 5, minimum=1)
 # How long a batch waits for a judge when every endpoint is down before it is handed back.
 JUDGE_DOWN_WAIT = env_int("JUDGE_DOWN_WAIT", 300, minimum=1)
+# Before a run's queries go out, each endpoint is asked whether it serves the judge config's
+# model, at most once in this many seconds per worker process (judge.fleet.JudgeFleet.check).
+JUDGE_CHECK_SECONDS = env_int("JUDGE_CHECK_SECONDS", 30, minimum=0)
+# A reply that cannot be parsed is asked again at most this many times at temperature 0.
+JUDGE_UNPARSEABLE_RETRIES = env_int("JUDGE_UNPARSEABLE_RETRIES", 1, minimum=0)
+# A run with more than this share of its queries refused by the judge (HTTP 400: an audio
+# its encoder cache cannot take, say) is not published: it fails on our side.
+SCORING_MAX_REFUSED_SHARE = env_float("SCORING_MAX_REFUSED_SHARE", 0.01, minimum=0.0,
+                                      maximum=1.0)
 # With REDIS_URL, JUDGE_CONCURRENCY caps each endpoint across every worker process and machine
 # (judge.leases); a killed worker's slots come back after JUDGE_LEASE_TTL seconds.
 JUDGE_LEASE_TTL = env_int("JUDGE_LEASE_TTL", 30, minimum=1)

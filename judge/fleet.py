@@ -11,11 +11,22 @@ Policy, in one place:
   FleetUnavailable): no query goes out uncounted;
 - request bodies are streamed (judge.body), and at most `max_inflight_bytes` of them are in
   flight at once; a body larger than that goes alone;
-- transport errors, timeouts, 5xx, 408/429 and unparseable replies are retried with exponential
-  backoff and jitter, up to `max_attempts` attempts in all; other 4xx mean the request itself is
-  wrong, so retrying cannot help and the query fails at once;
-- `failure_threshold` consecutive transport/5xx/timeout failures take an endpoint out; it is
-  then probed with `GET /v1/models` until it answers 200, and put back;
+- transport errors, timeouts, 5xx and 408/429 are retried with exponential backoff and
+  jitter, up to `max_attempts` attempts in all; a reply that cannot be parsed is asked again at
+  most `unparseable_retries` times and one cut by `max_tokens` (finish_reason "length") at most
+  once when sampling is greedy (temperature 0: the same request gives the same reply), else
+  like a transport error;
+- a 400 (or 413/422) is vLLM refusing the query's content (an audio longer than its encoder
+  cache, too many audios, a context too long): the query ends at once as REFUSED with vLLM's
+  own message, never retried;
+- an endpoint that does not serve `model` (checked with `GET /v1/models` before the first
+  query, `check`) or that answers 401/403/404/405 is misconfigured (a wrong model id, a missing
+  or wrong API key, a wrong URL): it is taken out at once, like a down endpoint, and the query
+  that met it goes elsewhere without spending an attempt: a misconfigured fleet delays queries,
+  it never answers them;
+- `failure_threshold` consecutive transport/5xx/timeout failures take an endpoint out; a down
+  or misconfigured endpoint is then probed with `GET /v1/models` until it answers 200 listing
+  `model`, and put back;
 - an endpoint staff take out (`exclude`) gets no new queries until it is let back in;
 - when every endpoint is out, queries wait for one to come back, for at most `down_wait`
   seconds from the moment the last one went out; then they raise FleetUnavailable naming each
@@ -27,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import random
 import ssl
@@ -77,6 +89,9 @@ class Endpoint:
     excluded: bool = False  # taken out by staff: no new queries, whatever its health
     consecutive_failures: int = 0
     last_error: str | None = None
+    # Why the endpoint cannot serve our queries (a wrong model id, our key refused), while it
+    # cannot; None when it can, as far as we know.
+    misconfigured: str | None = None
     served: int = 0
     failed: int = 0
     probe_task: asyncio.Task | None = field(default=None, repr=False)
@@ -94,11 +109,30 @@ class _Slot:
     token: str | None  # the fleet-wide lease, when there are leases
 
 
-# The kinds of failure a query can end with, as progress pages count them.
-TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION = (
+# The kinds of failure a query can end with, as progress pages count them. REFUSED is the
+# judge refusing the query's content (HTTP 400): not an answer, and counted apart.
+TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION, TRUNCATED = (
     "timeout", "server error", "busy", "refused request", "unparseable reply",
-    "connection error")
-ERROR_KINDS = (TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION)
+    "connection error", "truncated reply")
+ERROR_KINDS = (TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION, TRUNCATED)
+# HTTP statuses that say the endpoint is not set up for us, whatever we send.
+MISCONFIGURED_STATUSES = (401, 403, 404, 405)
+# vLLM closes a connection idle for VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s): ours expire first, so a
+# request never goes out on a connection the server is closing.
+KEEPALIVE_EXPIRY = 3.0
+# Every sampling field vLLM reads, so that neither vLLM's defaults nor the model's
+# generation_config.json can change a verdict (judge configs store them in full).
+SAMPLING_DEFAULTS = {"temperature": 0.0, "top_p": 1.0, "top_k": -1,
+                     "repetition_penalty": 1.0, "max_tokens": 1024}
+
+
+def full_sampling(sampling: dict | None) -> dict:
+    """`sampling` with every field of SAMPLING_DEFAULTS it leaves out."""
+    return {**SAMPLING_DEFAULTS, **(sampling or {})}
+
+
+class Misconfigured(Exception):
+    """An endpoint is not set up to serve our queries (see MISCONFIGURED_STATUSES)."""
 
 
 class _Retry(Exception):
@@ -115,6 +149,12 @@ class _Fatal(Exception):
         super().__init__(error)
         self.error, self.kind = error, REFUSED
         self.raw = raw
+
+
+class _Misconfigured(Exception):
+    def __init__(self, error: str):
+        super().__init__(error)
+        self.error = error
 
 
 class JudgeFleet:
@@ -138,6 +178,8 @@ class JudgeFleet:
         backoff_max: float = 10.0,
         leases: RedisLeases | None = None,
         max_inflight_bytes: int = 256 * 2**20,
+        unparseable_retries: int = 1,
+        on_misconfigured: Callable[[str, str], None] | None = None,
     ):
         if not base_urls:
             raise ValueError("the judge fleet needs at least one base URL")
@@ -150,7 +192,12 @@ class JudgeFleet:
         self.api_key = api_key
         self.timeout = timeout
         self.max_attempts = max_attempts
-        self.sampling = {"temperature": 0.0} if sampling is None else dict(sampling)
+        self.sampling = full_sampling(sampling)
+        self.greedy = float(self.sampling["temperature"]) == 0.0
+        self.unparseable_retries = unparseable_retries
+        # Called (url, why) in the fleet's loop when an endpoint turns out misconfigured.
+        self.on_misconfigured = on_misconfigured
+        self._checked_at: float | None = None
         self.failure_threshold = failure_threshold
         self.probe_interval = probe_interval
         self.probe_interval_max = probe_interval_max
@@ -188,11 +235,13 @@ class JudgeFleet:
             # for every lane of every batch): with none set, there is nothing to read.
             "trust_env": bool(urllib.request.getproxies()),
         }
-        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1,
+                           keepalive_expiry=KEEPALIVE_EXPIRY)
         for endpoint in self.endpoints:
             endpoint.lanes = [httpx.AsyncClient(limits=one, **options)
                               for _ in range(endpoint.capacity)]
-        self._client = httpx.AsyncClient(**options)
+        self._client = httpx.AsyncClient(
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY), **options)
         if self.leases is not None:
             try:
                 await self.leases.open(on_release=self._bump)
@@ -303,9 +352,80 @@ class JudgeFleet:
         return remaining
 
     def _describe_down(self) -> str:
-        return "; ".join(
-            f"{e.base_url}: {'taken out' if e.excluded else e.last_error or 'no answer'}"
-            for e in self.endpoints)
+        return "; ".join(f"{e.base_url}: {self._why_out(e)}" for e in self.endpoints)
+
+    @staticmethod
+    def _why_out(endpoint: Endpoint) -> str:
+        if endpoint.excluded:
+            return "taken out"
+        if endpoint.misconfigured:
+            return f"misconfigured: {endpoint.misconfigured}"
+        return endpoint.last_error or "no answer"
+
+    def misconfigured(self) -> dict[str, str]:
+        """base URL -> why, for each endpoint that is misconfigured now."""
+        return {e.base_url: e.misconfigured for e in self.endpoints if e.misconfigured}
+
+    # --- is each endpoint serving our model? -------------------------------------------
+
+    async def _models_problem(self, endpoint: Endpoint) -> str | None:
+        """Why GET /v1/models says the endpoint cannot serve our queries (None: it can).
+        Raises httpx.HTTPError when it does not answer at all (down, not misconfigured)."""
+        response = await self._client.get(f"{endpoint.base_url}/v1/models",
+                                           timeout=min(10.0, self.timeout))
+        status = response.status_code
+        if status in (401, 403):
+            return (f"refuses our API key (HTTP {status} on /v1/models): set JUDGE_API_KEY to "
+                    "the key the server was started with")
+        if status != 200:
+            return f"HTTP {status} on /v1/models: {error_message(response.text)}"
+        try:
+            served = [m["id"] for m in response.json()["data"]]
+        except (ValueError, KeyError, TypeError):
+            return "/v1/models answered something that is not a model list"
+        if self.model not in served:
+            return (f"serves {', '.join(map(repr, served)) or 'no model'}, not {self.model!r} "
+                    "(the judge config's model)")
+        return None
+
+    async def check(self, max_age: float = 0.0) -> dict[str, str]:
+        """Ask every endpoint whether it serves our model, once in `max_age` seconds: those
+        that do not are taken out as misconfigured (and probed until they do); those that do
+        not answer are left to the failures of the queries sent to them. Returns
+        misconfigured()."""
+        now = time.monotonic()
+        if self._checked_at is not None and now - self._checked_at < max_age:
+            return self.misconfigured()
+        self._checked_at = now
+
+        async def one(endpoint: Endpoint) -> None:
+            if not endpoint.healthy:
+                return  # its probe is on it
+            try:
+                problem = await self._models_problem(endpoint)
+            except httpx.HTTPError:
+                return
+            if problem is not None:
+                self._take_out_misconfigured(endpoint, problem)
+
+        await asyncio.gather(*(one(e) for e in self.endpoints))
+        return self.misconfigured()
+
+    def _take_out_misconfigured(self, endpoint: Endpoint, why: str) -> None:
+        first = endpoint.misconfigured != why
+        endpoint.misconfigured = endpoint.last_error = why
+        if first:
+            log.error("judge endpoint %s is misconfigured, taken out until it serves %r: %s",
+                      endpoint.base_url, self.model, why)
+            if self.on_misconfigured is not None:
+                try:
+                    self.on_misconfigured(endpoint.base_url, why)
+                except Exception:
+                    log.exception("reporting the misconfigured endpoint %s failed",
+                                  endpoint.base_url)
+        if endpoint.healthy:
+            endpoint.healthy = False
+            endpoint.probe_task = asyncio.create_task(self._probe(endpoint))
 
     async def exclude(self, base_urls: set[str]) -> None:
         """Send no new queries to the endpoints of `base_urls` (taken out by staff); those
@@ -358,17 +478,20 @@ class JudgeFleet:
         while True:
             await asyncio.sleep(interval)
             try:
-                response = await self._client.get(
-                    f"{endpoint.base_url}/v1/models", timeout=min(10.0, self.timeout)
-                )
-                if response.status_code == 200:
+                problem = await self._models_problem(endpoint)
+                if problem is None:
                     break
-                endpoint.last_error = f"probe: HTTP {response.status_code}"
+                if endpoint.misconfigured:
+                    endpoint.misconfigured = endpoint.last_error = problem
+                else:
+                    endpoint.last_error = f"probe: {problem}"
             except httpx.HTTPError as exc:
                 endpoint.last_error = f"probe: {_describe(exc)}"
             interval = min(interval * 2, self.probe_interval_max)
-        log.warning("judge endpoint %s answers again; back in the fleet", endpoint.base_url)
+        log.warning("judge endpoint %s serves %r again; back in the fleet", endpoint.base_url,
+                    self.model)
         endpoint.healthy = True
+        endpoint.misconfigured = None
         endpoint.consecutive_failures = 0
         endpoint.probe_task = None
         self._all_down_since = None
@@ -378,10 +501,15 @@ class JudgeFleet:
 
     async def ask(self, messages: list[dict], parse: Callable[[str], Any]) -> JudgeAnswer:
         """Send one chat completion; `parse(text)` turns the reply into a value, or raises
-        ValueError for a reply without a usable answer, which is then retried."""
+        ValueError for a reply without a usable answer, which is then asked again (see the
+        module's policy)."""
         answer = JudgeAnswer()
         avoid: Endpoint | None = None
         body = JsonBody({"model": self.model, "messages": messages, **self.sampling})
+        # Asking a greedy judge again gets the same reply: an unparseable or cut reply is
+        # asked again only this many times (a transport error may still use every attempt).
+        again = {UNPARSEABLE: self.unparseable_retries if self.greedy else self.max_attempts,
+                 TRUNCATED: 1 if self.greedy else self.max_attempts}
         while answer.attempts < self.max_attempts:
             async with self._bytes_in_flight(body.length):
                 slot = await self._acquire(avoid)
@@ -409,11 +537,21 @@ class JudgeFleet:
                         answer.raw = retry.raw
                     if retry.endpoint_fault:
                         await self._mark_failure(endpoint, retry.error)
+                    if retry.kind in again:
+                        again[retry.kind] -= 1
+                        if again[retry.kind] < 0:
+                            break
                 except _Fatal as fatal:
                     answer.latency_ms = (time.monotonic() - started) * 1000
                     answer.error, answer.raw = fatal.error, fatal.raw
                     answer.error_kind = fatal.kind
                     return answer
+                except _Misconfigured as wrong:
+                    # Not an answer and not the query's fault: the attempt is given back and
+                    # the query waits for an endpoint that serves us.
+                    answer.attempts -= 1
+                    self._take_out_misconfigured(endpoint, wrong.error)
+                    continue
                 finally:
                     await self._release(slot)
             avoid = endpoint
@@ -438,19 +576,29 @@ class JudgeFleet:
                          endpoint_fault=True, raw=response.text[:2000])
         if status in (408, 429):
             raise _Retry(f"HTTP {status} (busy)", kind=BUSY, endpoint_fault=False)
+        if status in MISCONFIGURED_STATUSES:
+            why = ("refuses our API key" if status in (401, 403) else "does not serve")
+            raise _Misconfigured(f"{why}: HTTP {status} to a query: "
+                                 f"{error_message(response.text)}")
         if status >= 400:
-            raise _Fatal(f"HTTP {status}: {response.text[:500]}", raw=response.text[:2000])
+            raise _Fatal(f"the judge refused the query (HTTP {status}): "
+                         f"{error_message(response.text)}", raw=response.text[:2000])
         try:
-            body = response.json()
-            text = body["choices"][0]["message"]["content"]
+            reply = response.json()
+            choice = reply["choices"][0]
+            text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise _Retry("unparseable reply: not an OpenAI chat completion", kind=UNPARSEABLE,
                          endpoint_fault=False, raw=response.text[:2000]) from None
+        text = text if isinstance(text, str) else ""
+        if isinstance(choice, dict) and choice.get("finish_reason") == "length":
+            raise _Retry(f"truncated reply: cut at max_tokens={self.sampling['max_tokens']}",
+                         kind=TRUNCATED, endpoint_fault=False, raw=text[:2000])
         simulated = (
-            body.get("system_fingerprint") == SIMULATOR_FINGERPRINT
+            reply.get("system_fingerprint") == SIMULATOR_FINGERPRINT
             or response.headers.get("x-judge-simulator") is not None
         )
-        return text if isinstance(text, str) else "", simulated
+        return text, simulated
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
@@ -478,6 +626,23 @@ def _ssl_context(trust_store: bool = True) -> ssl.SSLContext:
     if trust_store:
         return ssl.create_default_context()
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def error_message(text: str) -> str:
+    """vLLM's own words from an error body (`{"error": {"message": ...}}`, older servers'
+    `{"message": ...}`, or its authentication middleware's `{"error": "Unauthorized"}`), else
+    the start of the body."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"][:500]
+        if isinstance(error, str):
+            return error[:500]
+    return text[:500] or "(empty body)"
 
 
 def _describe(exc: httpx.HTTPError) -> str:

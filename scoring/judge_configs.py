@@ -9,10 +9,11 @@ from django.db import transaction
 from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
+from judge.fleet import full_sampling
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, JudgeConfig
 
-DEFAULT_SAMPLING = {"temperature": 0.0, "max_tokens": 1024}
+DEFAULT_SAMPLING = full_sampling({"temperature": 0.0, "max_tokens": 1024})
 
 
 class JudgeConfigError(ServiceError):
@@ -61,7 +62,8 @@ def judge_config_create(*, actor, kind: str, name: str, judge_model: str, base_u
         raise JudgeConfigError(f"a judge config named {name!r} exists already")
     config = JudgeConfig.objects.create(
         name=name, judge_model=judge_model, base_urls=list(base_urls),
-        prompt_sha256=benchmark_kind.prompt_sha256(), rounds=rounds, sampling=dict(sampling),
+        prompt_sha256=benchmark_kind.prompt_sha256(), rounds=rounds,
+        sampling=full_sampling(sampling),
         seed=seed, max_attempts=max_attempts, notes=notes, created_by=actor)
     audit_record(actor=actor, action=AuditEvent.Action.JUDGE_CONFIG, obj=config,
                  after=config.as_dict(), reason=reason)

@@ -1,7 +1,13 @@
+import hashlib
+import json
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from judge.fleet import full_sampling
+from judge.limits import DEFAULT_MAX_AUDIO_SECONDS, DEFAULT_MAX_AUDIOS
 
 
 class JudgeConfig(models.Model):
@@ -21,6 +27,12 @@ class JudgeConfig(models.Model):
     sampling = models.JSONField(default=dict)
     seed = models.IntegerField(default=0)
     max_attempts = models.PositiveSmallIntegerField(default=5)
+    # What the judge servers accept (judge.limits; launch_qwen3_omni.sh's MAX_AUDIO_SECONDS
+    # and MAX_AUDIOS): the longest audio item, and audios in one prompt. Uploads whose outputs
+    # are longer are refused at validation, before anything reaches the judge. Operational,
+    # like the base URLs: they follow the deployment and change in place, audited.
+    max_audio_seconds = models.FloatField(default=float(DEFAULT_MAX_AUDIO_SECONDS))
+    max_audios = models.PositiveSmallIntegerField(default=DEFAULT_MAX_AUDIOS)
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
@@ -48,7 +60,18 @@ class JudgeConfig(models.Model):
         return {"name": self.name, "judge_model": self.judge_model,
                 "base_urls": list(self.base_urls), "prompt_sha256": self.prompt_sha256,
                 "rounds": self.rounds, "sampling": dict(self.sampling), "seed": self.seed,
-                "max_attempts": self.max_attempts}
+                "max_attempts": self.max_attempts,
+                "max_audio_seconds": self.max_audio_seconds, "max_audios": self.max_audios,
+                "verdict_sha256": self.verdict_sha256}
+
+    @property
+    def verdict_sha256(self) -> str:
+        """A hash of everything that decides a verdict (VERDICT_FIELDS, the sampling in
+        full): two configs with the same hash judge alike."""
+        fields = {name: getattr(self, name) for name in self.VERDICT_FIELDS}
+        fields["sampling"] = full_sampling(fields["sampling"])
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 class Benchmark(models.Model):
@@ -227,6 +250,9 @@ class ScoringRun(models.Model):
     status_times = models.JSONField(default=dict)  # status -> ISO time it was entered
     error = models.TextField(blank=True)
     total_queries = models.PositiveIntegerField(default=0)
+    # Queries the judge refused (HTTP 400, judge.fleet.REFUSED), counted when the run is
+    # aggregated: each is a wrong vote (SPEC section 4), and a board row says how many.
+    refused_queries = models.PositiveIntegerField(default=0)
     simulated = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -7,6 +7,7 @@ constraints, and a sweeper that hands back work whose heartbeat went stale.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import functools
 import itertools
@@ -26,7 +27,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from judge.fleet import FleetUnavailable, JudgeFleet
+from config.alerts import staff_alert
+from judge.fleet import REFUSED, FleetUnavailable, JudgeFleet
 from judge.leases import fleet_leases
 from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls
@@ -354,6 +356,7 @@ class _Scoring:
             fleet_runner.run(fleet.exclude(out))
         except BaseException as exc:  # the lease server cannot be reached, say
             self._hand_back(exc)
+        self._check(fleet)
         self.feed = JobFeed(low_water=fleet.capacity)
         self._feed(self.first, self.jobs)
         self.jobs = []
@@ -366,6 +369,20 @@ class _Scoring:
                 self._hand_back(exc)
             fleet_runner.call(self.feed.close)
             loop.result(timeout=60)
+
+    def _check(self, fleet: JudgeFleet) -> None:
+        """Before the run's queries go out: does each endpoint serve the config's model? Those
+        that do not are taken out (and staff alerted); with none left, the batch is handed
+        back like in an outage, to be tried again until an endpoint serves the model."""
+        try:
+            wrong = fleet_runner.run(fleet.check(max_age=settings.JUDGE_CHECK_SECONDS))
+        except BaseException as exc:
+            self._hand_back(exc)
+        misconfigured_alert(self.run.judge_config, wrong)
+        if all(e.misconfigured or e.excluded for e in fleet.endpoints):
+            self._hand_back(FleetUnavailable(
+                f"no endpoint of judge config {self.run.judge_config.name} can serve its "
+                "queries: " + "; ".join(f"{url}: {why}" for url, why in wrong.items())))
 
     def _on_answer(self, job: Job, answer) -> None:  # in the fleet's loop
         self.answers.put((job, answer))
@@ -421,6 +438,7 @@ class _Scoring:
             .update(heartbeat_at=timezone.now())
         # Staff taking an endpoint out (or putting it back) reaches the loop within a beat.
         fleet_runner.submit(fleet.exclude(disabled_base_urls(self.urls)))
+        misconfigured_alert(self.run.judge_config, fleet.misconfigured())
 
     def _hand_back(self, exc: BaseException):
         """Keep the answers so far and hand the open batches back (this task's own batch
@@ -447,7 +465,19 @@ def _fleet(urls: list[str], config: JudgeConfig, judge: JudgeSettings) -> JudgeF
                       sampling=config.sampling, down_wait=judge.down_wait,
                       api_key=settings.JUDGE_API_KEY or None,
                       leases=fleet_leases(judge.redis_url, ttl=judge.lease_ttl),
-                      max_inflight_bytes=judge.max_inflight_bytes)
+                      max_inflight_bytes=judge.max_inflight_bytes,
+                      unparseable_retries=settings.JUDGE_UNPARSEABLE_RETRIES)
+
+
+def misconfigured_alert(config: JudgeConfig, wrong: dict[str, str]) -> None:
+    """Tell staff of each endpoint that cannot serve `config`'s queries (once an hour each)."""
+    for url, why in wrong.items():
+        staff_alert(f"judge endpoint {url} is misconfigured",
+                    f"The judge endpoint {url} of judge config {config.name} {why}. It is "
+                    "taken out: runs under this config wait (nothing is scored wrong) and go "
+                    "on by themselves once it serves the config's model "
+                    f"{config.judge_model!r}. See the fleet page.",
+                    key=f"judge-misconfigured:{url}:{why}")
 
 
 ANSWER_FIELDS = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "error",
@@ -564,6 +594,11 @@ def run_aggregate(run_id: int) -> bool:
         _move(run.id, [Status.AGGREGATING], Status.FAILED,
               error=f"internal error: {missing} judge answers are missing; rescore this run")
         return False
+    refused = [record for group in answers.values() for record in group.values()
+               if record["error_kind"] == REFUSED]
+    if len(refused) > settings.SCORING_MAX_REFUSED_SHARE * run.total_queries:
+        _refused_fail(run, refused)
+        return False
     items = list(Item.objects.filter(benchmark=run.benchmark).prefetch_related("criteria")
                  .order_by("position"))
     rows = [kind.item_result(kind.from_rows(item.as_rows()), run.outputs.get(item.key),
@@ -578,9 +613,27 @@ def run_aggregate(run_id: int) -> bool:
         ItemResult.objects.bulk_create(results, batch_size=1000)
         SliceResult.objects.bulk_create(slices, batch_size=1000)
         run_vector_store(run, kind, rows)
-        _move(run.id, [Status.AGGREGATING], Status.FINISHED)
+        _move(run.id, [Status.AGGREGATING], Status.FINISHED, refused_queries=len(refused))
         board_changed(run.benchmark_id)
     return True
+
+
+def _refused_fail(run: ScoringRun, refused: list[dict]) -> None:
+    """Too many queries refused by the judge to publish the run: it fails on our side, its
+    author told what the judge refused, staff alerted. A rescore once the judge takes these
+    queries asks them again (refused answers are never reused)."""
+    share = len(refused) / run.total_queries
+    reasons = collections.Counter(record["error"] for record in refused).most_common(1)
+    why = (f"The judge refused {len(refused):,} of {run.total_queries:,} queries "
+           f"({share:.1%}; a run is published with at most "
+           f"{settings.SCORING_MAX_REFUSED_SHARE:.0%} refused), so these figures would not be "
+           f"its judgment of your outputs. It said: {reasons[0][0]} This is a limit of our "
+           "judge deployment, not a fault in your upload: no quota was charged, staff have "
+           "been told and will rescore it once the judge is fixed.")
+    if _move(run.id, [Status.AGGREGATING], Status.FAILED, error=why,
+             refused_queries=len(refused)):
+        staff_alert(f"run {run.id}: the judge refused {share:.1%} of its queries", why,
+                    key=f"run-refused:{run.id}")
 
 
 def item_result_row(kind: Kind, **columns) -> ItemResult:

@@ -21,6 +21,7 @@ from config.errors import ServiceError
 from scoring import runs
 from scoring.boards import board_changed
 from scoring.heartbeat import Heartbeat
+from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
 from scoring.predictions import PredictionError
@@ -29,7 +30,7 @@ from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.notifications import submission_notify
 from submissions.validation import (
     MAX_PREDICTIONS_BYTES,
-    limits_from_settings,
+    limits_for,
     validate_responses,
     validate_upload,
 )
@@ -220,7 +221,8 @@ def _validate(submission: Submission) -> None:
     kind = get_kind(submission.benchmark.kind)
     if kind.outputs.files:
         result = validate_upload(item_keys=keys, predictions=predictions, archive=archive,
-                                 audio_dir=audio_dir, limits=limits_from_settings())
+                                 audio_dir=audio_dir,
+                                 limits=limits_for(judge_config_current(submission.benchmark)))
     else:
         result = validate_responses(item_keys=keys, predictions=predictions, archive=archive,
                                     parse=kind.read_predictions)

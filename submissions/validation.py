@@ -18,6 +18,7 @@ silence can be sent as a zip that stores its members (`zip -0`): a ratio of 1.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 import stat
@@ -65,6 +66,18 @@ class Limits:
     max_channels: int
     max_ratio: float  # unpacked over compressed bytes of what is extracted
     ratio_floor_bytes: int  # what unpacks to no more than this is never refused for its ratio
+    # Whose limit max_audio_seconds is, when it is not the site's upload limit (the judge's).
+    audio_limit_source: str = ""
+
+
+def limits_for(config) -> Limits:
+    """The site's upload limits, narrowed to what the judge config's servers accept."""
+    limits = limits_from_settings()
+    if config is not None and config.max_audio_seconds < limits.max_audio_seconds:
+        limits = dataclasses.replace(
+            limits, max_audio_seconds=config.max_audio_seconds,
+            audio_limit_source=f"the longest audio judge config {config.name} accepts")
+    return limits
 
 
 def limits_from_settings() -> Limits:
@@ -572,7 +585,9 @@ def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
         return "empty audio (no frames)"
     seconds = audio.frames / audio.samplerate
     if seconds > limits.max_audio_seconds:
-        return f"{seconds:.2f} s long, above the limit of {limits.max_audio_seconds:g} s"
+        source = f" ({limits.audio_limit_source})" if limits.audio_limit_source else ""
+        return (f"{seconds:.2f} s long, above the limit of {limits.max_audio_seconds:g} s"
+                f"{source}")
     return None
 
 

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from judge.body import JsonBody
-from judge.fleet import FleetUnavailable, JudgeFleet, _ssl_context
+from judge.fleet import FleetUnavailable, JudgeFleet, _ssl_context, full_sampling
 from judge.simulator import DEFAULT_MODEL as MODEL
 from judge.simulator import SimulatorConfig, verdict
 from scoring import mmae
@@ -53,7 +53,8 @@ class FakeJudge:
 
     async def _models(self, request):
         self.probes += 1
-        return web.json_response({"data": []}, status=200 if self.models_ok() else 503)
+        return web.json_response({"data": [{"id": "judge", "object": "model"}]},
+                                 status=200 if self.models_ok() else 503)
 
     async def start(self):
         app = web.Application()
@@ -130,18 +131,25 @@ def test_a_5xx_is_retried_on_another_endpoint_and_recorded():
     assert (bad.calls, good.calls) == (1, 1)
 
 
-def test_an_unparseable_reply_is_retried_then_counted_as_failed():
+@pytest.mark.parametrize(("options", "calls"), [
+    # Greedy sampling gives the same reply again: asked again JUDGE_UNPARSEABLE_RETRIES times.
+    ({}, 2), ({"unparseable_retries": 0}, 1), ({"unparseable_retries": 5}, 3),
+    # Sampled replies differ: every attempt may be used.
+    ({"sampling": {"temperature": 0.7}}, 3),
+])
+def test_an_unparseable_reply_is_asked_again_then_counted_as_failed(options, calls):
     async def main():
         judge = await FakeJudge(lambda n: (200, "I think it is A", 0.0)).start()
-        async with fleet(judge.url, max_attempts=3) as f:
+        async with fleet(judge.url, max_attempts=3, **options) as f:
             answer = await f.ask([], parse)
         await judge.stop()
         return judge, answer
 
     judge, answer = run(main())
-    assert judge.calls == 3
-    assert answer.value is None and answer.attempts == 3
-    assert answer.error.startswith("no valid answer after 3 attempt(s); last: unparseable reply")
+    assert judge.calls == calls
+    assert answer.value is None and answer.attempts == calls
+    assert answer.error.startswith(
+        f"no valid answer after {calls} attempt(s); last: unparseable reply")
     assert answer.error_kind == "unparseable reply"
     assert answer.raw == "I think it is A"
 
@@ -156,7 +164,8 @@ def test_a_bad_request_is_not_retried():
 
     judge, answer = run(main())
     assert judge.calls == 1 and answer.attempts == 1
-    assert (answer.error, answer.error_kind) == ("HTTP 400: boom", "refused request")
+    assert (answer.error, answer.error_kind) == ("the judge refused the query (HTTP 400): boom",
+                                                 "refused request")
 
 
 def test_a_timeout_is_retried():
@@ -369,7 +378,8 @@ def test_a_shared_60_mb_data_uri_is_streamed_within_the_byte_budget(simulator_fa
 
 def test_a_query_whose_body_would_go_over_the_byte_budget_waits():
     uri = uri_of(0.3)
-    size = JsonBody({"model": "judge", "messages": audio_query(uri), "temperature": 0.0}).length
+    size = JsonBody({"model": "judge", "messages": audio_query(uri),
+                     **full_sampling(None)}).length
 
     async def main():
         judge = await FakeJudge(lambda n: (200, GOOD, 0.1)).start()
