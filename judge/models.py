@@ -25,6 +25,8 @@ class Endpoint(models.Model):
     waiting = models.PositiveIntegerField(null=True, blank=True)
     # The last probe was answered by the judge simulator (it says so in a header), not a model.
     simulator = models.BooleanField(default=False)
+    # The model ids its last answered probe's GET /v1/models listed; null before one answered.
+    served_models = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["base_url"]

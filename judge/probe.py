@@ -28,6 +28,7 @@ class ProbeResult:
     running: int | None  # requests being served, from /metrics
     waiting: int | None  # requests queued at the server, from /metrics
     simulator: bool = False  # the judge simulator answered, not a model server
+    models: tuple[str, ...] | None = None  # the ids GET /v1/models listed, when it did
 
 
 def parse_metrics(text: str, names: tuple[str, ...] = (RUNNING, WAITING)) -> dict[str, float]:
@@ -66,10 +67,19 @@ async def probe(client: httpx.AsyncClient, base_url: str) -> ProbeResult:
     try:
         response = await client.get(f"{base_url}/v1/models")
         latency_ms = (time.monotonic() - started) * 1000
+        if response.status_code in (401, 403):
+            return ProbeResult(base_url, False, latency_ms,
+                               f"GET /v1/models: HTTP {response.status_code}: the server "
+                               "refuses our API key (JUDGE_API_KEY)", None, None)
         if response.status_code != 200:
             return ProbeResult(base_url, False, latency_ms,
                                f"GET /v1/models: HTTP {response.status_code}", None, None)
-        response.json()
+        listing = response.json()
+        try:
+            models = tuple(str(m["id"]) for m in listing["data"])
+        except (KeyError, TypeError):
+            return ProbeResult(base_url, False, latency_ms,
+                               "GET /v1/models: not a model list", None, None)
         simulator = response.headers.get("x-judge-simulator") is not None
     except httpx.HTTPError as exc:
         return ProbeResult(base_url, False, None, f"GET /v1/models: {_describe(exc)}",
@@ -90,7 +100,7 @@ async def probe(client: httpx.AsyncClient, base_url: str) -> ProbeResult:
             error = f"GET /metrics: HTTP {response.status_code}"
     except httpx.HTTPError as exc:
         error = f"GET /metrics: {_describe(exc)}"
-    return ProbeResult(base_url, True, latency_ms, error, running, waiting, simulator)
+    return ProbeResult(base_url, True, latency_ms, error, running, waiting, simulator, models)
 
 
 def _count(value: float | None) -> int | None:

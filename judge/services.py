@@ -26,7 +26,8 @@ def endpoint_store_probe(*, result: ProbeResult) -> Endpoint:
         defaults={"last_probe_at": timezone.now(), "healthy": result.healthy,
                   "probe_latency_ms": result.latency_ms, "probe_error": result.error,
                   "running": result.running, "waiting": result.waiting,
-                  "simulator": result.simulator})
+                  "simulator": result.simulator,
+                  "served_models": None if result.models is None else list(result.models)})
     return endpoint
 
 

@@ -24,7 +24,7 @@ def columns(kind: Kind) -> tuple[str, ...]:
     figures = tuple(k for m in kind.metric_keys for k in (m, f"{m}_lo", f"{m}_hi"))
     return ("rank", "rank_best", "rank_worst", "model", "organisation", "submission", *figures,
             "n", "coverage", "open_weights", "licence", "judge", "judge_config", "simulated",
-            *(m.key for m in kind.judge_figures), "date", "flag")
+            "refused", *(m.key for m in kind.judge_figures), "date", "flag")
 
 
 def row_out(row: dict, kind: Kind) -> dict:
@@ -33,6 +33,7 @@ def row_out(row: dict, kind: Kind) -> dict:
     for key in ("model", "organisation", "submission", "n", "coverage", "open_weights",
                 "licence", "judge", "simulated"):
         out[key] = row[key]
+    out["refused"] = row.get("refused")
     out["judge_config"] = row["judge_config"]
     for metric in kind.judge_figures:
         out[metric.key] = row.get(metric.key)

@@ -66,6 +66,7 @@ class ShownRun:
     judge_model: str
     simulated: bool
     judge_config: ShownJudgeConfig
+    refused_queries: int = 0  # queries the judge refused (each a wrong vote)
 
     judge_name = ScoringRun.judge_name
 
@@ -133,10 +134,11 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None:
         return []
-    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name))
-            for pk, judge_model, simulated in ScoringRun.objects.filter(
+    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
+            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(
                 benchmark=benchmark, status=ScoringRun.Status.FINISHED,
-                judge_config=config).values_list("id", "judge_model", "simulated")}
+                judge_config=config).values_list("id", "judge_model", "simulated",
+                                                 "refused_queries")}
     candidates = sorted(
         (s for s in Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
                                               current_run__isnull=False)
@@ -237,7 +239,7 @@ def _row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
         **{m.key: figures.values.get(m.key) for m in kind.judge_figures},
         "coverage": submission.coverage, "partial": submission.partial,
         "judge": run.judge_name, "judge_config": run.judge_config.name,
-        "simulated": run.simulated,
+        "simulated": run.simulated, "refused": run.refused_queries,
         "date": submission.created_at, "flag": submission.flag_reason,
     }
 

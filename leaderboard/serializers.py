@@ -25,6 +25,9 @@ class BoardRowOut(serializers.Serializer):
     judge = serializers.CharField(help_text="who judged: the judge simulator when it did")
     simulated = serializers.BooleanField()
     judge_config = serializers.CharField()
+    refused = serializers.IntegerField(allow_null=True, help_text="judge queries refused by "
+                                       "the judge (HTTP 400), each counted as a wrong vote; "
+                                       "null for published results")
     date = serializers.DateTimeField()
     flag = serializers.CharField(allow_null=True, help_text="staff's public reason")
 

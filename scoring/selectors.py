@@ -145,16 +145,30 @@ class EndpointRow:
     state: Endpoint | None  # None until probed or switched
     stats: EndpointStats
     probe_age_seconds: float | None
+    model: str = ""  # the judge config's model, which the endpoint must serve
 
     @property
     def enabled(self) -> bool:
         return self.state is None or self.state.enabled
 
     @property
+    def misconfigured(self) -> str:
+        """Why the endpoint answers but cannot serve the config's queries ("" when it can)."""
+        state = self.state
+        if state is None or not state.healthy or state.served_models is None:
+            return ""
+        if self.model not in state.served_models:
+            served = ", ".join(map(repr, state.served_models)) or "no model"
+            return f"serves {served}, not {self.model!r}: queries would get HTTP 404"
+        return ""
+
+    @property
     def health(self) -> str:
-        """"healthy", "down" or "unknown" (never probed)."""
+        """"healthy", "misconfigured", "down" or "unknown" (never probed)."""
         if self.state is None or self.state.healthy is None:
             return "unknown"
+        if self.misconfigured:
+            return "misconfigured"
         return "healthy" if self.state.healthy else "down"
 
     @property
@@ -201,7 +215,8 @@ def fleet_configs(*, now: datetime | None = None) -> list[ConfigRow]:
             probed = state.last_probe_at if state is not None else None
             endpoints.append(EndpointRow(
                 base_url=url, state=state, stats=stats.get(url, EndpointStats()),
-                probe_age_seconds=None if probed is None else (now - probed).total_seconds()))
+                probe_age_seconds=None if probed is None else (now - probed).total_seconds(),
+                model=config.judge_model))
         benchmarks = [f"{b.slug} v{b.version}" for b in config.benchmarks.all()]
         rows.append(ConfigRow(config=config, benchmarks=benchmarks, endpoints=endpoints))
     rows.sort(key=lambda row: not row.benchmarks)  # stable: by name within each group
