@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import av
 import numpy as np
 import soundfile
 from django.conf import settings
@@ -40,12 +41,15 @@ PREDICTION_NAMES = ("predictions.json", "submission.jsonl")
 MAX_PREDICTIONS_BYTES = 256 * 1024**2
 # libsndfile's names: WAVEX is WAVE_FORMAT_EXTENSIBLE, which float and multichannel WAVs use.
 AUDIO_FORMATS = {"WAV", "WAVEX", "FLAC"}
+DEMUXERS = {"WAV": "wav", "WAVEX": "wav", "FLAC": "flac"}  # FFmpeg's name of each
+# Decoded and declared lengths may differ by this much: a WAV's chunks after its audio (which
+# decoding to the end reads as samples) or an odd byte of padding, never a lie worth telling.
+LENGTH_SLACK_SECONDS = 0.01
 CHUNK_BYTES = 1024**2
 # Tar metadata headers (long names, pax records) hold a few KB; tarfile reads them whole.
 MAX_TAR_HEADER_BYTES = 1024**2
 # A zip's directory takes 46 bytes per member plus its name and extras: generous room for both.
 DIRECTORY_BYTES_PER_MEMBER = 4096
-BLOCK_SAMPLES = 2**18  # per read when scanning samples, over all channels
 # Folders that archivers add on their own; they do not count against a top-level wrapper.
 ARCHIVER_FOLDERS = {"__MACOSX"}
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError,
@@ -552,12 +556,19 @@ def _check_outputs(parsed: list[Prediction], source: _Source, audio_dir: Path, l
 
 
 def _audio_problem(path: Path, limits: Limits) -> str | None:
-    """None when `path` is usable output audio, else why not (the whole file is read)."""
+    """None when `path` is usable output audio, else why not (the whole file is decoded)."""
     try:
         with soundfile.SoundFile(str(path)) as audio:
-            return _header_problem(audio, limits) or _samples_problem(audio)
+            problem = _header_problem(audio, limits)
+            if problem:
+                return problem
+            declared, rate, container = audio.frames, audio.samplerate, audio.format
     except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
         return f"not readable as WAV or FLAC audio ({_why(exc)})"
+    try:
+        return _decoded_problem(path, container, declared, rate, limits)
+    except (av.FFmpegError, ValueError, OSError) as exc:
+        return f"not decodable to its end as {container} audio ({_why(exc)})"
 
 
 def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
@@ -570,18 +581,36 @@ def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
         return f"{audio.channels} channels, above the limit of {limits.max_channels}"
     if audio.frames == 0:
         return "empty audio (no frames)"
-    seconds = audio.frames / audio.samplerate
+    return _length_problem(audio.frames, audio.samplerate, limits)
+
+
+def _length_problem(frames: int, rate: int, limits: Limits) -> str | None:
+    seconds = frames / rate
     if seconds > limits.max_audio_seconds:
         return f"{seconds:.2f} s long, above the limit of {limits.max_audio_seconds:g} s"
     return None
 
 
-def _samples_problem(audio: soundfile.SoundFile) -> str | None:
-    """Read block by block, so that a long file is never held whole."""
-    frames = max(1, BLOCK_SAMPLES // audio.channels)
-    for block in audio.blocks(blocksize=frames, dtype="float64", always_2d=True):
-        if not np.isfinite(block).all():
-            return "contains NaN or infinite samples"
+def _decoded_problem(path: Path, container: str, declared: int, rate: int,
+                     limits: Limits) -> str | None:
+    """Decode to the file's real end, one packet at a time, ignoring the length its header
+    declares (a WAV's data size, a FLAC's total samples), which libsndfile trusts and the
+    judge's decoder may not: the length limit and the scan for NaN see every sample, and a
+    file whose header lies about its length is refused."""
+    options = {"ignore_length": "1"} if container.startswith("WAV") else {}
+    decoded = 0
+    with av.open(str(path), format=DEMUXERS[container], options=options) as media:
+        for frame in media.decode(audio=0):
+            decoded += frame.samples
+            if decoded / rate > limits.max_audio_seconds:
+                return (f"decodes to more than {limits.max_audio_seconds:g} s (the limit), "
+                        f"though its header declares {declared / rate:.2f} s")
+            samples = frame.to_ndarray()
+            if samples.dtype.kind == "f" and not np.isfinite(samples).all():
+                return "contains NaN or infinite samples"
+    if abs(decoded - declared) > rate * LENGTH_SLACK_SECONDS:
+        return (f"its header declares {declared} frames ({declared / rate:.2f} s) but it "
+                f"decodes to {decoded} frames ({decoded / rate:.2f} s)")
     return None
 
 
