@@ -34,7 +34,14 @@ import numpy as np
 import soundfile
 from django.conf import settings
 
-from scoring.predictions import Prediction, PredictionError, parse_predictions
+from scoring.predictions import (
+    Prediction,
+    PredictionError,
+    json_document,
+    parse_predictions,
+    text_stream,
+    utf8_problem,
+)
 
 PREDICTION_NAMES = ("predictions.json", "submission.jsonl")
 # A real predictions file is a few MB; this only keeps a hostile one from filling memory.
@@ -664,30 +671,48 @@ def validate_responses(*, item_keys: list[str], predictions: Path | None, archiv
 def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[str],
                     reader=None):
     """`parse` of a predictions file's UTF-8 text (a BOM allowed), beside the archive or read
-    from it by `reader` without writing it out; None with `errors` told why when it is too
-    large, unreadable or malformed."""
+    from it by `reader` without writing it out, streamed a line at a time (JSONL); None with
+    `errors` told why when it is too large, unreadable or malformed."""
     try:
-        data = _predictions_bytes(source, reader)
-        if data is None:
-            errors.append(f"{source.name}: larger than {MAX_PREDICTIONS_BYTES} bytes")
-            return None
-        return parse(data.decode("utf-8-sig"), name=source.name, known_ids=set(item_keys))
+        with _predictions_file(source, reader) as binary:
+            problem = predictions_problem(binary, source.name, _size(source))
+            if problem:
+                errors.append(problem)
+                return None
+            with text_stream(binary) as text:
+                return parse(text, name=source.name, known_ids=set(item_keys),
+                             per_kind=settings.SUBMISSION_REPORT_MAX_PER_KIND)
     except OSError as exc:
         errors.append(f"{source.name}: cannot be read: {_why(exc)}")
-    except UnicodeDecodeError as exc:
-        errors.append(f"{source.name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
     except PredictionError as exc:
         errors.extend(exc.problems)
     return None
 
 
-def _predictions_bytes(source: _Source, reader) -> bytes | None:
-    """The file's bytes; None when it holds more than MAX_PREDICTIONS_BYTES."""
+def predictions_problem(binary, name: str, size: int) -> str | None:
+    """What refuses a predictions file before it is parsed: its size (one JSON document is
+    read whole, so it has the lower limit), or text that is not UTF-8."""
+    if size > MAX_PREDICTIONS_BYTES:
+        return f"{name}: larger than {MAX_PREDICTIONS_BYTES} bytes"
+    limit = settings.SUBMISSION_MAX_PREDICTIONS_BYTES
+    if size > limit and json_document(binary):
+        return (f"{name}: a JSON document of {size} bytes, above the limit of {limit} for "
+                "one read whole: send it as JSONL (submission.jsonl, one prediction a line), "
+                "which is read a line at a time")
+    return utf8_problem(binary, name)
+
+
+def _size(source: _Source) -> int:
+    return source.path.stat().st_size if source.path is not None else source.entry.size
+
+
+@contextmanager
+def _predictions_file(source: _Source, reader):
+    """The predictions file opened for reading in binary (a member of an archive yields no
+    more than its header declares)."""
     if source.path is not None:
-        return None if source.path.stat().st_size > MAX_PREDICTIONS_BYTES \
-            else source.path.read_bytes()
-    if source.entry.size > MAX_PREDICTIONS_BYTES:
-        return None
+        with open(source.path, "rb") as handle:
+            yield handle
+        return
     with reader.open(source.entry) as handle:
-        data = handle.read(MAX_PREDICTIONS_BYTES + 1)
-    return None if len(data) > MAX_PREDICTIONS_BYTES else data
+        yield handle
