@@ -352,6 +352,13 @@ SUBMISSION_MAX_AUDIO_SECONDS = env_int("SUBMISSION_MAX_AUDIO_SECONDS", 300, mini
 SUBMISSION_MAX_OUTPUT_BYTES = env_int("SUBMISSION_MAX_OUTPUT_BYTES", 128 * 1024**2, minimum=1)
 SUBMISSION_MAX_SAMPLE_RATE = env_int("SUBMISSION_MAX_SAMPLE_RATE", 192_000, minimum=1)
 SUBMISSION_MAX_CHANNELS = env_int("SUBMISSION_MAX_CHANNELS", 8, minimum=1)
+# A predictions file that is one JSON document is read whole by the web process; JSONL is
+# read a line at a time, up to SUBMISSION_MAX_UPLOAD_BYTES.
+SUBMISSION_MAX_PREDICTIONS_BYTES = env_int("SUBMISSION_MAX_PREDICTIONS_BYTES", 64 * 1024**2,
+                                           minimum=1)
+# Faults of one kind that a validation report (page, API answer, email) lists; the rest are
+# counted.
+SUBMISSION_REPORT_MAX_PER_KIND = env_int("SUBMISSION_REPORT_MAX_PER_KIND", 50, minimum=1)
 # Zip bombs: the outputs' unpacked over compressed bytes, once they unpack to more than the
 # floor; real audio deflates by under 2:1 (submissions/validation.py says why 20 and 64 MiB).
 SUBMISSION_MAX_COMPRESSION_RATIO = env_int("SUBMISSION_MAX_COMPRESSION_RATIO", 20, minimum=1)

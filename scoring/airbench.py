@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from scoring import jsontext
 from scoring.mmae import MetaError, ReplyError, _show, read_json
-from scoring.predictions import PredictionError
+from scoring.predictions import MAX_PER_KIND, PredictionError, Problems
 
 FOUNDATION = "airbench-foundation"
 CHAT = "airbench-chat"
@@ -275,49 +275,56 @@ class Response:
     where: str  # "line 3"
 
 
-def parse_responses(text: str, *, name: str, known_ids: set[str]) -> list[Response]:
-    """A predictions JSONL (one object a line with `uniq_id` and `response`), checked against
-    the benchmark's ids; raise PredictionError naming every fault by line and uniq_id."""
-    problems: list[str] = []
+def parse_responses(text, *, name: str, known_ids: set[str],
+                    per_kind: int = MAX_PER_KIND) -> list[Response]:
+    """A predictions JSONL (one object a line with `uniq_id` and `response`), its text or a
+    text stream read a line at a time, checked against the benchmark's ids; raise
+    PredictionError naming its faults by line and uniq_id, the first `per_kind` of each kind
+    and how many more."""
+    problems = Problems(per_kind)
     responses: list[Response] = []
     first: dict[str, str] = {}
-    lines = list(jsontext.lines(text))
-    if not lines:
-        raise PredictionError([f"{name}: the file holds no predictions"])
-    for number, line in lines:
+    seen = 0
+    for number, line in jsontext.lines(text):
+        seen += 1
         place = f"line {number}"
         try:
             value = jsontext.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append(f"{name} {place}: invalid JSON at column {exc.colno}: {exc.msg}")
+            problems.add("lines of invalid JSON", f"{name} {place}: invalid JSON at column "
+                         f"{exc.colno}: {exc.msg}")
             continue
         if not isinstance(value, dict):
-            problems.append(f"{name} {place}: must be a JSON object, got {_show(value)}")
+            problems.add("lines that are not objects",
+                         f"{name} {place}: must be a JSON object, got {_show(value)}")
             continue
         raw_id = value.get("uniq_id")
         if isinstance(raw_id, bool) or not isinstance(raw_id, (int, str)) or raw_id == "":
-            problems.append(f"{name} {place}: 'uniq_id' must be an integer or a non-empty "
-                            f"string, got {_show(raw_id)}")
+            problems.add("lines without a uniq_id", f"{name} {place}: 'uniq_id' must be an "
+                         f"integer or a non-empty string, got {_show(raw_id)}")
             continue
         uniq_id = str(raw_id)
         where = f"{name} {place} (uniq_id {uniq_id})"
         if uniq_id not in known_ids:
-            problems.append(f"{where}: unknown uniq_id (not in the benchmark)")
+            problems.add("unknown uniq_ids", f"{where}: unknown uniq_id (not in the benchmark)")
             continue
         if "response" not in value:
-            problems.append(f"{where}: no 'response' field")
+            problems.add("lines without a response", f"{where}: no 'response' field")
             continue
         if not isinstance(value["response"], str):
-            problems.append(f"{where}: 'response' must be a string, got "
-                            f"{_show(value['response'])}")
+            problems.add("responses that are not strings", f"{where}: 'response' must be a "
+                         f"string, got {_show(value['response'])}")
             continue
         if uniq_id in first:
-            problems.append(f"{where}: duplicate uniq_id, first on {first[uniq_id]}")
+            problems.add("duplicate uniq_ids", f"{where}: duplicate uniq_id, first on "
+                         f"{first[uniq_id]}")
             continue
         first[uniq_id] = place
         responses.append(Response(uniq_id=uniq_id, response=value["response"], where=place))
+    if not seen:
+        raise PredictionError([f"{name}: the file holds no predictions"])
     if problems:
-        raise PredictionError(problems)
+        raise PredictionError(problems.messages())
     return responses
 
 

@@ -42,12 +42,14 @@ def _check_depth(text: str) -> None:
             depth -= 1
 
 
-def lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number from 1, line without its end) for each non-blank line. Lines end at "\\n",
+def lines(text) -> Iterator[tuple[int, str]]:
+    """(line number from 1, line without its end) for each non-blank line of a text or of a
+    text stream (opened with newline=None, read a line at a time). Lines end at "\\n",
     "\\r\\n" or "\\r", as Python's text files read them, and nowhere else: U+2028, U+2029 and
     U+0085, which json.dumps(..., ensure_ascii=False) writes raw inside strings, are not line
     ends here (str.splitlines() would split on them)."""
-    for number, line in enumerate(io.StringIO(text, newline=None), start=1):
+    stream = io.StringIO(text, newline=None) if isinstance(text, str) else text
+    for number, line in enumerate(stream, start=1):
         line = line.removesuffix("\n")
         if line.strip():
             yield number, line

@@ -6,13 +6,44 @@ file and the line (JSONL) or entry (JSON array) it is on, and the sample id wher
 
 from __future__ import annotations
 
+import codecs
+import io
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from scoring import jsontext
 from scoring.mmae import _content_parts, _show, audio_url_of
+
+# Faults of one kind that a report lists; the rest are counted ("... and 99,950 more unknown
+# ids"). SUBMISSION_REPORT_MAX_PER_KIND in the site's settings.
+MAX_PER_KIND = 50
+CHUNK_BYTES = 1024**2
+
+
+@dataclass
+class Problems:
+    """A file's faults as they are found, kept to the first `per_kind` of each kind and
+    counted past that, so that a file of a million bad lines holds no million messages."""
+
+    per_kind: int = MAX_PER_KIND
+    kept: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # kind (a plural noun) -> how many
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def add(self, kind: str, message: str) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        if self.counts[kind] <= self.per_kind:
+            self.kept.append(message)
+
+    def messages(self) -> list[str]:
+        return self.kept + [f"... and {n - self.per_kind:,} more {kind}"
+                            for kind, n in self.counts.items() if n > self.per_kind]
 
 
 class PredictionError(ValueError):
@@ -30,27 +61,85 @@ class Prediction:
     where: str  # "line 3" or "entry 2" (both from 1), for messages
 
 
-def _entries(text: str, name: str) -> list[tuple[str, object]]:
-    """(place, decoded value) for each entry of a JSON array or a JSONL file."""
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+def _entries(text, name: str, problems: Problems) -> Iterator[tuple[str, object]]:
+    """(place, decoded value) for each entry of a JSON array or a JSONL file, from its text
+    or a text stream (read line by line: only a JSON array is read whole); faults of JSON
+    syntax go to `problems`."""
+    stream = io.StringIO(text, newline=None) if isinstance(text, str) else text
+    if _first_character(stream) == "[":
         try:
-            data = jsontext.loads(text)
+            data = jsontext.loads(stream.read())
         except json.JSONDecodeError as exc:
             raise PredictionError(
                 [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
             ) from None
-        return [(f"entry {i}", value) for i, value in enumerate(data, start=1)]
-    entries = []
-    problems = []
-    for number, line in jsontext.lines(text):
+        yield from ((f"entry {i}", value) for i, value in enumerate(data, start=1))
+        return
+    for number, line in jsontext.lines(stream):
         try:
-            entries.append((f"line {number}", jsontext.loads(line)))
+            yield f"line {number}", jsontext.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append(f"{name} line {number}: invalid JSON at column {exc.colno}: {exc.msg}")
-    if problems:
-        raise PredictionError(problems)
-    return entries
+            problems.add("lines of invalid JSON", f"{name} line {number}: invalid JSON at "
+                         f"column {exc.colno}: {exc.msg}")
+
+
+def _first_character(stream) -> str:
+    """The stream's first character that is not white space ("" if none), the stream then
+    put back at its start."""
+    while (character := stream.read(1)) and character.isspace():
+        pass
+    stream.seek(0)
+    return character
+
+
+@contextmanager
+def text_stream(binary) -> Iterator[io.TextIOWrapper]:
+    """A binary file read as UTF-8 text (a byte-order mark allowed), lines ending as Python's
+    text files end them; the binary file is left open, back at its start."""
+    binary.seek(0)
+    stream = io.TextIOWrapper(binary, encoding="utf-8-sig", newline=None)
+    try:
+        yield stream
+    finally:
+        stream.detach()
+        binary.seek(0)
+
+
+def utf8_problem(binary, name: str) -> str | None:
+    """Why a binary file is not UTF-8 text (a byte-order mark allowed), read a chunk at a
+    time; None when it is. The file is put back at its start."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    binary.seek(0)
+    try:
+        while chunk := binary.read(CHUNK_BYTES):
+            held = len(decoder.getstate()[0])
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                at = offset - held + exc.start
+                return f"{name}: not UTF-8 text ({exc.reason} at byte {at})"
+            offset += len(chunk)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            at = offset - len(exc.object) + exc.start
+            return f"{name}: not UTF-8 text ({exc.reason} at byte {at})"
+        return None
+    finally:
+        binary.seek(0)
+
+
+def json_document(binary) -> bool:
+    """Whether a binary predictions file is one JSON document (an array), which is read whole,
+    rather than JSONL, which is read a line at a time. The file is put back at its start."""
+    binary.seek(0)
+    first = b""
+    while not first and (chunk := binary.read(CHUNK_BYTES)):
+        first = chunk.removeprefix(codecs.BOM_UTF8 if binary.tell() == len(chunk) else b"") \
+            .lstrip(b" \t\r\n\f\v")[:1]
+    binary.seek(0)
+    return first == b"["
 
 
 def _output_path(entry: dict) -> tuple[str | None, str | None]:
@@ -78,38 +167,44 @@ def _output_path(entry: dict) -> tuple[str | None, str | None]:
     return urls[0], None
 
 
-def parse_predictions(text: str, *, name: str, known_ids: set[str]) -> list[Prediction]:
-    """Check a submission file's text against the benchmark's ids; raise naming every fault."""
-    problems: list[str] = []
+def parse_predictions(text, *, name: str, known_ids: set[str],
+                      per_kind: int = MAX_PER_KIND) -> list[Prediction]:
+    """Check a submission file's text (or text stream) against the benchmark's ids; raise
+    naming its faults, the first `per_kind` of each kind and how many more."""
+    problems = Problems(per_kind)
     predictions: list[Prediction] = []
     first_place: dict[str, str] = {}
-    entries = _entries(text, name)
-    if not entries:
-        raise PredictionError([f"{name}: the file holds no predictions"])
-    for place, value in entries:
+    seen = 0
+    for place, value in _entries(text, name, problems):
+        seen += 1
         if not isinstance(value, dict):
-            problems.append(f"{name} {place}: must be a JSON object, got {_show(value)}")
+            problems.add("entries that are not objects",
+                         f"{name} {place}: must be a JSON object, got {_show(value)}")
             continue
         sample_id = value.get("id")
         if not isinstance(sample_id, str) or not sample_id:
-            problems.append(f"{name} {place}: 'id' must be a non-empty string, got "
-                            f"{_show(sample_id)}")
+            problems.add("entries without an id", f"{name} {place}: 'id' must be a non-empty "
+                         f"string, got {_show(sample_id)}")
             continue
         path, why = _output_path(value)
         if why:
-            problems.append(f"{name} {place} (id {sample_id}): {why}")
+            problems.add("entries without an output",
+                         f"{name} {place} (id {sample_id}): {why}")
             continue
         if sample_id not in known_ids:
-            problems.append(f"{name} {place}: unknown id {sample_id!r} (not in the benchmark)")
+            problems.add("unknown ids", f"{name} {place}: unknown id {sample_id!r} (not in the "
+                         "benchmark)")
             continue
         if sample_id in first_place:
-            problems.append(f"{name} {place}: duplicate id {sample_id!r}, first on "
-                            f"{first_place[sample_id]}")
+            problems.add("duplicate ids", f"{name} {place}: duplicate id {sample_id!r}, first "
+                         f"on {first_place[sample_id]}")
             continue
         first_place[sample_id] = place
         predictions.append(Prediction(sample_id=sample_id, audio_path=path, where=place))
+    if not seen and not problems:
+        raise PredictionError([f"{name}: the file holds no predictions"])
     if problems:
-        raise PredictionError(problems)
+        raise PredictionError(problems.messages())
     return predictions
 
 

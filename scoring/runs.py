@@ -216,12 +216,26 @@ def _from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) ->
     """Answers to `wanted` (content key -> job) that an earlier run already has for the very
     same request under the same judge config: copies, marked cached, that cost no judge
     query. Each is read again through this job's own parse and fields, so the verdict is
-    this criterion's. Answers that failed (an error, no reply) are never reused."""
+    this criterion's. Answers that failed (an error, no reply) are never reused.
+
+    Only from runs whose answers tell this run's author nothing new, since a hit is quicker
+    than a judge query and the speed would show that someone sent the same audio: baselines,
+    published runs (finished, of a public submission not hidden) and the author's own runs
+    (a run of no submission, e.g. from the command line, counts as its own kind of author).
+    The reverse names (`submissions`) are the ORM's; scoring imports nothing of them."""
     if not wanted:
         return []
     found: dict[str, Answer] = {}
+    owners = [o for o in ScoringRun.objects.filter(id=run.id)
+              .values_list("submissions__owner", flat=True) if o is not None]
+    sources = ScoringRun.objects.filter(
+        Q(purpose=ScoringRun.Purpose.BASELINE)
+        | Q(status=ScoringRun.Status.FINISHED, submissions__public=True,
+            submissions__hidden=False)
+        | (Q(submissions__owner__in=owners) if owners else Q(submissions=None)))
     # Originals only: every copy repeats its original, whose run it names as its source.
-    earlier = (Answer.objects.filter(content_key__in=list(wanted), error=None, cached=False)
+    earlier = (Answer.objects.filter(content_key__in=list(wanted), error=None, cached=False,
+                                     run__in=sources.values("id"))
                .order_by("id")
                .values_list("content_key", "raw", "run_id", "run__simulated"))
     now = timezone.now()

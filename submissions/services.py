@@ -24,13 +24,14 @@ from scoring.heartbeat import Heartbeat
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
-from scoring.predictions import PredictionError
+from scoring.predictions import PredictionError, text_stream
 from scoring.tasks import enqueue_run
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.notifications import submission_notify
 from submissions.validation import (
     MAX_PREDICTIONS_BYTES,
     limits_for,
+    predictions_problem,
     validate_responses,
     validate_upload,
 )
@@ -74,16 +75,19 @@ def _quota_problems(user) -> list[str]:
 
 
 def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[str]:
+    """The predictions file's faults, read a line at a time (JSONL) so that the web process
+    never holds a large one whole; a JSON document is read whole only below
+    SUBMISSION_MAX_PREDICTIONS_BYTES."""
     name = Path(predictions.name).name
-    try:
-        text = predictions.read().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return [f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]
-    finally:
-        predictions.seek(0)
+    problem = predictions_problem(predictions.file, name, predictions.size)
+    if problem:
+        return [problem]
     keys = set(Item.objects.filter(benchmark=benchmark).values_list("key", flat=True))
     try:
-        get_kind(benchmark.kind).read_predictions(text, name=name, known_ids=keys)
+        with text_stream(predictions.file) as text:
+            get_kind(benchmark.kind).read_predictions(
+                text, name=name, known_ids=keys,
+                per_kind=settings.SUBMISSION_REPORT_MAX_PER_KIND)
     except PredictionError as exc:
         return exc.problems
     return []

@@ -30,23 +30,34 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import av
 import numpy as np
 import soundfile
 from django.conf import settings
 
-from scoring.predictions import Prediction, PredictionError, parse_predictions
+from scoring.predictions import (
+    Prediction,
+    PredictionError,
+    json_document,
+    parse_predictions,
+    text_stream,
+    utf8_problem,
+)
 
 PREDICTION_NAMES = ("predictions.json", "submission.jsonl")
 # A real predictions file is a few MB; this only keeps a hostile one from filling memory.
 MAX_PREDICTIONS_BYTES = 256 * 1024**2
 # libsndfile's names: WAVEX is WAVE_FORMAT_EXTENSIBLE, which float and multichannel WAVs use.
 AUDIO_FORMATS = {"WAV", "WAVEX", "FLAC"}
+DEMUXERS = {"WAV": "wav", "WAVEX": "wav", "FLAC": "flac"}  # FFmpeg's name of each
+# Decoded and declared lengths may differ by this much: a WAV's chunks after its audio (which
+# decoding to the end reads as samples) or an odd byte of padding, never a lie worth telling.
+LENGTH_SLACK_SECONDS = 0.01
 CHUNK_BYTES = 1024**2
 # Tar metadata headers (long names, pax records) hold a few KB; tarfile reads them whole.
 MAX_TAR_HEADER_BYTES = 1024**2
 # A zip's directory takes 46 bytes per member plus its name and extras: generous room for both.
 DIRECTORY_BYTES_PER_MEMBER = 4096
-BLOCK_SAMPLES = 2**18  # per read when scanning samples, over all channels
 # Folders that archivers add on their own; they do not count against a top-level wrapper.
 ARCHIVER_FOLDERS = {"__MACOSX"}
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError,
@@ -565,12 +576,19 @@ def _check_outputs(parsed: list[Prediction], source: _Source, audio_dir: Path, l
 
 
 def _audio_problem(path: Path, limits: Limits) -> str | None:
-    """None when `path` is usable output audio, else why not (the whole file is read)."""
+    """None when `path` is usable output audio, else why not (the whole file is decoded)."""
     try:
         with soundfile.SoundFile(str(path)) as audio:
-            return _header_problem(audio, limits) or _samples_problem(audio)
+            problem = _header_problem(audio, limits)
+            if problem:
+                return problem
+            declared, rate, container = audio.frames, audio.samplerate, audio.format
     except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
         return f"not readable as WAV or FLAC audio ({_why(exc)})"
+    try:
+        return _decoded_problem(path, container, declared, rate, limits)
+    except (av.FFmpegError, ValueError, OSError) as exc:
+        return f"not decodable to its end as {container} audio ({_why(exc)})"
 
 
 def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
@@ -583,7 +601,11 @@ def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
         return f"{audio.channels} channels, above the limit of {limits.max_channels}"
     if audio.frames == 0:
         return "empty audio (no frames)"
-    seconds = audio.frames / audio.samplerate
+    return _length_problem(audio.frames, audio.samplerate, limits)
+
+
+def _length_problem(frames: int, rate: int, limits: Limits) -> str | None:
+    seconds = frames / rate
     if seconds > limits.max_audio_seconds:
         source = f" ({limits.audio_limit_source})" if limits.audio_limit_source else ""
         return (f"{seconds:.2f} s long, above the limit of {limits.max_audio_seconds:g} s"
@@ -591,12 +613,26 @@ def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
     return None
 
 
-def _samples_problem(audio: soundfile.SoundFile) -> str | None:
-    """Read block by block, so that a long file is never held whole."""
-    frames = max(1, BLOCK_SAMPLES // audio.channels)
-    for block in audio.blocks(blocksize=frames, dtype="float64", always_2d=True):
-        if not np.isfinite(block).all():
-            return "contains NaN or infinite samples"
+def _decoded_problem(path: Path, container: str, declared: int, rate: int,
+                     limits: Limits) -> str | None:
+    """Decode to the file's real end, one packet at a time, ignoring the length its header
+    declares (a WAV's data size, a FLAC's total samples), which libsndfile trusts and the
+    judge's decoder may not: the length limit and the scan for NaN see every sample, and a
+    file whose header lies about its length is refused."""
+    options = {"ignore_length": "1"} if container.startswith("WAV") else {}
+    decoded = 0
+    with av.open(str(path), format=DEMUXERS[container], options=options) as media:
+        for frame in media.decode(audio=0):
+            decoded += frame.samples
+            if decoded / rate > limits.max_audio_seconds:
+                return (f"decodes to more than {limits.max_audio_seconds:g} s (the limit), "
+                        f"though its header declares {declared / rate:.2f} s")
+            samples = frame.to_ndarray()
+            if samples.dtype.kind == "f" and not np.isfinite(samples).all():
+                return "contains NaN or infinite samples"
+    if abs(decoded - declared) > rate * LENGTH_SLACK_SECONDS:
+        return (f"its header declares {declared} frames ({declared / rate:.2f} s) but it "
+                f"decodes to {decoded} frames ({decoded / rate:.2f} s)")
     return None
 
 
@@ -650,30 +686,48 @@ def validate_responses(*, item_keys: list[str], predictions: Path | None, archiv
 def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[str],
                     reader=None):
     """`parse` of a predictions file's UTF-8 text (a BOM allowed), beside the archive or read
-    from it by `reader` without writing it out; None with `errors` told why when it is too
-    large, unreadable or malformed."""
+    from it by `reader` without writing it out, streamed a line at a time (JSONL); None with
+    `errors` told why when it is too large, unreadable or malformed."""
     try:
-        data = _predictions_bytes(source, reader)
-        if data is None:
-            errors.append(f"{source.name}: larger than {MAX_PREDICTIONS_BYTES} bytes")
-            return None
-        return parse(data.decode("utf-8-sig"), name=source.name, known_ids=set(item_keys))
+        with _predictions_file(source, reader) as binary:
+            problem = predictions_problem(binary, source.name, _size(source))
+            if problem:
+                errors.append(problem)
+                return None
+            with text_stream(binary) as text:
+                return parse(text, name=source.name, known_ids=set(item_keys),
+                             per_kind=settings.SUBMISSION_REPORT_MAX_PER_KIND)
     except OSError as exc:
         errors.append(f"{source.name}: cannot be read: {_why(exc)}")
-    except UnicodeDecodeError as exc:
-        errors.append(f"{source.name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
     except PredictionError as exc:
         errors.extend(exc.problems)
     return None
 
 
-def _predictions_bytes(source: _Source, reader) -> bytes | None:
-    """The file's bytes; None when it holds more than MAX_PREDICTIONS_BYTES."""
+def predictions_problem(binary, name: str, size: int) -> str | None:
+    """What refuses a predictions file before it is parsed: its size (one JSON document is
+    read whole, so it has the lower limit), or text that is not UTF-8."""
+    if size > MAX_PREDICTIONS_BYTES:
+        return f"{name}: larger than {MAX_PREDICTIONS_BYTES} bytes"
+    limit = settings.SUBMISSION_MAX_PREDICTIONS_BYTES
+    if size > limit and json_document(binary):
+        return (f"{name}: a JSON document of {size} bytes, above the limit of {limit} for "
+                "one read whole: send it as JSONL (submission.jsonl, one prediction a line), "
+                "which is read a line at a time")
+    return utf8_problem(binary, name)
+
+
+def _size(source: _Source) -> int:
+    return source.path.stat().st_size if source.path is not None else source.entry.size
+
+
+@contextmanager
+def _predictions_file(source: _Source, reader):
+    """The predictions file opened for reading in binary (a member of an archive yields no
+    more than its header declares)."""
     if source.path is not None:
-        return None if source.path.stat().st_size > MAX_PREDICTIONS_BYTES \
-            else source.path.read_bytes()
-    if source.entry.size > MAX_PREDICTIONS_BYTES:
-        return None
+        with open(source.path, "rb") as handle:
+            yield handle
+        return
     with reader.open(source.entry) as handle:
-        data = handle.read(MAX_PREDICTIONS_BYTES + 1)
-    return None if len(data) > MAX_PREDICTIONS_BYTES else data
+        yield handle

@@ -13,8 +13,9 @@ from scoring.kinds.base import ItemRows, Kind, OutputFormat, RunData, text_sha25
 JUDGE_FIELDS = ("raw", "error", "endpoint", "attempts", "latency_ms")
 
 
-def _read_responses(text: str, *, name: str, known_ids: set[str]) -> dict[str, str]:
-    responses = airbench.parse_responses(text, name=name, known_ids=known_ids)
+def _read_responses(text, *, name: str, known_ids: set[str], per_kind: int) -> dict[str, str]:
+    responses = airbench.parse_responses(text, name=name, known_ids=known_ids,
+                                         per_kind=per_kind)
     return {r.uniq_id: r.response for r in responses}
 
 

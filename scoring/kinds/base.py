@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from scoring.predictions import MAX_PER_KIND
+
 
 @dataclass(frozen=True)
 class ItemRows:
@@ -173,7 +175,8 @@ class OutputFormat:
 
     files: bool  # the predictions name files that come in an archive
     help: str  # what an author uploads, for the upload form and errors
-    # (text, *, name, known_ids) -> {item key: output}; raises PredictionError naming faults
+    # (text or text stream, *, name, known_ids, per_kind) -> {item key: output}; raises
+    # PredictionError naming faults
     read: Callable[..., dict[str, str]]
     # (outputs' folder, output) -> sha256 of what the judge receives for it
     digest: Callable[[str, str], str]
@@ -314,10 +317,12 @@ class Kind(abc.ABC):
 
     # --- submissions -------------------------------------------------------------------
 
-    def read_predictions(self, text: str, *, name: str, known_ids: set[str]) -> dict[str, str]:
-        """item key -> output (a file's path, or a text response); PredictionError names
-        every fault by file, line and id."""
-        return self.outputs.read(text, name=name, known_ids=known_ids)
+    def read_predictions(self, text, *, name: str, known_ids: set[str],
+                         per_kind: int = MAX_PER_KIND) -> dict[str, str]:
+        """item key -> output (a file's path, or a text response), from a predictions file's
+        text or a text stream; PredictionError names the faults by file, line and id, the
+        first `per_kind` of each kind and how many more."""
+        return self.outputs.read(text, name=name, known_ids=known_ids, per_kind=per_kind)
 
     # --- judging -----------------------------------------------------------------------
 

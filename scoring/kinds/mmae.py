@@ -35,9 +35,9 @@ PER_SAMPLE = ("id", "IFR", "CR", "EM", "n_if", "n_cr", "rubric_scores", "missing
 RESULT_KEYS = ("category", "choices", "correct_letter", "choice", "correct", "reason")
 
 
-def _read_predictions(text: str, *, name: str, known_ids: set[str]) -> dict[str, str]:
+def _read_predictions(text, *, name: str, known_ids: set[str], per_kind: int) -> dict[str, str]:
     return {p.sample_id: p.audio_path
-            for p in parse_predictions(text, name=name, known_ids=known_ids)}
+            for p in parse_predictions(text, name=name, known_ids=known_ids, per_kind=per_kind)}
 
 
 def _output_digest(root: str, output: str) -> str:

@@ -1,6 +1,8 @@
-"""The judgment cache does not tell one author of another's private upload: answers copied
-from a private submission of someone else are reused but neither counted nor shown (the
-status page, the API, the ETA); from one's own or a published submission they are."""
+"""The judgment cache does not tell one author of another's private upload: answers are
+reused across authors only from published submissions and baselines, so another author's
+upload of the very same files sends every query to the judge (and takes as long as a new
+one); copies are counted and shown (the status page, the API, the ETA) only when their
+source is the author's own or published."""
 
 from datetime import timedelta
 
@@ -17,26 +19,60 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def same_outputs(small_bench, make_submission, simulator_factory, author, other_author):
-    """The author's private submission scored, then another author's upload of the very same
-    files scored: every answer of the second is a copy from the first."""
+def sim(small_bench, simulator_factory):
     sim = simulator_factory("--latency-ms", "1")
     judge_config(sim.urls, benchmark=small_bench["benchmark"])
+    return sim
 
-    def scored(user):
-        submission = make_submission(user)
+
+@pytest.fixture
+def scored(make_submission):
+    def score(user, *, public=False, name="Model A"):
+        submission = make_submission(user, public=public, name=name)
         assert submission_validate(submission.pk) is True
         submission.refresh_from_db()
         score_run(submission.current_run)
         submission.refresh_from_db()
         return submission
 
+    return score
+
+
+def counted(sim, scored, user, **options) -> tuple[Submission, int]:
+    """A submission of `user` scored, and how many judge queries its scoring sent."""
+    before = sim.completions()
+    submission = scored(user, **options)
+    return submission, sim.completions() - before
+
+
+def test_a_second_authors_identical_upload_sends_every_query_to_the_judge(
+        sim, scored, author, other_author):
     first = scored(author)
-    asked = sim.completions()
-    second = scored(other_author)
-    assert sim.completions() == asked  # reused: the judge was asked nothing again
+    assert first.current_run.total_queries > 0
+    second, asked = counted(sim, scored, other_author)
     run = second.current_run
+    assert asked == run.total_queries == first.current_run.total_queries
+    assert not run.answers.filter(cached=True).exists()
+
+
+def test_a_hidden_public_submission_is_not_a_source_either(sim, scored, author, other_author):
+    first = scored(author, public=True)
+    Submission.objects.filter(pk=first.pk).update(hidden=True)
+    second, asked = counted(sim, scored, other_author)
+    assert asked == second.current_run.total_queries > 0
+
+
+@pytest.fixture
+def same_outputs(sim, scored, author, other_author):
+    """The author's public submission scored, then another author's upload of the very same
+    files scored: every answer of the second is a copy from the first; then the first made
+    private again, so those copies come from a run the second author may not see."""
+    first = scored(author, public=True)
+    second, asked = counted(sim, scored, other_author)
+    run = second.current_run
+    assert asked == 0
     assert run.answers.filter(cached=True).count() == run.total_queries > 0
+    Submission.objects.filter(pk=first.pk).update(public=False)
     return {"first": first, "second": second}
 
 
@@ -73,15 +109,14 @@ def test_they_are_shown_once_the_source_is_published(client, same_outputs, other
     assert api_cache_hits(client, same_outputs["second"]) == total
 
 
-def test_an_authors_copies_of_their_own_private_answers_are_shown(
-        client, small_bench, make_submission, same_outputs, author):
-    again = make_submission(author, name="Model B")
-    submission_validate(again.pk)
-    again.refresh_from_db()
-    score_run(again.current_run)
+def test_an_authors_own_private_answers_are_reused_and_shown(client, sim, scored, author):
+    scored(author)
+    again, asked = counted(sim, scored, author, name="Model B")
+    run = again.current_run
+    assert asked == 0
     client.force_login(author)
-    assert page_cache_hits(client, again) == again.current_run.total_queries
-    assert api_cache_hits(client, again) == again.current_run.total_queries
+    assert page_cache_hits(client, again) == run.total_queries > 0
+    assert api_cache_hits(client, again) == run.total_queries
 
 
 def test_the_eta_gains_nothing_from_silent_copies(same_outputs):

@@ -539,6 +539,45 @@ class TestAudio:
         assert self.check(upload, audio_dir, data) == [
             "submission.jsonl line 1 (id a1): audio/a1.wav: contains NaN or infinite samples"]
 
+    def test_a_flac_whose_header_understates_its_length_is_refused(self, upload, audio_dir):
+        long = sound_bytes(np.full(16000 * 8, 1000, dtype="int16"), fmt="FLAC")
+        assert soundfile.info(io.BytesIO(lie_flac(long, 16000))).frames == 16000
+        assert self.check(upload, audio_dir, lie_flac(long, 16000)) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: decodes to more than 5 s (the "
+            "limit), though its header declares 1.00 s"]
+
+    def test_a_flac_whose_header_lies_within_the_limit_is_refused_naming_both_lengths(
+            self, upload, audio_dir):
+        flac = sound_bytes(np.full(16000 * 3, 1000, dtype="int16"), fmt="FLAC")
+        assert self.check(upload, audio_dir, lie_flac(flac, 16000)) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: its header declares 16000 frames "
+            "(1.00 s) but it decodes to 48000 frames (3.00 s)"]
+
+    @pytest.mark.parametrize("subtype", ["PCM_16", "FLOAT"])
+    def test_a_wav_whose_data_size_understates_its_length_is_refused(self, upload, audio_dir,
+                                                                     subtype):
+        data = lie_wav(sound_bytes(np.full(16000 * 8, 0.1, dtype="float32"), subtype=subtype),
+                       frames=16000)
+        assert soundfile.info(io.BytesIO(data)).frames == 16000
+        assert self.check(upload, audio_dir, data) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: decodes to more than 5 s (the "
+            "limit), though its header declares 1.00 s"]
+
+    def test_nan_past_the_declared_length_is_found(self, upload, audio_dir):
+        samples = np.full(16000 * 2, 0.1, dtype="float32")
+        samples[-5] = np.nan
+        data = lie_wav(sound_bytes(samples, subtype="FLOAT"), frames=16000)
+        assert self.check(upload, audio_dir, data) == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: contains NaN or infinite samples"]
+
+    def test_an_honest_wav_with_metadata_is_accepted(self, upload, audio_dir):
+        buffer = io.BytesIO()
+        with soundfile.SoundFile(buffer, "w", 16000, 2, format="WAV", subtype="PCM_24") as f:
+            f.title = "edited"
+            f.comment = "x" * 300
+            f.write(np.full((16000, 2), 0.1))
+        assert self.check(upload, audio_dir, buffer.getvalue()) == []
+
     def test_every_bad_file_is_reported(self, upload, audio_dir, wav):
         archive = make_zip(upload / "audio.zip", {"a1.wav": b"junk", "b2.wav": empty_wav(),
                                                   "c3.wav": wav})
@@ -546,6 +585,23 @@ class TestAudio:
         errors = run(audio_dir, predictions=predictions, archive=archive).errors
         assert [e.split(":")[0] for e in errors] == ["submission.jsonl line 1 (id a1)",
                                                      "submission.jsonl line 2 (id b2)"]
+
+
+def lie_flac(data: bytes, total: int) -> bytes:
+    """A FLAC whose STREAMINFO says it holds `total` samples per channel: the low 36 bits of
+    bytes 13-17 of that block, which starts 8 bytes in (after "fLaC" and its header)."""
+    assert data[:4] == b"fLaC"
+    field_ = int.from_bytes(data[21:26], "big")
+    field_ = field_ & ~(2**36 - 1) | total
+    return data[:21] + field_.to_bytes(5, "big") + data[26:]
+
+
+def lie_wav(data: bytes, *, frames: int) -> bytes:
+    """A WAV whose data chunk says it holds `frames` frames, whatever follows it."""
+    with soundfile.SoundFile(io.BytesIO(data)) as audio:
+        width = {"PCM_16": 2, "PCM_24": 3, "FLOAT": 4}[audio.subtype] * audio.channels
+    at = data.index(b"data") + 4
+    return data[:at] + (frames * width).to_bytes(4, "little") + data[at + 4:]
 
 
 def written_files(audio_dir) -> list[str]:

@@ -84,7 +84,7 @@ def load_items(path) -> list[ToyItem]:
     return items
 
 
-def read_answers(text: str, *, name: str, known_ids: set[str]) -> dict[str, str]:
+def read_answers(text, *, name: str, known_ids: set[str], per_kind: int) -> dict[str, str]:
     """item id -> answer from a JSONL of {"id", "answer"}; PredictionError names every fault
     by line and id."""
     problems: list[str] = []
