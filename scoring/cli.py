@@ -14,7 +14,7 @@ from typing import TextIO
 from judge.base_urls import parse_base_urls
 from judge.fleet import FleetUnavailable
 from scoring.kinds import KINDS, get_kind
-from scoring.scorer import InputError, ScoreConfig, score
+from scoring.scorer import InputError, JudgeRefused, ScoreConfig, score
 
 HELP = (
     "Score a submission with a judge fleet; for MMAE (the default kind) a drop-in for the "
@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max_tokens", type=int, default=1024)
     parser.add_argument("--down_wait", type=float, default=600.0,
                         help="seconds to wait for a judge when every endpoint is down")
+    parser.add_argument("--max_refused_share", type=float, default=0.01,
+                        help="above this share of queries refused by the judge (HTTP 400), "
+                             "no figures are written and the command fails (default 0.01)")
 
 
 def run(o: dict, stdout: TextIO) -> None:
@@ -77,6 +80,7 @@ def run(o: dict, stdout: TextIO) -> None:
         base_urls=base_urls, output_dir=o["output_dir"], concurrency=o["concurrency"],
         timeout=o["timeout"], max_attempts=o["max_attempts"], seed=o["seed"],
         model=o["model"], api_key=o["api_key"], down_wait=o["down_wait"],
+        max_refused_share=o["max_refused_share"],
         sampling={"temperature": o["temperature"], "max_tokens": o["max_tokens"]},
     )
     out = o["output_dir"]
@@ -89,6 +93,8 @@ def run(o: dict, stdout: TextIO) -> None:
         run = score(config, progress=progress)
     except InputError as exc:
         raise ScoreError(f"nothing was sent to the judge:\n{exc}") from None
+    except JudgeRefused as exc:
+        raise ScoreError(f"{exc}\nanswers so far are kept in {out}") from None
     except FleetUnavailable as exc:
         raise ScoreError(f"{exc}\nanswers so far are kept in {out}; run the same command "
                          "again to resume") from None
@@ -98,7 +104,8 @@ def run(o: dict, stdout: TextIO) -> None:
     overall = run["overall"]
     figures = "  ".join(f"{m.label} {m.format(overall.get(m.key))}" for m in kind.metrics)
     stdout.write(f"{overall['n']} samples ({len(run['missing'])} missing), "
-                 f"{run['queries']} queries ({run['failed_queries']} failed): {figures}\n")
+                 f"{run['queries']} queries ({run['failed_queries']} failed, "
+                 f"{run['refused_queries']} refused by the judge): {figures}\n")
     if run["simulated"]:
         stdout.write("NOTE: the judge was the simulator; these scores are simulated.\n")
     stdout.write(f"wrote {out}/{', '.join(kind.files)}, run.json\n")

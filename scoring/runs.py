@@ -353,6 +353,7 @@ class _Scoring:
         self.batch_of: dict[Job, int] = {}
         self.answers: queue.SimpleQueue = queue.SimpleQueue()
         self.ahead_until = time.monotonic() + judge.claim_ahead
+        self.stored_at = time.monotonic()
 
     def score(self) -> None:
         out = disabled_base_urls(self.urls)
@@ -417,12 +418,25 @@ class _Scoring:
                 if loop.done():
                     loop.result()  # raises what broke the loop
                     raise RuntimeError("the query loop ended with queries unanswered") from None
+                self._store_progress()
                 continue
             batch = self.open[self.batch_of.pop(job)]
             batch.add(job, answer)
             if not batch.left:
                 _batch_done(batch)
                 del self.open[batch.id]
+            self._store_progress()
+
+    def _store_progress(self) -> None:
+        """Store the answers so far every SCORING_PROGRESS_SECONDS, so that progress (and
+        its ETA) counts queries as they are answered, not batches as they end."""
+        now = time.monotonic()
+        if now - self.stored_at < settings.SCORING_PROGRESS_SECONDS:
+            return
+        self.stored_at = now
+        for batch in self.open.values():
+            if batch.records:
+                batch.store()
 
     def _claim_ahead(self) -> None:
         if time.monotonic() > self.ahead_until:

@@ -10,6 +10,7 @@ results.jsonl is rewritten in the kind's format, in benchmark order.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import time
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge.fleet import JudgeFleet
+from judge.fleet import REFUSED, JudgeFleet
 from scoring.jobs import JobFeed, ask_jobs
 from scoring.kinds import ItemRows, Kind, file_sha256, get_kind
 from scoring.kinds.base import answer_record
@@ -29,6 +30,12 @@ RUN = "run.json"
 
 class InputError(ValueError):
     """Bad input found before any query was sent."""
+
+
+class JudgeRefused(RuntimeError):
+    """The judge fleet cannot judge this run: no endpoint serves the model (or takes our
+    key), or it refused more than `max_refused_share` of the queries. No figures are
+    written."""
 
 
 @dataclass
@@ -48,6 +55,9 @@ class ScoreConfig:
     sampling: dict = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 1024})
     down_wait: float = 600.0
     options: dict = field(default_factory=dict)
+    # Above this share of queries refused by the judge (HTTP 400), no figures are written.
+    max_refused_share: float = 0.01
+    unparseable_retries: int = 1
 
 
 @dataclass
@@ -264,8 +274,14 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
                 config.base_urls, model=config.model, api_key=config.api_key,
                 concurrency=config.concurrency, timeout=config.timeout,
                 max_attempts=config.max_attempts, sampling=config.sampling,
-                down_wait=config.down_wait,
+                down_wait=config.down_wait, unparseable_retries=config.unparseable_retries,
             ) as fleet:
+                wrong = await fleet.check()
+                if all(e.misconfigured for e in fleet.endpoints):
+                    run["fleet"] = fleet.summary()
+                    raise JudgeRefused(
+                        "no judge endpoint can serve these queries, so none was sent:\n"
+                        + "\n".join(f"  {url}: {why}" for url, why in wrong.items()))
                 feed = JobFeed(low_water=fleet.capacity)
                 asking = asyncio.create_task(ask_jobs(feed, fleet, on_answer))
                 try:
@@ -287,6 +303,17 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
                 tracker.close()
             _write_json(out / RUN, run)
 
+    refused = [a for a in answers.values() if a.get("error_kind") == REFUSED]
+    run["refused_queries"] = len(refused)
+    asked = max(queries, len(answers))
+    if len(refused) > config.max_refused_share * asked:
+        _write_json(out / RUN, run)
+        said = collections.Counter(a["error"] for a in refused).most_common(1)[0][0]
+        raise JudgeRefused(
+            f"the judge refused {len(refused)} of {asked} queries, more "
+            f"than the {config.max_refused_share:.0%} a run may have refused, so no figures "
+            f"were written. It said: {said}\nFix the judge (see README, The judge) and run "
+            "the same command again: refused queries are asked again.")
     data = _FileRun(plan=plan_, answers=answers, meta={
         "benchmark": kind.name, "kind": kind.name, "judge": config.model,
         "simulated": run["simulated"], "options": config.options,
