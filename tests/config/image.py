@@ -230,10 +230,11 @@ def scratch_database(purpose: str):
     """A new, empty database on the suite's PostgreSQL server (its URL), dropped afterwards."""
     server = postgres_url()
     name = f"{urlsplit(server).path.lstrip('/') or 'mmae'}_{purpose}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server, autocommit=True) as connection:
+    maintenance = database_url_named(server, "postgres")  # the suite's own may not exist yet
+    with psycopg.connect(maintenance, autocommit=True) as connection:
         connection.execute(f'CREATE DATABASE "{name}"')
     try:
         yield database_url_named(server, name)
     finally:
-        with psycopg.connect(server, autocommit=True) as connection:
+        with psycopg.connect(maintenance, autocommit=True) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
