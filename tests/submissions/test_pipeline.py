@@ -1,89 +1,19 @@
 """The pipeline end to end: API upload, a real Celery worker on Redis, PostgreSQL, simulator."""
 
-import io
-import json
 import time
-import zipfile
 
 import pytest
 from rest_framework.test import APIClient
 
 from scoring.models import Answer, RunBatch, ScoringRun
-from scoring.services import benchmark_import
-from scoring.synthetic import write_benchmark, write_system
-from submissions.models import ApiToken, Submission
-from tests.conftest import free_ports
+from submissions.models import Submission
+from tests.submissions.conftest import check_finished, state, upload, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
-def stack(tmp_path, worker_factory, settings, author):
-    """A benchmark, a submission's files, and the environment a worker needs."""
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.SCORING_BATCH_ITEMS = 3
-    bench_root = tmp_path / "bench"
-    meta = write_benchmark(bench_root, 18, seed=4)
-    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=bench_root,
-                                    slug="mmae", synthetic=True)
-    samples = json.loads(meta.read_text())
-    predictions = write_system(bench_root, samples, name="sys", seed=9, fmt="jsonl", missing=1)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for sample in samples[:-1]:
-            relative = f"systems/sys/{sample['id']}.wav"
-            archive.write(bench_root / relative, relative)
-    ports = free_ports(2)
-    worker = worker_factory(ports, SCORING_BATCH_ITEMS="3")
-
-    _, key = ApiToken.issue(user=author, name="test")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    yield {"benchmark": benchmark, "predictions": predictions, "archive": buffer.getvalue(),
-           "ports": ports, "worker": worker, "client": client, "samples": samples,
-           "log": worker.log_path}
-
-
-def upload(stack):
-    archive = io.BytesIO(stack["archive"])
-    archive.name = "audio.zip"
-    with open(stack["predictions"], "rb") as predictions:
-        response = stack["client"].post("/api/submissions/", {
-            "benchmark": "mmae", "model_name": "Pipeline Model", "predictions": predictions,
-            "audio": archive, "public": "true"}, format="multipart")
-    assert response.status_code == 201, response.content
-    return response.json()["id"]
-
-
-def wait_for(predicate, timeout, what, log=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    tail = log.read_text()[-3000:] if log and log.exists() else ""
-    raise AssertionError(f"timed out waiting for {what}\n{tail}")
-
-
-def state(submission_id):
-    return Submission.objects.select_related("current_run").get(id=submission_id).state
-
-
-def check_finished(stack, submission_id):
-    submission = Submission.objects.select_related("current_run").get(id=submission_id)
-    run = submission.current_run
-    answers = Answer.objects.filter(run=run)
-    keys = set(answers.values_list("criterion_id", "round"))
-    assert answers.count() == len(keys) == run.total_queries > 0
-    assert run.simulated is True
-    assert submission.coverage == pytest.approx(17 / 18)
-    response = stack["client"].get(f"/api/submissions/{submission_id}/files/results.jsonl")
-    lines = b"".join(response.streaming_content).decode().splitlines()
-    assert response.status_code == 200 and len(lines) == run.total_queries
-    taxonomy = json.loads(b"".join(stack["client"].get(
-        f"/api/submissions/{submission_id}/files/taxonomy.json").streaming_content))
-    assert taxonomy["overall"]["n"] == 18
-    return run
+def stack(pipeline_stack):
+    return pipeline_stack
 
 
 def test_a_worker_killed_mid_run_costs_one_batch_and_the_run_finishes(stack, simulator_factory):
