@@ -384,6 +384,9 @@ SCORING_STALE_SECONDS = env_int("SCORING_STALE_SECONDS", 90, minimum=2)
 SCORING_REQUEUE_SECONDS = env_int("SCORING_REQUEUE_SECONDS", 120, minimum=2)
 SCORING_FLEET_RETRY_SECONDS = env_int("SCORING_FLEET_RETRY_SECONDS", 30, minimum=1)
 SCORING_MAX_CLAIMS = env_int("SCORING_MAX_CLAIMS", 5, minimum=1)
+# A batch's task checks this often whether its run is still active: a cancel stops the
+# queries in flight within about this long.
+SCORING_STOP_CHECK_SECONDS = env_float("SCORING_STOP_CHECK_SECONDS", 1.0, minimum=0.1)
 # A batch's answers are stored as they come, at most this often (progress counts them).
 SCORING_PROGRESS_SECONDS = env_float("SCORING_PROGRESS_SECONDS", 1.0, minimum=0.0)
 # A batch's task claims the run's next batches ahead, into the same query loop, for at most

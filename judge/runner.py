@@ -79,6 +79,14 @@ class FleetRunner:
             except Exception:
                 log.exception("closing the judge fleet client failed")
 
+    def discard(self) -> None:
+        """Close the fleet (the next `fleet` call opens a new one), for a loop that was
+        cancelled with queries in flight: a request or a Redis command cut short may leave
+        its connection mid-exchange, so none of them is used again."""
+        with self._lock:
+            if self._loop is not None and self._pid == os.getpid():
+                self._close_fleet()
+
     def close(self) -> None:
         """Close the fleet and stop the loop (at the process's shutdown)."""
         with self._lock:

@@ -379,8 +379,14 @@ class _Scoring:
         with Heartbeat(functools.partial(self._beat, fleet), settings.SCORING_HEARTBEAT_SECONDS):
             try:
                 self._drain(loop)
+            except _RunStopped:
+                loop.cancel()
+                fleet_runner.discard()
+                self._stopped()
+                return
             except BaseException as exc:
                 loop.cancel()
+                fleet_runner.discard()
                 self._hand_back(exc)
             fleet_runner.call(self.feed.close)
             loop.result(timeout=60)
@@ -409,7 +415,13 @@ class _Scoring:
         fleet_runner.call(self.feed.put, jobs)
 
     def _drain(self, loop: concurrent.futures.Future) -> None:
+        checked = time.monotonic()
         while self.open:
+            if time.monotonic() - checked >= settings.SCORING_STOP_CHECK_SECONDS:
+                checked = time.monotonic()
+                if not ScoringRun.objects.filter(id=self.run.id,
+                                                 status__in=ACTIVE_SCORING).exists():
+                    raise _RunStopped()
             if self.feed.low.is_set():
                 self._claim_ahead()
             try:
@@ -468,10 +480,18 @@ class _Scoring:
         fleet_runner.submit(fleet.exclude(disabled_base_urls(self.urls)))
         misconfigured_alert(self.run.judge_config, fleet.misconfigured())
 
+    def _stopped(self) -> None:
+        """The run was cancelled (or failed) while its queries were out: they were cut
+        short, and the batches stay as they are (a run no longer active claims nothing)."""
+        log.warning("run %s stopped while scoring; its queries in flight were cut short",
+                    self.run.id)
+
     def _hand_back(self, exc: BaseException):
         """Keep the answers so far and hand the open batches back (this task's own batch
         only on an outage: any other error is counted against it by batch_failed); then
-        raise `exc`."""
+        raise `exc`. A database connection that broke is replaced first, so that a
+        database hiccup costs this batch a retry and strands none claimed ahead."""
+        connection_replace_broken()
         ahead = []
         for batch in self.open.values():
             batch.store()
@@ -485,6 +505,22 @@ class _Scoring:
         if ahead:
             self.resend(ahead)
         raise exc
+
+
+def connection_replace_broken() -> None:
+    """Close this thread's database connection if a database error broke it (it was
+    terminated, say), so that the next query opens a new one instead of failing too."""
+    if connection.connection is not None and connection.errors_occurred \
+            and not connection.in_atomic_block and not connection.is_usable():
+        log.warning("the database connection broke; opening a new one")
+        connection.close()
+
+
+class _RunStopped(Exception):
+    """The run is no longer active (cancelled, failed): stop asking its queries."""
+
+
+ACTIVE_SCORING = (Status.QUEUED, Status.SCORING)
 
 
 def _fleet(urls: list[str], config: JudgeConfig, judge: JudgeSettings) -> JudgeFleet:
@@ -568,7 +604,9 @@ def answers_store(answers: list[Answer]) -> None:
 
 def batch_failed(batch_id: int, why: str) -> bool:
     """A batch broke (not a fleet outage): hand it back, or fail its run once it has been
-    tried SCORING_MAX_CLAIMS times. True when it should be tried again."""
+    tried SCORING_MAX_CLAIMS times. True when it should be tried again. A database
+    connection that broke with the batch is replaced first."""
+    connection_replace_broken()
     batch = RunBatch.objects.get(id=batch_id)
     if batch.claims >= settings.SCORING_MAX_CLAIMS:
         run_fail(batch.run_id, f"scoring batch {batch.index} failed {batch.claims} times; "
