@@ -49,7 +49,8 @@ def test_an_unknown_model_is_a_404_as_in_vllm(simulator_factory):
     sim = simulator_factory("--latency-ms", "1")
     response = post(sim.urls[0], query(model="other"))
     assert response.status_code == 404
-    assert "does not exist" in response.json()["message"]
+    assert response.json()["error"] == {"message": "The model `other` does not exist.",
+                                        "type": "NotFoundError", "param": "model", "code": 404}
 
 
 def test_verdicts_are_deterministic_and_vary_across_systems(simulator_factory):
@@ -81,7 +82,8 @@ def test_it_injects_http_500s(simulator_factory):
     sim = simulator_factory("--latency-ms", "1", "--fail-rate", "1")
     response = post(sim.urls[0], query())
     assert response.status_code == 500
-    assert "simulated internal server error" in response.json()["message"]
+    assert response.json()["error"] == {"message": "simulated internal server error",
+                                        "type": "InternalServerError", "param": None, "code": 500}
 
 
 def test_it_injects_unparseable_replies(simulator_factory):
