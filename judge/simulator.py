@@ -508,7 +508,7 @@ def make_app(state: PortState) -> web.Application:
         data = {
             "object": "list",
             "data": [{"id": config.model, "object": "model", "owned_by": SIMULATOR_FINGERPRINT,
-                      "root": config.model, "max_model_len": 32768}],
+                      "root": config.model, "max_model_len": MAX_MODEL_LEN}],
             "simulator": NOTICE,
         }
         return web.json_response(data)

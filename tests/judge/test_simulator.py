@@ -112,6 +112,8 @@ def test_its_help_says_it_is_a_simulator():
     (["--ports", "80a"], "give comma-separated port numbers"),
     (["--ports", "8001,8001"], "give distinct port numbers"),
     (["--slots", "0"], "slots must be at least 1"),
+    (["--die-after", "-1"], "die_after cannot be negative"),
+    (["--max-audio-seconds", "0.001"], "max_audio_seconds must be at least 0.01"),
 ])
 def test_bad_options_are_refused(args, message):
     result = run_manage("judge_simulator", *args, timeout=60)
