@@ -9,25 +9,51 @@ question and the response.
 
 Like vLLM, each port serves at most `slots` requests at once and queues the rest; a client that
 disconnects cancels its request. Faults can be injected: HTTP 500s, unparseable replies and
-replies slower than a client's timeout.
+replies slower than a client's timeout, and a port that dies after `die_after` completions.
+
+It refuses what a vLLM server of Qwen3-Omni started by launch_qwen3_omni.sh refuses, with
+vLLM's status and error body (`{"error": {"message", "type", "param", "code"}}`): a request
+without the API key (401 `{"error": "Unauthorized"}` on /v1/*), a malformed body, a model it does
+not serve (404), an unknown content part type, more audio items than `max_audios`, and audio
+longer than the encoder cache takes or shorter than MIN_AUDIO_SECONDS (400). Audio length is read
+from the data: URI's sound file header (soundfile), not by decoding its samples. Tokens are
+counted roughly, CHARS_PER_TOKEN characters of text to a token and TOKENS_PER_AUDIO_SECOND to a
+second of audio, for `usage` and for cutting a reply at `max_tokens` (finish_reason "length").
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import contextlib
 import hashlib
+import io
 import json
+import math
 import random
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 
+import soundfile
 from aiohttp import web
 
+from judge import limits
 from judge.fleet import SIMULATOR_FINGERPRINT
 
 DEFAULT_MODEL = "Qwen3-Omni-30B-A3B-Instruct"
 NOTICE = "judge simulator: not a real model; verdicts are hashes of the input, not judgments"
+KEEPALIVE_SECONDS = 5.0  # vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE default
+CHARS_PER_TOKEN = 4  # a rough token count: vLLM counts with the model's tokenizer
+MAX_MODEL_LEN = 32768
+DEFAULT_MAX_AUDIO_SECONDS = limits.longest_audio_seconds(limits.DEFAULT_BATCHED_TOKENS)
+# Content part types vLLM's chat parser knows (vllm/entrypoints/chat_utils.py MM_PARSER_MAP).
+TEXT_PARTS = ("text", "input_text", "output_text", "refusal", "thinking")
+AUDIO_PARTS = ("audio_url", "input_audio")
+OTHER_PARTS = ("image_url", "input_image", "image_embeds", "image_pil", "audio_embeds",
+               "video_url")
 
 _CHOICE_LINE_RE = re.compile(r"^([A-Z])\. (.*)$")
 _GARBAGE = (
@@ -51,6 +77,14 @@ class SimulatorConfig:
     noise: float = 0.1  # share of queries answered off the system's usual pick
     # keep (question, choices as presented, letter) of every answer for /simulator/stats
     record: bool = False
+    api_key: str = ""  # when set, /v1/* wants `Authorization: Bearer <api_key>`, as vLLM
+    max_audio_seconds: float = DEFAULT_MAX_AUDIO_SECONDS  # longest audio item taken
+    max_audios: int = limits.DEFAULT_MAX_AUDIOS  # --limit-mm-per-prompt's audio count
+    # Audio that is not a readable sound file (a test's placeholder bytes) is refused, as vLLM
+    # does, only when this is set; otherwise it is passed unmeasured.
+    refuse_unreadable_audio: bool = False
+    die_after: int | None = None  # chat completions a port serves before its engine dies
+    keepalive_seconds: float = KEEPALIVE_SECONDS
 
     def __post_init__(self):
         for name in ("fail_rate", "garbage_rate", "slow_rate", "noise"):
@@ -61,9 +95,18 @@ class SimulatorConfig:
             raise ValueError(f"slots must be at least 1, got {self.slots}")
         if self.latency_ms < 0 or self.slow_ms < 0:
             raise ValueError("latencies cannot be negative")
+        if self.max_audio_seconds < limits.MIN_AUDIO_SECONDS:
+            raise ValueError(f"max_audio_seconds must be at least {limits.MIN_AUDIO_SECONDS}, "
+                             f"got {self.max_audio_seconds}")
+        if self.max_audios < 0:
+            raise ValueError(f"max_audios cannot be negative, got {self.max_audios}")
+        if self.die_after is not None and self.die_after < 0:
+            raise ValueError(f"die_after cannot be negative, got {self.die_after}")
+        if self.keepalive_seconds <= 0:
+            raise ValueError(f"keepalive_seconds must be positive, got {self.keepalive_seconds}")
 
 
-@dataclass
+@dataclass(eq=False)
 class PortState:
     port: int
     config: SimulatorConfig
@@ -71,7 +114,7 @@ class PortState:
     rng: random.Random = field(init=False)
     counts: dict = field(default_factory=lambda: {
         "completions": 0, "ok": 0, "failed": 0, "garbage": 0, "slow": 0, "cancelled": 0,
-        "models": 0, "in_progress": 0, "waiting": 0, "peak_in_progress": 0,
+        "models": 0, "in_progress": 0, "waiting": 0, "peak_in_progress": 0, "refused": 0,
     })
     queries: list = field(default_factory=list)  # (question, choices) of each answered query
     # How busy the slots were, for benchmarks and tests (Unix times, comparable across the
@@ -81,10 +124,12 @@ class PortState:
     all_busy_at: float | None = None
     busy_slot_seconds: float = 0.0
     _changed_at: float = field(default=0.0, repr=False)
+    died: asyncio.Event = field(init=False)  # set when the port's engine dies (die_after)
 
     def __post_init__(self):
         self.slots = asyncio.Semaphore(self.config.slots)
         self.rng = random.Random(f"{self.config.seed}:{self.port}")
+        self.died = asyncio.Event()
 
     def _account(self, change: int) -> None:
         now = time.time()
@@ -217,7 +262,198 @@ def text_reply(body: dict, config: SimulatorConfig) -> tuple[str, list] | None:
     return None
 
 
-def _completion(content: str, config: SimulatorConfig, number: int) -> dict:
+class Refusal(Exception):
+    """A request vLLM refuses: the message, HTTP status and error type of its ErrorResponse."""
+
+    def __init__(self, message: str, *, status: int = 400, kind: str = "BadRequestError",
+                 param: str | None = None):
+        super().__init__(message)
+        self.message, self.status, self.kind, self.param = message, status, kind, param
+
+
+def _malformed(where: str, problem: str) -> Refusal:
+    """What vLLM's request validation answers (its RequestValidationError handler's type)."""
+    return Refusal(f"{where}: {problem}", kind="Bad Request")
+
+
+@dataclass
+class Checked:
+    """What the simulator needs of a request vLLM would take."""
+
+    max_tokens: int | None
+    audio_seconds: list  # of each audio item that could be measured
+    text_chars: int
+
+
+def tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def check_request(body, config: SimulatorConfig) -> Checked:
+    """Refuse (raise Refusal) what vLLM refuses, in the order it checks: the body's shape, the
+    model, each content part's type, the number of audio items, then each audio's length."""
+    if not isinstance(body, dict):
+        raise _malformed("body", "Input should be a valid dictionary")
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise _malformed("body.messages", "Field required" if messages is None
+                         else "Input should be a valid list")
+    max_tokens = _max_tokens(body)
+    for m, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise _malformed(f"body.messages.{m}", "a message needs a string 'role'")
+        if not isinstance(message.get("content"), (str, list, type(None))):
+            raise _malformed(f"body.messages.{m}.content",
+                             "Input should be a valid string or list")
+    model = body.get("model")
+    if model is not None and model != config.model:
+        raise Refusal(f"The model `{model}` does not exist.", status=404,
+                      kind="NotFoundError", param="model")
+    audio, text_chars = _parts(messages)
+    if len(audio) > config.max_audios:
+        raise Refusal(f"At most {config.max_audios} audio(s) may be provided in one prompt.")
+    seconds = [s for where, url in audio
+               if (s := _checked_seconds(where, url, config)) is not None]
+    return Checked(max_tokens, seconds, text_chars)
+
+
+def _max_tokens(body: dict) -> int | None:
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _malformed(f"body.{name}", "Input should be a valid integer")
+        if value < 1:
+            raise Refusal(f"max_tokens must be at least 1, got {value}.")
+        return value
+    return None
+
+
+def _parts(messages: list) -> tuple[list, int]:
+    """([(where, audio URL)], characters of text) of the messages' content parts."""
+    audio, text_chars = [], 0
+    for m, message in enumerate(messages):
+        content = message.get("content")
+        if isinstance(content, str):
+            text_chars += len(content)
+            continue
+        for p, part in enumerate(content or []):
+            where = f"messages[{m}].content[{p}]"
+            if isinstance(part, str):
+                text_chars += len(part)
+                continue
+            if not isinstance(part, dict):
+                raise _malformed(f"body.{where}", "Input should be a valid dictionary")
+            kind = part.get("type")
+            if kind is None:
+                raise Refusal("Missing 'type' field in multimodal part.")
+            if kind in TEXT_PARTS:
+                key = kind if kind in ("refusal", "thinking") else "text"
+                text_chars += len(str(part.get(key) or ""))
+            elif kind in AUDIO_PARTS:
+                audio.append((where, _audio_url(where, part)))
+            elif kind not in OTHER_PARTS:
+                raise Refusal(f"Unknown part type: {kind}")
+    return audio, text_chars
+
+
+def _audio_url(where: str, part: dict) -> str:
+    if part["type"] == "input_audio":
+        given = part.get("input_audio")
+        if not isinstance(given, dict) or not isinstance(given.get("data"), str):
+            raise _malformed(f"body.{where}.input_audio", "needs a base64 'data' string")
+        return f"data:audio/{given.get('format') or 'wav'};base64,{given['data']}"
+    given = part.get("audio_url")
+    url = given.get("url") if isinstance(given, dict) else given
+    if not isinstance(url, str):
+        raise _malformed(f"body.{where}.audio_url", "needs a 'url' string")
+    return url
+
+
+class _Base64View(io.RawIOBase):
+    """The bytes of `text[start:]`'s base64, decoded only where they are read: soundfile reads
+    a sound file's header, so a long audio costs no more to measure than a short one."""
+
+    def __init__(self, text: str, start: int):
+        self.text, self.start, self.pos = text, start, 0
+        tail = text[-2:]
+        self.size = (len(text) - start) // 4 * 3 - (len(tail) - len(tail.rstrip("=")))
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def readinto(self, buffer) -> int:
+        end = min(self.pos + len(buffer), self.size)
+        if end <= self.pos:
+            return 0
+        first, last = self.pos // 3, -(-end // 3)  # the 4-character groups holding the bytes
+        decoded = base64.b64decode(self.text[self.start + 4 * first:self.start + 4 * last])
+        data = decoded[self.pos - 3 * first:end - 3 * first]
+        buffer[:len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def audio_seconds(url: str) -> float:
+    """The length of a data: URI's sound file, from its header; ValueError if unreadable."""
+    comma = url.find(",", 0, 256)
+    spec = url[:comma]
+    if not spec.startswith("data:") or comma < 0:
+        raise ValueError("the simulator reads audio from data: URLs only")
+    if not spec.endswith(";base64"):
+        raise ValueError("Only base64 data URLs are supported for now.")
+    start = comma + 1
+    try:
+        if (len(url) - start) % 4:  # not canonical base64: decode it whole, which checks it
+            source = io.BytesIO(base64.b64decode(url[start:]))
+        else:
+            source = _Base64View(url, start)
+        with soundfile.SoundFile(source) as sound:
+            return sound.frames / sound.samplerate
+    except soundfile.LibsndfileError as exc:
+        raise ValueError(f"not a readable sound file ({exc.error_string})") from None
+    except (binascii.Error, RuntimeError) as exc:
+        raise ValueError(f"not a readable sound file ({exc})") from None
+
+
+def _checked_seconds(where: str, url: str, config: SimulatorConfig) -> float | None:
+    try:
+        seconds = audio_seconds(url)
+    except ValueError as exc:
+        if config.refuse_unreadable_audio:
+            raise Refusal(f"Failed to load the audio of {where}: {exc}") from None
+        return None
+    if seconds < limits.MIN_AUDIO_SECONDS:
+        raise Refusal(f"The audio of {where} is {1000 * seconds:.1f} ms long, shorter than the "
+                      f"{1000 * limits.MIN_AUDIO_SECONDS:g} ms the audio feature extractor needs.")
+    if seconds > config.max_audio_seconds:
+        cache = round(config.max_audio_seconds * limits.TOKENS_PER_AUDIO_SECOND)
+        length = math.ceil(seconds * limits.TOKENS_PER_AUDIO_SECOND)
+        raise Refusal(f"The decoder prompt contains a(n) audio item with length {length}, which "
+                      f"exceeds the pre-allocated encoder cache size {cache}. Please reduce the "
+                      "input size or increase the encoder cache size by setting "
+                      "--limit-mm-per-prompt at startup.")
+    return seconds
+
+
+def _completion(content: str, checked: Checked, config: SimulatorConfig, number: int) -> dict:
+    finish = "stop"
+    if checked.max_tokens is not None and tokens(content) > checked.max_tokens:
+        content, finish = content[:checked.max_tokens * CHARS_PER_TOKEN], "length"
+    prompt = math.ceil(checked.text_chars / CHARS_PER_TOKEN) + sum(
+        math.ceil(s * limits.TOKENS_PER_AUDIO_SECOND) for s in checked.audio_seconds)
     return {
         "id": f"chatcmpl-simulator-{number}",
         "object": "chat.completion",
@@ -228,19 +464,22 @@ def _completion(content: str, config: SimulatorConfig, number: int) -> dict:
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
+                "finish_reason": finish,
                 "logprobs": None,
             }
         ],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "usage": {"prompt_tokens": prompt, "completion_tokens": tokens(content),
+                  "total_tokens": prompt + tokens(content), "prompt_tokens_details": None},
         "simulator": NOTICE,
     }
 
 
-def _error(status: int, message: str) -> web.Response:
-    body = {"object": "error", "message": f"{message} ({NOTICE})", "type": "simulator",
-            "code": status}
-    return web.json_response(body, status=status, headers={"X-Judge-Simulator": "1"})
+def _error(status: int, message: str, kind: str = "BadRequestError",
+           param: str | None = None) -> web.Response:
+    """vLLM's ErrorResponse, with the simulator's notice beside it."""
+    body = {"error": {"message": message, "type": kind, "param": param, "code": status},
+            "simulator": NOTICE}
+    return web.json_response(body, status=status)
 
 
 def metrics_text(state: PortState) -> str:
@@ -269,29 +508,34 @@ def make_app(state: PortState) -> web.Application:
         data = {
             "object": "list",
             "data": [{"id": config.model, "object": "model", "owned_by": SIMULATOR_FINGERPRINT,
-                      "root": config.model, "max_model_len": 32768}],
+                      "root": config.model, "max_model_len": MAX_MODEL_LEN}],
             "simulator": NOTICE,
         }
-        return web.json_response(data, headers={"X-Judge-Simulator": "1"})
+        return web.json_response(data)
 
     async def health(request: web.Request) -> web.Response:
-        return web.Response(text="", headers={"X-Judge-Simulator": "1"})
+        return web.Response(text="")
 
     async def stats(request: web.Request) -> web.Response:
         return web.json_response({"port": state.port, **state.counts, **state.load(),
                                   "queries": state.queries, "simulator": NOTICE})
 
     async def metrics(request: web.Request) -> web.Response:
-        return web.Response(text=metrics_text(state), content_type="text/plain",
-                            headers={"X-Judge-Simulator": "1"})
+        return web.Response(text=metrics_text(state), content_type="text/plain")
 
-    async def completions(request: web.Request) -> web.Response:
+    async def completions(request: web.Request) -> web.StreamResponse:
+        if state.died.is_set() or state.counts["completions"] == config.die_after:
+            return await _die(request)
         try:
             body = await request.json()
-        except ValueError:
-            return _error(400, "request body is not JSON")
-        if body.get("model") != config.model:
-            return _error(404, f"The model `{body.get('model')}` does not exist.")
+        except ValueError as exc:
+            state.counts["refused"] += 1
+            return _error(400, f"JSON decode error: {exc}", "Bad Request")
+        try:
+            checked = check_request(body, config)
+        except Refusal as refusal:
+            state.counts["refused"] += 1
+            return _error(refusal.status, refusal.message, refusal.kind, refusal.param)
         state.counts["waiting"] += 1
         queued = True
         try:
@@ -300,7 +544,7 @@ def make_app(state: PortState) -> web.Application:
                 queued = False
                 state.slot_taken()
                 try:
-                    return await _serve(body)
+                    return await _serve(body, checked)
                 finally:
                     state.slot_freed()
         except asyncio.CancelledError:
@@ -309,18 +553,31 @@ def make_app(state: PortState) -> web.Application:
                 state.counts["waiting"] -= 1
             raise
 
-    async def _serve(body: dict) -> web.Response:
+    async def _die(request: web.Request) -> web.StreamResponse:
+        """What vLLM answers once its engine is dead (EngineDeadError): an empty 500, after
+        which the server stops listening."""
+        response = web.Response(status=500)
+        await response.prepare(request)
+        await response.write_eof()
+        state.died.set()
+        return response
+
+    async def _serve(body: dict, checked: Checked) -> web.Response:
         state.counts["completions"] += 1
         number = state.counts["completions"]
         roll = state.rng.random()
         if roll < config.fail_rate:
             state.counts["failed"] += 1
             await asyncio.sleep(config.latency_ms / 4000)
-            return _error(500, "simulated internal server error")
+            return _error(500, "simulated internal server error", "InternalServerError")
         roll -= config.fail_rate
         slow = state.rng.random() < config.slow_rate
         state.counts["slow"] += slow
-        await asyncio.sleep((config.slow_ms if slow else config.latency_ms) / 1000)
+        with contextlib.suppress(TimeoutError):  # the latency, unless the engine dies
+            async with asyncio.timeout((config.slow_ms if slow else config.latency_ms) / 1000):
+                await state.died.wait()
+        if state.died.is_set():  # as vLLM fails every request in flight when its engine dies
+            return web.Response(status=500)
         if roll < config.garbage_rate:
             state.counts["garbage"] += 1
             content = _GARBAGE[number % len(_GARBAGE)]
@@ -340,10 +597,22 @@ def make_app(state: PortState) -> web.Application:
                 if config.record:
                     state.queries.append([query["question"], query["choices"], letter])
             state.counts["ok"] += 1
-        return web.json_response(_completion(content, config, number),
-                                 headers={"X-Judge-Simulator": "1"})
+        return web.json_response(_completion(content, checked, config, number))
 
-    app = web.Application(client_max_size=256 * 1024 * 1024)
+    @web.middleware
+    async def authenticate(request: web.Request, handler) -> web.StreamResponse:
+        """vLLM's AuthenticationMiddleware: /v1/* wants the API key; /health, /metrics and
+        the simulator's own stats stay open."""
+        if config.api_key and request.path.startswith("/v1") and request.method != "OPTIONS" \
+                and not _bearer_matches(request.headers.get("Authorization"), config.api_key):
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
+
+    async def say_simulated(request: web.Request, response: web.StreamResponse) -> None:
+        response.headers["X-Judge-Simulator"] = "1"
+
+    app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=[authenticate])
+    app.on_response_prepare.append(say_simulated)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/health", health)
     app.router.add_get("/simulator/stats", stats)
@@ -352,20 +621,49 @@ def make_app(state: PortState) -> web.Application:
     return app
 
 
+def _bearer_matches(header: str | None, key: str) -> bool:
+    scheme, _, given = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and secrets.compare_digest(given.encode(), key.encode())
+
+
+class EveryPortDied(RuntimeError):
+    """Every port's engine died (die_after), as a vLLM server exits after EngineDeadError."""
+
+
 async def serve(ports: list[int], config: SimulatorConfig, *, host: str = "127.0.0.1",
                 ready: asyncio.Event | None = None, stop: asyncio.Event | None = None) -> None:
-    """Serve every port until `stop` is set (or forever)."""
-    runners = []
+    """Serve every port until `stop` is set (or forever); a port whose engine dies stops
+    listening, and when every port has, EveryPortDied is raised."""
+    runners: dict[PortState, web.AppRunner] = {}
     try:
         for port in ports:
-            runner = web.AppRunner(make_app(PortState(port, config)), handler_cancellation=True,
-                                   access_log=None)
+            state = PortState(port, config)
+            runner = web.AppRunner(make_app(state), handler_cancellation=True, access_log=None,
+                                   keepalive_timeout=config.keepalive_seconds,
+                                   shutdown_timeout=1.0)
             await runner.setup()
+            runners[state] = runner
             await web.TCPSite(runner, host, port, backlog=1024).start()
-            runners.append(runner)
         if ready is not None:
             ready.set()
-        await (stop.wait() if stop is not None else asyncio.Event().wait())
+        await _until_stopped(runners, stop or asyncio.Event())
     finally:
-        for runner in runners:
+        for runner in runners.values():
             await runner.cleanup()
+
+
+async def _until_stopped(runners: dict, stop: asyncio.Event) -> None:
+    """Wait for `stop`, closing each port whose engine dies (taken out of `runners`)."""
+    stopping = asyncio.ensure_future(stop.wait())
+    deaths = {asyncio.ensure_future(state.died.wait()): state for state in runners}
+    try:
+        while runners:
+            done, _ = await asyncio.wait({stopping, *deaths}, return_when=asyncio.FIRST_COMPLETED)
+            if stopping in done:
+                return
+            for task in done:
+                await runners.pop(deaths.pop(task)).cleanup()
+        raise EveryPortDied("every port's engine died (die_after): none is listening")
+    finally:
+        for task in (stopping, *deaths):
+            task.cancel()

@@ -49,7 +49,8 @@ def test_an_unknown_model_is_a_404_as_in_vllm(simulator_factory):
     sim = simulator_factory("--latency-ms", "1")
     response = post(sim.urls[0], query(model="other"))
     assert response.status_code == 404
-    assert "does not exist" in response.json()["message"]
+    assert response.json()["error"] == {"message": "The model `other` does not exist.",
+                                        "type": "NotFoundError", "param": "model", "code": 404}
 
 
 def test_verdicts_are_deterministic_and_vary_across_systems(simulator_factory):
@@ -81,7 +82,8 @@ def test_it_injects_http_500s(simulator_factory):
     sim = simulator_factory("--latency-ms", "1", "--fail-rate", "1")
     response = post(sim.urls[0], query())
     assert response.status_code == 500
-    assert "simulated internal server error" in response.json()["message"]
+    assert response.json()["error"] == {"message": "simulated internal server error",
+                                        "type": "InternalServerError", "param": None, "code": 500}
 
 
 def test_it_injects_unparseable_replies(simulator_factory):
@@ -110,6 +112,8 @@ def test_its_help_says_it_is_a_simulator():
     (["--ports", "80a"], "give comma-separated port numbers"),
     (["--ports", "8001,8001"], "give distinct port numbers"),
     (["--slots", "0"], "slots must be at least 1"),
+    (["--die-after", "-1"], "die_after cannot be negative"),
+    (["--max-audio-seconds", "0.001"], "max_audio_seconds must be at least 0.01"),
 ])
 def test_bad_options_are_refused(args, message):
     result = run_manage("judge_simulator", *args, timeout=60)

@@ -1,9 +1,19 @@
 import asyncio
+import os
 import signal
 
 from django.core.management.base import BaseCommand, CommandError
 
-from judge.simulator import DEFAULT_MODEL, NOTICE, SimulatorConfig, serve
+from judge import limits
+from judge.simulator import (
+    DEFAULT_MAX_AUDIO_SECONDS,
+    DEFAULT_MODEL,
+    KEEPALIVE_SECONDS,
+    NOTICE,
+    EveryPortDied,
+    SimulatorConfig,
+    serve,
+)
 
 
 def _ports(value: str) -> list[int]:
@@ -43,6 +53,25 @@ class Command(BaseCommand):
         parser.add_argument("--model", default=DEFAULT_MODEL, help="served model name")
         parser.add_argument("--record", action="store_true",
                             help="list every answered query at GET /simulator/stats (tests)")
+        parser.add_argument("--api-key", default=None,
+                            help="require `Authorization: Bearer KEY` on /v1/* (401 otherwise), "
+                                 "as vLLM; default: the VLLM_API_KEY environment variable")
+        parser.add_argument("--max-audio-seconds", type=float, default=DEFAULT_MAX_AUDIO_SECONDS,
+                            help="longest audio item taken; longer is a 400 as vLLM's encoder "
+                                 "cache refusal (default: what launch_qwen3_omni.sh's "
+                                 f"--max-num-batched-tokens {limits.DEFAULT_BATCHED_TOKENS} takes)")
+        parser.add_argument("--max-audios", type=int, default=limits.DEFAULT_MAX_AUDIOS,
+                            help="most audio items in one prompt (vLLM's --limit-mm-per-prompt)")
+        parser.add_argument("--refuse-unreadable-audio", action="store_true",
+                            help="answer 400 to audio that is not a readable sound file, as "
+                                 "vLLM does (by default it is passed unmeasured)")
+        parser.add_argument("--die-after", type=int, default=None,
+                            help="after N chat completions a port answers an empty 500 and "
+                                 "stops listening, as vLLM after EngineDeadError; the process "
+                                 "exits non-zero once every port has")
+        parser.add_argument("--keep-alive-seconds", type=float, default=KEEPALIVE_SECONDS,
+                            help="close idle keep-alive connections after this long (vLLM's "
+                                 "VLLM_HTTP_TIMEOUT_KEEP_ALIVE default)")
 
     def handle(self, *args, **options):
         ports = _ports(options["ports"])
@@ -52,6 +81,10 @@ class Command(BaseCommand):
                 fail_rate=options["fail_rate"], garbage_rate=options["garbage_rate"],
                 slow_rate=options["slow_rate"], slow_ms=options["slow_ms"],
                 seed=options["seed"], model=options["model"], record=options["record"],
+                api_key=options["api_key"] or os.environ.get("VLLM_API_KEY", ""),
+                max_audio_seconds=options["max_audio_seconds"], max_audios=options["max_audios"],
+                refuse_unreadable_audio=options["refuse_unreadable_audio"],
+                die_after=options["die_after"], keepalive_seconds=options["keep_alive_seconds"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -78,4 +111,7 @@ class Command(BaseCommand):
                           f"{config.latency_ms:g} ms, model {config.model})\n"
                           f"--base_urls \"{urls}\"", ending="\n")
         self.stdout.flush()
-        await server
+        try:
+            await server
+        except EveryPortDied as exc:
+            raise CommandError(f"{exc} (--die-after {config.die_after})") from None

@@ -1,0 +1,251 @@
+"""The judge simulator refuses what vLLM refuses, with vLLM's status and body, over loopback."""
+
+import asyncio
+import base64
+import io
+import json
+import socket
+import time
+
+import httpx
+import numpy as np
+import pytest
+import soundfile
+
+from judge.fleet import JudgeFleet
+from scoring import mmae
+from tests.judge.test_simulator import MODEL, post, query
+
+
+def wav_uri(seconds, sample_rate=16000):
+    """A silent mono WAV of `seconds` as a data: URI, the way the fleet inlines audio."""
+    buffer = io.BytesIO()
+    soundfile.write(buffer, np.zeros(round(seconds * sample_rate), "int16"), sample_rate,
+                    format="WAV", subtype="PCM_16")
+    return "data:audio/wav;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def audio_query(*uris, model=MODEL, **fields):
+    """An MMAE-like query with one audio part per URI."""
+    parts = [{"type": "audio_url", "audio_url": {"url": uri}} for uri in uris]
+    return {"model": model, **fields, "messages": [
+        {"role": "system", "content": mmae.SYSTEM_PROMPT},
+        {"role": "user", "content": [*parts, {"type": "text", "text": mmae.query_text(
+            "Is a dog audible?", ("Yes", "No"))}]},
+    ]}
+
+
+def refused(response, status=400, kind="BadRequestError"):
+    """The message of a vLLM ErrorResponse, after checking its status and shape."""
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert (error["type"], error["code"]) == (kind, status)
+    return error["message"]
+
+
+@pytest.fixture
+def strict(simulator_factory):
+    return simulator_factory("--latency-ms", "1", "--refuse-unreadable-audio")
+
+
+def test_a_model_it_does_not_serve_is_vllms_404(strict):
+    response = post(strict.urls[0], audio_query(wav_uri(1), model="Qwen2-Audio"))
+    assert refused(response, 404, "NotFoundError") == "The model `Qwen2-Audio` does not exist."
+    assert response.json()["error"]["param"] == "model"
+
+
+@pytest.mark.parametrize("body, where", [
+    (b"{not json", "JSON decode error"),
+    (b"[]", "body: Input should be a valid dictionary"),
+    (json.dumps({"model": MODEL}).encode(), "body.messages: Field required"),
+    (json.dumps({"model": MODEL, "messages": [{"content": "hi"}]}).encode(), "body.messages.0"),
+    (json.dumps({"model": MODEL, "max_tokens": "many",
+                 "messages": [{"role": "user", "content": "hi"}]}).encode(), "body.max_tokens"),
+])
+def test_a_malformed_body_is_a_400_naming_the_field(strict, body, where):
+    response = httpx.post(f"{strict.urls[0]}/v1/chat/completions", content=body,
+                          headers={"Content-Type": "application/json"}, timeout=30)
+    assert where in refused(response, kind="Bad Request")
+
+
+def test_max_tokens_under_one_is_refused_as_vllms_sampling_params_do(strict):
+    response = post(strict.urls[0], audio_query(wav_uri(1), max_tokens=0))
+    assert refused(response) == "max_tokens must be at least 1, got 0."
+
+
+def test_an_unknown_content_part_type_is_a_400(strict):
+    body = audio_query(wav_uri(1))
+    body["messages"][1]["content"].append({"type": "audio", "audio": "out.wav"})
+    assert refused(post(strict.urls[0], body)) == "Unknown part type: audio"
+
+
+def test_more_audio_items_than_the_limit_is_a_400(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--max-audios", "2")
+    assert post(sim.urls[0], audio_query(wav_uri(1), wav_uri(1))).status_code == 200
+    response = post(sim.urls[0], audio_query(wav_uri(1), wav_uri(1), wav_uri(1)))
+    assert refused(response) == "At most 2 audio(s) may be provided in one prompt."
+
+
+def test_the_default_audio_limit_is_the_launch_scripts(strict):
+    response = post(strict.urls[0], audio_query(*[wav_uri(0.1)] * 9))
+    assert refused(response) == "At most 8 audio(s) may be provided in one prompt."
+
+
+def test_audio_longer_than_the_encoder_cache_is_refused_with_vllms_words(strict):
+    # 1,261 s at 1 kHz: just over the 16384 tokens / 13 per second the launch script's
+    # default --max-num-batched-tokens takes, and a small upload.
+    too_long = wav_uri(1261, sample_rate=1000)
+    assert post(strict.urls[0], audio_query(wav_uri(1260, sample_rate=1000))).status_code == 200
+    assert refused(post(strict.urls[0], audio_query(too_long))) == (
+        "The decoder prompt contains a(n) audio item with length 16393, which exceeds the "
+        "pre-allocated encoder cache size 16384. Please reduce the input size or increase the "
+        "encoder cache size by setting --limit-mm-per-prompt at startup.")
+
+
+def test_max_audio_seconds_sets_the_encoder_cache(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--max-audio-seconds", "2")
+    assert post(sim.urls[0], audio_query(wav_uri(2))).status_code == 200
+    message = refused(post(sim.urls[0], audio_query(wav_uri(1), wav_uri(3))))
+    assert "audio item with length 39, which exceeds the pre-allocated encoder cache size 26" \
+        in message
+
+
+def test_audio_under_ten_milliseconds_is_refused_naming_the_part(strict):
+    assert post(strict.urls[0], audio_query(wav_uri(0.01))).status_code == 200
+    message = refused(post(strict.urls[0], audio_query(wav_uri(1), wav_uri(0.005))))
+    assert message.startswith("The audio of messages[1].content[1] is 5.0 ms long")
+
+
+def test_unreadable_audio_is_refused_when_asked_and_passed_otherwise(simulator_factory, strict):
+    message = refused(post(strict.urls[0], audio_query("data:audio/wav;base64,QUJD")))
+    assert message == ("Failed to load the audio of messages[1].content[0]: not a readable "
+                       "sound file (Format not recognised.)")
+    lenient = simulator_factory("--latency-ms", "1")
+    assert post(lenient.urls[0], audio_query("data:audio/wav;base64,QUJD")).status_code == 200
+
+
+def test_refused_requests_take_no_slot_and_are_counted(strict):
+    for body in (audio_query(wav_uri(1), model="x"), audio_query(wav_uri(0.001))):
+        assert post(strict.urls[0], body).status_code in (400, 404)
+    stats = strict.stats()[0]
+    assert (stats["refused"], stats["completions"], stats["peak_in_progress"]) == (2, 0, 0)
+
+
+def test_max_tokens_cuts_the_reply_with_finish_reason_length(strict):
+    whole = post(strict.urls[0], audio_query(wav_uri(2))).json()
+    assert whole["choices"][0]["finish_reason"] == "stop"
+    content = whole["choices"][0]["message"]["content"]
+    assert whole["usage"]["completion_tokens"] == -(-len(content) // 4) > 3
+    cut = post(strict.urls[0], audio_query(wav_uri(2), max_tokens=3)).json()
+    assert cut["choices"][0]["finish_reason"] == "length"
+    assert cut["choices"][0]["message"]["content"] == content[:12]
+    assert cut["usage"]["completion_tokens"] == 3
+    usage = cut["usage"]
+    # 2 s of audio are 26 tokens of the prompt, besides its text
+    assert usage["prompt_tokens"] > 26 and usage["total_tokens"] == usage["prompt_tokens"] + 3
+    preferred = post(strict.urls[0], audio_query(wav_uri(2), max_tokens=3,
+                                                 max_completion_tokens=1000)).json()
+    assert preferred["choices"][0]["finish_reason"] == "stop"  # as vLLM, it wins
+
+
+def test_an_api_key_guards_v1_and_leaves_health_and_metrics_open(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--api-key", "s3cret")
+    url = sim.urls[0]
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
+        response = httpx.get(f"{url}/v1/models", headers=headers)
+        assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
+    response = httpx.post(f"{url}/v1/chat/completions", json=query(), timeout=30)
+    assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
+    assert httpx.get(f"{url}/health").status_code == 200
+    assert httpx.get(f"{url}/metrics").status_code == 200
+    good = {"Authorization": "Bearer s3cret"}
+    assert httpx.get(f"{url}/v1/models", headers=good).status_code == 200
+    assert httpx.post(f"{url}/v1/chat/completions", json=query(), headers=good,
+                      timeout=30).status_code == 200
+
+
+def test_the_api_key_comes_from_vllm_api_key_unless_the_flag_gives_one(simulator_factory,
+                                                                       monkeypatch):
+    monkeypatch.setenv("VLLM_API_KEY", "from-env")
+    from_env, flagged = simulator_factory(), simulator_factory("--api-key", "from-flag")
+
+    def status(sim, key):
+        return httpx.get(f"{sim.urls[0]}/v1/models",
+                         headers={"Authorization": f"Bearer {key}"}).status_code
+
+    assert (status(from_env, "from-env"), status(from_env, "other")) == (200, 401)
+    assert (status(flagged, "from-flag"), status(flagged, "from-env")) == (200, 401)
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_five_seconds(strict):
+    port = strict.ports[0]
+    request = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        for pause in (0, 2):  # reused after 2 s idle: still open
+            time.sleep(pause)
+            conn.sendall(request)
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        started = time.monotonic()
+        assert conn.recv(4096) == b""  # the server closes it
+        assert 4.0 <= time.monotonic() - started < 6.5
+
+
+def test_die_after_answers_an_empty_500_then_stops_listening(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1", "--die-after", "2")
+    first, second = sim.urls
+    assert [post(first, query()).status_code for _ in range(2)] == [200, 200]
+    dead = post(first, query())
+    assert (dead.status_code, dead.content) == (500, b"")
+    with pytest.raises(httpx.ConnectError):
+        _wait_refused(first)
+    assert sim.process.poll() is None  # the other port still serves
+    assert post(second, query()).status_code == 200
+    assert httpx.get(f"{second}/simulator/stats").json()["completions"] == 1
+    post(second, query())
+    assert post(second, query()).status_code == 500
+    assert sim.process.wait(timeout=10) != 0
+    assert "every port's engine died" in sim.process.stdout.read()
+
+
+def test_requests_in_flight_when_the_engine_dies_get_500s_too(simulator_factory):
+    sim = simulator_factory("--latency-ms", "1500", "--die-after", "1")
+    url = sim.urls[0]
+
+    async def both():
+        async with httpx.AsyncClient(timeout=30) as client:
+            in_flight = asyncio.create_task(client.post(f"{url}/v1/chat/completions",
+                                                        json=query()))
+            await asyncio.sleep(0.5)
+            killer = await client.post(f"{url}/v1/chat/completions", json=query())
+            return await in_flight, killer
+
+    in_flight, killer = asyncio.run(both())
+    assert (killer.status_code, killer.content) == (500, b"")
+    assert (in_flight.status_code, in_flight.content) == (500, b"")
+
+
+def _wait_refused(url, seconds=5):
+    """GET /health until the port refuses connections (httpx.ConnectError), or fail."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        httpx.get(f"{url}/health", timeout=1)
+        time.sleep(0.05)
+    raise AssertionError(f"{url} still answers {seconds} s after its engine died")
+
+
+def test_the_fleet_client_gets_vllms_404_and_400_text(strict):
+    async def ask(model, messages):
+        async with JudgeFleet(strict.urls, model=model, max_attempts=1) as fleet:
+            return await fleet.ask(messages, json.loads)
+
+    body = audio_query(wav_uri(1))
+    unknown = asyncio.run(ask("Qwen2-Audio", body["messages"]))
+    assert not unknown.ok and "The model `Qwen2-Audio` does not exist." in unknown.error
+    assert json.loads(unknown.raw)["error"]["type"] == "NotFoundError"
+    many = audio_query(*[wav_uri(0.1)] * 9)
+    too_many = asyncio.run(ask(MODEL, many["messages"]))
+    assert not too_many.ok
+    assert json.loads(too_many.raw)["error"]["message"] == \
+        "At most 8 audio(s) may be provided in one prompt."
+    assert strict.completions() == 0
