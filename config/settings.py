@@ -212,7 +212,8 @@ LOGOUT_REDIRECT_URL = "leaderboard:home"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "leaderboard@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
-# The site's name in emails (subjects and the staff's alerts, config.alerts).
+# The site's name in emails (subjects, allauth's emails through accounts.adapter, and the
+# staff's alerts, config.alerts).
 SITE_NAME = env_str("SITE_NAME", "Audio Leaderboard")
 # Staff are alerted (config.alerts.staff_alert) of what failed on our side; the same alert at
 # most once in this many seconds. ADMINS: "Name <address>, ..." also receive them.
@@ -260,7 +261,6 @@ ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_choice("ACCOUNT_EMAIL_VERIFICATION", "optional",
                                         ("mandatory", "optional", "none"))
-ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Audio Leaderboard] "
 # A reset asked for an address without an account sends nothing: the form must not become a
 # way to mail strangers.
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
