@@ -102,10 +102,10 @@ def test_a_judge_refusing_every_query_never_publishes_and_a_rescore_once_fixed_d
 
 def test_refusals_under_the_share_publish_with_their_count_on_the_board(
         stack, simulator_factory, worker_factory):
-    # Multi-audio items send three audios: this judge takes two per prompt.
-    simulator_factory("--latency-ms", "5", "--max-audios", "2", ports=stack["ports"])
+    # Rubrics that name an input and the output send two audios: this judge takes one.
+    simulator_factory("--latency-ms", "5", "--max-audios", "1", ports=stack["ports"])
     stack["worker"] = worker_factory(stack["ports"], SCORING_BATCH_ITEMS="3",
-                                     SCORING_MAX_REFUSED_SHARE="0.9")
+                                     SCORING_MAX_REFUSED_SHARE="0.99")
     stack["worker"]()
     submission_id = upload(stack)
     wait_for(lambda: state(submission_id) == "finished", 180, "the run to finish",
@@ -113,7 +113,7 @@ def test_refusals_under_the_share_publish_with_their_count_on_the_board(
     run = check_finished(stack, submission_id)
     refused = Answer.objects.filter(run=run, error_kind="refused request")
     assert 0 < refused.count() == run.refused_queries < run.total_queries
-    assert all("At most 2 audio" in a.error and a.choice is None and not a.correct
+    assert all("At most 1 audio(s) may be provided in one prompt" in a.error and a.choice is None and not a.correct
                for a in refused)
     rows = board_rows(stack["client"])
     assert [(r["submission"], r["refused"]) for r in rows] == [(submission_id,
