@@ -18,6 +18,7 @@ silence can be sent as a zip that stores its members (`zip -0`): a ratio of 1.
 
 from __future__ import annotations
 
+import errno
 import posixpath
 import re
 import stat
@@ -48,8 +49,14 @@ DIRECTORY_BYTES_PER_MEMBER = 4096
 BLOCK_SAMPLES = 2**18  # per read when scanning samples, over all channels
 # Folders that archivers add on their own; they do not count against a top-level wrapper.
 ARCHIVER_FOLDERS = {"__MACOSX"}
+# What a damaged archive raises. Not RuntimeError: zipfile raises it for encrypted members,
+# which are refused before any is read, so one is a fault of ours.
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError,
-                  zlib.error, OSError, RuntimeError, NotImplementedError, ValueError)
+                  zlib.error, OSError, NotImplementedError, ValueError)
+# OSErrors of our own disk or process (a full disk, an I/O error, too many open files), never
+# of the upload: raised, so that validation is retried and the upload is not rejected for them.
+OUR_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES,
+                        errno.EPERM, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 SHOWN = 5  # file names a message or the report lists before "..."
 NOTHING_UPLOADED = ("nothing uploaded: send a predictions file and an archive of the edited "
                     "audio, or one archive holding both")
@@ -131,6 +138,7 @@ def validate_upload(*, item_keys: list[str], predictions: Path | None, archive: 
     except _ArchiveRefused as exc:
         result.errors.append(f"{archive.name}: {exc}")
     except ARCHIVE_ERRORS as exc:
+        _raise_ours(exc)
         result.errors.append(f"{archive.name}: damaged archive: {_why(exc)}")
     result.errors.extend(faults)
     return result
@@ -284,7 +292,8 @@ def _reader_for(path: Path):
         return _TarReader(path)
     except _ArchiveRefused:
         raise
-    except (tarfile.ReadError, EOFError, OSError, zlib.error):
+    except (tarfile.ReadError, EOFError, OSError, zlib.error) as exc:
+        _raise_ours(exc)
         return None  # gzip, but not a tar inside
 
 
@@ -396,6 +405,7 @@ def _extract(reader, entries: list[_Entry], audio_dir: Path, name: str) -> list[
         try:
             written = _extract_one(reader, entry, target, entry.size)
         except OSError as exc:
+            _raise_ours(exc)
             return [f"{name}: member {entry.name!r}: cannot be extracted: {_why(exc)}"]
         if written is None:
             return [f"{name}: member {entry.name!r} unpacks to more than the {entry.size} "
@@ -422,6 +432,12 @@ def _copy_limited(source, sink, budget: int) -> int | None:
             return None
         sink.write(chunk)
     return written
+
+
+def _raise_ours(exc: BaseException) -> None:
+    """Raise `exc` again when it is a fault of ours (OUR_ERRNOS), not of the upload."""
+    if isinstance(exc, OSError) and exc.errno in OUR_ERRNOS:
+        raise exc
 
 
 def _why(exc: BaseException) -> str:
@@ -557,6 +573,7 @@ def _audio_problem(path: Path, limits: Limits) -> str | None:
         with soundfile.SoundFile(str(path)) as audio:
             return _header_problem(audio, limits) or _samples_problem(audio)
     except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
+        _raise_ours(exc)
         return f"not readable as WAV or FLAC audio ({_why(exc)})"
 
 
@@ -644,6 +661,7 @@ def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[s
             return None
         return parse(data.decode("utf-8-sig"), name=source.name, known_ids=set(item_keys))
     except OSError as exc:
+        _raise_ours(exc)
         errors.append(f"{source.name}: cannot be read: {_why(exc)}")
     except UnicodeDecodeError as exc:
         errors.append(f"{source.name}: not UTF-8 text ({exc.reason} at byte {exc.start})")
