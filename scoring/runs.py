@@ -669,7 +669,8 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
         log.warning("sweeper: batch(es) %s lost their worker; handed back", batch_ids)
     for batch in RunBatch.objects.filter(id__in=batch_ids,
                                          claims__gte=settings.SCORING_MAX_CLAIMS):
-        run_fail(batch.run_id, f"scoring batch {batch.index} lost its worker {batch.claims} "
+        run_fail(batch.run_id, f"failed on our side: scoring batch {batch.index} lost its "
+                               f"worker {batch.claims} "
                                "times (a worker crash or a kill each time)")
     batch_ids += RunBatch.objects.filter(
         Q(enqueued_at__lt=lost) | Q(enqueued_at=None, run__created_at__lt=lost),

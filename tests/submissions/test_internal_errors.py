@@ -177,9 +177,7 @@ def test_the_status_page_and_the_api_tell_the_author_in_plain_words(
     page = client.get(reverse("submissions:detail", args=[submission.id])).content.decode()
     assert "Validating this submission failed on our side, not yours" in page
     assert "rejected" not in page and "No space left" not in page
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=author, name='t')[1]}")
-    answer = api.get(f"/api/submissions/{submission.id}/").json()
+    answer = api_as(author).get(f"/api/submissions/{submission.id}/").json()
     assert answer["status"] == "failed"
     assert answer["failure"] == "validation failed on our side"
     assert answer["notice"].startswith("Validating this submission failed on our side")
@@ -204,6 +202,9 @@ def test_staff_retry_from_the_submissions_page_with_a_reason_and_it_is_audited(
     client.login(username="staff", password=CAST_PASSWORD)
     listing = client.get(reverse("staff:submissions"), {"state": "failed"}).content.decode()
     assert reverse("staff:retry", args=[failed_validation.id]) in listing
+    page = client.get(reverse("staff:submission", args=[failed_validation.id])).content.decode()
+    assert f"Retry submission {failed_validation.id}" in page
+    assert "OperationalError: database is locked" in page  # staff see what broke
     url = reverse("staff:retry", args=[failed_validation.id])
     assert client.post(url, {"reason": ""}).status_code == 400
     assert Submission.objects.get(id=failed_validation.id).status == "failed"
@@ -216,6 +217,27 @@ def test_staff_retry_from_the_submissions_page_with_a_reason_and_it_is_audited(
     again = client.post(url, {"reason": "twice"})
     assert again.status_code == 400
     assert "only one that failed on our side can be retried" in again.content.decode()
+
+
+def api_as(user) -> APIClient:
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=user, name='t')[1]}")
+    return api
+
+
+def test_staff_retry_through_the_api(author, staff, failed_validation, monkeypatch):
+    monkeypatch.setattr(moderation, "broker_check", lambda: None)
+    url = f"/api/submissions/{failed_validation.id}/retry/"
+    refused = api_as(author).post(url, {"reason": "mine"})
+    assert refused.status_code == 403
+    assert refused.json() == {"errors": ["only staff may moderate submissions"]}
+    assert api_as(staff).post(url, {}).status_code == 400
+    answer = api_as(staff).post(url, {"reason": "disk freed"})
+    assert answer.status_code == 200 and answer.json()["status"] == "uploaded"
+    again = api_as(staff).post(url, {"reason": "again"})
+    assert again.status_code == 409
+    assert again.json() == {"errors": [f"submission {failed_validation.id} is uploaded: only "
+                                       "one that failed on our side can be retried"]}
 
 
 @pytest.mark.parametrize("who", [None, "author"])
