@@ -38,8 +38,9 @@ def score_batch(batch_id: int) -> None:
 
     If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batches are handed back and
     queued again SCORING_FLEET_RETRY_SECONDS later: an outage delays a run, never fails it.
-    Any other error hands this batch back the same way until it has been claimed
-    SCORING_MAX_CLAIMS times; then the run fails, saying which batch and why.
+    Any other error (ours: the author's mistakes stop at validation) hands this batch back
+    the same way until it has been claimed SCORING_MAX_CLAIMS times; then the run fails on
+    our side, saying which batch and why, and staff are alerted (scoring.runs.run_fail).
     """
     try:
         scored = runs.batch_score(batch_id, runs.JudgeSettings.from_settings(),

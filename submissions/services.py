@@ -217,6 +217,8 @@ def _validate(submission: Submission) -> None:
     shutil.rmtree(audio_dir, ignore_errors=True)
     audio_dir.mkdir(parents=True)
     predictions, archive = _upload_files(root / "upload")
+    if predictions is None and archive is None:  # submission_create stored at least one
+        raise RuntimeError(f"the files of submission {submission.pk} are missing from storage")
     keys = list(submission.benchmark.items.order_by("position").values_list("key", flat=True))
     kind = get_kind(submission.benchmark.kind)
     if kind.outputs.files:
