@@ -384,6 +384,16 @@ SUBMISSION_VALIDATION_HEARTBEAT_SECONDS = env_int("SUBMISSION_VALIDATION_HEARTBE
                                                   minimum=1)
 SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECONDS", 120,
                                               minimum=2)
+# Validation that breaks on our side (a database, the disk, a bug) is retried this many times,
+# SUBMISSION_VALIDATION_RETRY_SECONDS later, then 3 and 9 times that (10, 30, 90 s...), before
+# the submission is failed (its files kept). A failed submission, or its failed run, is then
+# retried by the sweeper SUBMISSION_RETRY_AFTER_SECONDS after it failed (then 3 and 9 times
+# that), at most SUBMISSION_RETRY_TIMES times; staff may retry it at any time.
+SUBMISSION_VALIDATION_RETRIES = env_int("SUBMISSION_VALIDATION_RETRIES", 3, minimum=0)
+SUBMISSION_VALIDATION_RETRY_SECONDS = env_int("SUBMISSION_VALIDATION_RETRY_SECONDS", 10,
+                                              minimum=0)
+SUBMISSION_RETRY_AFTER_SECONDS = env_int("SUBMISSION_RETRY_AFTER_SECONDS", 600, minimum=0)
+SUBMISSION_RETRY_TIMES = env_int("SUBMISSION_RETRY_TIMES", 3, minimum=0)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)
 SUBMISSIONS_IN_FLIGHT = env_int("SUBMISSIONS_IN_FLIGHT", 2, minimum=0)
 
@@ -402,6 +412,10 @@ SCORING_MAX_CLAIMS = env_int("SCORING_MAX_CLAIMS", 5, minimum=1)
 SCORING_STOP_CHECK_SECONDS = env_float("SCORING_STOP_CHECK_SECONDS", 1.0, minimum=0.1)
 # A batch's answers are stored as they come, at most this often (progress counts them).
 SCORING_PROGRESS_SECONDS = env_float("SCORING_PROGRESS_SECONDS", 1.0, minimum=0.0)
+# An aggregation that breaks is retried this many times, SCORING_AGGREGATE_RETRY_SECONDS
+# later, then 3 and 9 times that, before its run is failed.
+SCORING_AGGREGATE_RETRIES = env_int("SCORING_AGGREGATE_RETRIES", 3, minimum=0)
+SCORING_AGGREGATE_RETRY_SECONDS = env_int("SCORING_AGGREGATE_RETRY_SECONDS", 10, minimum=0)
 # A batch's task claims the run's next batches ahead, into the same query loop, for at most
 # this many seconds from its start (0: never), so that no judge slot idles between batches
 # while tasks stay far shorter than the broker's visibility timeout.

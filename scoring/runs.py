@@ -609,8 +609,8 @@ def batch_failed(batch_id: int, why: str) -> bool:
     connection_replace_broken()
     batch = RunBatch.objects.get(id=batch_id)
     if batch.claims >= settings.SCORING_MAX_CLAIMS:
-        run_fail(batch.run_id, f"scoring batch {batch.index} failed {batch.claims} times; "
-                               f"last error: {why}")
+        run_fail(batch.run_id, f"failed on our side: scoring batch {batch.index} broke "
+                               f"{batch.claims} times; last error: {why}")
         return False
     RunBatch.objects.filter(id=batch_id, status=RunBatch.Status.CLAIMED) \
         .update(status=RunBatch.Status.PENDING)
@@ -657,8 +657,7 @@ def run_aggregate(run_id: int) -> bool:
     answers = dict(answer_groups(run))
     missing = run.total_queries - sum(len(a) for a in answers.values())
     if missing:
-        _move(run.id, [Status.AGGREGATING], Status.FAILED,
-              error=f"internal error: {missing} judge answers are missing; rescore this run")
+        run_fail(run.id, f"failed on our side: {missing} judge answers are missing")
         return False
     refused = [record for group in answers.values() for record in group.values()
                if record["error_kind"] == REFUSED]
@@ -734,7 +733,31 @@ def _slices(run: ScoringRun, summary: dict, intervals: dict) -> list[SliceResult
 
 
 def run_fail(run_id: int, why: str) -> bool:
-    return _move(run_id, list(ScoringRun.ACTIVE), Status.FAILED, error=why)
+    """Fail an active run, on our side (the author's mistakes never reach scoring): staff
+    are alerted, and the run can be resumed (run_retry)."""
+    if not _move(run_id, list(ScoringRun.ACTIVE), Status.FAILED, error=why):
+        return False
+    staff_alert(f"scoring run {run_id} failed", f"Scoring run {run_id} failed: {why}\n"
+                "Its answers are kept; retry it from the staff submissions page once the "
+                "cause is fixed.", key=f"run-failed:{run_id}")
+    return True
+
+
+def run_retry(run_id: int) -> bool:
+    """Resume a failed run: its answers kept, its batches not done (every batch, if all are
+    done yet answers are missing: each then asks only what it lacks) pending again with their
+    claims reset, and the run queued. True when this caller resumed it; it then enqueues the
+    run (scoring.tasks.enqueue_run)."""
+    with transaction.atomic():
+        if not _move(run_id, [Status.FAILED], Status.QUEUED, error=""):
+            return False
+        batches = RunBatch.objects.filter(run_id=run_id)
+        undone = batches.exclude(status=RunBatch.Status.DONE)
+        if undone.exists() or Answer.objects.filter(run_id=run_id).count() >= \
+                ScoringRun.objects.values_list("total_queries", flat=True).get(id=run_id):
+            batches = undone
+        batches.update(status=RunBatch.Status.PENDING, claims=0)
+    return True
 
 
 def run_cancel(run_id: int) -> bool:
@@ -764,7 +787,8 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
         log.warning("sweeper: batch(es) %s lost their worker; handed back", batch_ids)
     for batch in RunBatch.objects.filter(id__in=batch_ids,
                                          claims__gte=settings.SCORING_MAX_CLAIMS):
-        run_fail(batch.run_id, f"scoring batch {batch.index} lost its worker {batch.claims} "
+        run_fail(batch.run_id, f"failed on our side: scoring batch {batch.index} lost its "
+                               f"worker {batch.claims} "
                                "times (a worker crash or a kill each time)")
     batch_ids += RunBatch.objects.filter(
         Q(enqueued_at__lt=lost) | Q(enqueued_at=None, run__created_at__lt=lost),

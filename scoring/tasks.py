@@ -38,8 +38,9 @@ def score_batch(batch_id: int) -> None:
 
     If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batches are handed back and
     queued again SCORING_FLEET_RETRY_SECONDS later: an outage delays a run, never fails it.
-    Any other error hands this batch back the same way until it has been claimed
-    SCORING_MAX_CLAIMS times; then the run fails, saying which batch and why.
+    Any other error (ours: the author's mistakes stop at validation) hands this batch back
+    the same way until it has been claimed SCORING_MAX_CLAIMS times; then the run fails on
+    our side, saying which batch and why, and staff are alerted (scoring.runs.run_fail).
     """
     try:
         scored = runs.batch_score(batch_id, runs.JudgeSettings.from_settings(),
@@ -63,16 +64,31 @@ def _retry_later(batch_ids: list[int]) -> None:
     _send(batch_ids, countdown=settings.SCORING_FLEET_RETRY_SECONDS)
 
 
-@shared_task(acks_late=True, ignore_result=True)
-def aggregate_run(run_id: int) -> None:
+def retry_countdown(base: int, tries: int) -> int:
+    """Seconds before try `tries` + 1 of a task retried with backoff: base, 3x, 9x..."""
+    return base * 3**tries
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True)
+def aggregate_run(self, run_id: int) -> None:
     """Aggregate a run whose batches are done. What follows a finished run (its submissions'
     board runs, the authors' emails) is done by the submissions app's periodic reconcile,
-    which claims each step by a conditional UPDATE."""
+    which claims each step by a conditional UPDATE.
+
+    An error (ours: the answers are all there) is retried SCORING_AGGREGATE_RETRIES times
+    with backoff from SCORING_AGGREGATE_RETRY_SECONDS, the run staying aggregating; then the
+    run fails on our side (staff alerted; it can be retried)."""
     try:
         runs.run_aggregate(run_id)
     except Exception as exc:
-        runs.run_fail(run_id, f"aggregation failed: {type(exc).__name__}: {exc}")
-        raise
+        log.exception("aggregating run %s broke (try %s)", run_id, self.request.retries + 1)
+        if self.request.retries < settings.SCORING_AGGREGATE_RETRIES:
+            raise self.retry(exc=exc, max_retries=settings.SCORING_AGGREGATE_RETRIES,
+                             countdown=retry_countdown(settings.SCORING_AGGREGATE_RETRY_SECONDS,
+                                                       self.request.retries)) from exc
+        runs.run_fail(run_id, f"failed on our side: aggregation broke "
+                              f"{self.request.retries + 1} times; last error: "
+                              f"{type(exc).__name__}: {exc}")
 
 
 @shared_task(ignore_result=True)

@@ -17,6 +17,7 @@ from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
 from submissions import moderation, selectors
+from submissions.models import Submission
 from submissions.serializers import (
     SubmissionCreatedSerializer,
     SubmissionDetailSerializer,
@@ -145,7 +146,9 @@ def _detail(submission):
         figures = found.figures() if found else {}
         overall = {k: figures.get(k) for k in ("n", *kind.metric_keys)}
     submission.progress, submission.failures = progress, progress["failures"]
-    submission.failure = run.error if run is not None else None
+    submission.failure = run.error if run is not None else (
+        "validation failed on our side" if submission.status == Submission.Status.FAILED
+        else None)
     submission.runs_shown = runs
     submission.metrics, submission.files = list(kind.metric_keys), list(kind.files)
     submission.overall = overall

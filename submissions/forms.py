@@ -105,6 +105,11 @@ class FlagForm(forms.Form):
                              "the submission on the board.")
 
 
+class RetryForm(forms.Form):
+    reason = forms.CharField(**REASON, help_text="Kept in the audit log (not public): what "
+                             "was fixed, say.")
+
+
 class DeleteForm(forms.Form):
     reason = forms.CharField(**REASON)
     confirm = forms.CharField(max_length=20, label="Type the submission's number to confirm")

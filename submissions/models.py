@@ -93,10 +93,10 @@ class SubmissionQuerySet(models.QuerySet):
         )
 
     def counting_for_quota(self):
-        """Rejected submissions and those that failed on our side cost no quota."""
-        return self.exclude(status=Submission.Status.REJECTED).exclude(
-            current_run__status=ScoringRun.Status.FAILED
-        )
+        """Rejected submissions and those that failed on our side (in validation or in
+        scoring) cost no quota."""
+        return self.exclude(status__in=[Submission.Status.REJECTED, Submission.Status.FAILED]) \
+            .exclude(current_run__status=ScoringRun.Status.FAILED)
 
 
 class Submission(models.Model):
@@ -109,7 +109,8 @@ class Submission(models.Model):
     class Status(models.TextChoices):
         UPLOADED = "uploaded"
         VALIDATING = "validating"
-        REJECTED = "rejected"
+        REJECTED = "rejected"  # the author's fault: the report names the file, line or sample
+        FAILED = "failed"  # validation broke on our side; its files are kept for a retry
         QUEUED = "queued"  # handed to scoring: current_run carries the state
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
@@ -143,6 +144,10 @@ class Submission(models.Model):
     # Touched while a worker validates it; a validation whose heartbeat went stale lost its
     # worker (services.validations_to_retry).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Why validation failed on our side (for staff; the author is told in plain words), and
+    # how many times the sweeper has retried it, or its failed run, by itself.
+    error = models.TextField(blank=True)
+    retries = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = SubmissionQuerySet.as_manager()
@@ -180,6 +185,20 @@ class Submission(models.Model):
     @property
     def partial(self) -> bool:
         return self.coverage is not None and self.coverage < 1.0
+
+    @property
+    def failed_on_our_side(self) -> bool:
+        return self.state == self.Status.FAILED
+
+    def failure_notice(self) -> str:
+        """What its author is told, in plain words, when it failed on our side."""
+        later = ("It will be retried automatically; staff have been told."
+                 if self.retries < settings.SUBMISSION_RETRY_TIMES else
+                 "Staff have been told and will retry it once the fault is fixed.")
+        step = "Validating" if self.status == self.Status.FAILED else "Scoring"
+        return (f"{step} this submission failed on our side, not yours: nothing is wrong with "
+                "your upload, its files are kept, and it does not count against your quota. "
+                f"{later}")
 
     def mark(self, status: str) -> None:
         """Enter a status, recording when (the caller saves)."""

@@ -1,4 +1,5 @@
-"""Moderation: staff hide, flag or delete submissions and override quotas; authors choose a
+"""Moderation: staff hide, flag, delete or retry (after a failure on our side) submissions and
+override quotas; authors choose a
 submission's visibility and which submission represents their model on a board.
 
 Every change writes its audit record (audit.services) in the transaction that makes it. Staff
@@ -15,10 +16,11 @@ from django.db import transaction
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from config.celery import BrokerUnavailable, broker_check
 from config.errors import ServiceError
 from scoring.models import ScoringRun
 from submissions.models import QuotaOverride, Submission
-from submissions.services import submission_folder
+from submissions.services import submission_folder, submission_retry
 
 Action = AuditEvent.Action
 
@@ -142,6 +144,28 @@ def submission_delete(*, actor, submission: Submission, reason: str) -> dict:
         ScoringRun.objects.filter(pk__in=runs).delete()
         transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
     return before
+
+
+def submission_retry_failed(*, actor, submission: Submission, reason: str) -> Submission:
+    """Staff retry a submission that failed on our side: its validation again (its files were
+    kept), or its failed run resumed (services.submission_retry)."""
+    _require_staff(actor)
+    reason = _reason(reason, "retrying a submission")
+    try:
+        broker_check()
+    except BrokerUnavailable as exc:
+        raise ServiceError(str(exc), code="conflict") from None
+    with transaction.atomic():
+        row = _locked(submission)
+        if not row.failed_on_our_side:
+            raise ServiceError(f"submission {row.pk} is {row.state}: only one that failed on "
+                               "our side can be retried", code="conflict")
+        before = {"status": row.state, "error": row.error or row.current_run.error}
+        submission_retry(submission_id=row.pk)
+        row = _locked(row)
+        _record(actor=actor, action=Action.RESCORE, submission=row, before=before,
+                after={"status": row.state}, reason=reason, public=False)
+    return row
 
 
 def submission_set_public(*, actor, submission: Submission, public: bool,

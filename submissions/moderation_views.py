@@ -25,6 +25,7 @@ from submissions.forms import (
     QueueForm,
     QuotaForm,
     RepresentativeForm,
+    RetryForm,
     VisibilityForm,
 )
 from submissions.models import QuotaOverride, Submission
@@ -118,6 +119,7 @@ def _moderation_page(request, submission: Submission, status: int = 200, **forms
                                              else "true"}),
         "flag_form": FlagForm(None, initial={"reason": submission.flag_reason}),
         "delete_form": DeleteForm(None, submission=submission),
+        "retry_form": RetryForm(None),
         "events": event_rows(audit_events(object_type="submissions.submission",
                                           object_id=str(submission.pk))[:50]),
         **forms_,
@@ -167,6 +169,25 @@ def staff_flag(request, pk):
                                       f"{'flagged' if flagged else 'no longer flagged'}")
             return redirect("staff:submission", pk=pk)
     return _moderation_page(request, submission, 400, flag_form=form)
+
+
+@staff_only
+@require_POST
+def staff_retry(request, pk):
+    submission = _staff_submission(pk)
+    form = RetryForm(request.POST)
+    if form.is_valid():
+        try:
+            moderation.submission_retry_failed(actor=request.user, submission=submission,
+                                               reason=form.cleaned_data["reason"])
+        except ServiceError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"submission {pk} is being tried again")
+            if request.POST.get("next") == "list":
+                return redirect("staff:submissions")
+            return redirect("staff:submission", pk=pk)
+    return _moderation_page(request, submission, 400, retry_form=form)
 
 
 @staff_only

@@ -1,10 +1,11 @@
-"""Emails to authors when a submission ends: finished, failed or rejected.
+"""Emails to authors when a submission ends: finished, failed (on our side, in validation or
+scoring) or rejected.
 
 Scoring knows nothing of submissions, so a run's end is noticed here: a periodic sweep
 (tasks.notify_authors) lists the submissions whose state differs from the one their author was
 last told about, and `submission_notify` claims each with a conditional UPDATE of
 `notified_state` before sending, so a duplicate delivery or a second sweeper sends nothing.
-Rejections made by submissions code notify at once as well.
+Rejections and failed validations made by submissions code notify at once as well.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def submissions_to_notify() -> list[int]:
 
     Ended runs are found through ScoringRun's status index and the current_run foreign key.
     """
-    rejected = Q(status=Submission.Status.REJECTED) & ~Q(notified_state="rejected")
+    rejected = Q(status__in=[Submission.Status.REJECTED, Submission.Status.FAILED]) \
+        & ~Q(notified_state=F("status"))
     run_ended = (Q(status=Submission.Status.QUEUED,
                    current_run__status__in=[ScoringRun.Status.FINISHED,
                                             ScoringRun.Status.FAILED])
@@ -71,7 +73,9 @@ def _send(submission: Submission, state: str) -> None:
         "url": settings.SITE_URL + reverse("submissions:detail", args=[submission.pk]),
         "figures": _headline_figures(submission) if state == "finished" else [],
         "errors": submission.report.get("errors", []) if state == "rejected" else [],
-        "failure": submission.current_run.error if state == "failed" else "",
+        "failure": submission.current_run.error
+        if state == "failed" and submission.status == Submission.Status.QUEUED else "",
+        "notice": submission.failure_notice() if state == "failed" else "",
     }
     subject = render_to_string("submissions/email/notify_subject.txt", context)
     body = render_to_string("submissions/email/notify_body.txt", context)

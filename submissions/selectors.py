@@ -97,7 +97,10 @@ def moderation_queue(*, benchmark_slug: str = "", state: str = "", flagged: bool
                 .order_by("-created_at", "-id"))
     if benchmark_slug:
         queryset = queryset.filter(benchmark__slug=benchmark_slug)
-    if state in ScoringRun.Status.values:  # from queued on, the run's status is the state
+    if state == Submission.Status.FAILED:  # on our side: in validation or in its run
+        queryset = queryset.filter(Q(status=state) | Q(status=Submission.Status.QUEUED,
+                                                       current_run__status=state))
+    elif state in ScoringRun.Status.values:  # from queued on, the run's status is the state
         queryset = queryset.filter(status=Submission.Status.QUEUED, current_run__status=state)
     elif state:
         queryset = queryset.filter(status=state)

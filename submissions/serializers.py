@@ -47,8 +47,10 @@ class RunWithCacheSerializer(RunSerializer):
 class SubmissionSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField(source="state", help_text="uploaded, validating, "
-                                   "rejected, then its run's: queued, scoring, aggregating, "
-                                   "finished, failed or cancelled")
+                                   "rejected (the upload is wrong: see report.errors), "
+                                   "failed (validation broke on our side), then its run's: "
+                                   "queued, scoring, aggregating, finished, failed (on our "
+                                   "side) or cancelled")
     benchmark = serializers.CharField(source="benchmark.slug")
     benchmark_version = serializers.IntegerField(source="benchmark.version")
     model = serializers.CharField(source="model.name")
@@ -60,10 +62,16 @@ class SubmissionSerializer(serializers.Serializer):
     representative = serializers.BooleanField()
     hidden = serializers.BooleanField()
     flag = serializers.SerializerMethodField()
+    notice = serializers.SerializerMethodField(
+        help_text="when it failed on our side: that, in plain words, and what happens next")
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_flag(self, submission) -> str | None:
         return submission.flag_reason or None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_notice(self, submission) -> str | None:
+        return submission.failure_notice() if submission.failed_on_our_side else None
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -81,7 +89,8 @@ class SubmissionDetailSerializer(SubmissionSerializer):
     failures = serializers.DictField(child=serializers.IntegerField(),
                                      help_text="failed judge queries by kind")
     report = serializers.DictField(help_text="the validation report")
-    failure = serializers.CharField(allow_null=True, help_text="why the current run failed")
+    failure = serializers.CharField(allow_null=True, help_text="why it failed on our side: "
+                                    "its validation or its current run")
     runs = RunWithCacheSerializer(many=True, source="runs_shown", help_text="newest first")
     metrics = serializers.ListField(child=serializers.CharField())
     files = serializers.ListField(child=serializers.CharField(),

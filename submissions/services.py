@@ -13,9 +13,10 @@ from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
+from config.alerts import staff_alert
 from config.celery import broker_check
 from config.errors import ServiceError
 from scoring import runs
@@ -23,9 +24,9 @@ from scoring.boards import board_changed
 from scoring.heartbeat import Heartbeat
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import Benchmark, Item
+from scoring.models import Benchmark, Item, ScoringRun
 from scoring.predictions import PredictionError, text_stream
-from scoring.tasks import enqueue_run
+from scoring.tasks import enqueue_run, retry_countdown
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.notifications import submission_notify
 from submissions.validation import (
@@ -221,6 +222,8 @@ def _validate(submission: Submission) -> None:
     shutil.rmtree(audio_dir, ignore_errors=True)
     audio_dir.mkdir(parents=True)
     predictions, archive = _upload_files(root / "upload")
+    if predictions is None and archive is None:  # submission_create stored at least one
+        raise RuntimeError(f"the files of submission {submission.pk} are missing from storage")
     keys = list(submission.benchmark.items.order_by("position").values_list("key", flat=True))
     kind = get_kind(submission.benchmark.kind)
     if kind.outputs.files:
@@ -234,8 +237,6 @@ def _validate(submission: Submission) -> None:
     if not result.ok:
         _reject(submission)
         return
-    if archive is not None:
-        archive.unlink()  # its contents are unpacked under audio/
     with transaction.atomic():
         run = runs.run_create(benchmark=submission.benchmark, audio_root=str(audio_dir),
                               outputs=result.outputs, missing=result.missing,
@@ -247,6 +248,8 @@ def _validate(submission: Submission) -> None:
         _apply_model_details(submission)
         submission.runs.add(run)
         enqueue_run(run.id)
+    if archive is not None:  # its contents are unpacked under audio/; kept until queued, so
+        archive.unlink(missing_ok=True)  # that a validation that broke can be retried
 
 
 def _apply_model_details(submission: Submission) -> None:
@@ -280,12 +283,79 @@ def _notify_now(submission_id: int) -> None:
                       submission_id)
 
 
-def submission_fail_validation(submission_id: int, why: str) -> None:
-    """Validation itself broke: reject with the reason (it costs the author no quota)."""
+def submission_validation_broke(submission_id: int) -> bool:
+    """Validation broke on our side and will be tried again: back to uploaded, so that the
+    retry (or the sweeper, or a duplicate message) can claim it. True if it was validating."""
+    submission = Submission.objects.only("status_times").get(id=submission_id)
+    submission.mark(Submission.Status.UPLOADED)
+    return bool(Submission.objects.filter(id=submission_id, status=Submission.Status.VALIDATING)
+                .update(status=submission.status, status_times=submission.status_times,
+                        heartbeat_at=None))
+
+
+def submission_fail_validation(submission_id: int, why: str) -> bool:
+    """Validation kept breaking on our side: the submission fails (never rejected), its files
+    kept for a retry, no quota charged; staff are alerted and its author told. True if this
+    caller failed it."""
     submission = Submission.objects.get(id=submission_id)
-    submission.report = {**submission.report,
-                         "errors": [f"internal error while validating: {why}"]}
-    _reject(submission)
+    submission.mark(Submission.Status.FAILED)
+    if not Submission.objects.filter(
+            id=submission_id, status__in=[Submission.Status.UPLOADED,
+                                          Submission.Status.VALIDATING]) \
+            .update(status=submission.status, status_times=submission.status_times, error=why):
+        return False
+    staff_alert(f"validation of submission {submission_id} failed",
+                f"Validating submission {submission_id} failed on our side: {why}\n"
+                "Its files are kept; the sweeper retries it, or retry it from the staff "
+                "submissions page once the cause is fixed.",
+                key=f"validation-failed:{submission_id}")
+    transaction.on_commit(lambda: _notify_now(submission_id))
+    return True
+
+
+def submission_retry(*, submission_id: int, automatic: bool = False) -> bool:
+    """Try again a submission that failed on our side: a failed validation is queued again
+    (its files were kept), a failed run resumes (scoring.runs.run_retry). An automatic retry
+    (the sweeper's) is counted in `retries`. True when this caller retried it."""
+    submission = Submission.objects.select_related("current_run").get(id=submission_id)
+    count = {"retries": F("retries") + 1} if automatic else {}
+    with transaction.atomic():
+        if submission.status == Submission.Status.FAILED:
+            submission.mark(Submission.Status.UPLOADED)
+            if not Submission.objects.filter(id=submission_id, status=Submission.Status.FAILED) \
+                    .update(status=submission.status, status_times=submission.status_times,
+                            heartbeat_at=None, **count):
+                return False
+            from submissions.tasks import validate_submission
+
+            validate_submission.delay(submission_id)
+            return True
+        if submission.state != ScoringRun.Status.FAILED or \
+                not runs.run_retry(submission.current_run_id):
+            return False
+        Submission.objects.filter(id=submission_id).update(**count)
+        enqueue_run(submission.current_run_id)
+    return True
+
+
+def failures_to_retry(now=None) -> list[int]:
+    """Submissions that failed on our side (in validation or in their current run) and are
+    due a retry by the sweeper: SUBMISSION_RETRY_AFTER_SECONDS after they failed, three
+    times longer after each retry, at most SUBMISSION_RETRY_TIMES times."""
+    now = now or timezone.now()
+    failed = Submission.objects.filter(
+        Q(status=Submission.Status.FAILED)
+        | Q(status=Submission.Status.QUEUED, current_run__status=ScoringRun.Status.FAILED),
+        retries__lt=settings.SUBMISSION_RETRY_TIMES).select_related("current_run")
+    due = []
+    for submission in failed.only("id", "status", "status_times", "retries", "current_run",
+                                  "current_run__status_times"):
+        times = submission.status_times if submission.status == Submission.Status.FAILED \
+            else submission.current_run.status_times
+        wait = retry_countdown(settings.SUBMISSION_RETRY_AFTER_SECONDS, submission.retries)
+        if times.get("failed", "") <= (now - timedelta(seconds=wait)).isoformat():
+            due.append(submission.id)
+    return due
 
 
 def submission_cancel(*, submission: Submission) -> None:

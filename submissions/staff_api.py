@@ -1,4 +1,4 @@
-"""The staff's API: rescore and moderate a submission, set a user's quota. Each call is the
+"""The staff's API: rescore, moderate and retry a submission, set a user's quota. Each call is the
 service the staff pages and the management commands use (`rescoring.rescore_request`,
 `moderation.*`); a caller who is not staff gets 403 (or 404 for a submission they may not
 see), and every change is audited by its service."""
@@ -112,6 +112,23 @@ class SubmissionFlagApi(_SubmissionModerationApi):
 
     def change(self, **kwargs):
         return moderation.submission_flag(**kwargs)
+
+
+class RetryInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(**REASON)
+
+
+@extend_schema_view(post=extend_schema(
+    operation_id="submissions_retry", request=RetryInputSerializer,
+    responses={200: SubmissionSerializer, **error_responses(400, 403, 404, 409)}))
+class SubmissionRetryApi(_SubmissionModerationApi):
+    """Retry a submission that failed on our side: its validation again, from its kept
+    files, or its failed run resumed with its answers (409 for any other)."""
+
+    InputSerializer = RetryInputSerializer
+
+    def change(self, **kwargs):
+        return moderation.submission_retry_failed(**kwargs)
 
 
 class SubmissionDeleteApi(APIView):

@@ -12,6 +12,7 @@ urlpatterns = [
     path("submissions/<int:pk>/hide/", moderation_views.staff_hide, name="hide"),
     path("submissions/<int:pk>/flag/", moderation_views.staff_flag, name="flag"),
     path("submissions/<int:pk>/delete/", moderation_views.staff_delete, name="delete"),
+    path("submissions/<int:pk>/retry/", moderation_views.staff_retry, name="retry"),
     path("quotas/", moderation_views.staff_quotas, name="quotas"),
     path("rescore/", rescore_views.rescore, name="rescore"),
     path("rescore/current-config/", rescore_views.current_config, name="current-config"),

@@ -28,6 +28,8 @@ urlpatterns = [
          name="api-hide"),
     path("api/submissions/<int:pk>/flag/", staff_api.SubmissionFlagApi.as_view(),
          name="api-flag"),
+    path("api/submissions/<int:pk>/retry/", staff_api.SubmissionRetryApi.as_view(),
+         name="api-retry"),
     path("api/submissions/<int:pk>/delete/", staff_api.SubmissionDeleteApi.as_view(),
          name="api-delete"),
     path("api/quotas/", staff_api.QuotaApi.as_view(), name="api-quotas"),

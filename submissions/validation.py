@@ -19,6 +19,7 @@ silence can be sent as a zip that stores its members (`zip -0`): a ratio of 1.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import posixpath
 import re
 import stat
@@ -60,8 +61,14 @@ MAX_TAR_HEADER_BYTES = 1024**2
 DIRECTORY_BYTES_PER_MEMBER = 4096
 # Folders that archivers add on their own; they do not count against a top-level wrapper.
 ARCHIVER_FOLDERS = {"__MACOSX"}
+# What a damaged archive raises. Not RuntimeError: zipfile raises it for encrypted members,
+# which are refused before any is read, so one is a fault of ours.
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError,
-                  zlib.error, OSError, RuntimeError, NotImplementedError, ValueError)
+                  zlib.error, OSError, NotImplementedError, ValueError)
+# OSErrors of our own disk or process (a full disk, an I/O error, too many open files), never
+# of the upload: raised, so that validation is retried and the upload is not rejected for them.
+OUR_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES,
+                        errno.EPERM, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 SHOWN = 5  # file names a message or the report lists before "..."
 NOTHING_UPLOADED = ("nothing uploaded: send a predictions file and an archive of the edited "
                     "audio, or one archive holding both")
@@ -155,6 +162,7 @@ def validate_upload(*, item_keys: list[str], predictions: Path | None, archive: 
     except _ArchiveRefused as exc:
         result.errors.append(f"{archive.name}: {exc}")
     except ARCHIVE_ERRORS as exc:
+        _raise_ours(exc)
         result.errors.append(f"{archive.name}: damaged archive: {_why(exc)}")
     result.errors.extend(faults)
     return result
@@ -308,7 +316,8 @@ def _reader_for(path: Path):
         return _TarReader(path)
     except _ArchiveRefused:
         raise
-    except (tarfile.ReadError, EOFError, OSError, zlib.error):
+    except (tarfile.ReadError, EOFError, OSError, zlib.error) as exc:
+        _raise_ours(exc)
         return None  # gzip, but not a tar inside
 
 
@@ -420,6 +429,7 @@ def _extract(reader, entries: list[_Entry], audio_dir: Path, name: str) -> list[
         try:
             written = _extract_one(reader, entry, target, entry.size)
         except OSError as exc:
+            _raise_ours(exc)
             return [f"{name}: member {entry.name!r}: cannot be extracted: {_why(exc)}"]
         if written is None:
             return [f"{name}: member {entry.name!r} unpacks to more than the {entry.size} "
@@ -446,6 +456,12 @@ def _copy_limited(source, sink, budget: int) -> int | None:
             return None
         sink.write(chunk)
     return written
+
+
+def _raise_ours(exc: BaseException) -> None:
+    """Raise `exc` again when it is a fault of ours (OUR_ERRNOS), not of the upload."""
+    if isinstance(exc, OSError) and exc.errno in OUR_ERRNOS:
+        raise exc
 
 
 def _why(exc: BaseException) -> str:
@@ -584,10 +600,12 @@ def _audio_problem(path: Path, limits: Limits) -> str | None:
                 return problem
             declared, rate, container = audio.frames, audio.samplerate, audio.format
     except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
+        _raise_ours(exc)
         return f"not readable as WAV or FLAC audio ({_why(exc)})"
     try:
         return _decoded_problem(path, container, declared, rate, limits)
     except (av.FFmpegError, ValueError, OSError) as exc:
+        _raise_ours(exc)
         return f"not decodable to its end as {container} audio ({_why(exc)})"
 
 
@@ -698,6 +716,7 @@ def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[s
                 return parse(text, name=source.name, known_ids=set(item_keys),
                              per_kind=settings.SUBMISSION_REPORT_MAX_PER_KIND)
     except OSError as exc:
+        _raise_ours(exc)
         errors.append(f"{source.name}: cannot be read: {_why(exc)}")
     except PredictionError as exc:
         errors.extend(exc.problems)

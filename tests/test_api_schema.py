@@ -54,7 +54,7 @@ def test_every_api_error_has_one_shape(client):
 WRITE_API = {"submissions_list", "submissions_create", "submissions_detail",
              "submissions_update", "submissions_cancel", "submissions_file",
              "submissions_rescore", "submissions_hide", "submissions_flag",
-             "submissions_delete", "quotas_set", "token_create"}
+             "submissions_delete", "submissions_retry", "quotas_set", "token_create"}
 
 
 def _operations(schema):

@@ -119,7 +119,8 @@ def test_a_broken_batch_is_retried_then_fails_the_run_in_words(run_setup, settin
     assert runs.batch_failed(batch.id, "KeyError: 'x'") is False
     run.refresh_from_db()
     assert run.status == "failed"
-    assert run.error == "scoring batch 0 failed 2 times; last error: KeyError: 'x'"
+    assert run.error == ("failed on our side: scoring batch 0 broke 2 times; last error: "
+                         "KeyError: 'x'")
 
 
 def test_the_sweeper_hands_back_a_batch_whose_worker_died(run_setup, settings):

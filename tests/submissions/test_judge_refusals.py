@@ -113,8 +113,8 @@ def test_refusals_under_the_share_publish_with_their_count_on_the_board(
     run = check_finished(stack, submission_id)
     refused = Answer.objects.filter(run=run, error_kind="refused request")
     assert 0 < refused.count() == run.refused_queries < run.total_queries
-    assert all("At most 1 audio(s) may be provided in one prompt" in a.error and a.choice is None and not a.correct
-               for a in refused)
+    assert all("At most 1 audio(s) may be provided in one prompt" in a.error
+               and a.choice is None and not a.correct for a in refused)
     rows = board_rows(stack["client"])
     assert [(r["submission"], r["refused"]) for r in rows] == [(submission_id,
                                                                  run.refused_queries)]

@@ -54,6 +54,33 @@ def test_the_fleet_down_for_a_while_delays_the_run_which_then_finishes(stack,
     assert "handed back" in stack["log"].read_text()
 
 
+def test_a_validation_broken_on_our_side_fails_then_the_sweeper_retries_it_to_the_end(
+        stack, worker_factory, simulator_factory, tmp_path):
+    (tmp_path / "not-a-folder").write_text("")  # its storage unusable: every write fails
+    broken = worker_factory(stack["ports"], SCORING_BATCH_ITEMS="3",
+                            MEDIA_ROOT=str(tmp_path / "not-a-folder" / "media"),
+                            UPLOAD_TEMP_DIR=str(tmp_path / "upload-tmp"),
+                            SUBMISSION_VALIDATION_RETRIES="1",
+                            SUBMISSION_VALIDATION_RETRY_SECONDS="1",
+                            SUBMISSION_RETRY_AFTER_SECONDS="3600")()
+    submission_id = upload(stack)
+    wait_for(lambda: state(submission_id) == "failed", 60, "the validation to fail",
+             stack["log"])
+    submission = Submission.objects.get(id=submission_id)
+    assert submission.status == "failed" and "rejected" not in submission.status_times
+    assert submission.report == {} and "NotADirectoryError" in submission.error
+    assert "retry: Retry in 1s" in stack["log"].read_text()  # tried twice, a second apart
+    broken.stop()
+
+    simulator_factory("--latency-ms", "5", "--slots", "8", ports=stack["ports"])
+    worker_factory(stack["ports"], SCORING_BATCH_ITEMS="3", SUBMISSION_RETRY_AFTER_SECONDS="1",
+                   SUBMISSION_VALIDATION_SWEEP_SECONDS="1")()  # the fault is gone
+    wait_for(lambda: state(submission_id) == "finished", 120, "the retry to finish",
+             stack["log"])
+    check_finished(stack, submission_id)
+    assert Submission.objects.get(id=submission_id).retries == 1  # by the sweeper
+
+
 def test_a_rescore_runs_on_the_rescoring_queue_and_the_board_switches_when_it_ends(
         stack, simulator_factory, staff):
     sim = simulator_factory("--latency-ms", "5", "--slots", "8", ports=stack["ports"])
