@@ -17,7 +17,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
 from scoring.models import ScoringRun
-from submissions.models import QuotaOverride, Submission
+from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.services import submission_folder
 
 Action = AuditEvent.Action
@@ -49,6 +49,14 @@ def _locked(submission: Submission) -> Submission:
                 .get(pk=submission.pk))
     except Submission.DoesNotExist:
         raise ServiceError(f"no submission {submission.pk}") from None
+
+
+def _lock_model(submission: Submission) -> None:
+    """Lock the submission's model row: choices of its representative, made at once from
+    several submissions of the model, then run one after another (the unique constraint
+    submission_one_representative would otherwise refuse all but one). Taken before any
+    submission's row, so two choices never hold each other's rows."""
+    list(ModelEntry.objects.select_for_update().filter(pk=submission.model_id).values("pk"))
 
 
 def submission_state(submission: Submission) -> dict:
@@ -167,6 +175,7 @@ def model_set_representative(*, actor, submission: Submission, chosen: bool = Tr
     (or withdraws the choice: the model's latest public submission represents it again)."""
     _require_owner(actor, submission)
     with transaction.atomic():
+        _lock_model(submission)
         row = _locked(submission)
         if chosen:
             problems = [why for broken, why in (
@@ -203,6 +212,8 @@ def submission_author_choices(*, actor, submission: Submission, public: bool | N
     if public is None and representative is None:
         raise ServiceError("give public, representative or both")
     with transaction.atomic():
+        if representative is not None:
+            _lock_model(submission)
         if public is not None and public != submission.public:
             submission = submission_set_public(actor=actor, submission=submission,
                                                public=public)

@@ -17,15 +17,21 @@ def at_once(send, count: int, *, clients: int = 16) -> list[httpx.Response]:
     connection, started together; the responses in the order of i."""
     start = threading.Barrier(clients)
     local = threading.local()
+    opened = []
 
     def one(i):
         if not hasattr(local, "client"):
             local.client = httpx.Client(timeout=30)
+            opened.append(local.client)
             start.wait(timeout=30)
         return send(local.client, i)
 
-    with ThreadPoolExecutor(clients) as pool:
-        return list(pool.map(one, range(count)))
+    try:
+        with ThreadPoolExecutor(clients) as pool:
+            return list(pool.map(one, range(count)))
+    finally:
+        for client in opened:  # the server's threads, and their database connections, end
+            client.close()
 
 
 def statuses(responses) -> Counter:
