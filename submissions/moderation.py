@@ -51,6 +51,10 @@ def _locked(submission: Submission) -> Submission:
         raise ServiceError(f"no submission {submission.pk}") from None
 
 
+# The largest a quota's column (a PositiveIntegerField: integer on PostgreSQL) holds.
+QUOTA_MAX = 2**31 - 1
+
+
 def _lock_model(submission: Submission) -> None:
     """Lock the submission's model row: choices of its representative, made at once from
     several submissions of the model, then run one after another (the unique constraint
@@ -232,6 +236,8 @@ def quota_override(*, actor, user, per_day: int | None, in_flight: int | None,
     for name, value in (("per_day", per_day), ("in_flight", in_flight)):
         if value is not None and value < 0:
             raise ServiceError(f"{name} must be 0 or more, not {value}")
+        if value is not None and value > QUOTA_MAX:
+            raise ServiceError(f"{name} must be at most {QUOTA_MAX}, not {value}")
     with transaction.atomic():
         current = QuotaOverride.objects.select_for_update().filter(user=user).first()
         before = current.as_dict() if current else {}
