@@ -1,18 +1,26 @@
 """allauth's hooks: the client's address and the log-in counters come from config.throttle;
-emails name the site from SITE_NAME and SITE_URL; a log-in provider without keys is not there."""
+emails name the site from SITE_NAME and SITE_URL; a password changed or reset revokes the
+account's API tokens; an address confirmed by one account is released by every other that
+claimed it unconfirmed; a log-in provider without keys is not there."""
 
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.models import EmailAddress
 from allauth.account.utils import filter_users_by_email
+from allauth.core import ratelimit
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from allauth.socialaccount.models import SocialApp
 from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.http import Http404
+from django.utils import timezone
 
 from config.throttle import client_ip, login_attempt, too_many_requests
+from submissions.models import ApiToken
 
 
 def account_name(credentials: dict) -> str:
@@ -39,6 +47,25 @@ def current_site() -> Site:
     return Site(domain=urlsplit(settings.SITE_URL).netloc, name=settings.SITE_NAME)
 
 
+def tokens_revoke(user) -> list[str]:
+    """Revoke every active API token of the user; their names, in order."""
+    active = ApiToken.objects.filter(user=user, revoked_at=None)
+    names = list(active.order_by("name", "pk").values_list("name", flat=True))
+    active.update(revoked_at=timezone.now())
+    return names
+
+
+def email_release(email_address: EmailAddress) -> None:
+    """Once an address is confirmed, other accounts' unconfirmed claims to it go: one who
+    added someone else's address cannot keep its owner from signing up or confirming it."""
+    claims = EmailAddress.objects.filter(email__iexact=email_address.email, verified=False) \
+        .exclude(user_id=email_address.user_id)
+    users = list(claims.values_list("user_id", flat=True))
+    claims.delete()
+    get_user_model().objects.filter(pk__in=users, email__iexact=email_address.email) \
+        .update(email="")
+
+
 class AccountAdapter(DefaultAccountAdapter):
     def format_email_subject(self, subject: str) -> str:
         return f"[{settings.SITE_NAME}] {subject}"
@@ -48,6 +75,31 @@ class AccountAdapter(DefaultAccountAdapter):
 
     def get_client_ip(self, request):
         return client_ip(request)
+
+    def save_user(self, request, user, form, commit=True):
+        """A sign-up's confirmation link goes out even when another account's unconfirmed
+        claim to the address spent allauth's per-address cooldown ("confirm_email")."""
+        user = super().save_user(request, user, form, commit=commit)
+        if user.email:
+            ratelimit.clear(request, action="confirm_email", key=user.email.lower())
+        return user
+
+    def confirm_email(self, request, email_address):
+        confirmed = super().confirm_email(request, email_address)
+        if confirmed:
+            email_release(email_address)
+        return confirmed
+
+    def set_password(self, user, password):
+        """Every password change and reset (allauth's only path to a new password) revokes
+        the account's API tokens: whoever held the old password may have made some. The
+        author is told which, beside the email allauth sends (ACCOUNT_EMAIL_NOTIFICATIONS)."""
+        super().set_password(user, password)
+        revoked = tokens_revoke(user)
+        if revoked and self.request is not None:
+            messages.warning(self.request, f"Your password changed, so your API tokens were "
+                             f"revoked: {', '.join(revoked)}. Make new ones on the API "
+                             "tokens page.")
 
     def pre_authenticate(self, request, **credentials):
         """Count the attempt on the log-in counters that `POST /api/token/` shares, in place of

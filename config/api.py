@@ -1,12 +1,18 @@
-"""The API's one exception handler: every error body is `{"errors": [...]}`."""
+"""The API's one exception handler: every error body is `{"errors": [...]}`, a failure of
+our own (an exception no view expected) included, never Django's HTML error page."""
 
+import logging
 import math
 
 from rest_framework.exceptions import Throttled
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
 
 from config.errors import ServiceError
+
+log = logging.getLogger(__name__)
+
+INTERNAL_ERROR = "internal error on our side, not in your request: try again later"
 
 
 def _messages(detail) -> list[str]:
@@ -24,7 +30,11 @@ def errors_exception_handler(exc, context):
         return Response({"errors": exc.problems}, status=exc.status)
     response = exception_handler(exc, context)
     if response is None:
-        return response
+        request = context.get("request")
+        log.error("API %s %s failed", getattr(request, "method", "?"),
+                  getattr(request, "path", "?"), exc_info=exc)
+        set_rollback()
+        return Response({"errors": [INTERNAL_ERROR]}, status=500)
     if isinstance(exc, Throttled):
         # DRF has already set Retry-After from the same wait.
         wait = "a moment" if exc.wait is None else f"{max(math.ceil(exc.wait), 1)} seconds"

@@ -257,7 +257,8 @@ RATELIMIT_FAIL_OPEN = True
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend",
                            "allauth.account.auth_backends.AuthenticationBackend"]
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
-ACCOUNT_FORMS = {"login": "accounts.forms.SiteLoginForm"}
+ACCOUNT_FORMS = {"login": "accounts.forms.SiteLoginForm",
+                 "signup": "accounts.forms.SiteSignupForm"}
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_choice("ACCOUNT_EMAIL_VERIFICATION", "optional",
@@ -265,6 +266,9 @@ ACCOUNT_EMAIL_VERIFICATION = env_choice("ACCOUNT_EMAIL_VERIFICATION", "optional"
 # A reset asked for an address without an account sends nothing: the form must not become a
 # way to mail strangers.
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
+# The author is emailed when the password changes or is reset (which also revokes their API
+# tokens, accounts.adapter), and when an address is added or removed.
+ACCOUNT_EMAIL_NOTIFICATIONS = True
 
 
 def _allauth_rate(rate: str | None, *per: str) -> str:

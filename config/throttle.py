@@ -74,15 +74,32 @@ class _ClientAddress:
         return _client_network(request)
 
 
-class AnonThrottle(_ClientAddress, throttling.AnonRateThrottle):
+class _AtomicCount(throttling.SimpleRateThrottle):
+    """DRF's rate throttles counted on django-ratelimit's fixed-window counter: one atomic
+    increment per request (an ADD, then Redis INCR, on a key that expires with its window).
+    DRF's own keep a list of request times that concurrent requests read and write back
+    whole, so one overwrites another's and far more requests than the rate get through."""
+
+    def allow_request(self, request, view):
+        self.limited = None
+        key = self.get_cache_key(request, view) if self.rate else None
+        if key is not None:
+            self.limited = _count(request, group=f"api:{self.scope}", key=key, rate=self.rate)
+        return self.limited is None
+
+    def wait(self):
+        return self.limited.retry_after
+
+
+class AnonThrottle(_ClientAddress, throttling.AnonRateThrottle, _AtomicCount):
     pass
 
 
-class UserThrottle(_ClientAddress, throttling.UserRateThrottle):
+class UserThrottle(_ClientAddress, throttling.UserRateThrottle, _AtomicCount):
     pass
 
 
-class ScopedThrottle(_ClientAddress, throttling.ScopedRateThrottle):
+class ScopedThrottle(_ClientAddress, throttling.ScopedRateThrottle, _AtomicCount):
     pass
 
 
@@ -108,6 +125,29 @@ def _count(request, *, group: str, key: str, rate: str | None) -> Limited | None
     if usage is not None and usage["should_limit"]:
         return Limited(rate, max(usage["time_left"], 1))
     return None
+
+
+def _peek(request, *, group: str, key: str, rate: str | None) -> Limited | None:
+    """Whether the counter is past its rate, without counting this request (a count at the
+    rate itself is not past it: the next one would be)."""
+    usage = get_usage(request, group=group, key=lambda _group, _request: key, rate=rate)
+    if usage is not None and usage["count"] >= usage["limit"]:
+        return Limited(rate, max(usage["time_left"], 1))
+    return None
+
+
+def bad_token_limited(request) -> Limited | None:
+    """Whether the client's address is past THROTTLE_API_ANON in tokens that were refused
+    (counted by `bad_token`): then the API answers 429 before looking any token up."""
+    return _peek(request, group="api:bad-token", key=_client_network(request),
+                 rate=settings.THROTTLE_API_ANON)
+
+
+def bad_token(request) -> Limited | None:
+    """Count one refused token (unknown or revoked) against the client's address; a
+    request with a wrong token reaches no throttle, which runs after authentication."""
+    return _count(request, group="api:bad-token", key=_client_network(request),
+                  rate=settings.THROTTLE_API_ANON)
 
 
 def login_attempt(request, account: str) -> Limited | None:

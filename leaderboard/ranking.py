@@ -145,11 +145,16 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
 
     benchmark = Benchmark.objects.get(pk=benchmark.pk)  # its board's state as it is now
     state = selectors.board_stamp(benchmark)
-    if set(RankRanges.objects.filter(benchmark=benchmark)
-           .values_list("state", flat=True)) == {state}:
+    if _stored_state(benchmark) == {state}:
         return False
     computed = compute(benchmark, selectors.representatives(benchmark), replicates=replicates)
     with transaction.atomic():
+        # Refreshes of one board that finish at once store one after another (the unique
+        # slice constraint would refuse the second's rows); one finding the state already
+        # stored changes nothing.
+        Benchmark.objects.select_for_update().get(pk=benchmark.pk)
+        if _stored_state(benchmark) == {state}:
+            return False
         RankRanges.objects.filter(benchmark=benchmark).delete()
         RankRanges.objects.bulk_create([
             RankRanges(benchmark=benchmark, state=state, dimension=d, bucket=b,
@@ -157,6 +162,10 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
             for (d, b), ranges in computed.items()])
     log.info("rank ranges of %s computed for %d slices", benchmark, len(computed))
     return True
+
+
+def _stored_state(benchmark: Benchmark) -> set[str]:
+    return set(RankRanges.objects.filter(benchmark=benchmark).values_list("state", flat=True))
 
 
 def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:

@@ -2,9 +2,10 @@ from datetime import timedelta
 
 from django.db.models import Q
 from django.utils import timezone
-from rest_framework.authentication import TokenAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.authentication import TokenAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 
+from config.throttle import bad_token, bad_token_limited
 from submissions.models import ApiToken
 
 # Recording every use would write a row per API request; once a minute is precise enough.
@@ -16,6 +17,23 @@ class ApiTokenAuthentication(TokenAuthentication):
 
     keyword = "Token"
     model = ApiToken
+
+    def authenticate(self, request):
+        """Refused tokens count against the client's address (config.throttle.bad_token):
+        past the limit the answer is 429, and no token is looked up."""
+        words = get_authorization_header(request).split()
+        if not words or words[0].lower() != self.keyword.lower().encode():
+            return None  # no token: the session, or an anonymous caller
+        limited = bad_token_limited(request)
+        if limited:
+            raise Throttled(limited.retry_after)
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            limited = bad_token(request)
+            if limited:
+                raise Throttled(limited.retry_after) from None
+            raise
 
     def authenticate_credentials(self, key):
         try:

@@ -5,6 +5,7 @@ from scoring.kinds import get_kind
 from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions import selectors
 from submissions.models import Submission
+from submissions.moderation import QUOTA_MAX
 from submissions.rescoring import RescoreFilter, rescorable_configs
 
 REASON = {"max_length": 1000, "widget": forms.Textarea(attrs={"rows": 2})}
@@ -126,10 +127,11 @@ class DeleteForm(forms.Form):
 
 class QuotaForm(forms.Form):
     username = forms.CharField(max_length=150)
-    per_day = forms.IntegerField(required=False, min_value=0, label="Submissions per 24 hours",
+    per_day = forms.IntegerField(required=False, min_value=0, max_value=QUOTA_MAX,
+                                 label="Submissions per 24 hours",
                                  help_text="blank: the site's limit")
-    in_flight = forms.IntegerField(required=False, min_value=0, label="Scored at once",
-                                   help_text="blank: the site's limit")
+    in_flight = forms.IntegerField(required=False, min_value=0, max_value=QUOTA_MAX,
+                                   label="Scored at once", help_text="blank: the site's limit")
     reason = forms.CharField(**REASON, help_text="Kept in the audit log (not public). Both "
                              "limits blank removes the user's override.")
 

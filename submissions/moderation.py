@@ -19,7 +19,7 @@ from audit.services import audit_record
 from config.celery import BrokerUnavailable, broker_check
 from config.errors import ServiceError
 from scoring.models import ScoringRun
-from submissions.models import QuotaOverride, Submission
+from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.services import submission_folder, submission_retry
 
 Action = AuditEvent.Action
@@ -51,6 +51,18 @@ def _locked(submission: Submission) -> Submission:
                 .get(pk=submission.pk))
     except Submission.DoesNotExist:
         raise ServiceError(f"no submission {submission.pk}") from None
+
+
+# The largest a quota's column (a PositiveIntegerField: integer on PostgreSQL) holds.
+QUOTA_MAX = 2**31 - 1
+
+
+def _lock_model(submission: Submission) -> None:
+    """Lock the submission's model row: choices of its representative, made at once from
+    several submissions of the model, then run one after another (the unique constraint
+    submission_one_representative would otherwise refuse all but one). Taken before any
+    submission's row, so two choices never hold each other's rows."""
+    list(ModelEntry.objects.select_for_update().filter(pk=submission.model_id).values("pk"))
 
 
 def submission_state(submission: Submission) -> dict:
@@ -191,6 +203,7 @@ def model_set_representative(*, actor, submission: Submission, chosen: bool = Tr
     (or withdraws the choice: the model's latest public submission represents it again)."""
     _require_owner(actor, submission)
     with transaction.atomic():
+        _lock_model(submission)
         row = _locked(submission)
         if chosen:
             problems = [why for broken, why in (
@@ -227,6 +240,8 @@ def submission_author_choices(*, actor, submission: Submission, public: bool | N
     if public is None and representative is None:
         raise ServiceError("give public, representative or both")
     with transaction.atomic():
+        if representative is not None:
+            _lock_model(submission)
         if public is not None and public != submission.public:
             submission = submission_set_public(actor=actor, submission=submission,
                                                public=public)
@@ -245,6 +260,8 @@ def quota_override(*, actor, user, per_day: int | None, in_flight: int | None,
     for name, value in (("per_day", per_day), ("in_flight", in_flight)):
         if value is not None and value < 0:
             raise ServiceError(f"{name} must be 0 or more, not {value}")
+        if value is not None and value > QUOTA_MAX:
+            raise ServiceError(f"{name} must be at most {QUOTA_MAX}, not {value}")
     with transaction.atomic():
         current = QuotaOverride.objects.select_for_update().filter(user=user).first()
         before = current.as_dict() if current else {}

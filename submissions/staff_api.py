@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from submissions import moderation, selectors
+from submissions.moderation import QUOTA_MAX
 from submissions.rescoring import RescoreFilter, rescore_request
 from submissions.serializers import (
     DeletedSerializer,
@@ -156,10 +157,10 @@ class QuotaApi(APIView):
 
     class QuotaInputSerializer(serializers.Serializer):
         username = serializers.CharField(max_length=150)
-        per_day = serializers.IntegerField(min_value=0, allow_null=True, default=None,
-                                           help_text="null: the site's limit")
-        in_flight = serializers.IntegerField(min_value=0, allow_null=True, default=None,
-                                             help_text="null: the site's limit")
+        per_day = serializers.IntegerField(min_value=0, max_value=QUOTA_MAX, allow_null=True,
+                                           default=None, help_text="null: the site's limit")
+        in_flight = serializers.IntegerField(min_value=0, max_value=QUOTA_MAX, allow_null=True,
+                                             default=None, help_text="null: the site's limit")
         reason = serializers.CharField(**REASON)
 
         def validate_username(self, name):

@@ -9,22 +9,10 @@ import sys
 import pytest
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
-from rest_framework.throttling import SimpleRateThrottle
 
 from config.env import env_rate
 from submissions.models import ApiToken
 from tests.conftest import CAST_PASSWORD, ROOT
-
-
-@pytest.fixture
-def api_rates(monkeypatch):
-    """DRF reads its rates once, at import: a test sets them on the throttle class."""
-
-    def set_rates(**rates):
-        defaults = {"anon": None, "user": None, "uploads": None}
-        monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**defaults, **rates})
-
-    return set_rates
 
 
 def log_in(client, password="wrong", login="author", **extra):

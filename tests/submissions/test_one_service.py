@@ -273,3 +273,15 @@ def test_an_upload_over_quota_is_refused_alike_by_the_page_and_the_api(
     assert response.status_code == code and service.call_count == 1
     assert "daily quota reached: 0 submissions in 24 hours" in response.content.decode()
     assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize(("door", "code"), [("page", 400), ("api", 400),
+                                            ("command", "refused")])
+@pytest.mark.parametrize("field", ["per_day", "in_flight"])
+def test_a_quota_past_the_column_s_range_is_refused_naming_the_field(author, staff, client,
+                                                                     door, code, field):
+    status, body = quota_through(door, staff, client, **{"per_day": None, "in_flight": None,
+                                                         field: 2**31})
+    assert status == code
+    assert field in body and "2147483647" in body
+    assert not AuditEvent.objects.exists()

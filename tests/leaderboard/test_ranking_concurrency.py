@@ -1,0 +1,34 @@
+"""Rank ranges refreshed by several workers at once (threads on PostgreSQL): every refresh
+ends without an error and one set of ranges stays, of the board's current state."""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from django.db import connection
+
+from leaderboard import ranking, selectors
+from leaderboard.models import RankRanges
+from tests.leaderboard.test_ranking import clear_gap
+
+
+def test_refreshes_finishing_at_once_store_one_set(transactional_db, item_board):
+    benchmark, scored, _ = item_board
+    scored("A", clear_gap(0.7))
+    scored("B", clear_gap(0.3))
+    start = threading.Barrier(8)
+
+    def refresh(_):
+        start.wait(timeout=30)
+        try:
+            return ranking.refresh(benchmark, replicates=50)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(8) as pool:
+        computed = list(pool.map(refresh, range(8)))
+    assert True in computed  # and none raised (an IntegrityError would, through map)
+    benchmark.refresh_from_db()
+    stored = RankRanges.objects.filter(benchmark=benchmark)
+    assert {row.state for row in stored} == {selectors.board_stamp(benchmark)}
+    assert stored.count() == len({(row.dimension, row.bucket) for row in stored})
+    assert ranking.refresh(benchmark, replicates=50) is False
