@@ -248,3 +248,53 @@ def test_bad_options_are_refused(demo_set, tmp_path, extra, message):
     result = run_manage(*args, *extra)
     assert result.returncode == 1
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("judge", [("--model", "Qwen2-Audio-7B-Instruct"),
+                                   ("--api-key", "the-judges-key")])
+def test_a_judge_that_cannot_serve_the_queries_sends_none_and_writes_no_figures(
+        demo_set, simulator_factory, tmp_path, judge):
+    sim = simulator_factory("--latency-ms", "5", *judge)
+    out = tmp_path / "out"
+    result = run_manage(*score_args(demo_set, out, sim.base_urls))
+    assert result.returncode == 1
+    assert "no judge endpoint can serve these queries, so none was sent" in result.stderr
+    reason = "serves 'Qwen2-Audio-7B-Instruct'" if judge[0] == "--model" else \
+        "refuses our API key"
+    assert all(f"{url}: {reason}" in result.stderr for url in sim.urls)
+    assert sim.completions() == 0
+    assert not (out / "per_sample.json").exists() and not (out / "taxonomy.json").exists()
+
+
+def test_the_right_api_key_is_sent(demo_set, simulator_factory, tmp_path):
+    sim = simulator_factory("--latency-ms", "5", "--api-key", "the-judges-key")
+    out = tmp_path / "out"
+    result = run_manage(*score_args(demo_set, out, sim.base_urls, None,
+                                    "--api_key", "the-judges-key"))
+    assert result.returncode == 0, result.stderr
+    check_outputs(demo_set, out, missing={s["id"] for s in demo_set["samples"][-2:]})
+
+
+def test_a_judge_refusing_the_queries_fails_the_command_until_it_takes_them(
+        demo_set, simulator_factory, tmp_path):
+    ports = free_ports(2)
+    sim = simulator_factory("--latency-ms", "5", "--max-audio-seconds", "0.1", ports=ports)
+    out = tmp_path / "out"
+    result = run_manage(*score_args(demo_set, out, sim.base_urls))
+    assert result.returncode == 1
+    assert "the judge refused" in result.stderr and "no figures were written" in result.stderr
+    assert "exceeds the pre-allocated encoder cache size" in result.stderr  # vLLM's words
+    assert not (out / "per_sample.json").exists()
+    run = json.loads((out / "run.json").read_text())
+    assert run["refused_queries"] == expected_queries(
+        demo_set, {s["id"] for s in demo_set["samples"][-2:]}) > 0
+    # the judge is fixed: the same command asks the refused queries again and finishes
+    sim.stop()
+    fixed = simulator_factory("--latency-ms", "5", ports=ports)
+    result = run_manage(*score_args(demo_set, out, sim.base_urls))
+    assert result.returncode == 0, result.stderr
+    assert "0 refused by the judge" in result.stdout
+    results, _, run = check_outputs(demo_set, out,
+                                    missing={s["id"] for s in demo_set["samples"][-2:]})
+    assert all(r["error"] is None for r in results) and run["refused_queries"] == 0
+    assert fixed.completions() == len(results)
