@@ -59,6 +59,13 @@ class JudgeConfigUpdateForm(forms.Form):
     base_urls = BaseUrlsField(label="Base URLs", help_text="One a line.")
     max_attempts = forms.IntegerField(min_value=1, max_value=50, label="Max attempts",
                                       help_text="Per judge query, the first one included.")
+    max_audio_seconds = forms.FloatField(
+        min_value=0.01, max_value=86400, label="Longest audio (s)", required=False,
+        help_text="The longest audio item the servers take (launch_qwen3_omni.sh's "
+                  "MAX_AUDIO_SECONDS); longer outputs are refused at upload.")
+    max_audios = forms.IntegerField(min_value=1, max_value=64, label="Audios per prompt",
+                                    required=False,
+                                    help_text="--limit-mm-per-prompt's audio count.")
     reason = forms.CharField(max_length=1000, help_text="Kept in the audit log.")
 
 

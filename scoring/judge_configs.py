@@ -72,14 +72,24 @@ def judge_config_create(*, actor, kind: str, name: str, judge_model: str, base_u
 
 @transaction.atomic
 def judge_config_update(*, actor, config: JudgeConfig, base_urls: list[str],
-                        max_attempts: int, reason: str = "") -> JudgeConfig:
-    """Change a config's operational settings (endpoints, retry budget) in place. What decides
-    a verdict cannot change here: that is a new config."""
+                        max_attempts: int, max_audio_seconds: float | None = None,
+                        max_audios: int | None = None, reason: str = "") -> JudgeConfig:
+    """Change a config's operational settings (endpoints, retry budget, what its servers
+    accept) in place. What decides a verdict cannot change here: that is a new config."""
     config = JudgeConfig.objects.select_for_update().get(id=config.id)
     _check(rounds=config.rounds, base_urls=base_urls, max_attempts=max_attempts)
+    if (max_audio_seconds is not None and max_audio_seconds <= 0) or \
+            (max_audios is not None and max_audios < 1):
+        raise JudgeConfigError("the longest audio must be above 0 s and the audios per "
+                               "prompt at least 1")
     before = config.as_dict()
     config.base_urls, config.max_attempts = list(base_urls), max_attempts
-    config.save(update_fields=["base_urls", "max_attempts"])
+    if max_audio_seconds is not None:
+        config.max_audio_seconds = max_audio_seconds
+    if max_audios is not None:
+        config.max_audios = max_audios
+    config.save(update_fields=["base_urls", "max_attempts", "max_audio_seconds",
+                               "max_audios"])
     audit_record(actor=actor, action=AuditEvent.Action.JUDGE_CONFIG, obj=config, before=before,
                  after=config.as_dict(), reason=reason)
     return config

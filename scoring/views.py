@@ -38,7 +38,9 @@ def _page(request, *, update_form=None, update_config_id=None, create_form=None,
     config_forms = [
         (config, update_form if config.id == update_config_id else JudgeConfigUpdateForm(
             prefix=f"config-{config.id}",
-            initial={"base_urls": config.base_urls, "max_attempts": config.max_attempts}))
+            initial={"base_urls": config.base_urls, "max_attempts": config.max_attempts,
+                     "max_audio_seconds": config.max_audio_seconds,
+                     "max_audios": config.max_audios}))
         for config in JudgeConfig.objects.order_by("name")]
     context = {**_stats_context(), "config_forms": config_forms,
                "create_form": create_form or JudgeConfigCreateForm(prefix="new"),
@@ -99,6 +101,8 @@ def judge_config_edit(request, config_id: int):
             judge_config_update(actor=request.user, config=config,
                                 base_urls=form.cleaned_data["base_urls"],
                                 max_attempts=form.cleaned_data["max_attempts"],
+                                max_audio_seconds=form.cleaned_data["max_audio_seconds"],
+                                max_audios=form.cleaned_data["max_audios"],
                                 reason=form.cleaned_data["reason"])
         except ServiceError as exc:
             form.add_error(None, str(exc))

@@ -65,6 +65,30 @@ def test_configs_are_created_and_their_endpoints_changed_with_audit_records(staf
     assert (changed.after["max_attempts"], changed.actor) == (7, staff)
 
 
+def test_a_configs_limits_follow_its_deployment_in_place_audited(staff):
+    config = judge_config_create(
+        actor=staff, kind="mmae", name="qwen-a100", judge_model="Qwen3-Omni-30B-A3B-Instruct",
+        base_urls=["http://a:8000"], rounds=3, sampling={"temperature": 0.0}, seed=0,
+        max_attempts=5)
+    # the sampling is stored in full, so no server default can decide a verdict
+    assert config.sampling == {"temperature": 0.0, "top_p": 1.0, "top_k": -1,
+                               "repetition_penalty": 1.0, "max_tokens": 1024}
+    assert (config.max_audio_seconds, config.max_audios) == (300.0, 8)
+    verdict = config.verdict_sha256
+    judge_config_update(actor=staff, config=config, base_urls=["http://a:8000"],
+                        max_attempts=5, max_audio_seconds=157.0, max_audios=4,
+                        reason="an A100 fleet: vLLM's default encoder cache")
+    config.refresh_from_db()
+    assert (config.max_audio_seconds, config.max_audios) == (157.0, 4)
+    assert config.verdict_sha256 == verdict  # limits do not change what a verdict is
+    changed = AuditEvent.objects.order_by("id").last()
+    assert (changed.before["max_audio_seconds"], changed.after["max_audio_seconds"]) == (
+        300.0, 157.0)
+    with pytest.raises(JudgeConfigError):
+        judge_config_update(actor=staff, config=config, base_urls=["http://a:8000"],
+                            max_attempts=5, max_audio_seconds=0)
+
+
 def test_bad_configs_are_refused_and_nothing_is_stored(staff):
     base = {"actor": staff, "kind": "mmae", "name": "x", "judge_model": "m",
             "base_urls": ["http://a:1"], "rounds": 3, "sampling": {}, "seed": 0,

@@ -193,7 +193,8 @@ def test_staff_create_a_judge_config(staff_client, staff):
     assert response.status_code == 302
     config = JudgeConfig.objects.get(name="mmae-qwen-8gpu")
     assert config.base_urls == [A, B] and config.rounds == 3 and config.seed == 7
-    assert config.sampling == {"temperature": 0.0, "max_tokens": 1024}
+    assert config.sampling == {"temperature": 0.0, "max_tokens": 1024, "top_p": 1.0,
+                               "top_k": -1, "repetition_penalty": 1.0}
     assert (config.max_attempts, config.created_by) == (4, staff)
     event = AuditEvent.objects.get()
     assert (event.action, event.reason, event.after["name"]) == (
