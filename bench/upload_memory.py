@@ -13,6 +13,11 @@ The temporary folder (about 3 GB with Django's temporary upload file and the sto
 the scratch database are removed at the end.
 
     .venv/bin/python bench/upload_memory.py [--megabytes 1024 --files 2000]
+        [--predictions-megabytes 100]
+
+With --predictions-megabytes, each line of submission.jsonl carries a padding field so that
+the file is that large (the checks made at upload read it a line at a time): the worker's
+peak then shows what a large predictions file costs the web process.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ def main():
     parser.add_argument("--files", type=int, default=2000,
                         help="WAVs in the archive (= samples of the benchmark)")
     parser.add_argument("--timeout", type=float, default=300, help="of the upload request")
+    parser.add_argument("--predictions-megabytes", type=int, default=0,
+                        help="pad submission.jsonl to this size (0: no padding)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-upload-"))
@@ -125,8 +132,15 @@ def main():
 
         keys = [sample["id"] for sample in meta]
         predictions = work / "submission.jsonl"
-        predictions.write_text("".join(
-            json.dumps({"id": k, "audio_path": f"systems/bench/{k}.wav"}) + "\n" for k in keys))
+        pad = "x" * max(0, args.predictions_megabytes * MB // len(keys) - 60)
+        with open(predictions, "w") as handle:
+            for k in keys:
+                line = {"id": k, "audio_path": f"systems/bench/{k}.wav"}
+                if pad:
+                    line["note"] = pad
+                handle.write(json.dumps(line) + "\n")
+        print(f"predictions: {predictions.stat().st_size / MB:.1f} MB, {len(keys)} lines",
+              flush=True)
         started = time.monotonic()
         archive = work / "audio.zip"
         size = write_archive(archive, keys, args.megabytes * MB)
