@@ -8,14 +8,13 @@ choices and quota overrides are not.
 
 from __future__ import annotations
 
-import shutil
-
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
+from scoring import media
 from scoring.models import ScoringRun
 from submissions.models import QuotaOverride, Submission
 from submissions.services import submission_folder
@@ -140,7 +139,7 @@ def submission_delete(*, actor, submission: Submission, reason: str) -> dict:
         folder = submission_folder(row)
         row.delete()
         ScoringRun.objects.filter(pk__in=runs).delete()
-        transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+        transaction.on_commit(lambda: media.folder_delete(folder))
     return before
 
 
