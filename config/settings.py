@@ -173,8 +173,10 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missi
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media"))).resolve()
 MEDIA_URL = "/media/"
 # DEFAULT_STORAGE=s3 (pip install '.[s3]') puts Django's default storage in an S3-compatible
-# bucket. Submission files do not go through it: they are written, unpacked and scored as
-# files under MEDIA_ROOT, which web servers and workers must share (docker/README.md).
+# bucket, which then holds every file an upload brings and the outputs validation unpacks
+# (scoring/media.py); MEDIA_ROOT is then each machine's own cache of the files it reads, so
+# web servers and workers share no disk (docker/README.md). With the filesystem storage, the
+# storage is MEDIA_ROOT itself, which web servers and workers must then share.
 DEFAULT_STORAGE = env_choice("DEFAULT_STORAGE", "filesystem", ("filesystem", "s3"))
 if DEFAULT_STORAGE == "s3":
     if importlib.util.find_spec("storages") is None:

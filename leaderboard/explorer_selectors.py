@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, QuerySet
 
+from scoring import media
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import (
     Criterion,
@@ -248,6 +249,8 @@ def audio_file(submission: Submission, item_key: str, which: str) -> Path | None
     is none. `which` is "output" or "inputN" (N from 1, the sample's N-th input audio).
 
     An output is served only from inside its run's folder: the paths come from an upload.
+    When that folder is in a storage other than MEDIA_ROOT, this machine's copy of the file
+    is served, fetched from the storage (and checked) the first time it is asked for.
     """
     item = Item.objects.filter(benchmark_id=submission.benchmark_id, key=item_key) \
         .only("media").first()
@@ -258,9 +261,8 @@ def audio_file(submission: Submission, item_key: str, which: str) -> Path | None
         relative = None if run is None else run.outputs.get(item_key)
         if not isinstance(relative, str):
             return None
-        root = Path(run.audio_root).resolve()
-        path = resolve_audio(root, relative).resolve()
-        if not path.is_relative_to(root):
+        path = media.output_path(run.audio_root, relative, run.digests.get(item_key))
+        if path is None:
             return None
     else:
         number = int(which.removeprefix("input"))

@@ -32,6 +32,7 @@ from judge.fleet import REFUSED, FleetUnavailable, JudgeFleet
 from judge.leases import fleet_leases
 from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls
+from scoring import media
 from scoring.boards import board_changed
 from scoring.heartbeat import Heartbeat
 from scoring.jobs import JobFeed, ask_jobs
@@ -101,7 +102,7 @@ def run_jobs(*, kind: Kind, benchmark: Benchmark, items: list[Item], outputs: di
     """The judge queries of `items` (those with an output), as the kind makes them: outputs
     resolve against the run's folder, input audio against the benchmark's own root (never
     against an upload)."""
-    outputs_root, inputs_root = Path(audio_root), Path(benchmark.audio_root)
+    outputs_root, inputs_root = media.local_root(audio_root), Path(benchmark.audio_root)
     return kind.jobs([kind.from_rows(item.as_rows()) for item in items], outputs,
                      rounds=rounds, seed=seed, options=options,
                      output_path=lambda path: str(resolve_audio(outputs_root, path)),
@@ -152,7 +153,8 @@ def run_create(*, benchmark: Benchmark, audio_root: str, outputs: dict[str, str]
         benchmark=benchmark, judge_config=config, purpose=purpose, label=label,
         audio_root=audio_root,
         outputs=outputs, missing=missing,
-        digests={key: kind.outputs.digest(audio_root, outputs[key]) for key in keys},
+        digests={key: kind.outputs.digest(str(media.local_root(audio_root)), outputs[key])
+                 for key in keys},
         judge_model=config.judge_model, base_urls=config.base_urls,
         prompt_sha256=config.prompt_sha256, rounds=config.rounds, seed=config.seed,
         sampling=config.sampling, max_attempts=config.max_attempts, status=Status.QUEUED,
@@ -197,7 +199,7 @@ def _digests(*, audio_root: str, outputs: dict[str, str], digests: dict[str, str
              benchmark: Benchmark, items: list[Item]):
     """sha256 of each audio file a run's queries may send, by its absolute path: outputs
     from the run's digests, inputs from their items (hashed here when the import could not)."""
-    known = {str(resolve_audio(Path(audio_root), path)): digests[key]
+    known = {str(resolve_audio(media.local_root(audio_root), path)): digests[key]
              for key, path in outputs.items() if key in digests}
     root = Path(benchmark.audio_root)
     for item in items:
@@ -286,6 +288,7 @@ def _batch_open(batch_id: int) -> tuple[_Open, list[Job]]:
     run = batch.run
     _move(run.id, [Status.QUEUED], Status.SCORING)
     items = _items(run.benchmark, batch.item_keys)
+    media.outputs_fetch(run, batch.item_keys)
     criterion_ids = {(item.key, c.index): c.id for item in items for c in item.ordered_criteria()}
     answered = set(Answer.objects.filter(run=run, criterion_id__in=criterion_ids.values())
                    .values_list("criterion_id", "round"))

@@ -9,8 +9,6 @@ choices and quota overrides are not.
 
 from __future__ import annotations
 
-import shutil
-
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
@@ -18,6 +16,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from config.celery import BrokerUnavailable, broker_check
 from config.errors import ServiceError
+from scoring import media
 from scoring.models import ScoringRun
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.services import submission_folder, submission_retry
@@ -154,7 +153,7 @@ def submission_delete(*, actor, submission: Submission, reason: str) -> dict:
         folder = submission_folder(row)
         row.delete()
         ScoringRun.objects.filter(pk__in=runs).delete()
-        transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+        transaction.on_commit(lambda: media.folder_delete(folder))
     return before
 
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from config.alerts import staff_alert
 from config.celery import broker_check
 from config.errors import ServiceError
-from scoring import runs
+from scoring import media, runs
 from scoring.boards import board_changed
 from scoring.heartbeat import Heartbeat
 from scoring.judge_configs import judge_config_current
@@ -95,7 +95,11 @@ def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[
 
 
 def _save(upload: UploadedFile, folder: Path, name: str) -> None:
-    """Keep an upload: a large one already streamed to a temporary file is moved, not copied."""
+    """Keep an upload: a large one already streamed to a temporary file is moved, not copied
+    (or, with a storage other than MEDIA_ROOT, sent there)."""
+    if not media.shared():
+        media.file_save(upload, folder / name)
+        return
     folder.mkdir(parents=True, exist_ok=True)
     if hasattr(upload, "temporary_file_path"):
         file_move_safe(upload.temporary_file_path(), str(folder / name))
@@ -183,7 +187,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             validate_submission.delay(submission.pk)
     except BaseException:
         if folder is not None:
-            shutil.rmtree(folder.parent, ignore_errors=True)
+            media.folder_delete(folder.parent)
         raise
     return submission
 
@@ -221,6 +225,7 @@ def _validate(submission: Submission) -> None:
     audio_dir = root / "audio"
     shutil.rmtree(audio_dir, ignore_errors=True)
     audio_dir.mkdir(parents=True)
+    media.folder_fetch(root / "upload")  # a worker's own copy, when the storage is elsewhere
     predictions, archive = _upload_files(root / "upload")
     if predictions is None and archive is None:  # submission_create stored at least one
         raise RuntimeError(f"the files of submission {submission.pk} are missing from storage")
@@ -237,8 +242,10 @@ def _validate(submission: Submission) -> None:
     if not result.ok:
         _reject(submission)
         return
+    media.folder_save(audio_dir)
     with transaction.atomic():
-        run = runs.run_create(benchmark=submission.benchmark, audio_root=str(audio_dir),
+        run = runs.run_create(benchmark=submission.benchmark,
+                              audio_root=media.stored_root(audio_dir),
                               outputs=result.outputs, missing=result.missing,
                               options=submission.options)
         submission.current_run = run
@@ -249,7 +256,7 @@ def _validate(submission: Submission) -> None:
         submission.runs.add(run)
         enqueue_run(run.id)
     if archive is not None:  # its contents are unpacked under audio/; kept until queued, so
-        archive.unlink(missing_ok=True)  # that a validation that broke can be retried
+        media.file_delete(archive)  # that a validation that broke can be retried
 
 
 def _apply_model_details(submission: Submission) -> None:
@@ -262,12 +269,13 @@ def _apply_model_details(submission: Submission) -> None:
 
 
 def submission_folder(submission: Submission) -> Path:
-    """A submission's files, always derived from its id (never from a stored string)."""
+    """A submission's files, always derived from its id (never from a stored string): with a
+    storage other than MEDIA_ROOT, this machine's copy of them, at the same path there."""
     return Path(settings.MEDIA_ROOT) / "submissions" / str(submission.pk)
 
 
 def _reject(submission: Submission) -> None:
-    shutil.rmtree(submission_folder(submission), ignore_errors=True)
+    media.folder_delete(submission_folder(submission))
     submission.files_dir = ""
     submission.mark(Submission.Status.REJECTED)
     submission.save()
