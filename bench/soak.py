@@ -447,8 +447,8 @@ def watch(process: subprocess.Popen, figures: Figures, seconds: float, label: st
             if process.poll() is not None:
                 return f"died: exited with code {process.returncode}"
             time.sleep(1)
-            bar.n = int(seconds - max(0.0, deadline - time.monotonic()))
-            bar.set_postfix_str(progress_line(figures))
+            bar.set_postfix_str(progress_line(figures), refresh=False)
+            bar.update(int(seconds - max(0.0, deadline - time.monotonic())) - bar.n)
     return None
 
 
