@@ -93,7 +93,10 @@ class Child:
         if self.process is None:
             return
         if self.process.poll() is None:
-            _signal_group(self.process, signal.SIGTERM)
+            # The child itself first, so that it shuts down as it means to (Celery's warm
+            # shutdown ends its tasks; gunicorn its requests); what is left of its process
+            # group is killed after.
+            self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
