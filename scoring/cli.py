@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max_tokens", type=int, default=1024)
     parser.add_argument("--down_wait", type=float, default=600.0,
                         help="seconds to wait for a judge when every endpoint is down")
+    parser.add_argument("--unparseable_retries", type=int, default=1,
+                        help="times an unparseable reply is asked again at temperature 0 "
+                             "(the same request gives the same reply; default 1)")
     parser.add_argument("--max_refused_share", type=float, default=0.01,
                         help="above this share of queries refused by the judge (HTTP 400), "
                              "no figures are written and the command fails (default 0.01)")
@@ -67,6 +70,9 @@ def run(o: dict, stdout: TextIO) -> None:
     if o["concurrency"] < 1 or o["max_attempts"] < 1 or o["timeout"] <= 0:
         raise ScoreError("--concurrency and --max_attempts must be at least 1, "
                          "--timeout above 0")
+    if o["unparseable_retries"] < 0 or not 0 <= o["max_refused_share"] <= 1:
+        raise ScoreError("--unparseable_retries cannot be negative, and --max_refused_share "
+                         "is a share between 0 and 1")
     try:
         base_urls = parse_base_urls(o["base_urls"], name="--base_urls")
     except Exception as exc:
@@ -81,6 +87,7 @@ def run(o: dict, stdout: TextIO) -> None:
         timeout=o["timeout"], max_attempts=o["max_attempts"], seed=o["seed"],
         model=o["model"], api_key=o["api_key"], down_wait=o["down_wait"],
         max_refused_share=o["max_refused_share"],
+        unparseable_retries=o["unparseable_retries"],
         sampling={"temperature": o["temperature"], "max_tokens": o["max_tokens"]},
     )
     out = o["output_dir"]

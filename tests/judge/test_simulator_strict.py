@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from judge.fleet import JudgeFleet
+from judge.fleet import REFUSED, FleetUnavailable, JudgeFleet
 from scoring import mmae
 from tests.judge.test_simulator import MODEL, post, query
 
@@ -234,18 +234,24 @@ def _wait_refused(url, seconds=5):
     raise AssertionError(f"{url} still answers {seconds} s after its engine died")
 
 
-def test_the_fleet_client_gets_vllms_404_and_400_text(strict):
+def test_the_fleet_client_takes_out_a_404_and_records_a_400_as_vllms_refusal(strict):
     async def ask(model, messages):
-        async with JudgeFleet(strict.urls, model=model, max_attempts=1) as fleet:
-            return await fleet.ask(messages, json.loads)
+        async with JudgeFleet(strict.urls, model=model, max_attempts=1, down_wait=0.2,
+                              probe_interval=0.05) as fleet:
+            try:
+                return await fleet.ask(messages, json.loads), fleet.misconfigured()
+            except FleetUnavailable as exc:
+                return exc, fleet.misconfigured()
 
     body = audio_query(wav_uri(1))
-    unknown = asyncio.run(ask("Qwen2-Audio", body["messages"]))
-    assert not unknown.ok and "The model `Qwen2-Audio` does not exist." in unknown.error
-    assert json.loads(unknown.raw)["error"]["type"] == "NotFoundError"
+    unknown, wrong = asyncio.run(ask("Qwen2-Audio", body["messages"]))
+    # a model the server does not serve is no answer: every endpoint is taken out
+    assert isinstance(unknown, FleetUnavailable)
+    assert set(wrong) == set(strict.urls)
     many = audio_query(*[wav_uri(0.1)] * 9)
-    too_many = asyncio.run(ask(MODEL, many["messages"]))
-    assert not too_many.ok
+    too_many, wrong = asyncio.run(ask(MODEL, many["messages"]))
+    assert not too_many.ok and too_many.error_kind == REFUSED and wrong == {}
+    assert "At most 8 audio(s) may be provided in one prompt." in too_many.error
     assert json.loads(too_many.raw)["error"]["message"] == \
         "At most 8 audio(s) may be provided in one prompt."
     assert strict.completions() == 0

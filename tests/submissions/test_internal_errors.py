@@ -59,7 +59,7 @@ FAULTS = {
     "database": lambda mp: Fault(mp, runs, "run_create", OperationalError("database is locked")),
     "full disk": lambda mp: Fault(mp, validation, "_copy_limited",
                                   OSError(errno.ENOSPC, "No space left on device")),
-    "bug (RuntimeError)": lambda mp: Fault(mp, services, "limits_from_settings",
+    "bug (RuntimeError)": lambda mp: Fault(mp, services, "limits_for",
                                            RuntimeError("unexpected state")),
     "bug (KeyError)": lambda mp: Fault(mp, services, "get_kind", KeyError("mmae")),
 }

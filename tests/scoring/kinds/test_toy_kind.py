@@ -78,7 +78,8 @@ def toy_benchmark(toy_kind, toy_judge, tmp_path, settings):
     settings.SCORING_BATCH_ITEMS = 2
     benchmark, _ = benchmark_import(kind=NAME, path=write(tmp_path / "toy.json", ITEMS),
                                     audio_root=None, slug="toy")
-    judge_config([toy_judge.url], kind=NAME, benchmark=benchmark, max_attempts=2)
+    judge_config([toy_judge.url], kind=NAME, benchmark=benchmark, max_attempts=2,
+                 judge_model="toy-judge")
     return benchmark
 
 
