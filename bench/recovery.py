@@ -262,10 +262,13 @@ def one_run(label: str, *, fault: str | None, stack: Stack, app, env: dict, db_n
                 break
         stack.check()
         if time.monotonic() > deadline:  # a stall: reported as such, the next run goes on
-            bar.write(f"{label}: not finished after {args.timeout:g} s; log:\n{stack.tail()}")
+            print(f"\n{label}: not finished after {args.timeout:g} s; log:\n{stack.tail()}")
+            if run is None:
+                raise SystemExit(f"{label}: the upload was never queued for scoring")
             break
         time.sleep(0.05 if fault and FAULTS[fault][0] == "aggregating" else 0.5)
-    bar.close()
+    if bar is not None:
+        bar.close()
     times = run.status_times
     notable = [line for line in stack.log.read_text(errors="replace")[log_start:].splitlines()
                if any(word in line for word in NOTABLE)]
