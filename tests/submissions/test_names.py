@@ -204,3 +204,21 @@ def test_authors_racing_for_look_alike_names_leave_one_owner(live_server, small_
     responses = at_once(upload, 8, clients=8)
     assert statuses(responses) == {201: 1, 409: 7}, [r.text for r in responses]
     assert Submission.objects.values("owner").distinct().count() == 1
+
+
+def test_the_migration_normalises_stored_names_it_can(author, other_author):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("submissions.migrations.0008_normalise_names")
+    ModelEntry.objects.bulk_create([
+        ModelEntry(owner=author, name="\u202eAlice\u00a0Editor", organisation="Lab\u200b"),
+        ModelEntry(owner=author, name="Bob Editor"),
+        ModelEntry(owner=author, name="Bob\u200b Editor"),  # its normal form is taken
+        ModelEntry(owner=other_author, name="\u2066\u2069"),  # nothing would be left
+    ])
+    migration.normalise_names(apps, None)
+    assert sorted(ModelEntry.objects.values_list("owner__username", "name", "organisation")) \
+        == [("author", "Alice Editor", "Lab"), ("author", "Bob Editor", ""),
+            ("author", "Bob\u200b Editor", ""), ("other_author", "\u2066\u2069", "")]
