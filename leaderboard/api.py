@@ -22,7 +22,8 @@ from submissions.selectors import submission_get
 def columns(kind: Kind) -> tuple[str, ...]:
     """The CSV's columns: each of the kind's metrics with its interval's bounds."""
     figures = tuple(k for m in kind.metric_keys for k in (m, f"{m}_lo", f"{m}_hi"))
-    return ("rank", "rank_best", "rank_worst", "model", "organisation", "submission", *figures,
+    return ("rank", "rank_best", "rank_worst", "model", "organisation", "submitted_by",
+            "verified", "submission", *figures,
             "n", "coverage", "open_weights", "licence", "judge", "judge_config", "simulated",
             "refused", *(m.key for m in kind.judge_figures), "date", "flag")
 
@@ -30,8 +31,8 @@ def columns(kind: Kind) -> tuple[str, ...]:
 def row_out(row: dict, kind: Kind) -> dict:
     best, worst = row["rank_range"] or (None, None)
     out = {"rank": row["rank"], "rank_best": best, "rank_worst": worst}
-    for key in ("model", "organisation", "submission", "n", "coverage", "open_weights",
-                "licence", "judge", "simulated"):
+    for key in ("model", "organisation", "submitted_by", "verified", "submission", "n",
+                "coverage", "open_weights", "licence", "judge", "simulated"):
         out[key] = row[key]
     out["refused"] = row.get("refused")
     out["judge_config"] = row["judge_config"]

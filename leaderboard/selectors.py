@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass
 from itertools import combinations
 
+from allauth.socialaccount.models import SocialAccount
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
 from django.http import Http404
@@ -21,6 +23,8 @@ from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun, Slice
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
+# Log-ins whose provider vouches for the account ("verified" beside its name on the board).
+VERIFYING_PROVIDERS = ("github", "huggingface")
 SORTS = ("rank", "model", "organisation", "coverage", "date")  # and the kind's metrics
 
 
@@ -53,6 +57,8 @@ class ShownModel:
     licence: str
     open_weights: bool
     parameters: str
+    submitted_by: str = ""  # the owner's username
+    verified: bool = False  # the owner logged in through GitHub or Hugging Face
 
 
 @dataclass(frozen=True)
@@ -148,9 +154,17 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
     chosen: dict[int, tuple] = {}
     for submission in candidates:
         chosen.setdefault(submission[1], submission)
-    models = {m[0]: ShownModel(*m) for m in ModelEntry.objects.filter(id__any=list(chosen))
-              .values_list("id", "name", "organisation", "link", "licence", "open_weights",
-                           "parameters")}
+    found = list(ModelEntry.objects.filter(id__any=list(chosen)).values_list(
+        "id", "name", "organisation", "link", "licence", "open_weights", "parameters",
+        "owner_id"))
+    owners = {m[-1] for m in found}
+    names = dict(get_user_model().objects.filter(id__any=list(owners))
+                 .values_list("id", "username"))
+    verified = set(SocialAccount.objects.filter(user_id__any=list(owners),
+                                                provider__in=VERIFYING_PROVIDERS)
+                   .values_list("user_id", flat=True))
+    models = {m[0]: ShownModel(*m[:-1], submitted_by=names[m[-1]], verified=m[-1] in verified)
+              for m in found}
     return [Shown(*s, model=models[s[1]], current_run=runs[s[2]]) for s in chosen.values()]
 
 
@@ -235,6 +249,7 @@ def _row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
         "model": model.name, "model_id": model.id, "organisation": model.organisation,
         "submission": submission.id, "link": model.link, "licence": model.licence,
         "open_weights": model.open_weights, "parameters": model.parameters,
+        "submitted_by": model.submitted_by, "verified": model.verified,
         **metric_figures(figures, kind),
         **{m.key: figures.values.get(m.key) for m in kind.judge_figures},
         "coverage": submission.coverage, "partial": submission.partial,

@@ -17,6 +17,9 @@ class BoardRowOut(serializers.Serializer):
     rank_worst = serializers.IntegerField(allow_null=True)
     model = serializers.CharField()
     organisation = serializers.CharField()
+    submitted_by = serializers.CharField(help_text="the username of the model's owner")
+    verified = serializers.BooleanField(help_text="the owner logged in through GitHub or "
+                                        "Hugging Face")
     submission = serializers.IntegerField()
     n = serializers.IntegerField(help_text="items counted")
     coverage = serializers.FloatField(help_text="share of the items with an output")

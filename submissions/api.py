@@ -18,6 +18,7 @@ from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
 from submissions import moderation, selectors
 from submissions.models import Submission
+from submissions.names import name_clean
 from submissions.serializers import (
     SubmissionCreatedSerializer,
     SubmissionDetailSerializer,
@@ -57,6 +58,12 @@ class SubmissionListCreateApi(APIView):
             if benchmark is None:
                 raise serializers.ValidationError(f"no benchmark {slug!r}")
             return benchmark
+
+        def validate_model_name(self, value):
+            return name_clean(value, field="model name")
+
+        def validate_organisation(self, value):
+            return name_clean(value, field="organisation", required=False)
 
     def get_throttles(self):
         """Uploads also count against the `uploads` rate (THROTTLE_UPLOAD); listing does not."""

@@ -6,6 +6,7 @@ from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions import selectors
 from submissions.models import Submission
 from submissions.moderation import QUOTA_MAX
+from submissions.names import name_clean
 from submissions.rescoring import RescoreFilter, rescorable_configs
 
 REASON = {"max_length": 1000, "widget": forms.Textarea(attrs={"rows": 2})}
@@ -64,6 +65,13 @@ class SubmissionForm(forms.Form):
 
     def clean_benchmark(self):
         return selectors.benchmark_latest(self.cleaned_data["benchmark"])
+
+    def clean_model_name(self):
+        return name_clean(self.cleaned_data["model_name"], field="model name")
+
+    def clean_organisation(self):
+        return name_clean(self.cleaned_data["organisation"], field="organisation",
+                          required=False)
 
 
 class VisibilityForm(forms.Form):

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -28,6 +28,7 @@ from scoring.models import Benchmark, Item, ScoringRun
 from scoring.predictions import PredictionError, text_stream
 from scoring.tasks import enqueue_run, retry_countdown
 from submissions.models import ModelEntry, QuotaOverride, Submission
+from submissions.names import name_normalise, name_problem, name_skeletons
 from submissions.notifications import submission_notify
 from submissions.validation import (
     MAX_PREDICTIONS_BYTES,
@@ -130,6 +131,34 @@ def _kind_problems(benchmark: Benchmark, predictions, archive, options: dict) ->
     return problems
 
 
+# The names among the metadata, shown on the board beside the model's (submissions.names).
+NAME_FIELDS = ("organisation",)
+
+
+def _name_problems(model_name: str, metadata: dict) -> list[str]:
+    problems = [name_problem(model_name, field="model name"),
+                *(name_problem(metadata[k], field=k, required=False)
+                  for k in NAME_FIELDS if k in metadata)]
+    return [problem for problem in problems if problem]
+
+
+def _claim_name(*, user, benchmark: Benchmark, name: str) -> None:
+    """Refuse a model name that looks like another author's on the same benchmark (any
+    version). Uploads of look-alike names wait for each other (a lock per skeleton, held to
+    the end of the transaction), so two authors cannot both take one name at once."""
+    skeletons = name_skeletons(name)
+    if connection.vendor == "postgresql":
+        for skeleton in sorted(skeletons):
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                               [f"model-name:{benchmark.slug}:{skeleton}"])
+    others = ModelEntry.objects.filter(submissions__benchmark__slug=benchmark.slug) \
+        .exclude(owner=user).values_list("name", flat=True).distinct()
+    if any(skeletons & name_skeletons(other) for other in others):
+        raise ServiceError([f"the name '{name}' is taken on this benchmark by another author "
+                            "(names that look alike count as the same)"], code="conflict")
+
+
 def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
                       public: bool, predictions: UploadedFile | None,
                       archive: UploadedFile | None, options: dict | None = None) -> Submission:
@@ -140,6 +169,10 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     if quota:
         raise ServiceError(quota, code="quota")
     options = {k: v for k, v in (options or {}).items() if v}
+    names = _name_problems(model_name, metadata)
+    model_name = name_normalise(model_name)
+    metadata = {**metadata, **{k: name_normalise(metadata[k]) for k in NAME_FIELDS
+                               if k in metadata}}
     problems = _kind_problems(benchmark, predictions, archive, options)
     if predictions is None and archive is None and not problems:
         problems.append("upload a predictions file and an archive of the edited audio, or "
@@ -153,6 +186,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
                         f"limit of {MAX_PREDICTIONS_BYTES} for a predictions file")
     if predictions is not None and not problems:
         problems.extend(_check_predictions(predictions, benchmark))
+    problems = [*names, *problems]
     if problems:
         raise ServiceError(problems)
     broker_check()  # a validation that cannot be queued: refuse before storing anything
@@ -164,6 +198,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             quota = _quota_problems(user)
             if quota:
                 raise ServiceError(quota, code="quota")
+            _claim_name(user=user, benchmark=benchmark, name=model_name)
             details = {k: metadata[k] for k in METADATA_FIELDS if k in metadata}
             model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,
                                                               defaults=details)

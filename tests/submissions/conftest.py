@@ -41,10 +41,11 @@ def upload_files(bench, *, predictions=None, archive=None):
 
 @pytest.fixture
 def make_submission(small_bench):
-    def make(user, *, public=False, predictions=None, archive=None, name="Model A"):
+    def make(user, *, public=False, predictions=None, archive=None, name="Model A",
+             organisation="Lab", benchmark=None):
         p, a = upload_files(small_bench, predictions=predictions, archive=archive)
-        return submission_create(user=user, benchmark=small_bench["benchmark"],
-                                 model_name=name, metadata={"organisation": "Lab"},
+        return submission_create(user=user, benchmark=benchmark or small_bench["benchmark"],
+                                 model_name=name, metadata={"organisation": organisation},
                                  public=public, predictions=p, archive=a)
     return make
 

@@ -181,3 +181,21 @@ def test_a_large_file_streams_in_small_reads(live_server, bench, key, queue, tmp
               if p.name.endswith("large.zip")]
     assert [p.stat().st_size for p in stored] == [50 * MB]
     assert "100%" in err
+
+
+def test_the_model_name_is_stored_normalised(live_server, bench, key, queue):
+    submit(live_server.url, key, "--no-wait", "--model-name", "\u202eCLI\u200b\u00a0Model",
+           files=bench)
+    assert Submission.objects.get().model.name == "CLI Model"
+
+
+def test_a_look_alike_of_another_authors_name_is_refused(live_server, bench, key, queue,
+                                                         other_author):
+    submit(live_server.url, key, "--no-wait", files=bench)
+    other_key = ApiToken.issue(user=other_author, name="cli")[1]
+    with pytest.raises(CommandError) as caught:
+        submit(live_server.url, other_key, "--model-name", "\u0421LI Model", files=bench)
+    assert "HTTP 409" in str(caught.value)
+    assert ("the name '\u0421LI Model' is taken on this benchmark by another author (names "
+            "that look alike count as the same)") in str(caught.value)
+    assert not Submission.objects.filter(owner=other_author).exists()

@@ -1,0 +1,63 @@
+"""The board says who submitted each row, "verified" only for an account that logged in
+through GitHub or Hugging Face, on the page and in the read API (JSON and CSV)."""
+
+import csv
+import io
+
+import pytest
+from allauth.socialaccount.models import SocialAccount
+
+from scoring.boards import board_changed
+
+
+@pytest.fixture
+def rows(board, author, other_author):
+    benchmark, scored = board
+    scored("Alice Editor", (50.0, 60.0, 30.0), organisation="Sound Lab")
+    scored("Bob Editor", (50.0, 60.0, 20.0), owner=other_author, organisation="")
+    return benchmark
+
+
+def _board(client):
+    return {r["model"]: r for r in client.get("/api/leaderboards/mmae/").json()["rows"]}
+
+
+def test_each_row_names_its_submitter_unverified_by_default(rows, client):
+    found = _board(client)
+    assert (found["Alice Editor"]["submitted_by"], found["Alice Editor"]["verified"]) \
+        == ("author", False)
+    assert (found["Bob Editor"]["submitted_by"], found["Bob Editor"]["verified"]) \
+        == ("other_author", False)
+
+
+@pytest.mark.parametrize("provider, verified", [
+    ("github", True), ("huggingface", True), ("openid_connect", False), ("google", False)])
+def test_a_github_or_hugging_face_log_in_marks_the_row_verified(rows, client, author,
+                                                                provider, verified):
+    SocialAccount.objects.create(user=author, provider=provider, uid="42")
+    board_changed(rows.id)
+    found = _board(client)
+    assert found["Alice Editor"]["verified"] is verified
+    assert found["Bob Editor"]["verified"] is False
+
+
+def test_the_csv_has_the_submitter_too(rows, client, author):
+    SocialAccount.objects.create(user=author, provider="github", uid="42")
+    board_changed(rows.id)
+    text = client.get("/api/leaderboards/mmae/?format=csv").content.decode()
+    found = {r["model"]: r for r in csv.DictReader(io.StringIO(text))}
+    assert (found["Alice Editor"]["submitted_by"], found["Alice Editor"]["verified"]) \
+        == ("author", "True")
+    assert (found["Bob Editor"]["submitted_by"], found["Bob Editor"]["verified"]) \
+        == ("other_author", "False")
+
+
+def test_the_page_shows_by_whom_under_the_model_name(rows, client, author):
+    SocialAccount.objects.create(user=author, provider="huggingface", uid="42")
+    board_changed(rows.id)
+    html = client.get("/b/mmae/").content.decode()
+    assert ('<small class="by">by <bdi>author</bdi> <span class="badge verified" title="logged '
+            'in through GitHub or Hugging Face">verified</span>, <bdi>Sound Lab</bdi></small>'
+            ) in html
+    assert '<small class="by">by <bdi>other_author</bdi></small>' in html
+    assert html.count("badge verified") == 1
