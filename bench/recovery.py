@@ -354,7 +354,7 @@ def prepare(work: Path, args):
         user = get_user_model().objects.create_user(label, f"{label}@example.com", "pw-bench-1")
         with open(predictions, "rb") as p, open(archive_path, "rb") as a:
             return submission_create(
-                user=user, benchmark=benchmark, model_name="Bench System", metadata={},
+                user=user, benchmark=benchmark, model_name=f"Bench System {label}", metadata={},
                 public=False, predictions=File(p, name="submission.jsonl"),
                 archive=File(a, name="audio.zip"))
 

@@ -362,6 +362,12 @@ class JudgeFleet:
             return f"misconfigured: {endpoint.misconfigured}"
         return endpoint.last_error or "no answer"
 
+    @property
+    def lease_errors(self) -> int:
+        """Times the lease server could not be reached since the fleet opened (0 without
+        leases): the leases, the channel and their connections are then in doubt."""
+        return self.leases.errors if self.leases is not None else 0
+
     def misconfigured(self) -> dict[str, str]:
         """base URL -> why, for each endpoint that is misconfigured now."""
         return {e.base_url: e.misconfigured for e in self.endpoints if e.misconfigured}

@@ -125,6 +125,9 @@ class RedisLeases:
         self.poll = poll
         self.channel = f"{{{prefix}}}:released"
         self.round_trips = 0  # script calls sent, for benchmarks
+        # Times the server could not be reached (a release, a renewal, the channel): a fleet
+        # that sees it grow opens its client again (judge.fleet.JudgeFleet.lease_errors).
+        self.errors = 0
         self._client: aioredis.Redis | None = None
         self._held: dict[str, set[str]] = {}  # key -> tokens this instance holds
         self._releasing: set[tuple[str, str]] = set()  # (key, token) being released
@@ -194,6 +197,7 @@ class RedisLeases:
                 args=[int(self.ttl * 1000), avoid_index, *(cap for _, cap, _ in endpoints),
                       *(room for _, _, room in endpoints), *tokens])
         except (RedisError, OSError) as exc:
+            self.errors += 1
             raise self._error(exc) from None
         leases = [(urls[int(index) - 1], token)
                   for index, token in zip(taken, tokens[:len(taken)], strict=True)]
@@ -214,6 +218,7 @@ class RedisLeases:
             await self._release(keys=[key], args=[token, self.channel])
         except (RedisError, OSError) as exc:
             # The lease then frees itself when it expires.
+            self.errors += 1
             log.warning("cannot release a judge slot lease on %s (%s); it expires within "
                         "%g s", self.server, exc, self.ttl)
 
@@ -232,6 +237,7 @@ class RedisLeases:
                             on_release()
                 except (RedisError, OSError) as exc:
                     # redis-py subscribes again when it reconnects, at the next listen().
+                    self.errors += 1
                     log.warning("lost the judge slot lease channel on %s (%s); waiters poll "
                                 "every %g s until it is back", self.server, exc, self.poll)
                     await asyncio.sleep(self.poll)
@@ -248,6 +254,7 @@ class RedisLeases:
                     self.round_trips += 1
                     lost = await self._renew(keys=[key], args=[int(self.ttl * 1000), *tokens])
                 except (RedisError, OSError) as exc:
+                    self.errors += 1
                     log.warning("cannot renew judge slot leases on %s (%s)", self.server, exc)
                     continue
                 # A token released while the renewal was on its way is not lost: only one

@@ -375,6 +375,7 @@ class _Scoring:
         except BaseException as exc:  # the lease server cannot be reached, say
             self._hand_back(exc)
         self._check(fleet)
+        self.fleet = fleet
         self.feed = JobFeed(low_water=fleet.capacity)
         self._feed(self.first, self.jobs)
         self.jobs = []
@@ -419,12 +420,19 @@ class _Scoring:
 
     def _drain(self, loop: concurrent.futures.Future) -> None:
         checked = time.monotonic()
+        lease_errors = self.fleet.lease_errors
         while self.open:
             if time.monotonic() - checked >= settings.SCORING_STOP_CHECK_SECONDS:
                 checked = time.monotonic()
                 if not ScoringRun.objects.filter(id=self.run.id,
                                                  status__in=ACTIVE_SCORING).exists():
                     raise _RunStopped()
+                if self.fleet.lease_errors > lease_errors:
+                    # The lease server went away (a Redis restarted, say): its leases, the
+                    # release channel and this client's connections are in doubt. The batches
+                    # go back, and the next task opens a fresh client.
+                    raise FleetUnavailable("the judge slot lease server could not be reached "
+                                           "while queries were out")
             if self.feed.low.is_set():
                 self._claim_ahead()
             try:

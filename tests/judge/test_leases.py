@@ -302,3 +302,31 @@ def test_queries_queued_for_slots_lease_them_in_one_round_trip(simulator_factory
     assert sim.stats()[0]["peak_in_progress"] == 8
     # the first query takes one; the seven queued behind it take theirs in one go
     assert round_trips - 8 == 2  # less the eight releases
+
+
+def test_a_lease_server_that_goes_away_is_counted_so_the_fleet_is_opened_again(prefix):
+    """A Redis restarted empty under a fleet with queries out: the releases that fail are
+    counted (JudgeFleet.lease_errors), which tells the pipeline to hand its batches back and
+    open a fresh client (scoring.runs), instead of going on with leases in doubt."""
+    port = free_ports(1)[0]
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--save", "",
+                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+
+        async def main():
+            leases = RedisLeases(f"redis://127.0.0.1:{port}/0", ttl=30, prefix=prefix)
+            await leases.open(on_release=lambda: None)
+            taken = await leases.acquire([("http://judge:8001", 4, 4)], want=2)
+            assert len(taken) == 2 and leases.errors == 0
+            server.kill()
+            server.wait()
+            await leases.release(*taken[0])  # logged, not raised: it would expire anyway
+            errors = leases.errors
+            await leases.close()
+            return errors
+
+        assert run(main()) >= 1
+    finally:
+        if server.poll() is None:
+            server.kill()
