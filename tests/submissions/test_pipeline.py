@@ -102,3 +102,25 @@ def test_a_rescore_runs_on_the_rescoring_queue_and_the_board_switches_when_it_en
     assert rescored.status == "finished" and rescored.purpose == "rescore"
     assert sim.completions() == asked  # every answer came from the judgment cache
     assert ScoringRun.objects.get(id=first.id).status == "finished"  # the old run stays
+
+
+def test_progress_counts_queries_as_they_are_answered_within_one_batch(
+        stack, simulator_factory, worker_factory):
+    """The whole run in one batch: its progress and ETA still move while it is scored."""
+    simulator_factory("--latency-ms", "100", "--slots", "2", ports=stack["ports"])
+    worker_factory(stack["ports"], SCORING_BATCH_ITEMS="100")()
+    submission_id = upload(stack)
+    seen = []
+
+    def progress():
+        body = stack["client"].get(f"/api/submissions/{submission_id}/").json()
+        if body["status"] == "scoring":
+            seen.append((body["progress"]["done"], body["progress"]["eta_seconds"]))
+        return body["status"] == "finished"
+
+    wait_for(progress, 180, "the run to finish", stack["log"])
+    run = check_finished(stack, submission_id)
+    assert RunBatch.objects.filter(run=run).count() == 1
+    moving = sorted({done for done, _ in seen if 0 < done < run.total_queries})
+    assert len(moving) >= 3, seen  # several distinct counts within the one batch
+    assert any(eta is not None and eta > 0 for done, eta in seen if done), seen
