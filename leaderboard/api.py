@@ -102,7 +102,7 @@ class LeaderboardApi(APIView):
         "`count` (the rows over all pages), `page`, `page_size`, `next` and `previous` (the "
         "URLs of the pages around this one, or null), `rows` (this page's), `reported`. The "
         "CSV holds this page's rows; its `Link` header names the next and previous pages. "
-        "Responses carry an ETag and Last-Modified: a conditional request answers 304 while "
+        "Responses carry an ETag and Last-Modified: If-None-Match with the ETag answers 304 while "
         "the board has not changed.")),
         400: OpenApiResponse(serializers.ErrorsOut, description="each bad parameter"),
         404: OpenApiResponse(serializers.ErrorsOut, description="no such benchmark"),
