@@ -208,3 +208,28 @@ def test_every_spelling_of_the_host_is_one_entry_with_one_host_in_its_links(
     other_port = client.get("/api/leaderboards/mmae/?page_size=1", HTTP_HOST="localhost:8000")
     assert "http://localhost:8000/" in other_port["Link"]
     assert len(cache_writes("shared-response")) == 2
+
+
+def test_shared_responses_round_trip_through_a_real_redis(client, three, settings):
+    import uuid
+
+    import redis
+    from django.core.cache import caches
+
+    from tests.conftest import BROKER
+
+    prefix = f"responses-test-{uuid.uuid4().hex[:8]}"
+    settings.CACHES = {**settings.CACHES, "responses": {
+        "BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": BROKER, "KEY_PREFIX": prefix,
+        "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 3}}}
+    server = redis.Redis.from_url(BROKER)
+    try:
+        first = client.get("/b/mmae/?q=ALPHA")
+        caches["process"].clear()  # the next answer must come from Redis
+        assert client.get("/b/mmae/?q=alpha").content == first.content
+        stored = list(server.scan_iter(match=f"{prefix}:*"))
+        assert len(stored) == 2  # the response and its board body
+        assert all(0 < server.ttl(key) <= 300 for key in stored)
+    finally:
+        for key in server.scan_iter(match=f"{prefix}:*"):
+            server.delete(key)
