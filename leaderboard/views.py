@@ -6,7 +6,7 @@ from pathlib import Path
 import plotly
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
-from django.core.cache import cache
+from django.core.cache import caches
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -88,14 +88,14 @@ def board(request, slug):
 
     def page():
         key = selectors.cache_key("board-body", stamp, ranged, normal.urlencode())
-        body = cache.get(key)
+        body = caches["responses"].get(key)
         if body is None:
             body = render_to_string("leaderboard/_board_body.html",
                                     _board_body(benchmark, query,
                                                 form.cleaned_data["page"] or 1,
                                                 form.cleaned_data["chart"]),
                                     request=_asking(request, normal))
-            cache.set(key, body, BOARD_CACHE_SECONDS)
+            caches["responses"].set(key, body, BOARD_CACHE_SECONDS)
         # Rendered as though asked exactly the normalised query: the page is shared.
         return render(_asking(request, normal), "leaderboard/board.html",
                       {**context, "benchmarks": selectors.benchmark_list(), "query": query,
@@ -115,8 +115,11 @@ def _asking(request, query: QueryDict):
 
 
 def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
-    """One page of rows and what the page links need; a page past the end is empty."""
+    """One page of rows and what the page links need; a page past the end is not found
+    (it would be one more cached copy of an empty page)."""
     pages = max(1, -(-len(rows) // size))
+    if number > pages:
+        raise Http404(f"page {number} is past the last page ({pages})")
     return rows[(number - 1) * size: number * size], {
         "number": number, "pages": pages, "total": len(rows),
         "previous": number - 1 if number > 1 else None,
@@ -184,7 +187,7 @@ def plotly_js(request, version):
     if version != plotly.__version__:
         return redirect(plotly_js_url())
     plain, packed = _plotly_js()
-    gzipped = "gzip" in request.headers.get("Accept-Encoding", "")
+    gzipped = responses.accepts_gzip(request)
     response = HttpResponse(packed if gzipped else plain,
                             content_type="text/javascript; charset=utf-8")
     if gzipped:
@@ -284,18 +287,18 @@ def pivot(request, slug):
 
     def respond():
         key = selectors.cache_key("pivot", stamp, normal.urlencode())
-        page = cache.get(key)
+        page = caches["responses"].get(key)
         if page is None:
             page = _pivot_page(benchmark, data)
             page["body"] = render_to_string("leaderboard/_pivot_body.html", page,
                                             request=_asking(request, normal))
-            cache.set(key, page, BOARD_CACHE_SECONDS)
+            caches["responses"].set(key, page, BOARD_CACHE_SECONDS)
         context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
                        body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template
         return render(_asking(request, normal), "leaderboard/pivot.html", context)
 
     return responses.shared(request, state=stamp, changed_at=benchmark.board_changed_at,
-                            parts=("pivot", normal.urlencode()), render=respond)
+                            parts=("pivot", normal.urlencode()), render=respond, costly=True)
 
 
 def _pivot_page(benchmark, data) -> dict:
@@ -336,13 +339,16 @@ def compare(request, slug):
     whether each is really apart from the first (paired differences with their intervals and
     a verdict, per metric and slice), per-item wins and losses, and every slice's figures."""
     benchmark = _benchmark_or_404(slug)
-    chosen = ",".join(p.strip() for p in ",".join(request.GET.getlist("models")).split(",")
-                      if p.strip())
-    needle = request.GET.get("q", "").strip()[:100]
-    return responses.shared(request, state=selectors.board_stamp(benchmark),
-                            changed_at=benchmark.board_changed_at,
-                            parts=("compare", chosen, needle),
-                            render=lambda: _compare_page(request, benchmark, needle))
+    # Keyed and rendered as the canonical query: every spelling of one comparison is one
+    # cached page, and one bootstrap.
+    chosen = CompareForm.canonical(request.GET)
+    needle = " ".join(request.GET.get("q", "").split()).lower()[:100]
+    asked = QueryDict(mutable=True)
+    asked.update({"models": chosen, "q": needle})
+    return responses.shared(
+        request, state=selectors.board_stamp(benchmark), changed_at=benchmark.board_changed_at,
+        parts=("compare", chosen, needle), costly=True,
+        render=lambda: _compare_page(_asking(request, asked), benchmark, needle))
 
 
 def _compare_page(request, benchmark, needle: str):

@@ -38,8 +38,8 @@ def settings_source() -> str:
 
 
 def test_the_stack_has_every_service():
-    assert set(SERVICES) == {"postgres", "redis", "web", "worker", "worker-rescore", "beat",
-                             "simulator", "judge"}
+    assert set(SERVICES) == {"postgres", "redis", "redis-cache", "web", "worker",
+                             "worker-rescore", "beat", "simulator", "judge"}
     assert SERVICES["simulator"]["profiles"] == ["simulator"]
     assert SERVICES["judge"]["profiles"] == ["gpu"]
 
@@ -152,3 +152,14 @@ def test_the_app_image_copies_files_that_exist_and_installs_the_s3_extra():
     assert "python manage.py collectstatic --noinput" in runs
     assert "collectstatic" in get_commands()
     assert dict(final)["CMD"].startswith('["gunicorn", "config.wsgi"')
+
+
+def test_the_response_cache_has_a_redis_that_evicts_and_the_broker_one_that_never_does():
+    cache_server, broker = command("redis-cache"), command("redis")
+    assert option(cache_server, "--maxmemory-policy") == "allkeys-lru"
+    assert interpolate(option(cache_server, "--maxmemory"), {}) == "256mb"
+    assert option(broker, "--maxmemory-policy") == "noeviction"
+    environment = app_environment(SECRET_KEY=SECRET_KEY)
+    assert environment["RESPONSE_CACHE_URL"] == "redis://redis-cache:6379/0"
+    assert environment["REDIS_URL"] == "redis://redis:6379/0"
+    assert "redis-cache" in SERVICES["web"]["depends_on"]

@@ -157,3 +157,15 @@ def test_a_half_set_provider_or_a_bad_account_setting_stops_start_up(env, messag
     result = load_providers(**env)
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and message in result.stderr
+
+
+def test_the_response_cache_is_a_redis_database_of_its_own():
+    assert setting("CACHES['responses']['LOCATION']",
+                   REDIS_URL="redis://10.0.0.5:6379/2") == "redis://10.0.0.5:6379/3"
+    assert setting("CACHES['responses']['LOCATION']", REDIS_URL="redis://r:6379/0",
+                   RESPONSE_CACHE_URL="redis://cache:6379/0") == "redis://cache:6379/0"
+    assert setting("CACHES['default']['LOCATION']",
+                   REDIS_URL="redis://10.0.0.5:6379/2") == "redis://10.0.0.5:6379/2"
+    # Without Redis, each process keeps a bounded number of entries.
+    assert setting("CACHES['responses']['OPTIONS']['MAX_ENTRIES']",
+                   RESPONSE_CACHE_ENTRIES="50") == "50"

@@ -47,9 +47,9 @@ def board(db, author):
 
 @pytest.fixture
 def cache_writes(monkeypatch):
-    """`cache_writes(prefix)`: the keys under `prefix` written to the default cache so far."""
+    """`cache_writes(prefix)`: the keys under `prefix` written to the default and the
+    responses cache so far."""
     keys: list[str] = []
-    backend = caches["default"]
 
     def spying(write):
         def spy(key, *args, **kwargs):
@@ -57,8 +57,9 @@ def cache_writes(monkeypatch):
             return write(key, *args, **kwargs)
         return spy
 
-    for name in ("set", "add"):
-        monkeypatch.setattr(backend, name, spying(getattr(backend, name)))
+    for backend in (caches["default"], caches["responses"]):
+        for name in ("set", "add"):
+            monkeypatch.setattr(backend, name, spying(getattr(backend, name)))
     return lambda prefix: [k for k in keys if k.startswith(f"{prefix}:")]
 
 

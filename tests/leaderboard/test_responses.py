@@ -24,6 +24,7 @@ def filled(board):
 
 @pytest.mark.parametrize("url", [*PAGES, "model"])
 def test_a_revalidation_answers_304_until_the_board_changes(url, client, filled):
+    """By ETag only: a date names a second, and two states may share it."""
     benchmark, alpha = filled
     url = f"/m/{alpha.model_id}/" if url == "model" else url
     first = client.get(url)
@@ -32,7 +33,7 @@ def test_a_revalidation_answers_304_until_the_board_changes(url, client, filled)
     again = client.get(url, headers={"If-None-Match": etag})
     assert again.status_code == 304 and again.content == b""
     assert again["ETag"] == etag
-    assert client.get(url, headers={"If-Modified-Since": modified}).status_code == 304
+    assert client.get(url, headers={"If-Modified-Since": modified}).status_code == 200
     board_changed(benchmark.id)
     changed = client.get(url, headers={"If-None-Match": etag})
     assert changed.status_code == 200 and changed["ETag"] != etag
@@ -117,7 +118,7 @@ def test_a_process_answers_a_hot_page_from_its_own_copy_until_the_board_changes(
         client, filled, monkeypatch):
     from django.core.cache import caches
     first = client.get("/b/mmae/")
-    shared = caches["default"]
+    shared = caches["responses"]
     reads: list[str] = []
     real_get = shared.get
     monkeypatch.setattr(shared, "get", lambda key, *a, **k: reads.append(key) or real_get(
