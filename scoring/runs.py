@@ -755,13 +755,15 @@ def run_fail(run_id: int, why: str) -> bool:
 
 
 def run_retry(run_id: int) -> bool:
-    """Resume a failed run: its answers kept, its batches not done (every batch, if all are
-    done yet answers are missing: each then asks only what it lacks) pending again with their
-    claims reset, and the run queued. True when this caller resumed it; it then enqueues the
-    run (scoring.tasks.enqueue_run)."""
+    """Resume a failed run: its answers kept but those the judge refused (asked again: a run
+    that failed for its refusals is retried once the judge takes them), its batches not done
+    (every batch, if all are done yet answers are missing: each then asks only what it lacks)
+    pending again with their claims reset, and the run queued. True when this caller resumed
+    it; it then enqueues the run (scoring.tasks.enqueue_run)."""
     with transaction.atomic():
-        if not _move(run_id, [Status.FAILED], Status.QUEUED, error=""):
+        if not _move(run_id, [Status.FAILED], Status.QUEUED, error="", refused_queries=0):
             return False
+        Answer.objects.filter(run_id=run_id, error_kind=REFUSED).delete()
         batches = RunBatch.objects.filter(run_id=run_id)
         undone = batches.exclude(status=RunBatch.Status.DONE)
         if undone.exists() or Answer.objects.filter(run_id=run_id).count() >= \

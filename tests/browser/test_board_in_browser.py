@@ -197,8 +197,8 @@ def test_a_visitor_slices_the_board_opens_a_model_plays_a_sample_and_downloads_t
         reader = csv.reader(handle)
         header = next(reader)
         rows = [dict(zip(header, values, strict=True)) for values in reader]
-    assert header[:6] == ["rank", "rank_best", "rank_worst", "model", "organisation",
-                          "submission"]
+    assert header[:8] == ["rank", "rank_best", "rank_worst", "model", "organisation",
+                          "submitted_by", "verified", "submission"]
     assert {"IFR", "CR", "EMR", "coverage", "judge", "simulated", "date"} <= set(header)
     assert [[r["model"], r["organisation"]] + [f"{float(r[m]):.2f}" for m in ("IFR", "CR",
                                                                               "EMR")]

@@ -133,8 +133,9 @@ def test_the_csv_has_the_kinds_columns(client, filled):
         'attachment; filename="air-bench-chat-category-mixed_audio.csv"'
     assert [r["model"] for r in rows] == ["Talker", "Mumbler"]
     assert float(rows[0]["score"]) == 6.0 and rows[0]["pass_A"] == "6.0"
-    assert list(rows[0])[:9] == ["rank", "rank_best", "rank_worst", "model", "organisation",
-                                 "submission", "score", "score_lo", "score_hi"]
+    assert list(rows[0])[:11] == ["rank", "rank_best", "rank_worst", "model", "organisation",
+                                  "submitted_by", "verified", "submission", "score",
+                                  "score_lo", "score_hi"]
 
 
 def test_the_chat_board_ranks_by_the_average(client, filled):

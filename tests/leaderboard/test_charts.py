@@ -89,7 +89,7 @@ def test_the_board_page_loads_plotly_once_and_links_the_new_pages(client, three)
     assert html.count(f'<script src="/static-plotly-{plotly.__version__}.js"></script>') == 1
     alpha = three.submissions.get(model__name="Alpha").model_id
     beta = three.submissions.get(model__name="Beta").model_id
-    assert f'<a href="/m/{alpha}/">Alpha</a>' in html
+    assert f'<a href="/m/{alpha}/"><bdi>Alpha</bdi></a>' in html
     assert 'href="/b/mmae/pivot/"' in html
     assert f'href="/b/mmae/compare/?models={alpha},{beta}"' in html
 

@@ -41,8 +41,10 @@ def upload_files(bench, *, predictions=None, archive=None):
 
 @pytest.fixture
 def make_submission(small_bench):
-    def make(user, *, public=False, predictions=None, archive=None, name="Model A",
+    def make(user, *, public=False, predictions=None, archive=None, name=None,
              organisation="Lab", benchmark=None):
+        # Another author's model cannot take a name already on the benchmark.
+        name = name or ("Model A" if user.username == "author" else f"Model A of {user}")
         p, a = upload_files(small_bench, predictions=predictions, archive=archive)
         return submission_create(user=user, benchmark=benchmark or small_bench["benchmark"],
                                  model_name=name, metadata={"organisation": organisation},

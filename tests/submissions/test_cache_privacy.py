@@ -27,7 +27,7 @@ def sim(small_bench, simulator_factory):
 
 @pytest.fixture
 def scored(make_submission):
-    def score(user, *, public=False, name="Model A"):
+    def score(user, *, public=False, name=None):
         submission = make_submission(user, public=public, name=name)
         assert submission_validate(submission.pk) is True
         submission.refresh_from_db()

@@ -7,10 +7,12 @@ import time
 import pytest
 from rest_framework.test import APIClient
 
+from scoring import runs
 from scoring.judge_configs import judge_config_current
 from scoring.models import Answer, JudgeConfig, ScoringRun
 from submissions.models import Submission
 from submissions.services import quota_left
+from tests.conftest import demo_run, free_ports, score_run
 from tests.submissions.conftest import check_finished, state, upload, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -137,3 +139,23 @@ def test_an_output_longer_than_the_judge_takes_is_refused_at_validation(
     assert f"the longest audio judge config {config.name} accepts" in message
     assert ".wav" in message  # the file is named
     assert sim.completions() == 0
+
+
+def test_a_retry_once_the_judge_is_fixed_asks_the_refused_queries_again(
+        demo_set, simulator_factory):
+    ports = free_ports(2)
+    sim = simulator_factory("--latency-ms", "1", "--max-audio-seconds", "0.1", ports=ports)
+    _, run = demo_run(demo_set, sim.urls)
+    worker = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+    for batch in run.batches.order_by("index"):
+        assert runs.batch_score(batch.id, worker) is True
+    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id) is False
+    run.refresh_from_db()
+    assert run.status == "failed" and run.refused_queries == run.total_queries
+    sim.stop()
+    simulator_factory("--latency-ms", "1", ports=ports)
+    assert runs.run_retry(run.id) is True
+    assert not Answer.objects.filter(run=run).exists()  # every refusal is asked again
+    run = score_run(run)
+    assert run.status == "finished" and run.refused_queries == 0
+    assert Answer.objects.filter(run=run, error__isnull=True).count() == run.total_queries
