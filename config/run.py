@@ -8,6 +8,7 @@ server on 127.0.0.1:$PORT. A process that dies is started again after 1 s, then 
 30 s while it keeps dying; Ctrl-C or SIGTERM stops them all.
 """
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -46,10 +47,8 @@ def _own_group() -> None:
 
 
 def _signal_group(process: subprocess.Popen, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the whole group has exited already
         os.killpg(process.pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _ended(code: int) -> str:
