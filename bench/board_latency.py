@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import _scratch  # noqa: E402
 
-from scoring import airbench, synthetic  # noqa: E402
+from scoring import synthetic  # noqa: E402
+from scoring.kinds.airbench import rules as airbench  # noqa: E402
 
 manage = _scratch.manage
 EXPLORER_PAGE_SIZE = 20  # leaderboard.explorer_selectors.PAGE_SIZE

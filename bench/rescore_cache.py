@@ -52,8 +52,8 @@ def main():
 
         django.setup()
         from scoring import runs, synthetic
+        from scoring.kinds.mmae.predictions import load_predictions
         from scoring.models import JudgeConfig
-        from scoring.predictions import load_predictions
         from scoring.services import benchmark_import
 
         root = work / "mmae"

@@ -4,7 +4,7 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 from rest_framework.utils.json import strict_constant
 
-from scoring import jsontext
+from config import jsontext
 
 
 class JSONParser(parsers.JSONParser):

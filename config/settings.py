@@ -378,6 +378,9 @@ SUBMISSION_MAX_PREDICTIONS_BYTES = env_int("SUBMISSION_MAX_PREDICTIONS_BYTES", 6
                                            minimum=1)
 # Faults of one kind that a validation report (page, API answer, email) lists; the rest are
 # counted.
+# Benchmark kinds kept outside scoring/kinds/ (module paths, each exporting a KINDS tuple),
+# registered at start-up beside the ones found there: a kind under development, or a test's.
+BENCHMARK_KINDS_EXTRA = env_list("BENCHMARK_KINDS_EXTRA", "")
 SUBMISSION_REPORT_MAX_PER_KIND = env_int("SUBMISSION_REPORT_MAX_PER_KIND", 50, minimum=1)
 # Zip bombs: the outputs' unpacked over compressed bytes, once they unpack to more than the
 # floor; real audio deflates by under 2:1 (submissions/validation.py says why 20 and 64 MiB).

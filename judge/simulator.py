@@ -1,11 +1,11 @@
 """A judge simulator: a real HTTP server speaking the part of vLLM's OpenAI API the fleet uses.
 
-It is NOT a model. It never listens to audio: it picks an option from a hash of the seed, the
-output audio's bytes and the question, so its verdicts are deterministic for a seed and input,
-differ between systems, and carry no information about quality. Every reply says so. Text-only
-queries (AIR-Bench) get the same treatment: a chat review gets two scores, each hashed from the
-seed, the question and one answer; an alignment query gets a letter hashed from the seed, the
-question and the response.
+It is NOT a model. It knows no benchmark: each benchmark kind gives it a reply function
+(`SimulatorConfig.replies`; `scoring/kinds/<kind>/simulated.py`, gathered by the
+`judge_simulator` command), which answers that kind's queries from a hash of the seed and the
+input, so verdicts are deterministic for a seed and input, differ between systems, and carry no
+information about quality. Every reply says so. A query no kind knows gets a reply with no
+verdict in it.
 
 Like vLLM, each port serves at most `slots` requests at once and queues the rest; a client that
 disconnects cancels its request. Faults can be injected: HTTP 500s, unparseable replies and
@@ -27,14 +27,13 @@ import asyncio
 import base64
 import binascii
 import contextlib
-import hashlib
 import io
 import json
 import math
 import random
-import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import soundfile
@@ -55,7 +54,6 @@ AUDIO_PARTS = ("audio_url", "input_audio")
 OTHER_PARTS = ("image_url", "input_image", "image_embeds", "image_pil", "audio_embeds",
                "video_url")
 
-_CHOICE_LINE_RE = re.compile(r"^([A-Z])\. (.*)$")
 _GARBAGE = (
     "I listened carefully, and the answer is probably the second option.",
     '{"reason": "The output audio contains',
@@ -85,6 +83,9 @@ class SimulatorConfig:
     refuse_unreadable_audio: bool = False
     die_after: int | None = None  # chat completions a port serves before its engine dies
     keepalive_seconds: float = KEEPALIVE_SECONDS
+    # What answers a query: each benchmark kind's simulated reply, (body, config) -> (content,
+    # what /simulator/stats records) or None for a query that is not its own.
+    replies: tuple[Callable[[dict, SimulatorConfig], tuple[str, list] | None], ...] = ()
 
     def __post_init__(self):
         for name in ("fail_rate", "garbage_rate", "slow_rate", "noise"):
@@ -159,107 +160,15 @@ class PortState:
                 "all_busy_at": self.all_busy_at, "busy_slot_seconds": busy, "now": now}
 
 
-def parse_query(body: dict) -> dict | None:
-    """Question, presented choices and the audio each label points to, from an MMAE query."""
-    messages = body.get("messages") if isinstance(body, dict) else None
-    if not isinstance(messages, list):
-        return None
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if message.get("role") != "user" or not isinstance(content, list):
-            continue
-        audio: dict[str, str] = {}
-        label = None
-        question = choices = None
-        for part in content:
-            if not isinstance(part, dict):
-                continue
-            if part.get("type") == "text":
-                text = part.get("text") or ""
-                match = re.fullmatch(r"<audio ([^>]+)>: ", text)
-                if match:
-                    label = match.group(1)
-                elif "\nQuestion: " in text and "\n\nChoices: " in text:
-                    question = text.split("\nQuestion: ", 1)[1].split("\n\nChoices: ", 1)[0]
-                    lines = text.split("\n\nChoices: ", 1)[1].split("\n")
-                    choices = [m.group(2) for m in map(_CHOICE_LINE_RE.match, lines) if m]
-            elif part.get("type") == "audio_url":
-                url = (part.get("audio_url") or {}).get("url") or ""
-                audio[label or f"audio{len(audio)}"] = url
-        if question is not None and choices:
-            return {"question": question, "choices": choices, "audio": audio}
-    return None
-
-
-def verdict(query: dict, config: SimulatorConfig) -> tuple[str, str]:
-    """(letter, reason) for a parsed query: the system's usual pick, sometimes another one.
-
-    The usual pick depends on the seed, the output audio (else every audio) and the question and
-    its options regardless of their order, so a system gets the same answer in every round but
-    for the `noise` share, which also depends on the presented order.
-    """
-    audio = query["audio"].get("output") or "".join(sorted(query["audio"].values()))
-    audio_digest = hashlib.sha1(audio.encode()).hexdigest()
-    options = sorted(query["choices"])
-    key = f"{config.seed}|{audio_digest}|{query['question']}|{json.dumps(options)}"
-    digest = hashlib.sha256(key.encode()).digest()
-    pick = options[digest[0] % len(options)]
-    noise_key = hashlib.sha256((key + json.dumps(query["choices"])).encode()).digest()
-    if noise_key[0] / 256 < config.noise:
-        pick = options[noise_key[1] % len(options)]
-    letter = chr(ord("A") + query["choices"].index(pick))
-    return letter, f"Simulated judge, not a model: option {letter} was picked by hashing the input."
-
-
-_CHAT_ANSWER_RE = re.compile(
-    r"\[The Start of Assistant ([12])s Answer\]\n(.*?)\n\[The End of Assistant \1s Answer\]",
-    re.DOTALL)
-_ALIGN_MARK = "Among the following choices, which option best matches this response?"
-_ALIGN_RE = re.compile(r'^There is a question "(.*)", and one response is "(.*)"\. Among ',
-                       re.DOTALL)
-
-
-def _user_text(body: dict) -> str | None:
-    """The text of a text-only user message, if that is what the query is."""
-    messages = body.get("messages") if isinstance(body, dict) else None
-    for message in messages if isinstance(messages, list) else []:
-        if isinstance(message, dict) and message.get("role") == "user" \
-                and isinstance(message.get("content"), str):
-            return message["content"]
-    return None
-
-
-def chat_score(question: str, answer: str, seed: int) -> int:
-    """The simulated 1-10 score of one answer: a hash, the same in either position."""
-    digest = hashlib.sha256(f"{seed}|chat|{question}|{answer}".encode()).digest()
-    return 1 + digest[0] % 10
-
-
-def align_letter(question: str, response: str, n_options: int, seed: int) -> str:
-    digest = hashlib.sha256(f"{seed}|align|{question}|{response}".encode()).digest()
-    return "ABCD"[digest[0] % n_options]
-
-
-def text_reply(body: dict, config: SimulatorConfig) -> tuple[str, list] | None:
-    """(reply, what to record) for an AIR-Bench text query, else None."""
-    text = _user_text(body)
-    if text is None:
-        return None
-    answers = dict(_CHAT_ANSWER_RE.findall(text))
-    if "1" in answers and "2" in answers and "[Question]\n" in text:
-        question = text.split("[Question]\n", 1)[1].split("\n[The Start of Assistant 1s", 1)[0]
-        scores = [chat_score(question, answers[k], config.seed) for k in ("1", "2")]
-        return f"{scores[0]} {scores[1]}", [question, [answers["1"], answers["2"]]]
-    match = _ALIGN_RE.match(text)
-    if _ALIGN_MARK in text and match:
-        listed = text.split("The following lines are the options.", 1)[-1]
-        listed = listed.split("\nTo reiterate, the response", 1)[0]
-        options = [m.group(2) for m in map(_CHOICE_LINE_RE.match, listed.split("\n")) if m]
-        if options:
-            question, response = match.groups()
-            return align_letter(question, response, len(options), config.seed), \
-                [question, options]
-    return None
+def reply(body: dict, config: SimulatorConfig) -> tuple[str, list | None]:
+    """(content, what to record) of the first of the config's replies that knows the query;
+    a reply with no verdict in it when none does."""
+    for simulated in config.replies:
+        found = simulated(body, config)
+        if found is not None:
+            return found
+    return json.dumps({"reason": f"{NOTICE}; no simulated reply for this query",
+                       "choice": None}), None
 
 
 class Refusal(Exception):
@@ -581,21 +490,10 @@ def make_app(state: PortState) -> web.Application:
         if roll < config.garbage_rate:
             state.counts["garbage"] += 1
             content = _GARBAGE[number % len(_GARBAGE)]
-        elif (text := text_reply(body, config)) is not None:
-            content, recorded = text
-            if config.record:
-                state.queries.append(recorded)
-            state.counts["ok"] += 1
         else:
-            query = parse_query(body)
-            if query is None:
-                content = json.dumps({"reason": f"{NOTICE}; no multiple-choice question found",
-                                      "choice": None})
-            else:
-                letter, reason = verdict(query, config)
-                content = json.dumps({"reason": reason, "choice": letter})
-                if config.record:
-                    state.queries.append([query["question"], query["choices"], letter])
+            content, recorded = reply(body, config)
+            if config.record and recorded is not None:
+                state.queries.append(recorded)
             state.counts["ok"] += 1
         return web.json_response(_completion(content, checked, config, number))
 

@@ -15,6 +15,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 
 from scoring import media
 from scoring.kinds import ItemRows, Kind, get_kind
+from scoring.kinds.files import resolve_audio
 from scoring.models import (
     Criterion,
     Item,
@@ -23,7 +24,6 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
-from scoring.predictions import resolve_audio
 from scoring.runs import answer_groups
 from submissions.models import Submission
 

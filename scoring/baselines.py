@@ -21,8 +21,8 @@ from audit.services import audit_record
 from config.errors import ServiceError
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
+from scoring.kinds.files import resolve_audio
 from scoring.models import Benchmark, ScoringRun
-from scoring.predictions import resolve_audio
 from scoring.runs import run_create
 from scoring.tasks import enqueue_run
 

@@ -25,7 +25,7 @@ from django.core.files import File
 from django.core.files.storage import FileSystemStorage, storages
 
 from scoring.kinds import file_sha256, get_kind
-from scoring.predictions import resolve_audio
+from scoring.kinds.files import resolve_audio
 
 
 class MediaError(RuntimeError):

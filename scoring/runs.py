@@ -28,17 +28,18 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from config.alerts import staff_alert
+from config.heartbeat import Heartbeat
 from judge.fleet import REFUSED, FleetUnavailable, JudgeFleet
 from judge.leases import fleet_leases
 from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls
 from scoring import media
 from scoring.boards import board_changed
-from scoring.heartbeat import Heartbeat
 from scoring.jobs import JobFeed, ask_jobs
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import Job, Kind, Media, file_sha256, get_kind
 from scoring.kinds.base import answer_record
+from scoring.kinds.files import resolve_audio
 from scoring.models import (
     Answer,
     Benchmark,
@@ -50,7 +51,6 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
-from scoring.predictions import resolve_audio
 
 log = logging.getLogger(__name__)
 Status = ScoringRun.Status

@@ -22,7 +22,7 @@ from judge.fleet import REFUSED, JudgeFleet
 from scoring.jobs import JobFeed, ask_jobs
 from scoring.kinds import ItemRows, Kind, file_sha256, get_kind
 from scoring.kinds.base import answer_record
-from scoring.predictions import read_text, resolve_audio
+from scoring.kinds.files import read_text, resolve_audio
 
 RESULTS = "results.jsonl"
 RUN = "run.json"

@@ -7,8 +7,8 @@ from pathlib import Path
 from django.db import transaction
 
 from scoring.kinds import file_sha256, get_kind
+from scoring.kinds.files import resolve_audio
 from scoring.models import Benchmark, Criterion, Item, ItemBucket
-from scoring.predictions import resolve_audio
 
 
 class BenchmarkFileError(ValueError):

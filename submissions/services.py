@@ -19,13 +19,13 @@ from django.utils import timezone
 from config.alerts import staff_alert
 from config.celery import broker_check
 from config.errors import ServiceError
+from config.heartbeat import Heartbeat
 from scoring import media, runs
 from scoring.boards import board_changed
-from scoring.heartbeat import Heartbeat
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
+from scoring.kinds.files import PredictionError, text_stream
 from scoring.models import Benchmark, Item, ScoringRun
-from scoring.predictions import PredictionError, text_stream
 from scoring.tasks import enqueue_run, retry_countdown
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.names import name_normalise, name_problem, name_skeletons
@@ -268,7 +268,7 @@ def _validate(submission: Submission) -> None:
     kind = get_kind(submission.benchmark.kind)
     if kind.outputs.files:
         result = validate_upload(item_keys=keys, predictions=predictions, archive=archive,
-                                 audio_dir=audio_dir,
+                                 audio_dir=audio_dir, outputs=kind.outputs,
                                  limits=limits_for(judge_config_current(submission.benchmark)))
     else:
         result = validate_responses(item_keys=keys, predictions=predictions, archive=archive,

@@ -19,7 +19,6 @@ silence can be sent as a zip that stores its members (`zip -0`): a ratio of 1.
 from __future__ import annotations
 
 import dataclasses
-import errno
 import posixpath
 import re
 import stat
@@ -31,29 +30,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import av
-import numpy as np
-import soundfile
 from django.conf import settings
 
-from scoring.predictions import (
+from scoring.kinds.base import OutputFormat
+from scoring.kinds.files import (
     Prediction,
     PredictionError,
     json_document,
-    parse_predictions,
+    raise_ours,
     text_stream,
     utf8_problem,
+    why,
 )
 
-PREDICTION_NAMES = ("predictions.json", "submission.jsonl")
 # A real predictions file is a few MB; this only keeps a hostile one from filling memory.
 MAX_PREDICTIONS_BYTES = 256 * 1024**2
-# libsndfile's names: WAVEX is WAVE_FORMAT_EXTENSIBLE, which float and multichannel WAVs use.
-AUDIO_FORMATS = {"WAV", "WAVEX", "FLAC"}
-DEMUXERS = {"WAV": "wav", "WAVEX": "wav", "FLAC": "flac"}  # FFmpeg's name of each
-# Decoded and declared lengths may differ by this much: a WAV's chunks after its audio (which
-# decoding to the end reads as samples) or an odd byte of padding, never a lie worth telling.
-LENGTH_SLACK_SECONDS = 0.01
 CHUNK_BYTES = 1024**2
 # Tar metadata headers (long names, pax records) hold a few KB; tarfile reads them whole.
 MAX_TAR_HEADER_BYTES = 1024**2
@@ -65,10 +56,6 @@ ARCHIVER_FOLDERS = {"__MACOSX"}
 # which are refused before any is read, so one is a fault of ours.
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError,
                   zlib.error, OSError, NotImplementedError, ValueError)
-# OSErrors of our own disk or process (a full disk, an I/O error, too many open files), never
-# of the upload: raised, so that validation is retried and the upload is not rejected for them.
-OUR_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES,
-                        errno.EPERM, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 SHOWN = 5  # file names a message or the report lists before "..."
 NOTHING_UPLOADED = ("nothing uploaded: send a predictions file and an archive of the edited "
                     "audio, or one archive holding both")
@@ -135,9 +122,10 @@ class ValidationResult:
 
 
 def validate_upload(*, item_keys: list[str], predictions: Path | None, archive: Path | None,
-                    audio_dir: Path, limits: Limits) -> ValidationResult:
-    """Check an upload, extracting into the empty folder `audio_dir` the archive's members
-    that the predictions name, once every check that headers allow has passed."""
+                    audio_dir: Path, limits: Limits, outputs: OutputFormat) -> ValidationResult:
+    """Check an upload of a kind whose outputs are files (`outputs`: its predictions reader and
+    its check of one output), extracting into the empty folder `audio_dir` the archive's
+    members that the predictions name, once every check that headers allow has passed."""
     result = ValidationResult(n_items=len(item_keys))
     if predictions is None and archive is None:
         result.errors.append(NOTHING_UPLOADED)
@@ -145,7 +133,8 @@ def validate_upload(*, item_keys: list[str], predictions: Path | None, archive: 
     # Faults of a predictions file beside the archive are listed after the archive's.
     faults: list[str] = []
     source = _Source(name=predictions.name, path=predictions) if predictions else None
-    parsed = _read_predictions(source, item_keys, faults) if source else None
+    parsed = _read_responses(source, item_keys, outputs.entries, faults) if source \
+        else None
     if archive is None:
         result.errors.extend(faults)
         if parsed is not None:
@@ -158,29 +147,31 @@ def validate_upload(*, item_keys: list[str], predictions: Path | None, archive: 
                 result.errors.append(f"{archive.name}: not a .zip or .tar.gz archive")
             else:
                 _from_archive(reader, archive=archive, audio_dir=audio_dir, limits=limits,
-                              item_keys=item_keys, source=source, parsed=parsed, result=result)
+                              item_keys=item_keys, source=source, parsed=parsed, result=result,
+                              outputs=outputs)
     except _ArchiveRefused as exc:
         result.errors.append(f"{archive.name}: {exc}")
     except ARCHIVE_ERRORS as exc:
-        _raise_ours(exc)
-        result.errors.append(f"{archive.name}: damaged archive: {_why(exc)}")
+        raise_ours(exc)
+        result.errors.append(f"{archive.name}: damaged archive: {why(exc)}")
     result.errors.extend(faults)
     return result
 
 
 def _from_archive(reader, *, archive: Path, audio_dir: Path, limits: Limits,
                   item_keys: list[str], source: _Source | None,
-                  parsed: list[Prediction] | None, result: ValidationResult) -> None:
+                  parsed: list[Prediction] | None, result: ValidationResult,
+                  outputs: OutputFormat) -> None:
     """List and check the archive, read the predictions from it when they are not beside it,
     check what the headers declare, then extract the named members and check their audio."""
     listing = _list_archive(reader, archive, limits, result.errors)
     if listing is None:
         return
     if source is None:
-        source = _predictions_inside(listing, result.errors)
+        source = _predictions_inside(listing, outputs.names, result.errors)
         if source is None:
             return
-        parsed = _read_predictions(source, item_keys, result.errors, reader)
+        parsed = _read_responses(source, item_keys, outputs.entries, result.errors, reader)
     if parsed is None:
         return
     _match_outputs(parsed, source, listing, result)
@@ -195,7 +186,7 @@ def _from_archive(reader, *, archive: Path, audio_dir: Path, limits: Limits,
                                       listing.name))
     if result.errors:
         return
-    _check_outputs(parsed, source, audio_dir, limits, result)
+    _check_outputs(parsed, source, audio_dir, outputs.check_file, limits, result)
     result.ignored = [p for p in listing.files if p not in wanted]
     _summarise(item_keys, parsed, listing, result)
 
@@ -317,7 +308,7 @@ def _reader_for(path: Path):
     except _ArchiveRefused:
         raise
     except (tarfile.ReadError, EOFError, OSError, zlib.error) as exc:
-        _raise_ours(exc)
+        raise_ours(exc)
         return None  # gzip, but not a tar inside
 
 
@@ -429,8 +420,8 @@ def _extract(reader, entries: list[_Entry], audio_dir: Path, name: str) -> list[
         try:
             written = _extract_one(reader, entry, target, entry.size)
         except OSError as exc:
-            _raise_ours(exc)
-            return [f"{name}: member {entry.name!r}: cannot be extracted: {_why(exc)}"]
+            raise_ours(exc)
+            return [f"{name}: member {entry.name!r}: cannot be extracted: {why(exc)}"]
         if written is None:
             return [f"{name}: member {entry.name!r} unpacks to more than the {entry.size} "
                     "bytes its header declares"]
@@ -458,18 +449,6 @@ def _copy_limited(source, sink, budget: int) -> int | None:
     return written
 
 
-def _raise_ours(exc: BaseException) -> None:
-    """Raise `exc` again when it is a fault of ours (OUR_ERRNOS), not of the upload."""
-    if isinstance(exc, OSError) and exc.errno in OUR_ERRNOS:
-        raise exc
-
-
-def _why(exc: BaseException) -> str:
-    """An exception's reason without file-system paths, which are not the author's business."""
-    text = getattr(exc, "strerror", None) or getattr(exc, "error_string", None) or str(exc)
-    return str(text).splitlines()[0][:200] if text else type(exc).__name__
-
-
 # --- the predictions file ------------------------------------------------------------------
 
 
@@ -489,22 +468,18 @@ class _Source:
         return posixpath.dirname(self.member) if self.member else None
 
 
-def _predictions_inside(listing: _Listing, errors: list[str]) -> _Source | None:
-    found = sorted(f for f in listing.files if posixpath.basename(f) in PREDICTION_NAMES)
+def _predictions_inside(listing: _Listing, names: tuple[str, ...],
+                        errors: list[str]) -> _Source | None:
+    found = sorted(f for f in listing.files if posixpath.basename(f) in names)
     if len(found) == 1:
         return _Source(name=found[0], entry=listing.files[found[0]])
     if found:
         errors.append(f"{listing.name}: holds {len(found)} predictions files "
                       f"({', '.join(found)}): keep exactly one")
     else:
-        errors.append(f"{listing.name}: holds no predictions.json or submission.jsonl; put "
-                      "one in the archive or upload it beside the archive")
+        errors.append(f"{listing.name}: holds no {' or '.join(names)}; put one in the "
+                      "archive or upload it beside the archive")
     return None
-
-
-def _read_predictions(source: _Source, item_keys: list[str], errors: list[str],
-                      reader=None) -> list[Prediction] | None:
-    return _read_responses(source, item_keys, parse_predictions, errors, reader)
 
 
 def _prediction_place(source: _Source, prediction: Prediction) -> str:
@@ -580,78 +555,16 @@ def _declared_problems(parsed: list[Prediction], source: _Source, listing: _List
 # --- the audio files -----------------------------------------------------------------------
 
 
-def _check_outputs(parsed: list[Prediction], source: _Source, audio_dir: Path, limits: Limits,
-                   result: ValidationResult) -> None:
+def _check_outputs(parsed: list[Prediction], source: _Source, audio_dir: Path, check,
+                   limits: Limits, result: ValidationResult) -> None:
     for prediction in parsed:
         relative = result.outputs.get(prediction.sample_id)
         if relative is None:
             continue
-        why = _audio_problem(audio_dir / relative, limits)
-        if why:
-            result.errors.append(f"{_prediction_place(source, prediction)}: {relative}: {why}")
-
-
-def _audio_problem(path: Path, limits: Limits) -> str | None:
-    """None when `path` is usable output audio, else why not (the whole file is decoded)."""
-    try:
-        with soundfile.SoundFile(str(path)) as audio:
-            problem = _header_problem(audio, limits)
-            if problem:
-                return problem
-            declared, rate, container = audio.frames, audio.samplerate, audio.format
-    except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
-        _raise_ours(exc)
-        return f"not readable as WAV or FLAC audio ({_why(exc)})"
-    try:
-        return _decoded_problem(path, container, declared, rate, limits)
-    except (av.FFmpegError, ValueError, OSError) as exc:
-        _raise_ours(exc)
-        return f"not decodable to its end as {container} audio ({_why(exc)})"
-
-
-def _header_problem(audio: soundfile.SoundFile, limits: Limits) -> str | None:
-    if audio.format not in AUDIO_FORMATS:
-        return f"{audio.format_info} audio; only WAV and FLAC are accepted"
-    if audio.samplerate > limits.max_sample_rate:
-        return (f"a sample rate of {audio.samplerate} Hz, above the limit of "
-                f"{limits.max_sample_rate} Hz")
-    if audio.channels > limits.max_channels:
-        return f"{audio.channels} channels, above the limit of {limits.max_channels}"
-    if audio.frames == 0:
-        return "empty audio (no frames)"
-    return _length_problem(audio.frames, audio.samplerate, limits)
-
-
-def _length_problem(frames: int, rate: int, limits: Limits) -> str | None:
-    seconds = frames / rate
-    if seconds > limits.max_audio_seconds:
-        source = f" ({limits.audio_limit_source})" if limits.audio_limit_source else ""
-        return (f"{seconds:.2f} s long, above the limit of {limits.max_audio_seconds:g} s"
-                f"{source}")
-    return None
-
-
-def _decoded_problem(path: Path, container: str, declared: int, rate: int,
-                     limits: Limits) -> str | None:
-    """Decode to the file's real end, one packet at a time, ignoring the length its header
-    declares (a WAV's data size, a FLAC's total samples), which libsndfile trusts and the
-    judge's decoder may not: the length limit and the scan for NaN see every sample, and a
-    file whose header lies about its length is refused."""
-    options = {"ignore_length": "1"} if container.startswith("WAV") else {}
-    decoded = 0
-    with av.open(str(path), format=DEMUXERS[container], options=options) as media:
-        for frame in media.decode(audio=0):
-            decoded += frame.samples
-            if decoded / rate > limits.max_audio_seconds:
-                return (f"decodes to more than {limits.max_audio_seconds:g} s (the limit), "
-                        f"though its header declares {declared / rate:.2f} s")
-            samples = frame.to_ndarray()
-            if samples.dtype.kind == "f" and not np.isfinite(samples).all():
-                return "contains NaN or infinite samples"
-    if abs(decoded - declared) > rate * LENGTH_SLACK_SECONDS:
-        return (f"its header declares {declared} frames ({declared / rate:.2f} s) but it "
-                f"decodes to {decoded} frames ({decoded / rate:.2f} s)")
-    return None
+        problem = check(audio_dir / relative, limits)
+        if problem:
+            result.errors.append(f"{_prediction_place(source, prediction)}: {relative}: "
+                                 f"{problem}")
 
 
 # --- summary -------------------------------------------------------------------------------
@@ -716,8 +629,8 @@ def _read_responses(source: _Source, item_keys: list[str], parse, errors: list[s
                 return parse(text, name=source.name, known_ids=set(item_keys),
                              per_kind=settings.SUBMISSION_REPORT_MAX_PER_KIND)
     except OSError as exc:
-        _raise_ours(exc)
-        errors.append(f"{source.name}: cannot be read: {_why(exc)}")
+        raise_ours(exc)
+        errors.append(f"{source.name}: cannot be read: {why(exc)}")
     except PredictionError as exc:
         errors.extend(exc.problems)
     return None

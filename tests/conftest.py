@@ -151,7 +151,7 @@ def demo_run(demo_set, urls, *, slug: str = "mmae"):
     """The demo set imported (synthetic) and judged by the simulator at `urls` as its current
     config, and a queued run of system A's outputs: (benchmark, run)."""
     from scoring import runs
-    from scoring.predictions import load_predictions
+    from scoring.kinds.mmae.predictions import load_predictions
     from scoring.services import benchmark_import
 
     benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from scoring.predictions import MAX_PER_KIND
+from scoring.kinds.files import MAX_PER_KIND
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,13 @@ class OutputFormat:
     digest: Callable[[str, str], str]
     # (outputs' folder, output) -> why the output cannot be judged, or None
     check: Callable[[Any, str], str | None] = lambda root, output: None
+    # Outputs that are files: the predictions file's names in an archive, its reader to
+    # entries that say where each one is (scoring.kinds.files.Prediction; same arguments as
+    # `read`), and the upload's check of one extracted output under the upload limits
+    # ((path, limits) -> why not, or None; scoring.kinds.audio for audio).
+    names: tuple[str, ...] = ()
+    entries: Callable[..., list] | None = None
+    check_file: Callable[[Any, Any], str | None] | None = None
 
 
 def text_sha256(root, text: str) -> str:
@@ -245,6 +252,14 @@ class Kind(abc.ABC):
     # rubric_scores, by these names (None: not shown).
     pairwise: ClassVar[tuple[str | None, str | None]] = (None, None)
     explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
+
+    # --- the judge simulator -----------------------------------------------------------
+
+    def simulated_reply(self, body: dict, config) -> tuple[str, list] | None:
+        """The judge simulator's reply to a query of this kind (judge.simulator, whose config
+        is `config`): (content, what its stats record), or None when the query is not one of
+        this kind's. A kind judged by the fleet defines it so that `make run` scores it."""
+        return None
 
     # --- labels ------------------------------------------------------------------------
 

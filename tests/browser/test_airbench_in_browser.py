@@ -12,7 +12,8 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from leaderboard import selectors
-from scoring import airbench, runs
+from scoring import runs
+from scoring.kinds.airbench import rules as airbench
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
 from tests.browser.conftest import SCREENSHOTS

@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 
 from leaderboard import selectors
 from scoring import runs
-from scoring.predictions import load_predictions
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.services import benchmark_import
 from scoring.synthetic import MODALITIES, write_benchmark, write_system
 from submissions.models import ModelEntry, Submission

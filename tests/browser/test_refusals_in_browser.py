@@ -15,8 +15,8 @@ from playwright.sync_api import expect
 
 from judge.models import Endpoint
 from scoring import runs
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer
-from scoring.predictions import load_predictions
 from submissions.models import ModelEntry, Submission
 from submissions.services import submission_fail_validation
 from tests.browser.conftest import SCREENSHOTS

@@ -18,7 +18,7 @@ import time
 
 from judge.fleet import JudgeFleet
 from judge.leases import RedisLeases
-from scoring import mmae
+from scoring.kinds.mmae import rules as mmae
 
 MODEL = "Qwen3-Omni-30B-A3B-Instruct"
 

@@ -12,8 +12,9 @@ from aiohttp import web
 from judge.body import JsonBody
 from judge.fleet import FleetUnavailable, JudgeFleet, _ssl_context, full_sampling
 from judge.simulator import DEFAULT_MODEL as MODEL
-from judge.simulator import SimulatorConfig, verdict
-from scoring import mmae
+from judge.simulator import SimulatorConfig
+from scoring.kinds.mmae import rules as mmae
+from scoring.kinds.mmae.simulated import verdict
 from tests.conftest import free_ports
 
 GOOD = json.dumps({"reason": "r", "choice": "A"})

@@ -14,7 +14,7 @@ import redis
 
 from judge.fleet import FleetUnavailable, JudgeFleet
 from judge.leases import LeaseError, RedisLeases, fleet_leases
-from scoring import mmae
+from scoring.kinds.mmae import rules as mmae
 from tests.conftest import BROKER, ROOT, free_ports
 from tests.judge.fleet_worker import MODEL, messages
 

@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from scoring import mmae
+from scoring.kinds.mmae import rules as mmae
 from tests.conftest import run_manage
 
 MODEL = "Qwen3-Omni-30B-A3B-Instruct"

@@ -13,7 +13,7 @@ import pytest
 import soundfile
 
 from judge.fleet import REFUSED, FleetUnavailable, JudgeFleet
-from scoring import mmae
+from scoring.kinds.mmae import rules as mmae
 from tests.judge.test_simulator import MODEL, post, query
 
 

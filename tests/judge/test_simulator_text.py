@@ -3,8 +3,10 @@
 import httpx
 import pytest
 
-from judge.simulator import SimulatorConfig, align_letter, chat_score, text_reply
-from scoring import airbench
+from judge.simulator import SimulatorConfig
+from scoring.kinds.airbench import rules as airbench
+from scoring.kinds.airbench.simulated import align_letter, chat_score
+from scoring.kinds.airbench.simulated import reply as text_reply
 from tests.scoring.airbench_data import chat_meta, foundation_meta
 
 MODEL = "Qwen3-Omni-30B-A3B-Instruct"

@@ -68,8 +68,9 @@ def item_board(db, author, tmp_path):
     """An MMAE benchmark with real items, and a factory of submissions scored from per-item
     rubric scores: per-item results, slices and the per-item vector kept as the pipeline keeps
     them. `scored(name, passes)`: passes(sample, rubric) -> 0 or 1."""
-    from scoring import mmae, runs, synthetic
+    from scoring import runs, synthetic
     from scoring.kinds import get_kind
+    from scoring.kinds.mmae import rules as mmae
     from scoring.services import benchmark_import
 
     samples_meta = synthetic.make_meta(40, seed=2)

@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from leaderboard import ranking
-from scoring import airbench
 from scoring.kinds import get_kind
+from scoring.kinds.airbench import rules as airbench
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 from tests.conftest import judge_config

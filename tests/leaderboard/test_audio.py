@@ -6,8 +6,8 @@ import soundfile
 from django.utils import timezone
 
 from leaderboard.explorer import RangeNotSatisfiable, byte_range
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import ScoringRun
-from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
 from tests.conftest import judge_config

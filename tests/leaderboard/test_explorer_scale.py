@@ -10,8 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from scoring import airbench
 from scoring.kinds import get_kind
+from scoring.kinds.airbench import rules as airbench
 from scoring.models import ItemResult
 from scoring.services import benchmark_import
 from submissions.models import Submission

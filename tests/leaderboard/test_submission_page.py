@@ -13,8 +13,8 @@ from django.utils.html import escape
 from leaderboard import explorer_selectors
 from scoring import runs
 from scoring.kinds import get_kind
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Criterion, ItemResult, SliceResult
-from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
 from tests.conftest import judge_config

@@ -2,9 +2,8 @@ import json
 
 import pytest
 
-from scoring import airbench
-from scoring.mmae import MetaError, ReplyError
-from scoring.predictions import PredictionError
+from scoring.kinds.airbench import rules as airbench
+from scoring.kinds.files import MetaError, PredictionError, ReplyError
 from tests.scoring.airbench_data import REFERENCE, chat_meta, foundation_meta, write
 
 # --- the official letter rule -----------------------------------------------------------

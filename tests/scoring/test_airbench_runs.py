@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from judge.simulator import align_letter, chat_score
-from scoring import airbench, exports, runs
+from scoring import exports, runs
+from scoring.kinds.airbench import rules as airbench
+from scoring.kinds.airbench.simulated import align_letter, chat_score
 from scoring.models import Answer, ItemResult, SliceResult
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission

@@ -17,8 +17,8 @@ from scoring.fleet import (
     fleet_base_urls,
     fleet_probe,
 )
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer
-from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from tests.conftest import free_ports, judge_config
 

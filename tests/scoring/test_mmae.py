@@ -4,9 +4,10 @@ import hashlib
 
 import pytest
 
-from scoring import mmae
 from scoring.kinds import get_kind
-from scoring.mmae import ReplyError, Rubric, Sample
+from scoring.kinds.files import ReplyError
+from scoring.kinds.mmae import rules as mmae
+from scoring.kinds.mmae.rules import Rubric, Sample
 
 
 def make_sample(rubrics, *, inputs=("wav/s1/audio1.wav",), sample_id="s1", **dims):

@@ -2,7 +2,9 @@ import json
 
 import pytest
 
-from scoring.predictions import PredictionError, check_audio, load_predictions, parse_predictions
+from scoring.kinds.audio import check_audio
+from scoring.kinds.files import PredictionError
+from scoring.kinds.mmae.predictions import load_predictions, parse_predictions
 from scoring.synthetic import write_wav
 
 IDS = {"a1", "b2", "c3"}

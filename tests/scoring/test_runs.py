@@ -8,8 +8,8 @@ from django.utils import timezone
 
 from judge.fleet import FleetUnavailable
 from scoring import exports, runs
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Item, RunBatch, ScoringRun
-from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from tests.conftest import free_ports, judge_config, run_manage, score_run
 

@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 from scoring import exports, runs
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, ItemResult
-from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from scoring.synthetic import write_wav
 from tests.conftest import judge_config, run_manage, score_run

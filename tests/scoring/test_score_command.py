@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from scoring import mmae
+from scoring.kinds.mmae import rules as mmae
 from tests.conftest import ROOT, free_ports, run_manage
 
 pytestmark = pytest.mark.integration

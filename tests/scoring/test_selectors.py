@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from judge.models import Endpoint
 from scoring import runs
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Criterion, RunBatch, ScoringRun
-from scoring.predictions import load_predictions
 from scoring.selectors import (
     age_text,
     cached_answers,

@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from scoring import airbench
+from scoring.kinds.airbench import rules as airbench
 from scoring.models import Answer, SliceResult
 from scoring.services import benchmark_import
 from submissions.models import ApiToken

@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from config.errors import ServiceError
-from scoring import airbench
+from scoring.kinds.airbench import rules as airbench
 from scoring.services import benchmark_import
 from submissions.models import ApiToken, Submission
 from submissions.services import submission_create, submission_validate

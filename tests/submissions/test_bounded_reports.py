@@ -10,7 +10,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from scoring.predictions import PredictionError, parse_predictions
+from scoring.kinds import get_kind
+from scoring.kinds.files import PredictionError
+from scoring.kinds.mmae.predictions import parse_predictions
 from submissions.models import ApiToken, Submission
 from submissions.validation import validate_responses, validate_upload
 from tests.submissions.test_validation import LIMITS
@@ -42,7 +44,8 @@ def test_a_validation_report_of_100000_unknown_ids_is_small(tmp_path, settings):
     audio = tmp_path / "audio"
     audio.mkdir()
     result = validate_upload(item_keys=["a1"], predictions=predictions, archive=None,
-                             audio_dir=audio, limits=LIMITS)
+                             audio_dir=audio, limits=LIMITS,
+                             outputs=get_kind("mmae").outputs)
     errors = result.report()["errors"]
     assert len(errors) == 51 and errors[-1] == "... and 99,950 more unknown ids"
     assert len(json.dumps(result.report())) < 10_000

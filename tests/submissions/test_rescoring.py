@@ -9,8 +9,8 @@ from config.errors import ServiceError
 from leaderboard.selectors import leaderboard_rows
 from scoring import runs, synthetic
 from scoring.judge_configs import benchmark_set_judge_config
+from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, ScoringRun, SliceResult
-from scoring.predictions import load_predictions
 from scoring.services import benchmark_import
 from submissions import tasks as submission_tasks
 from submissions.models import ModelEntry, Submission

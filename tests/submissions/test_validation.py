@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import soundfile
 
+from scoring.kinds import get_kind
 from scoring.synthetic import write_wav
 from submissions.validation import (
     Limits,
@@ -23,6 +24,7 @@ from submissions.validation import (
 )
 
 KEYS = ["a1", "b2", "c3"]
+MMAE = get_kind("mmae")
 LIMITS = Limits(max_files=50, max_unpacked_bytes=5_000_000, max_audio_seconds=5.0,
                 max_output_bytes=5_000_000, max_sample_rate=48_000, max_channels=2,
                 max_ratio=20.0, ratio_floor_bytes=1_000_000)
@@ -120,7 +122,7 @@ def submission_jsonl(folder, paths: dict, name="submission.jsonl"):
 
 def run(audio_dir, *, predictions=None, archive=None, limits=LIMITS, keys=KEYS):
     return validate_upload(item_keys=keys, predictions=predictions, archive=archive,
-                           audio_dir=audio_dir, limits=limits)
+                           audio_dir=audio_dir, limits=limits, outputs=MMAE.outputs)
 
 
 def strays(tmp_path):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring import airbench
+from scoring.kinds.airbench import rules as airbench
 from scoring.services import BenchmarkFileError, benchmark_import
 
 DEFAULT_SLUGS = {airbench.FOUNDATION: "air-bench-foundation", airbench.CHAT: "air-bench-chat"}

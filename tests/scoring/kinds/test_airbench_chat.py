@@ -2,8 +2,8 @@
 
 import pytest
 
-from scoring import airbench
 from scoring.kinds import get_kind
+from scoring.kinds.airbench import rules as airbench
 from tests.scoring.airbench_data import by_hand, chat_meta
 
 KIND = get_kind(airbench.CHAT)

@@ -1,7 +1,7 @@
 """MMAE as a kind: per-item rows from answers, and the judge's vote agreement."""
 
-from scoring import mmae
 from scoring.kinds import get_kind
+from scoring.kinds.mmae import rules as mmae
 
 KIND = get_kind(mmae.KIND)
 

@@ -7,8 +7,10 @@ import random
 import numpy as np
 import pytest
 
-from scoring import airbench, mmae, synthetic
+from scoring import synthetic
 from scoring.kinds import get_kind
+from scoring.kinds.airbench import rules as airbench
+from scoring.kinds.mmae import rules as mmae
 
 N_MODELS = 4
 

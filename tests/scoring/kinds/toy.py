@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from scoring import jsontext
+from config import jsontext
 from scoring.kinds.base import (
     Dimension,
     ItemRows,
@@ -30,7 +30,7 @@ from scoring.kinds.base import (
     Section,
     text_sha256,
 )
-from scoring.predictions import PredictionError
+from scoring.kinds.files import PredictionError
 
 NAME = "toy-yesno"
 PROMPT = ("Is the answer to this question right? Reply with one word: yes or no.\n"

@@ -13,7 +13,7 @@ import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from scoring import jsontext
+from scoring.kinds.files import MetaError, ReplyError, read_json, show
 
 KIND = "mmae"
 ROUNDS = 3
@@ -50,20 +50,6 @@ Choices: {choices}"""  # noqa: E501
 
 LABEL_RE = re.compile(r"<audio (output|input(\d+))(\[[^\]<>]*\])?>")
 COMPLEXITY_SINGLE = "single"
-
-
-class MetaError(ValueError):
-    """A malformed metadata file; `problems` lists every fault found, each naming its place."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        shown = problems[:20]
-        more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        super().__init__("\n".join(shown) + more)
-
-
-class ReplyError(ValueError):
-    """A judge reply that does not hold a usable answer."""
 
 
 # --- metadata (section 1) ---------------------------------------------------------------
@@ -104,7 +90,7 @@ class Sample:
         return "\n".join(
             part["text"]
             for message in self.messages
-            for part in _content_parts(message)
+            for part in content_parts(message)
             if part.get("type") == "text" and isinstance(part.get("text"), str)
         )
 
@@ -126,7 +112,7 @@ def question_labels(question: str) -> list[str]:
     return labels or ["output"]
 
 
-def _content_parts(message: dict) -> list[dict]:
+def content_parts(message: dict) -> list[dict]:
     content = message.get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -168,23 +154,6 @@ def parse_meta(data, *, source: str = "MMAE-meta.json") -> list[Sample]:
     return samples
 
 
-def read_json(path) -> object:
-    """A benchmark file's JSON; a file that cannot be read or parsed raises MetaError naming
-    the problem (syntax errors by line and column)."""
-    name = str(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return jsontext.loads(handle.read())
-    except OSError as exc:
-        raise MetaError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
-    except UnicodeDecodeError as exc:
-        raise MetaError([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
-    except json.JSONDecodeError as exc:
-        raise MetaError(
-            [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
-        ) from None
-
-
 def load_meta(path) -> list[Sample]:
     """Read and check MMAE-meta.json; syntax errors name the line and column."""
     return parse_meta(read_json(path), source=str(path))
@@ -193,19 +162,14 @@ def load_meta(path) -> list[Sample]:
 def _str_field(raw: dict, key: str, problems: list[str]) -> str | None:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
-        problems.append(f"field '{key}' must be a non-empty string, got {_show(value)}")
+        problems.append(f"field '{key}' must be a non-empty string, got {show(value)}")
         return None
     return value
 
 
-def _show(value) -> str:
-    text = json.dumps(value, ensure_ascii=False) if value is not None else "nothing"
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _parse_sample(raw, problems: list[str]) -> Sample | None:
     if not isinstance(raw, dict):
-        problems.append(f"must be a JSON object, got {_show(raw)}")
+        problems.append(f"must be a JSON object, got {show(raw)}")
         return None
     sample_id = _str_field(raw, "id", problems)
     complexity = _str_field(raw, "complexity", problems)
@@ -217,14 +181,14 @@ def _parse_sample(raw, problems: list[str]) -> Sample | None:
         or not all(isinstance(g, str) and g for g in granularity)
     ):
         problems.append(f"field 'granularity' must be a non-empty list of strings, got "
-                        f"{_show(granularity)}")
+                        f"{show(granularity)}")
         granularity = []
     operations = _parse_operations(raw.get("operations"), problems)
     messages = raw.get("messages")
     input_audio = _parse_messages(messages, problems)
     tags = raw.get("tags", [])
     if not isinstance(tags, list):
-        problems.append(f"field 'tags' must be a list, got {_show(tags)}")
+        problems.append(f"field 'tags' must be a list, got {show(tags)}")
     rubrics = _parse_rubrics(raw.get("rubrics"), len(input_audio), problems)
     if problems:
         return None
@@ -243,7 +207,7 @@ def _parse_sample(raw, problems: list[str]) -> Sample | None:
 
 def _parse_operations(operations, problems: list[str]) -> tuple[tuple[str, str], ...]:
     if not isinstance(operations, list) or not operations:
-        problems.append(f"field 'operations' must be a non-empty list, got {_show(operations)}")
+        problems.append(f"field 'operations' must be a non-empty list, got {show(operations)}")
         return ()
     parsed = []
     for i, op in enumerate(operations):
@@ -256,7 +220,7 @@ def _parse_operations(operations, problems: list[str]) -> tuple[tuple[str, str],
         ):
             problems.append(
                 f"field 'operations[{i}]' must be {{\"granularity\": str, \"operation\": str}}, "
-                f"got {_show(op)}"
+                f"got {show(op)}"
             )
             continue
         parsed.append((op["granularity"], op["operation"]))
@@ -266,7 +230,7 @@ def _parse_operations(operations, problems: list[str]) -> tuple[tuple[str, str],
 def _parse_messages(messages, problems: list[str]) -> list[str]:
     """Check the user turns; return the input audio paths in order of appearance."""
     if not isinstance(messages, list) or not messages:
-        problems.append(f"field 'messages' must be a non-empty list, got {_show(messages)}")
+        problems.append(f"field 'messages' must be a non-empty list, got {show(messages)}")
         return []
     audio: list[str] = []
     for m, message in enumerate(messages):
@@ -277,7 +241,7 @@ def _parse_messages(messages, problems: list[str]) -> list[str]:
         if not isinstance(content, (list, str)):
             problems.append(f"field 'messages[{m}].content' must be a list or a string")
             continue
-        for p, part in enumerate(_content_parts(message)):
+        for p, part in enumerate(content_parts(message)):
             if part.get("type") == "audio":
                 url = audio_url_of(part)
                 if url is None:
@@ -291,19 +255,19 @@ def _parse_messages(messages, problems: list[str]) -> list[str]:
 
 def _parse_rubrics(rubrics, n_inputs: int, problems: list[str]) -> tuple[Rubric, ...]:
     if not isinstance(rubrics, list) or not rubrics:
-        problems.append(f"field 'rubrics' must be a non-empty list, got {_show(rubrics)}")
+        problems.append(f"field 'rubrics' must be a non-empty list, got {show(rubrics)}")
         return ()
     parsed = []
     for i, raw in enumerate(rubrics):
         where = f"field 'rubrics[{i}]"
         if not isinstance(raw, dict):
-            problems.append(f"{where}' must be an object, got {_show(raw)}")
+            problems.append(f"{where}' must be an object, got {show(raw)}")
             continue
         texts = {}
         for key in ("category", "question", "right_choice"):
             value = raw.get(key)
             if not isinstance(value, str) or not value.strip():
-                problems.append(f"{where}.{key}' must be a non-empty string, got {_show(value)}")
+                problems.append(f"{where}.{key}' must be a non-empty string, got {show(value)}")
             texts[key] = value
         wrong = raw.get("wrong_choices")
         if (
@@ -312,7 +276,7 @@ def _parse_rubrics(rubrics, n_inputs: int, problems: list[str]) -> tuple[Rubric,
             or not all(isinstance(w, str) and w.strip() for w in wrong)
         ):
             problems.append(f"{where}.wrong_choices' must be a non-empty list of strings, got "
-                            f"{_show(wrong)}")
+                            f"{show(wrong)}")
             continue
         if len(wrong) + 1 > len(LETTERS):
             problems.append(f"{where}.wrong_choices' has more than {len(LETTERS) - 1} entries")
@@ -448,7 +412,7 @@ def parse_reply(text: str | None, n_choices: int) -> tuple[str, str]:
         choice = obj["choice"]
         match = _LETTER_RE.match(choice) if isinstance(choice, str) else None
         if match is None:
-            raise ReplyError(f"choice {_show(choice)} is not a single letter")
+            raise ReplyError(f"choice {show(choice)} is not a single letter")
         letter = match.group(1)
         if LETTERS.index(letter) >= n_choices:
             raise ReplyError(f"choice {letter!r} is not among the {n_choices} options")

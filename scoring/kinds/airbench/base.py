@@ -7,7 +7,7 @@ import abc
 import json
 from collections.abc import Iterable
 
-from scoring import airbench
+from scoring.kinds.airbench import rules as airbench
 from scoring.kinds.base import ItemRows, Kind, OutputFormat, RunData, text_sha256
 
 JUDGE_FIELDS = ("raw", "error", "endpoint", "attempts", "latency_ms")
@@ -34,6 +34,11 @@ class AirBench(Kind):
 
     outputs = TEXT_RESPONSES
     files = ("scores.json", "results.jsonl")
+
+    def simulated_reply(self, body: dict, config) -> tuple[str, list] | None:
+        from scoring.kinds.airbench import simulated  # the simulator's server: only it needs this
+
+        return simulated.reply(body, config)
 
     def item_columns(self, row: dict) -> dict:
         return {"ifr": None, "cr": None, "values": row, **self.score_columns(row)}

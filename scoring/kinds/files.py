@@ -1,12 +1,15 @@
-"""MMAE submission files (SPEC section 2): predictions.json or submission.jsonl.
+"""What every kind's files share: reading benchmark and predictions files as people send them
+(UTF-8 with or without a byte-order mark, JSON or JSONL, a bounded nesting depth), reports of
+their faults kept to a bounded size, and where a file a benchmark names lives.
 
-Plain Python, shared by the `score` command and the upload validation. Every fault names the
-file and the line (JSONL) or entry (JSON array) it is on, and the sample id where there is one.
+Plain Python with no Django import. Every fault names the file and the line (JSONL) or entry
+(JSON array) it is on.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import json
 import os
@@ -15,8 +18,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scoring import jsontext
-from scoring.mmae import _content_parts, _show, audio_url_of
+from config import jsontext
+
+
+class FileFaults(ValueError):
+    """A file with faults; `problems` lists every fault found, each naming its place (the
+    message shows the first 20)."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        shown = problems[:20]
+        more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        super().__init__("\n".join(shown) + more)
+
+
+class MetaError(FileFaults):
+    """A malformed metadata file."""
+
+
+class ReplyError(ValueError):
+    """A judge reply that does not hold a usable answer."""
+
 
 # Faults of one kind that a report lists; the rest are counted ("... and 99,950 more unknown
 # ids"). SUBMISSION_REPORT_MAX_PER_KIND in the site's settings.
@@ -46,12 +68,8 @@ class Problems:
                             for kind, n in self.counts.items() if n > self.per_kind]
 
 
-class PredictionError(ValueError):
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        shown = problems[:20]
-        more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        super().__init__("\n".join(shown) + more)
+class PredictionError(FileFaults):
+    """A malformed predictions file."""
 
 
 @dataclass(frozen=True)
@@ -61,12 +79,12 @@ class Prediction:
     where: str  # "line 3" or "entry 2" (both from 1), for messages
 
 
-def _entries(text, name: str, problems: Problems) -> Iterator[tuple[str, object]]:
+def entries(text, name: str, problems: Problems) -> Iterator[tuple[str, object]]:
     """(place, decoded value) for each entry of a JSON array or a JSONL file, from its text
     or a text stream (read line by line: only a JSON array is read whole); faults of JSON
     syntax go to `problems`."""
     stream = io.StringIO(text, newline=None) if isinstance(text, str) else text
-    if _first_character(stream) == "[":
+    if first_character(stream) == "[":
         try:
             data = jsontext.loads(stream.read())
         except json.JSONDecodeError as exc:
@@ -83,7 +101,7 @@ def _entries(text, name: str, problems: Problems) -> Iterator[tuple[str, object]
                          f"column {exc.colno}: {exc.msg}")
 
 
-def _first_character(stream) -> str:
+def first_character(stream) -> str:
     """The stream's first character that is not white space ("" if none), the stream then
     put back at its start."""
     while (character := stream.read(1)) and character.isspace():
@@ -142,72 +160,6 @@ def json_document(binary) -> bool:
     return first == b"["
 
 
-def _output_path(entry: dict) -> tuple[str | None, str | None]:
-    """The edited audio's path of one entry, or (None, why)."""
-    if "audio_path" in entry:
-        path = entry["audio_path"]
-        if not isinstance(path, str) or not path.strip():
-            return None, f"'audio_path' must be a non-empty string, got {_show(path)}"
-        return path, None
-    messages = entry.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return None, "needs 'audio_path' (submission.jsonl) or 'messages' (predictions.json)"
-    last = messages[-1]
-    if not isinstance(last, dict) or last.get("role") != "assistant":
-        return None, "the last message must be the assistant's turn holding the edited audio"
-    urls = [
-        audio_url_of(part) for part in _content_parts(last) if part.get("type") == "audio"
-    ]
-    if len(urls) != 1 or urls[0] is None:
-        return None, (
-            f"the assistant turn must hold exactly one audio item, found {len(urls)}"
-            if len(urls) != 1
-            else "the assistant's audio item has no audio_url"
-        )
-    return urls[0], None
-
-
-def parse_predictions(text, *, name: str, known_ids: set[str],
-                      per_kind: int = MAX_PER_KIND) -> list[Prediction]:
-    """Check a submission file's text (or text stream) against the benchmark's ids; raise
-    naming its faults, the first `per_kind` of each kind and how many more."""
-    problems = Problems(per_kind)
-    predictions: list[Prediction] = []
-    first_place: dict[str, str] = {}
-    seen = 0
-    for place, value in _entries(text, name, problems):
-        seen += 1
-        if not isinstance(value, dict):
-            problems.add("entries that are not objects",
-                         f"{name} {place}: must be a JSON object, got {_show(value)}")
-            continue
-        sample_id = value.get("id")
-        if not isinstance(sample_id, str) or not sample_id:
-            problems.add("entries without an id", f"{name} {place}: 'id' must be a non-empty "
-                         f"string, got {_show(sample_id)}")
-            continue
-        path, why = _output_path(value)
-        if why:
-            problems.add("entries without an output",
-                         f"{name} {place} (id {sample_id}): {why}")
-            continue
-        if sample_id not in known_ids:
-            problems.add("unknown ids", f"{name} {place}: unknown id {sample_id!r} (not in the "
-                         "benchmark)")
-            continue
-        if sample_id in first_place:
-            problems.add("duplicate ids", f"{name} {place}: duplicate id {sample_id!r}, first "
-                         f"on {first_place[sample_id]}")
-            continue
-        first_place[sample_id] = place
-        predictions.append(Prediction(sample_id=sample_id, audio_path=path, where=place))
-    if not seen and not problems:
-        raise PredictionError([f"{name}: the file holds no predictions"])
-    if problems:
-        raise PredictionError(problems.messages())
-    return predictions
-
-
 def read_text(path) -> str:
     """A predictions file's UTF-8 text (a byte-order mark allowed); PredictionError when it
     cannot be read."""
@@ -221,10 +173,6 @@ def read_text(path) -> str:
             from None
 
 
-def load_predictions(path, *, known_ids: set[str]) -> list[Prediction]:
-    return parse_predictions(read_text(path), name=os.fspath(path), known_ids=known_ids)
-
-
 def resolve_audio(root: Path, relative: str) -> Path:
     """A path from a metadata or submission file, relative to the audio root unless absolute."""
     if relative.startswith("file://"):
@@ -233,16 +181,46 @@ def resolve_audio(root: Path, relative: str) -> Path:
     return path if path.is_absolute() else root / path
 
 
-def check_audio(path: Path) -> str | None:
-    """None when the file is a readable, non-empty audio file, else why it is not."""
-    import soundfile
 
-    if not path.is_file():
-        return "file not found"
+
+# OSErrors of our own disk or process (a full disk, an I/O error, too many open files), never
+# of the upload: raised, so that validation is retried and the upload is not rejected for them.
+OUR_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES,
+                        errno.EPERM, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+
+
+def raise_ours(exc: BaseException) -> None:
+    """Raise `exc` again when it is a fault of ours (OUR_ERRNOS), not of the upload."""
+    if isinstance(exc, OSError) and exc.errno in OUR_ERRNOS:
+        raise exc
+
+
+def why(exc: BaseException) -> str:
+    """An exception's reason without file-system paths, which are not the author's business."""
+    text = getattr(exc, "strerror", None) or getattr(exc, "error_string", None) or str(exc)
+    return str(text).splitlines()[0][:200] if text else type(exc).__name__
+
+
+def read_json(path) -> object:
+    """A benchmark file's JSON; a file that cannot be read or parsed raises MetaError naming
+    the problem (syntax errors by line and column)."""
+    name = str(path)
     try:
-        info = soundfile.info(str(path))
-    except Exception as exc:  # libsndfile's faults come as several exception types
-        return f"unreadable audio: {str(exc).splitlines()[0][:200]}"
-    if info.frames == 0:
-        return "empty audio (no frames)"
-    return None
+        with open(path, encoding="utf-8") as handle:
+            return jsontext.loads(handle.read())
+    except OSError as exc:
+        raise MetaError([f"{name}: cannot be read: {exc.strerror or exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise MetaError([f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
+    except json.JSONDecodeError as exc:
+        raise MetaError(
+            [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
+        ) from None
+
+
+def show(value) -> str:
+    """A value as a message quotes it: JSON, cut to 60 characters."""
+    text = json.dumps(value, ensure_ascii=False) if value is not None else "nothing"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+

@@ -1,8 +1,8 @@
 """MMAE (Massive Multitask Audio Editing) as a benchmark kind.
 
 The rules themselves (metadata, the judge query, reply parsing, votes, metrics, slices) are in
-scoring.mmae and scoring.predictions, plain Python that follows ../shared/mmae/SPEC.md; this
-class is the door through which the platform uses them.
+`rules` and the upload format in `predictions`, plain Python that follows
+../shared/mmae/SPEC.md; this class is the door through which the platform uses them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from scoring import mmae
 from scoring.kinds.base import (
     Dimension,
     ItemRows,
@@ -27,7 +26,9 @@ from scoring.kinds.base import (
     file_sha256,
     nan_if_none,
 )
-from scoring.predictions import check_audio, parse_predictions, resolve_audio
+from scoring.kinds.files import resolve_audio
+from scoring.kinds.mmae import rules as mmae
+from scoring.kinds.mmae.predictions import NAMES, parse_predictions
 
 SPEC_FIGURES = ("n", "IFR", "CR", "EMR")  # taxonomy.json's figures, in SPEC section 6 order
 PER_SAMPLE = ("id", "IFR", "CR", "EM", "n_if", "n_cr", "rubric_scores", "missing", "complexity",
@@ -45,7 +46,15 @@ def _output_digest(root: str, output: str) -> str:
 
 
 def _check_output(root, output: str) -> str | None:
-    return check_audio(resolve_audio(Path(root), output))
+    from scoring.kinds import audio  # FFmpeg and numpy: imported here so `score` starts sooner
+
+    return audio.check_audio(resolve_audio(Path(root), output))
+
+
+def _check_upload(path: Path, limits) -> str | None:
+    from scoring.kinds import audio
+
+    return audio.audio_problem(path, limits)
 
 
 def _fields(value, *, query: mmae.Query) -> dict:
@@ -64,6 +73,7 @@ class MMAE(Kind):
     prompts = (mmae.SYSTEM_PROMPT, mmae.QUERY_TEMPLATE)
     outputs = OutputFormat(
         files=True, read=_read_predictions, digest=_output_digest, check=_check_output,
+        names=NAMES, entries=parse_predictions, check_file=_check_upload,
         help="predictions.json (the official format) or submission.jsonl, plus a .zip or "
              ".tar.gz of the edited WAV/FLAC files, or one archive holding both")
     metrics = (
@@ -100,6 +110,11 @@ class MMAE(Kind):
 
     # --- metadata ------------------------------------------------------------------------
 
+    def simulated_reply(self, body: dict, config) -> tuple[str, list] | None:
+        from scoring.kinds.mmae import simulated  # the simulator's server: only it needs this
+
+        return simulated.reply(body, config)
+
     def load(self, path) -> list[mmae.Sample]:
         return mmae.load_meta(path)
 
@@ -134,7 +149,7 @@ class MMAE(Kind):
         for message in rows.content.get("messages") or []:
             if not isinstance(message, dict) or message.get("role", "user") != "user":
                 continue
-            text = "\n".join(part["text"] for part in mmae._content_parts(message)
+            text = "\n".join(part["text"] for part in mmae.content_parts(message)
                              if part.get("type") == "text" and isinstance(part.get("text"), str))
             if text:
                 turns.append(text)

@@ -14,9 +14,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scoring import jsontext
-from scoring.mmae import MetaError, ReplyError, _show, read_json
-from scoring.predictions import MAX_PER_KIND, PredictionError, Problems
+from config import jsontext
+from scoring.kinds.files import (
+    MAX_PER_KIND,
+    MetaError,
+    PredictionError,
+    Problems,
+    ReplyError,
+    read_json,
+    show,
+)
 
 FOUNDATION = "airbench-foundation"
 CHAT = "airbench-chat"
@@ -162,7 +169,7 @@ def _uniq_id(raw: dict, problems: list[str]) -> str | None:
     value = raw.get("uniq_id")
     if isinstance(value, bool) or not isinstance(value, (int, str)) or str(value).strip() == "":
         problems.append(f"field 'uniq_id' must be an integer or a non-empty string, got "
-                        f"{_show(value)}")
+                        f"{show(value)}")
         return None
     return str(value)
 
@@ -170,7 +177,7 @@ def _uniq_id(raw: dict, problems: list[str]) -> str | None:
 def _text(raw: dict, key: str, problems: list[str], *, empty_ok: bool = False) -> str | None:
     value = raw.get(key)
     if not isinstance(value, str) or (not empty_ok and not value.strip()):
-        problems.append(f"field '{key}' must be a non-empty string, got {_show(value)}")
+        problems.append(f"field '{key}' must be a non-empty string, got {show(value)}")
         return None
     return value
 
@@ -205,7 +212,7 @@ def _parse_array(data, source: str, parse_one) -> list:
 
 def _foundation_item(raw, problems: list[str]) -> FoundationItem | None:
     if not isinstance(raw, dict):
-        problems.append(f"must be a JSON object, got {_show(raw)}")
+        problems.append(f"must be a JSON object, got {show(raw)}")
         return None
     uniq_id = _uniq_id(raw, problems)
     texts = {k: _text(raw, k, problems) for k in ("path", "question", "answer_gt", "task_name",
@@ -216,7 +223,7 @@ def _foundation_item(raw, problems: list[str]) -> FoundationItem | None:
         problems.append("field 'choice_d' is given but 'choice_c' is not")
     for key, value in zip(("choice_c", "choice_d"), optional, strict=True):
         if value is not None and not isinstance(value, str):
-            problems.append(f"field '{key}' must be a string or null, got {_show(value)}")
+            problems.append(f"field '{key}' must be a string or null, got {show(value)}")
     choices += [v for v in optional if isinstance(v, str)]
     task_name = texts["task_name"]
     if task_name is not None and task_name not in TASKS:
@@ -224,8 +231,8 @@ def _foundation_item(raw, problems: list[str]) -> FoundationItem | None:
     if problems:
         return None
     if texts["answer_gt"] not in choices:
-        problems.append(f"field 'answer_gt' {_show(texts['answer_gt'])} equals none of the "
-                        f"choices {_show(choices)}")
+        problems.append(f"field 'answer_gt' {show(texts['answer_gt'])} equals none of the "
+                        f"choices {show(choices)}")
         return None
     return FoundationItem(uniq_id=uniq_id, path=texts["path"], question=texts["question"],
                           choices=tuple(choices), answer_gt=texts["answer_gt"],
@@ -234,7 +241,7 @@ def _foundation_item(raw, problems: list[str]) -> FoundationItem | None:
 
 def _chat_item(raw, problems: list[str]) -> ChatItem | None:
     if not isinstance(raw, dict):
-        problems.append(f"must be a JSON object, got {_show(raw)}")
+        problems.append(f"must be a JSON object, got {show(raw)}")
         return None
     uniq_id = _uniq_id(raw, problems)
     texts = {k: _text(raw, k, problems) for k in ("path", "question", "answer_gt", "meta_info",
@@ -296,12 +303,12 @@ def parse_responses(text, *, name: str, known_ids: set[str],
             continue
         if not isinstance(value, dict):
             problems.add("lines that are not objects",
-                         f"{name} {place}: must be a JSON object, got {_show(value)}")
+                         f"{name} {place}: must be a JSON object, got {show(value)}")
             continue
         raw_id = value.get("uniq_id")
         if isinstance(raw_id, bool) or not isinstance(raw_id, (int, str)) or raw_id == "":
             problems.add("lines without a uniq_id", f"{name} {place}: 'uniq_id' must be an "
-                         f"integer or a non-empty string, got {_show(raw_id)}")
+                         f"integer or a non-empty string, got {show(raw_id)}")
             continue
         uniq_id = str(raw_id)
         where = f"{name} {place} (uniq_id {uniq_id})"
@@ -313,7 +320,7 @@ def parse_responses(text, *, name: str, known_ids: set[str],
             continue
         if not isinstance(value["response"], str):
             problems.add("responses that are not strings", f"{where}: 'response' must be a "
-                         f"string, got {_show(value['response'])}")
+                         f"string, got {show(value['response'])}")
             continue
         if uniq_id in first:
             problems.add("duplicate uniq_ids", f"{where}: duplicate uniq_id, first on "
@@ -354,7 +361,7 @@ def parse_alignment(text: str | None, n_choices: int) -> str:
     has none or names an option the question does not have."""
     letter = extract_letter(text)
     if letter is None:
-        raise ReplyError(f"no option letter in the reply {_show(text)}")
+        raise ReplyError(f"no option letter in the reply {show(text)}")
     if LETTERS.index(letter) >= n_choices:
         raise ReplyError(f"letter {letter!r} is not among the {n_choices} options")
     return letter
@@ -389,9 +396,9 @@ def parse_chat_reply(text: str | None) -> tuple[int, int]:
     except ValueError:
         pair = ()
     if len(pair) != 2:
-        raise ReplyError(f"not two integers separated by a space: {_show(text)}")
+        raise ReplyError(f"not two integers separated by a space: {show(text)}")
     if max(pair) > MAX_CHAT_SCORE:
-        raise ReplyError(f"a score above {MAX_CHAT_SCORE}: {_show(text)}")
+        raise ReplyError(f"a score above {MAX_CHAT_SCORE}: {show(text)}")
     return pair
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-from scoring import airbench
-from scoring.kinds.airbench_base import (
+from scoring.kinds.airbench import rules as airbench
+from scoring.kinds.airbench.base import (
     AirBench,
     reference_number,
     reference_slice,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from scoring import jsontext
+from config import jsontext
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

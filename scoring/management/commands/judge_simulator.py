@@ -14,6 +14,7 @@ from judge.simulator import (
     SimulatorConfig,
     serve,
 )
+from scoring.kinds import simulated_replies
 
 
 def _ports(value: str) -> list[int]:
@@ -85,6 +86,7 @@ class Command(BaseCommand):
                 max_audio_seconds=options["max_audio_seconds"], max_audios=options["max_audios"],
                 refuse_unreadable_audio=options["refuse_unreadable_audio"],
                 die_after=options["die_after"], keepalive_seconds=options["keep_alive_seconds"],
+                replies=simulated_replies(),
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
