@@ -23,10 +23,12 @@ run: $(STAMP)
 # or the ones TEST_DATABASE_URL and TEST_REDIS_URL name.
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m tests.servers $(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python bench/score_throughput.py

@@ -19,8 +19,8 @@ from django.contrib.auth import get_user_model
 from django.http import Http404
 from django.utils import timezone
 
+from accounts.models import ApiToken
 from config.throttle import client_ip, login_attempt, too_many_requests
-from submissions.models import ApiToken
 
 
 def account_name(credentials: dict) -> str:

@@ -5,8 +5,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import ApiToken
 from config.throttle import AnonThrottle, LoginThrottle
-from submissions.models import ApiToken
 from submissions.serializers import ErrorsSerializer
 
 

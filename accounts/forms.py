@@ -3,7 +3,7 @@ from allauth.account.models import EmailAddress
 from django import forms
 from django.contrib.auth import get_user_model
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 
 
 class SiteLoginForm(LoginForm):

@@ -6,7 +6,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts.forms import TokenCreateForm
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 
 
 @login_required

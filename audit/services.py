@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from audit.models import AuditEvent
-from scoring.boards import board_changed
 
 
 def audit_record(*, actor, action: str, obj, before: dict | None = None,
                  after: dict | None = None, reason: str = "", benchmark_slug: str = "",
                  public: bool = False) -> AuditEvent:
     """Record a staff action on `obj` (a model instance). Call it inside the transaction that
-    makes the change, so the record and the change land together or not at all. An action on
-    a benchmark changes what its board shows (scoring.boards)."""
-    board_changed(slug=benchmark_slug)
+    makes the change, so the record and the change land together or not at all. It only
+    writes the record: a caller whose action changes what a board shows raises the board's
+    version itself (scoring.boards.board_changed)."""
     return AuditEvent.objects.create(
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_name=getattr(actor, "username", "") or "system",

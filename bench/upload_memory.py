@@ -116,9 +116,9 @@ def main():
         from allauth.account.models import EmailAddress
         from django.contrib.auth import get_user_model
 
+        from accounts.models import ApiToken, Submission
         from scoring import synthetic
         from scoring.services import benchmark_import
-        from submissions.models import ApiToken, Submission
 
         meta = synthetic.make_meta(args.files)
         meta_path = work / "MMAE-meta.json"

@@ -31,5 +31,4 @@ urlpatterns = [
         path("", include("audit.staff_urls")),
     ], "staff"))),
     path("", include("leaderboard.urls")),
-    path("", include("audit.urls")),
 ]

@@ -7,7 +7,7 @@ Policy, in one place:
   `leases` (judge.leases.RedisLeases) from every process sharing them; a query goes to the
   least-loaded healthy endpoint, preferring another one than the endpoint its previous attempt
   failed on; queries wait for a slot in the order they asked;
-- a lease server that cannot be reached is an outage (judge.leases.LeaseError, a
+- a lease server that cannot be reached is an outage (judge.errors.LeaseError, a
   FleetUnavailable): no query goes out uncounted;
 - request bodies are streamed (judge.body), and at most `max_inflight_bytes` of them are in
   flight at once; a body larger than that goes alone;
@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from judge.body import JsonBody
+from judge.errors import FleetUnavailable
 
 if TYPE_CHECKING:
     from judge.leases import RedisLeases
@@ -58,10 +59,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SIMULATOR_FINGERPRINT = "judge-simulator"
-
-
-class FleetUnavailable(RuntimeError):
-    """Every judge endpoint has been down for longer than the fleet is allowed to wait."""
 
 
 @dataclass
@@ -129,10 +126,6 @@ SAMPLING_DEFAULTS = {"temperature": 0.0, "top_p": 1.0, "top_k": -1,
 def full_sampling(sampling: dict | None) -> dict:
     """`sampling` with every field of SAMPLING_DEFAULTS it leaves out."""
     return {**SAMPLING_DEFAULTS, **(sampling or {})}
-
-
-class Misconfigured(Exception):
-    """An endpoint is not set up to serve our queries (see MISCONFIGURED_STATUSES)."""
 
 
 class _Retry(Exception):

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from redis import asyncio as aioredis
 from redis.exceptions import RedisError
 
-from judge.fleet import FleetUnavailable
+from judge.errors import LeaseError
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +98,6 @@ end
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]))
 return lost
 """
-
-
-class LeaseError(FleetUnavailable):
-    """The Redis server holding the slot leases cannot be reached: no query can be sent
-    without breaking the fleet-wide cap, which is an outage like a fleet that is down."""
 
 
 class RedisLeases:

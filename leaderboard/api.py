@@ -12,7 +12,7 @@ from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRen
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import ranking, responses, selectors, serializers
+from leaderboard import model_pages, rank_ranges, responses, selectors, serializers, state
 from leaderboard.forms import ApiBoardForm, normalised
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
@@ -110,10 +110,10 @@ class LeaderboardApi(APIView):
         404: OpenApiResponse(serializers.ErrorsOut, description="no such benchmark"),
     })
     def get(self, request, slug):
-        benchmark = selectors.benchmark_current(slug)
+        benchmark = state.benchmark_current(slug)
         if benchmark is None:
             return Response({"errors": [f"no benchmark {slug!r}"]}, status=404)
-        stamp = selectors.board_stamp(benchmark)
+        stamp = state.board_stamp(benchmark)
         kind = get_kind(benchmark.kind)
         form = ApiBoardForm(request.query_params, kind=kind,
                             buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
@@ -127,7 +127,7 @@ class LeaderboardApi(APIView):
         # JSON and CSV are served per board state and query (leaderboard.responses).
         # The rank ranges arrive from a worker after the state changes: a response made
         # before them is not reused once they are there.
-        ranged = ranking.ready(benchmark, stamp)
+        ranged = rank_ranges.ready(benchmark, stamp)
         return responses.shared(
             request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
             # The scheme and host too: the page links are absolute URLs; and whether the
@@ -177,7 +177,7 @@ class LeaderboardApi(APIView):
 
 
 def _normal(form):
-    return normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
+    return normalised(form, dimension=state.OVERALL, sort="rank", page=1)
 
 
 def _page_url(request, form, number: int) -> str:
@@ -213,7 +213,7 @@ class BenchmarkListApi(APIView):
             "samples": b.n_items, "criteria": b.n_criteria, "synthetic": b.synthetic,
             "sha256": b.sha256, "board": request.build_absolute_uri(
                 f"/api/leaderboards/{b.slug}/"),
-        } for b in selectors.benchmark_list()])
+        } for b in state.benchmark_list()])
 
 
 class ModelApi(APIView):
@@ -225,8 +225,8 @@ class ModelApi(APIView):
     @extend_schema(operation_id="model", responses={
         200: serializers.ModelOut, 404: serializers.ErrorsOut})
     def get(self, request, model_id):
-        model = selectors.model_for(request.user, model_id)
-        rows = selectors.submission_rows(selectors.model_submissions(request.user, model))
+        model = model_pages.model_for(request.user, model_id)
+        rows = model_pages.submission_rows(model_pages.model_submissions(request.user, model))
         return Response({
             "id": model.id, "name": model.name, "organisation": model.organisation,
             "link": model.link, "parameters": model.parameters, "licence": model.licence,
@@ -261,5 +261,5 @@ class SubmissionSlicesApi(APIView):
             "version": submission.benchmark.version, "judge": run.judge_name,
             "simulated": run.simulated, "coverage": submission.coverage,
             "slices": [{"dimension": r["dimension"], "bucket": r["bucket"] or None,
-                        **_interval_out(r, kind)} for r in selectors.slice_rows(run.id, kind)],
+                        **_interval_out(r, kind)} for r in model_pages.slice_rows(run.id, kind)],
         })

@@ -5,7 +5,9 @@ from django import forms
 from django.http import QueryDict
 
 from leaderboard import explorer_selectors
-from leaderboard.selectors import OVERALL, SORTS, BoardQuery, visible_models
+from leaderboard.model_pages import visible_models
+from leaderboard.selectors import SORTS, BoardQuery
+from leaderboard.state import OVERALL
 from scoring.kinds import KINDS, Kind
 
 

@@ -15,20 +15,16 @@ whenever the board's state changes (a background task), and stored.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
-from django.db import transaction
 
-from leaderboard.models import RankRanges
-from scoring.kinds import Kind, get_kind
-from scoring.kinds.base import rank_value
-from scoring.models import Benchmark, Item, RunVector, SliceResult
-
-log = logging.getLogger(__name__)
+from scoring.kinds import Kind
 
 REPLICATES = 1000
+
+
 SEED = 0
+
+
 RANK = "rank"  # the ranges of the ranking itself; others are keyed by the metric sorted on
 
 
@@ -95,167 +91,9 @@ def slice_ranges(kind: Kind, *, weights: np.ndarray, values: dict, dims: list[di
     return result
 
 
-def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLICATES,
-            seed: int = SEED) -> dict[tuple[str, str], dict]:
-    """Every slice's ranges of the board's rows (`submissions`, its representatives):
-    {(dimension, bucket): {RANK or metric: {submission id: [best, worst]}}}."""
-    kind = get_kind(benchmark.kind)
-    dims = list(Item.objects.filter(benchmark=benchmark).order_by("position")
-                .values_list("dimensions", flat=True))
-    runs = {s.current_run_id: s for s in submissions}
-    vectors = {v.run_id: v.array() for v in RunVector.objects.filter(run_id__in=list(runs))
-               if v.names == list(kind.vector_names)}
-    vectors = {run: array for run, array in vectors.items() if len(array) == len(dims)}
-    resampled = [run for run in runs if run in vectors]
-    others = [run for run in runs if run not in vectors]
-    stacked = np.stack([vectors[r] for r in resampled], axis=1) if resampled else None
-    figures: dict[tuple[str, str], dict[int, dict]] = {}
-    for s in SliceResult.objects.filter(run_id__in=list(runs)):
-        figures.setdefault((s.dimension, s.bucket), {})[s.run_id] = s.figures()
-    weights = draws(len(dims), replicates=replicates, seed=seed) if dims else None
-    metrics = [m.key for m in kind.metrics if not m.count]
-    result = {}
-    for (dimension, bucket), by_run in figures.items():
-        at = [i for i, d in enumerate(dims)
-              if dimension == SliceResult.OVERALL or bucket in kind.buckets(dimension, d)]
-        # Only the rows shown on this slice: those with figures for it.
-        shown = [r for r in resampled if r in by_run]
-        kept = [r for r in others if r in by_run]
-        fixed = {m: np.array([_figure(by_run[r].get(m)) for r in kept]) for m in metrics}
-        values = {} if not shown or not at else {
-            name: stacked[at][:, [resampled.index(r) for r in shown], k]
-            for k, name in enumerate(kind.vector_names)}
-        ranges = slice_ranges(kind, weights=weights[:, at] if at and shown else
-                              np.zeros((replicates, 0)), values=values,
-                              dims=[dims[i] for i in at] if shown else [], fixed=fixed)
-        order = [runs[r].id for r in [*shown, *kept]]
-        result[(dimension, bucket)] = {
-            key: dict(zip(map(str, order), pairs, strict=True)) for key, pairs in ranges.items()}
-    return result
-
-
-def _figure(value) -> float:
-    return np.nan if value is None else rank_value(value)
-
-
-def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
-    """Compute and store the board's ranges unless they are already those of its current
-    state; True when it computed."""
-    from leaderboard import selectors
-
-    benchmark = Benchmark.objects.get(pk=benchmark.pk)  # its board's state as it is now
-    state = selectors.board_stamp(benchmark)
-    if _stored_state(benchmark) == {state}:
-        return False
-    computed = compute(benchmark, selectors.representatives(benchmark), replicates=replicates)
-    with transaction.atomic():
-        # Refreshes of one board that finish at once store one after another (the unique
-        # slice constraint would refuse the second's rows); one finding the state already
-        # stored changes nothing.
-        Benchmark.objects.select_for_update().get(pk=benchmark.pk)
-        if _stored_state(benchmark) == {state}:
-            return False
-        RankRanges.objects.filter(benchmark=benchmark).delete()
-        RankRanges.objects.bulk_create([
-            RankRanges(benchmark=benchmark, state=state, dimension=d, bucket=b,
-                       ranges=ranges, replicates=replicates)
-            for (d, b), ranges in computed.items()])
-    log.info("rank ranges of %s computed for %d slices", benchmark, len(computed))
-    return True
-
-
-def _stored_state(benchmark: Benchmark) -> set[str]:
-    return set(RankRanges.objects.filter(benchmark=benchmark).values_list("state", flat=True))
-
-
-def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
-    """The stored ranges of one slice ({} before the first computation)."""
-    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
-                                      bucket=bucket).values_list("ranges", flat=True).first()
-    return found or {}
-
-
-def _verdict(lo: float, hi: float) -> str:
+def verdict(lo: float, hi: float) -> str:
     if lo > 0:
         return "A ahead"
     if hi < 0:
         return "B ahead"
     return "not separable"
-
-
-def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICATES,
-                       seed: int = SEED) -> list[dict]:
-    """Whether two submissions are really apart: for every slice and metric, the difference
-    A - B over the items both answered, with a paired bootstrap 95% interval (one resample of
-    those items for both) and a verdict ("A ahead", "B ahead" or "not separable"). Empty when
-    either run has no per-item values."""
-    kind = get_kind(benchmark.kind)
-    found = {v.run_id: v for v in RunVector.objects.filter(
-        run_id__in=[a.current_run_id, b.current_run_id], names=list(kind.vector_names))}
-    if a.current_run_id not in found or b.current_run_id not in found:
-        return []
-    dims = list(Item.objects.filter(benchmark=benchmark).order_by("position")
-                .values_list("dimensions", flat=True))
-    mine, theirs = found[a.current_run_id].array(), found[b.current_run_id].array()
-    if len(mine) != len(dims) or len(theirs) != len(dims):
-        return []
-    missing = kind.vector_names.index("missing")
-    both = (mine[:, missing] == 0) & (theirs[:, missing] == 0)
-    slices = sorted(set(SliceResult.objects.filter(run_id=a.current_run_id)
-                        .values_list("dimension", "bucket")),
-                    key=lambda s: (s[0] != SliceResult.OVERALL,
-                                   kind.dimension_keys.index(s[0])
-                                   if s[0] in kind.dimension_keys else 99,
-                                   kind.bucket_key(*s)))
-    metrics = [m for m in kind.metrics if not m.count]
-    rows = []
-    for dimension, bucket in slices:
-        at = [i for i, d in enumerate(dims) if both[i] and (
-            dimension == SliceResult.OVERALL or bucket in kind.buckets(dimension, d))]
-        if not at:
-            continue
-        values = {name: np.stack([mine[at, k], theirs[at, k]], axis=1)
-                  for k, name in enumerate(kind.vector_names)}
-        chosen = [dims[i] for i in at]
-        point = kind.replicate_figures(np.ones((1, len(at))), values, chosen)
-        spread = kind.replicate_figures(draws(len(at), replicates=replicates, seed=seed),
-                                        values, chosen)
-        cells = []
-        for metric in metrics:
-            difference = point[metric.key][0, 0] - point[metric.key][0, 1]
-            if np.isnan(difference):
-                cells.append({"metric": metric, "difference": None})
-                continue
-            lo, hi = np.nanpercentile(spread[metric.key][:, 0] - spread[metric.key][:, 1],
-                                      [2.5, 97.5])
-            lo, hi = round(float(lo), 9), round(float(hi), 9)
-            cells.append({"metric": metric, "difference": float(difference), "lo": lo,
-                          "hi": hi, "verdict": _verdict(lo, hi)})
-        rows.append({"dimension": dimension, "bucket": bucket, "n": len(at), "cells": cells,
-                     "dimension_label": kind.dimension_label(dimension)})
-    return rows
-
-
-# benchmark id -> the last state this process found ready, or asked a worker for.
-_ready: dict[int, str] = {}
-_asked: dict[int, str] = {}
-
-
-def ready(benchmark: Benchmark, state: str) -> bool:
-    """Whether the board's ranges are those of `state`; if not, a worker is asked (once per
-    state, whatever the number of visits and processes) to compute them. A raised board
-    version asks already (scoring.boards.board_changed): this is the fallback."""
-    from django.core.cache import cache
-
-    from leaderboard.tasks import refresh_rank_ranges
-
-    if _ready.get(benchmark.id) == state:
-        return True
-    if RankRanges.objects.filter(benchmark=benchmark, state=state).exists():
-        _ready[benchmark.id] = state
-        return True
-    if _asked.get(benchmark.id) != state:
-        _asked[benchmark.id] = state
-        if cache.add(f"rank-ranges:{benchmark.id}:{state}", 1, 600):
-            refresh_rank_ranges.delay(benchmark.id)
-    return False

@@ -1,21 +1,13 @@
-"""Celery tasks of the leaderboard: thin wrappers over leaderboard.ranking."""
+"""The periodic task of the leaderboard. A board's own refresh is beside its rank ranges
+(leaderboard.rank_ranges.refresh_rank_ranges)."""
 
 from celery import shared_task
 
-from leaderboard import ranking, selectors
-from scoring.models import Benchmark
-
-
-@shared_task(ignore_result=True)
-def refresh_rank_ranges(benchmark_id: int) -> None:
-    """Recompute a board's rank ranges if its state changed since they were computed."""
-    benchmark = Benchmark.objects.filter(id=benchmark_id).first()
-    if benchmark is not None:
-        ranking.refresh(benchmark)
+from leaderboard import rank_ranges, state
 
 
 @shared_task(ignore_result=True)
 def refresh_boards() -> None:
     """Periodic: every board's rank ranges follow its state (RANK_RANGES_SWEEP_SECONDS)."""
-    for benchmark in selectors.benchmark_list():
-        ranking.refresh(benchmark)
+    for benchmark in state.benchmark_list():
+        rank_ranges.refresh(benchmark)

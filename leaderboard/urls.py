@@ -7,6 +7,10 @@ app_name = "leaderboard"
 urlpatterns = [
     path("", views.home, name="home"),
     path("b/<slug:slug>/", views.board, name="board"),
+    path("b/<slug:slug>/changelog/", views.changelog, name="changelog"),
+    path("submissions/<int:pk>/", views.submission_status, name="submission-status"),
+    path("submissions/<int:pk>/progress/", views.submission_progress,
+         name="submission-progress"),
     path("api/leaderboards/<slug:slug>/", api.LeaderboardApi.as_view(), name="api-board"),
     path("api/benchmarks/", api.BenchmarkListApi.as_view(), name="api-benchmarks"),
     path("api/models/<int:model_id>/", api.ModelApi.as_view(), name="api-model"),

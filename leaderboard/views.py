@@ -7,6 +7,7 @@ import plotly
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.core.cache import caches
+from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -14,7 +15,17 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from leaderboard import charts, ranking, responses, selectors
+from audit.forms import ChangelogForm
+from audit.selectors import changelog_events, changelog_rows
+from leaderboard import (
+    charts,
+    model_pages,
+    rank_ranges,
+    responses,
+    selectors,
+)
+from leaderboard import compare as comparison
+from leaderboard import state as board_state
 from leaderboard.forms import (
     BoardForm,
     CompareForm,
@@ -25,6 +36,7 @@ from leaderboard.forms import (
 )
 from scoring.kinds import get_kind
 from scoring.kinds.base import Section
+from submissions import selectors as submission_selectors
 
 # A board's body is cached under its state's stamp, which changes as soon as a submission is
 # published; the timeout only bounds how long a model's edited metadata may show stale.
@@ -59,7 +71,7 @@ def columns(kind) -> list[tuple[str, str, str]]:
 
 
 def home(request):
-    benchmarks = selectors.benchmark_list()
+    benchmarks = board_state.benchmark_list()
     real = [b for b in benchmarks if not b.synthetic]
     if real or benchmarks:
         return redirect("leaderboard:board", slug=(real or benchmarks)[0].slug)
@@ -69,12 +81,12 @@ def home(request):
 @draws_charts
 def board(request, slug):
     """A board on one slice. The part below the filters is rendered once per board state
-    (see selectors.board_stamp) and query, then served from the cache; anonymous visitors get
+    (see board_state.board_stamp) and query, then served from the cache; anonymous visitors get
     the whole page from it (leaderboard.responses)."""
     benchmark = _benchmark_or_404(slug)
-    stamp = selectors.board_stamp(benchmark)
+    stamp = board_state.board_stamp(benchmark)
     snapshot = selectors.board_snapshot(benchmark, stamp)
-    ranged = ranking.ready(benchmark, stamp)  # computed by a worker, never here
+    ranged = rank_ranges.ready(benchmark, stamp)  # computed by a worker, never here
     kind = get_kind(benchmark.kind)
     form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
     context = {"benchmark": benchmark, "form": form,
@@ -82,12 +94,12 @@ def board(request, slug):
                "snapshot": snapshot, "plotly_js": plotly_js_url(), "kind": kind}
     if not form.is_valid():
         return render(request, "leaderboard/board.html",
-                      {**context, "benchmarks": selectors.benchmark_list()}, status=400)
+                      {**context, "benchmarks": board_state.benchmark_list()}, status=400)
     query = form.query()
-    normal = normalised(form, dimension=selectors.OVERALL, sort="rank", page=1)
+    normal = normalised(form, dimension=board_state.OVERALL, sort="rank", page=1)
 
     def page():
-        key = selectors.cache_key("board-body", stamp, ranged, normal.urlencode())
+        key = board_state.cache_key("board-body", stamp, ranged, normal.urlencode())
         body = caches["responses"].get(key)
         if body is None:
             body = render_to_string("leaderboard/_board_body.html",
@@ -98,7 +110,7 @@ def board(request, slug):
             caches["responses"].set(key, body, BOARD_CACHE_SECONDS)
         # Rendered as though asked exactly the normalised query: the page is shared.
         return render(_asking(request, normal), "leaderboard/board.html",
-                      {**context, "benchmarks": selectors.benchmark_list(), "query": query,
+                      {**context, "benchmarks": board_state.benchmark_list(), "query": query,
                        "body": mark_safe(body),  # noqa: S308 - our own rendered template
                        "diagnostics": snapshot["diagnostics"]})
 
@@ -140,7 +152,7 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
     x = next((m for m in (kind.chart_axes[0], *kind.metric_keys)
               if m != y and not kind.metric(m).count), y)
     where = f" on {kind.dimension_label(query.dimension)} = {query.bucket}" \
-        if query.dimension != selectors.OVERALL else ""
+        if query.dimension != board_state.OVERALL else ""
     return {
         "query": query,
         "rows": rows,
@@ -198,7 +210,7 @@ def plotly_js(request, version):
 
 
 def _benchmark_or_404(slug):
-    benchmark = selectors.benchmark_current(slug)
+    benchmark = board_state.benchmark_current(slug)
     if benchmark is None:
         raise Http404("no such benchmark")
     return benchmark
@@ -222,7 +234,7 @@ def _errors(form) -> list[str]:
 def model(request, model_id):
     """A model's page: its submissions and a board's figures per slice. Anonymous visitors
     share it per state of every board (a model's figures come from several)."""
-    state, changed_at = selectors.boards_state()
+    state, changed_at = board_state.boards_state()
     parts = ("model", model_id, *(f"{name}={request.GET.get(name, '')}"
                                   for name in ModelPageForm.base_fields))
     return responses.shared(request, state=state, changed_at=changed_at, parts=parts,
@@ -230,13 +242,13 @@ def model(request, model_id):
 
 
 def _model_page(request, model_id):
-    entry = selectors.model_for(request.user, model_id)
-    submissions = selectors.model_submissions(request.user, entry)
-    featured = selectors.featured_submissions(submissions)
+    entry = model_pages.model_for(request.user, model_id)
+    submissions = model_pages.model_submissions(request.user, entry)
+    featured = model_pages.featured_submissions(submissions)
     kinds = {slug: get_kind(s.benchmark.kind) for slug, s in featured.items()}
     form = ModelPageForm(request.GET, kinds=kinds)
     context = {"entry": entry, "form": form, "errors": [],
-               "submissions": selectors.submission_rows(submissions),
+               "submissions": model_pages.submission_rows(submissions),
                "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()],
                "dimensions": dimension_choices(next(iter(kinds.values())))
                if kinds else []}
@@ -248,7 +260,7 @@ def _model_page(request, model_id):
     if shown is None:
         return render(request, "leaderboard/model.html", context)
     kind = kinds[data["benchmark"]]
-    slices = _with_cells(selectors.slice_rows(shown.current_run_id, kind), kind)
+    slices = _with_cells(model_pages.slice_rows(shown.current_run_id, kind), kind)
     chosen = [r for r in slices if r["dimension"] == data["dimension"]]
     build = charts.slice_radar if data["chart"] == "radar" else charts.slice_bars
     plotted = tuple(m.key for m in kind.metrics if not m.count)
@@ -283,10 +295,10 @@ def pivot(request, slug):
         return render(request, "leaderboard/pivot.html", context, status=400)
     data = form.cleaned_data
     normal = normalised(form, page=1)
-    stamp = selectors.board_stamp(benchmark)
+    stamp = board_state.board_stamp(benchmark)
 
     def respond():
-        key = selectors.cache_key("pivot", stamp, normal.urlencode())
+        key = board_state.cache_key("pivot", stamp, normal.urlencode())
         page = caches["responses"].get(key)
         if page is None:
             page = _pivot_page(benchmark, data)
@@ -304,7 +316,7 @@ def pivot(request, slug):
 def _pivot_page(benchmark, data) -> dict:
     """A page of the pivot (models in board order), its heatmap of the same rows."""
     kind = get_kind(benchmark.kind)
-    table = selectors.pivot(benchmark=benchmark, dimension=data["dimension"],
+    table = model_pages.pivot(benchmark=benchmark, dimension=data["dimension"],
                             metric=data["metric"] or _pivot_metric(benchmark, kind, data))
     data = {**data, "metric": table["metric"]}
     table["unit"] = "count" if kind.metric(data["metric"]).count else \
@@ -325,7 +337,7 @@ def _pivot_page(benchmark, data) -> dict:
 def _pivot_metric(benchmark, kind, data) -> str:
     """The metric a pivot opens on: the first ranking metric whose cells differ."""
     for metric in kind.ranking:
-        cells = [v for row in selectors.pivot(benchmark=benchmark, dimension=data["dimension"],
+        cells = [v for row in model_pages.pivot(benchmark=benchmark, dimension=data["dimension"],
                                               metric=metric)["rows"]
                  for v in row["cells"] if v is not None]
         if len({round(v, 9) for v in cells}) > 1:
@@ -346,13 +358,13 @@ def compare(request, slug):
     asked = QueryDict(mutable=True)
     asked.update({"models": chosen, "q": needle})
     return responses.shared(
-        request, state=selectors.board_stamp(benchmark), changed_at=benchmark.board_changed_at,
+        request, state=board_state.board_stamp(benchmark), changed_at=benchmark.board_changed_at,
         parts=("compare", chosen, needle), costly=True,
         render=lambda: _compare_page(_asking(request, asked), benchmark, needle))
 
 
 def _compare_page(request, benchmark, needle: str):
-    board_models = selectors.board_models(benchmark)
+    board_models = comparison.board_models(benchmark)
     form = CompareForm(request.GET, board=board_models, user=request.user)
     chosen = form.data["models"].split(",")
     kind = get_kind(benchmark.kind)
@@ -370,12 +382,12 @@ def _compare_page(request, benchmark, needle: str):
         context["errors"] = _errors(form)
         return render(request, "leaderboard/compare.html", context, status=400)
     submissions = form.submissions()
-    models = selectors.compared_models(submissions)
+    models = comparison.compared_models(submissions)
     context.update(models=models,
-                   rows=selectors.compare_rows(submissions, kind),
+                   rows=comparison.compare_rows(submissions, kind),
                    metric_labels=[m.label for m in kind.metrics],
-                   pairs=selectors.pairwise(submissions),
-                   differences=[{"a": models[0], "b": other, "rows": ranking.paired_differences(
+                   pairs=comparison.pairwise(submissions),
+                   differences=[{"a": models[0], "b": other, "rows": rank_ranges.paired_differences(
                        benchmark, submissions[0], submission)}
                        for other, submission in zip(models[1:], submissions[1:], strict=True)])
     return render(request, "leaderboard/compare.html", context)
@@ -424,3 +436,53 @@ def scoring(request, slug):
         "sections": kind.how_scoring_works(), "common": COMMON_SECTIONS,
         "simulated": selectors.board_simulated(benchmark),
         "judge_configs": selectors.judge_figures_by_config(benchmark)})
+
+
+# --- a submission's status page (its author's and staff's) ------------------------------
+
+
+def _detail_context(request, pk):
+    submission = submission_selectors.submission_get(user=request.user, pk=pk, write=True)
+    kind = get_kind(submission.benchmark.kind)
+    progress = submission_selectors.run_progress(submission.current_run,
+                                                 owner_id=submission.owner_id)
+    return {"submission": submission, "progress": progress,
+            "files": kind.files, "kind": kind,
+            "standing": selectors.submission_standing(submission)}
+
+
+def submission_status(request, pk):
+    """A submission's status page, for its author and staff: its progress, its files, its runs
+    and where it stands on its board."""
+    context = _detail_context(request, pk)
+    context["runs"] = submission_selectors.submission_runs(context["submission"])
+    return render(request, "submissions/detail.html", context)
+
+
+def submission_progress(request, pk):
+    """The live part of the status page, polled by htmx while the submission is active."""
+    return render(request, "submissions/_progress.html", _detail_context(request, pk))
+
+
+# --- a benchmark's public changelog ----------------------------------------------------
+
+CHANGELOG_PAGE_SIZE = 50
+
+
+@require_GET
+def changelog(request, slug):
+    """A benchmark's public changelog: the audit events marked public for it (flags with their
+    reasons, hidden and deleted submissions, rescoring, judge config changes); events about
+    private submissions, quota overrides and authors' own choices are never marked public."""
+    benchmark = board_state.benchmark_current(slug)
+    if benchmark is None:
+        raise Http404("no such benchmark")
+    form = ChangelogForm(request.GET)
+    if not form.is_valid():
+        return render(request, "audit/changelog.html",
+                      {"benchmark": benchmark, "form": form, "rows": []}, status=400)
+    page = Paginator(changelog_events(slug), CHANGELOG_PAGE_SIZE) \
+        .get_page(form.cleaned_data["page"] or 1)
+    return render(request, "audit/changelog.html", {
+        "benchmark": benchmark, "form": form, "page": page,
+        "rows": changelog_rows(page.object_list)})

@@ -19,6 +19,7 @@ from tqdm import tqdm
 from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
+from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.kinds.files import resolve_audio
@@ -91,6 +92,7 @@ def baselines_create(*, actor, benchmark: Benchmark, reason: str = "",
                              config=config, purpose=ScoringRun.Purpose.BASELINE, label=label)
             enqueue_run(run.id)
             made.append(run)
+        board_changed(slug=benchmark.slug)
         audit_record(actor=actor, action=AuditEvent.Action.BASELINE, obj=benchmark,
                      after={"runs": {run.label: run.id for run in made},
                             "judge_config": config.name},

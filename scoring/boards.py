@@ -16,7 +16,7 @@ from scoring.models import Benchmark
 
 # The leaderboard's task recomputing a board's rank ranges for its new state (named, since
 # the scoring app does not import the leaderboard). It does nothing when they are current.
-REFRESH_TASK = "leaderboard.tasks.refresh_rank_ranges"
+REFRESH_TASK = "leaderboard.rank_ranges.refresh_rank_ranges"
 
 
 def board_changed(*benchmark_ids: int, slug: str = "") -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from judge.base_urls import parse_base_urls
-from judge.fleet import FleetUnavailable
+from judge.errors import FleetUnavailable
 from scoring.kinds import KINDS, get_kind
 from scoring.scorer import InputError, JudgeRefused, ScoreConfig, score
 

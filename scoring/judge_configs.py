@@ -10,6 +10,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
 from judge.fleet import full_sampling
+from scoring.boards import board_changed
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, JudgeConfig
 
@@ -111,6 +112,7 @@ def benchmark_set_judge_config(*, actor, benchmark: Benchmark, config: JudgeConf
     before = benchmark.judge_config.name if benchmark.judge_config_id else None
     benchmark.judge_config = config
     benchmark.save(update_fields=["judge_config"])
+    board_changed(slug=benchmark.slug)
     audit_record(actor=actor, action=AuditEvent.Action.JUDGE_CONFIG, obj=benchmark,
                  before={"judge_config": before}, after={"judge_config": config.name},
                  reason=reason, benchmark_slug=benchmark.slug, public=True)

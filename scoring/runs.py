@@ -29,7 +29,8 @@ from psycopg.types.json import Jsonb
 
 from config.alerts import staff_alert
 from config.heartbeat import Heartbeat
-from judge.fleet import REFUSED, FleetUnavailable, JudgeFleet
+from judge.errors import FleetUnavailable
+from judge.fleet import REFUSED, JudgeFleet
 from judge.leases import fleet_leases
 from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls

@@ -226,7 +226,7 @@ def check_output_dir(out: Path, fingerprint: dict) -> dict:
 
 def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None = None) -> dict:
     """Run (or resume) a scoring run; return run.json's content with the overall figures.
-    Raises InputError, or judge.fleet.FleetUnavailable with the answers so far kept for a
+    Raises InputError, or judge.errors.FleetUnavailable with the answers so far kept for a
     resume."""
     plan_ = plan(config)
     check_audio(plan_, config)

@@ -10,10 +10,12 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from judge.fleet import FleetUnavailable
+from config.tasks import RowTask
+from judge.errors import FleetUnavailable
 from scoring import fleet, runs
 
 log = logging.getLogger(__name__)
+
 
 def enqueue_run(run_id: int) -> None:
     """Queue every pending batch of a run (the tasks leave once the transaction commits)."""
@@ -64,31 +66,26 @@ def _retry_later(batch_ids: list[int]) -> None:
     _send(batch_ids, countdown=settings.SCORING_FLEET_RETRY_SECONDS)
 
 
-def retry_countdown(base: int, tries: int) -> int:
-    """Seconds before try `tries` + 1 of a task retried with backoff: base, 3x, 9x..."""
-    return base * 3**tries
+class RunTask(RowTask):
+    """A task over one scoring run. An error (ours: the answers are all there) is retried
+    SCORING_AGGREGATE_RETRIES times with backoff from SCORING_AGGREGATE_RETRY_SECONDS, the run
+    staying aggregating; then the run fails on our side (staff alerted; it can be retried)."""
+
+    model = "scoring.ScoringRun"
+    retries = "SCORING_AGGREGATE_RETRIES"
+    retry_seconds = "SCORING_AGGREGATE_RETRY_SECONDS"
+
+    def gave_up(self, row_id: int, tries: int, why: str) -> None:
+        runs.run_fail(row_id, f"failed on our side: aggregation broke {tries} times; last "
+                              f"error: {why}")
 
 
-@shared_task(bind=True, acks_late=True, ignore_result=True)
-def aggregate_run(self, run_id: int) -> None:
+@shared_task(base=RunTask)
+def aggregate_run(run) -> None:
     """Aggregate a run whose batches are done. What follows a finished run (its submissions'
     board runs, the authors' emails) is done by the submissions app's periodic reconcile,
-    which claims each step by a conditional UPDATE.
-
-    An error (ours: the answers are all there) is retried SCORING_AGGREGATE_RETRIES times
-    with backoff from SCORING_AGGREGATE_RETRY_SECONDS, the run staying aggregating; then the
-    run fails on our side (staff alerted; it can be retried)."""
-    try:
-        runs.run_aggregate(run_id)
-    except Exception as exc:
-        log.exception("aggregating run %s broke (try %s)", run_id, self.request.retries + 1)
-        if self.request.retries < settings.SCORING_AGGREGATE_RETRIES:
-            raise self.retry(exc=exc, max_retries=settings.SCORING_AGGREGATE_RETRIES,
-                             countdown=retry_countdown(settings.SCORING_AGGREGATE_RETRY_SECONDS,
-                                                       self.request.retries)) from exc
-        runs.run_fail(run_id, f"failed on our side: aggregation broke "
-                              f"{self.request.retries + 1} times; last error: "
-                              f"{type(exc).__name__}: {exc}")
+    which claims each step by a conditional UPDATE."""
+    runs.run_aggregate(run.id)
 
 
 @shared_task(ignore_result=True)

@@ -17,6 +17,7 @@ from audit.services import audit_record
 from config.celery import BrokerUnavailable, broker_check
 from config.errors import ServiceError
 from scoring import media
+from scoring.boards import board_changed
 from scoring.models import ScoringRun
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.services import submission_folder, submission_retry
@@ -76,6 +77,7 @@ def submission_state(submission: Submission) -> dict:
 
 def _record(*, actor, action, submission: Submission, before: dict, after: dict, reason: str,
             public: bool) -> AuditEvent:
+    board_changed(slug=submission.benchmark.slug)
     return audit_record(actor=actor, action=action, obj=submission, before=before,
                         after=after, reason=reason, benchmark_slug=submission.benchmark.slug,
                         public=public)
@@ -223,6 +225,7 @@ def model_set_representative(*, actor, submission: Submission, chosen: bool = Tr
         if chosen:
             Submission.objects.filter(pk=row.pk).update(representative=True)
         row.representative = chosen
+        board_changed(slug=row.benchmark.slug)
         audit_record(actor=actor, action=Action.VISIBILITY, obj=row.model,
                      before={"representative": previous},
                      after={"representative": row.pk if chosen else None},

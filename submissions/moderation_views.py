@@ -40,7 +40,7 @@ PAGE_SIZE = 50
 def _back(request, submission: Submission):
     target = request.POST.get("next", "")
     if target not in ("list", "page"):
-        return redirect("submissions:detail", pk=submission.pk)
+        return redirect("leaderboard:submission-status", pk=submission.pk)
     if target == "list":
         return redirect("submissions:list")
     return redirect("leaderboard:submission", pk=submission.pk)

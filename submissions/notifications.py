@@ -70,7 +70,7 @@ def submission_notify(*, submission_id: int) -> bool:
 def _send(submission: Submission, state: str) -> None:
     context = {
         "submission": submission, "state": state,
-        "url": settings.SITE_URL + reverse("submissions:detail", args=[submission.pk]),
+        "url": settings.SITE_URL + reverse("leaderboard:submission-status", args=[submission.pk]),
         "figures": _headline_figures(submission) if state == "finished" else [],
         "errors": submission.report.get("errors", []) if state == "rejected" else [],
         "failure": submission.current_run.error

@@ -112,6 +112,7 @@ def submissions_rescore(*, actor, benchmark: Benchmark, submissions: list[Submis
                               options=current.options, purpose=ScoringRun.Purpose.RESCORE)
         submission.runs.add(run)
         enqueue_run(run.id)
+        board_changed(slug=benchmark.slug)
         audit_record(actor=actor, action=AuditEvent.Action.RESCORE, obj=submission,
                      before={"run": current.id, "judge_config": current.judge_config.name},
                      after={"run": run.id, "judge_config": config.name}, reason=reason,

@@ -8,6 +8,7 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+from celery import shared_task
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
@@ -20,13 +21,14 @@ from config.alerts import staff_alert
 from config.celery import broker_check
 from config.errors import ServiceError
 from config.heartbeat import Heartbeat
+from config.tasks import RowTask, retry_countdown
 from scoring import media, runs
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.kinds.files import PredictionError, text_stream
 from scoring.models import Benchmark, Item, ScoringRun
-from scoring.tasks import enqueue_run, retry_countdown
+from scoring.tasks import enqueue_run
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.names import name_normalise, name_problem, name_skeletons
 from submissions.notifications import submission_notify
@@ -217,8 +219,6 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             if archive is not None:
                 _save(archive, folder / "archive", _upload_name(archive, "audio.zip"))
             submission.save(update_fields=["files_dir"])
-            from submissions.tasks import validate_submission
-
             validate_submission.delay(submission.pk)
     except BaseException:
         if folder is not None:
@@ -369,8 +369,6 @@ def submission_retry(*, submission_id: int, automatic: bool = False) -> bool:
                     .update(status=submission.status, status_times=submission.status_times,
                             heartbeat_at=None, **count):
                 return False
-            from submissions.tasks import validate_submission
-
             validate_submission.delay(submission_id)
             return True
         if submission.state != ScoringRun.Status.FAILED or \
@@ -430,3 +428,36 @@ def validations_to_retry(now=None) -> list[int]:
         if submission.status_times.get(Status.UPLOADED, "") < stale.isoformat():
             ids.append(submission.id)
     return ids
+
+
+# --- the validation task -------------------------------------------------------------------
+
+
+class SubmissionTask(RowTask):
+    """A task over one submission. What an upload gets wrong is in the validation result
+    (rejected, with the report); an exception is ours (the database, the disk, a bug): the
+    submission goes back to uploaded and the task is retried SUBMISSION_VALIDATION_RETRIES
+    times, SUBMISSION_VALIDATION_RETRY_SECONDS later, then 3 and 9 times that; then it fails
+    on our side (files kept, staff alerted, author told) for the sweeper or staff to retry."""
+
+    model = "submissions.Submission"
+    retries = "SUBMISSION_VALIDATION_RETRIES"
+    retry_seconds = "SUBMISSION_VALIDATION_RETRY_SECONDS"
+
+    def before_retry(self, row_id: int) -> None:
+        """Back to uploaded; if even that fails (the database is down), the retry or the
+        sweeper (a stale heartbeat) finds it."""
+        try:
+            submission_validation_broke(row_id)
+        except Exception:
+            log.exception("submission %s could not be put back to uploaded", row_id)
+
+    def gave_up(self, row_id: int, tries: int, why: str) -> None:
+        submission_fail_validation(row_id, f"validation broke {tries} times; last error: {why}")
+
+
+# Named as when it lived in submissions.tasks: queued messages and routes keep working.
+@shared_task(base=SubmissionTask, name="submissions.tasks.validate_submission")
+def validate_submission(submission) -> None:
+    """Validate an upload (submission_validate)."""
+    submission_validate(submission.id)

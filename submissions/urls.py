@@ -7,8 +7,6 @@ app_name = "submissions"
 urlpatterns = [
     path("submissions/", views.submission_list, name="list"),
     path("submit/", views.upload, name="upload"),
-    path("submissions/<int:pk>/", views.submission_detail, name="detail"),
-    path("submissions/<int:pk>/progress/", views.submission_progress, name="progress"),
     path("submissions/<int:pk>/files/<str:name>", views.submission_file, name="file"),
     path("submissions/<int:pk>/cancel/", views.submission_cancel_view, name="cancel"),
     path("submissions/<int:pk>/visibility/", moderation_views.submission_visibility,

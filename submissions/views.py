@@ -7,8 +7,6 @@ from accounts.verification import verified_email_for_uploads
 from config.celery import BrokerUnavailable
 from config.errors import ServiceError
 from config.throttle import limit_posts
-from leaderboard.selectors import submission_standing
-from scoring.kinds import get_kind
 from submissions import selectors
 from submissions.api import file_response
 from submissions.forms import SubmissionForm
@@ -54,32 +52,12 @@ def upload(request):
             form.add_error(None, str(exc))
             status, retry_after = 503, exc.retry_after
         else:
-            return redirect("submissions:detail", pk=submission.pk)
+            return redirect("leaderboard:submission-status", pk=submission.pk)
     response = render(request, "submissions/upload.html",
                       {"form": form, "quota": quota_left(request.user)}, status=status)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
-
-
-def _detail_context(request, pk):
-    submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-    kind = get_kind(submission.benchmark.kind)
-    progress = selectors.run_progress(submission.current_run, owner_id=submission.owner_id)
-    return {"submission": submission, "progress": progress,
-            "files": kind.files, "kind": kind,
-            "standing": submission_standing(submission)}
-
-
-def submission_detail(request, pk):
-    context = _detail_context(request, pk)
-    context["runs"] = selectors.submission_runs(context["submission"])
-    return render(request, "submissions/detail.html", context)
-
-
-def submission_progress(request, pk):
-    """The live part of the status page, polled by htmx while the submission is active."""
-    return render(request, "submissions/_progress.html", _detail_context(request, pk))
 
 
 def submission_file(request, pk, name):
@@ -95,4 +73,4 @@ def submission_cancel_view(request, pk):
                                                               write=True))
     except ServiceError as exc:
         messages.error(request, str(exc))
-    return redirect("submissions:detail", pk=pk)
+    return redirect("leaderboard:submission-status", pk=pk)

@@ -7,6 +7,7 @@ from django.contrib import admin
 from django.db import models
 from django.urls import reverse
 
+from accounts.models import ApiToken
 from audit.models import AuditEvent
 from config.admin import ReadOnlyAdmin
 from judge.models import Endpoint
@@ -22,7 +23,7 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
-from submissions.models import ApiToken, ModelEntry, QuotaOverride, Submission
+from submissions.models import ModelEntry, QuotaOverride, Submission
 from tests.submissions import conftest as submissions_fixtures
 
 OURS = {"judge", "scoring", "submissions", "leaderboard"}
@@ -123,7 +124,7 @@ def test_platform_owned_state_is_read_only(client, world, superuser, model):
 def test_a_token_can_be_revoked_but_its_hash_is_never_shown(client, world, superuser):
     client.force_login(superuser)
     token = ApiToken.objects.get()
-    url = reverse("admin:submissions_apitoken_change", args=[token.pk])
+    url = reverse("admin:accounts_apitoken_change", args=[token.pk])
     page = client.get(url).content.decode()
     assert "key_hash" not in page and token.key_hash not in page
     response = client.post(url, {"name": "ci (revoked)", "revoked_at_0": "2026-01-02",

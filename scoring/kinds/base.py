@@ -219,6 +219,8 @@ class Kind(abc.ABC):
 
     name: ClassVar[str]
     title: ClassVar[str]
+    slug: ClassVar[str] = ""  # the board's address a first import gives it (default: name)
+    meta_file: ClassVar[str] = "metadata file"  # what `import_benchmark` reads, for its help
     rounds: ClassVar[int]  # judge rounds per criterion, for a new judge config
     prompts: ClassVar[tuple[str, ...]]  # the judge prompts verbatim; hashed into configs
     outputs: ClassVar[OutputFormat]

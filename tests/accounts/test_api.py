@@ -2,7 +2,7 @@
 
 import pytest
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 from tests.conftest import CAST_PASSWORD as PASSWORD
 
 pytestmark = pytest.mark.django_db

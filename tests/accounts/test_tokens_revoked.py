@@ -5,7 +5,7 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 from tests.accounts.test_pages import NEW_PASSWORD, link_in
 from tests.conftest import CAST_PASSWORD
 

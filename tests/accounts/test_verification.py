@@ -6,7 +6,8 @@ from allauth.account.models import EmailAddress
 from django.core import mail
 from rest_framework.test import APIClient
 
-from submissions.models import ApiToken, Submission
+from accounts.models import ApiToken
+from submissions.models import Submission
 from tests.conftest import CAST_PASSWORD
 from tests.submissions.test_api import payload
 from tests.submissions.test_views import form

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 

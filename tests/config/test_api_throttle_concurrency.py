@@ -4,7 +4,7 @@ per client address."""
 
 import pytest
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 from tests.concurrent import at_once, redis_cache, statuses  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("redis_cache")

@@ -6,7 +6,7 @@ import logging
 import pytest
 from django.core.cache import cache
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 from tests.conftest import BROKER, CAST_PASSWORD, free_ports
 
 

@@ -8,7 +8,7 @@ from celery import Task
 from django.db import transaction
 
 from config.celery import BrokerUnavailable, broker_check
-from submissions.tasks import validate_submission
+from submissions.services import validate_submission
 from tests.conftest import BROKER, _use_broker, free_ports
 
 

@@ -1,6 +1,6 @@
 """The API's JSON request bodies (config/parsers.py), through POST /api/token/."""
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 from tests.conftest import CAST_PASSWORD
 
 

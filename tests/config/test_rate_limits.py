@@ -10,8 +10,8 @@ import pytest
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
 
+from accounts.models import ApiToken
 from config.env import env_rate
-from submissions.models import ApiToken
 from tests.conftest import CAST_PASSWORD, ROOT
 
 

@@ -10,7 +10,8 @@ import pytest
 from aiohttp import web
 
 from judge.body import JsonBody
-from judge.fleet import FleetUnavailable, JudgeFleet, _ssl_context, full_sampling
+from judge.errors import FleetUnavailable
+from judge.fleet import JudgeFleet, _ssl_context, full_sampling
 from judge.simulator import DEFAULT_MODEL as MODEL
 from judge.simulator import SimulatorConfig
 from scoring.kinds.mmae import rules as mmae

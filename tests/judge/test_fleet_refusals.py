@@ -8,12 +8,12 @@ import json
 import pytest
 from aiohttp import web
 
+from judge.errors import FleetUnavailable
 from judge.fleet import (
     KEEPALIVE_EXPIRY,
     REFUSED,
     SAMPLING_DEFAULTS,
     TRUNCATED,
-    FleetUnavailable,
     JudgeFleet,
     error_message,
 )

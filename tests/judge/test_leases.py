@@ -12,8 +12,9 @@ import uuid
 import pytest
 import redis
 
-from judge.fleet import FleetUnavailable, JudgeFleet
-from judge.leases import LeaseError, RedisLeases, fleet_leases
+from judge.errors import FleetUnavailable, LeaseError
+from judge.fleet import JudgeFleet
+from judge.leases import RedisLeases, fleet_leases
 from scoring.kinds.mmae import rules as mmae
 from tests.conftest import BROKER, ROOT, free_ports
 from tests.judge.fleet_worker import MODEL, messages

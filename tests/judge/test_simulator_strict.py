@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from judge.fleet import REFUSED, FleetUnavailable, JudgeFleet
+from judge.errors import FleetUnavailable
+from judge.fleet import REFUSED, JudgeFleet
 from scoring.kinds.mmae import rules as mmae
 from tests.judge.test_simulator import MODEL, post, query
 

@@ -6,7 +6,7 @@ import io
 import pytest
 from django.utils import timezone
 
-from leaderboard import ranking
+from leaderboard import rank_ranges
 from scoring.kinds import get_kind
 from scoring.kinds.airbench import rules as airbench
 from scoring.models import Benchmark, ScoringRun, SliceResult
@@ -113,7 +113,7 @@ def test_the_foundation_board_slices_by_domain_and_task(client, filled):
 
 
 def test_the_api_gives_the_kinds_metrics_and_exact_ranks(client, filled):
-    ranking.refresh(filled[airbench.FOUNDATION])
+    rank_ranges.refresh(filled[airbench.FOUNDATION])
     body = client.get("/api/leaderboards/air-bench-foundation/").json()
     assert body["kind"] == "airbench-foundation"
     assert body["metrics"] == ["acc_strict", "acc", "unparsed"]

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from django.test import RequestFactory
 
-from leaderboard import ranking, responses, views
+from leaderboard import rank_ranges, ranking, responses, views
 from scoring.boards import board_changed
 
 
@@ -50,7 +50,7 @@ def test_every_spelling_of_a_comparison_is_one_entry_and_one_bootstrap(
         client, three, renders, cache_writes, monkeypatch):
     _, (a, b, c) = three
     pairs: list = []
-    real = ranking.paired_differences
+    real = rank_ranges.paired_differences
     monkeypatch.setattr(ranking, "paired_differences",
                         lambda *args, **kw: pairs.append(args[1:]) or real(*args, **kw))
     pages = {client.get(f"/b/mmae/compare/?models={m}").content for m in spellings(a, b, c)}

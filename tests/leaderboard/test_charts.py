@@ -8,7 +8,8 @@ import plotly
 import pytest
 
 from leaderboard import charts
-from leaderboard.selectors import BoardQuery, leaderboard_rows, slice_rows
+from leaderboard.model_pages import slice_rows
+from leaderboard.selectors import BoardQuery, leaderboard_rows
 from leaderboard.views import PLOTLY_JS
 from scoring.kinds import get_kind
 from tests.config.test_csp import assert_nothing_from_outside, policy

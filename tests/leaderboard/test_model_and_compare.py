@@ -3,7 +3,8 @@ wins and losses) against figures worked out by hand."""
 
 import pytest
 
-from leaderboard.selectors import compare_rows, pairwise, slice_rows
+from leaderboard.compare import compare_rows, pairwise
+from leaderboard.model_pages import slice_rows
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item, ItemResult
 from tests.conftest import CAST_PASSWORD

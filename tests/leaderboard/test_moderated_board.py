@@ -4,7 +4,7 @@ chosen representative is the model's row."""
 
 import pytest
 
-from leaderboard import selectors
+from leaderboard import model_pages
 from submissions import moderation
 
 
@@ -79,7 +79,7 @@ def test_the_chosen_representative_is_the_models_row(client, board, author):
     row = client.get("/api/leaderboards/mmae/").json()["rows"][0]
     assert (row["submission"], row["EMR"]) == (older.pk, 60.0)
     # The model's page shows the slices of the same submission.
-    shown = selectors.featured_submissions(selectors.model_submissions(author, older.model))
+    shown = model_pages.featured_submissions(model_pages.model_submissions(author, older.model))
     assert shown["mmae"] == older
 
 

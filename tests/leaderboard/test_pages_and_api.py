@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from leaderboard import ranking
+from leaderboard import rank_ranges
 from leaderboard.models import ReferenceFigure, ReferenceResult
 
 
@@ -85,7 +85,7 @@ def test_the_api_returns_ranked_rows_in_percent(client, filled):
     assert [(r["rank"], r["model"], r["IFR"], r["CR"], r["EMR"], r["n"])
             for r in body["rows"]] == [(1, "Beta", 30.0, 40.0, 25.0, 4),
                                        (2, "Alpha", 10.0, 20.0, 0.0, 4)]
-    ranking.refresh(filled)
+    rank_ranges.refresh(filled)
     overall = client.get("/api/leaderboards/mmae/").json()
     assert overall["dimension"] == "overall" and overall["bucket"] is None
     alpha = overall["rows"][0]

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from leaderboard.selectors import pivot
+from leaderboard.model_pages import pivot
 from tests.leaderboard.test_charts import figure_data
 
 

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from leaderboard import ranking
+from leaderboard import rank_ranges, ranking
 from leaderboard.models import RankRanges
 from leaderboard.selectors import BoardQuery, leaderboard_rows
 from scoring.models import SliceResult
@@ -54,7 +54,7 @@ def test_models_far_apart_on_ifr_get_disjoint_ranges_though_both_have_emr_0(item
     benchmark, scored, _ = item_board
     scored("Strong", clear_gap(0.9))
     scored("Weak", clear_gap(0.1))
-    assert ranking.refresh(benchmark, replicates=1000)
+    assert rank_ranges.refresh(benchmark, replicates=1000)
     (strong, weak) = rows(benchmark)
     assert [r["EMR"] for r in leaderboard_rows(benchmark=benchmark)] == [0.0, 0.0]
     assert (strong[0], weak[0]) == ("Strong", "Weak")
@@ -67,7 +67,7 @@ def test_identical_answers_get_the_same_rank_and_identical_ranges(item_board):
     scored("Twin A", remembered)
     scored("Twin B", remembered)
     scored("Other", clear_gap(0.45))
-    ranking.refresh(benchmark, replicates=1000)
+    rank_ranges.refresh(benchmark, replicates=1000)
     found = {m: (rank, spread) for m, rank, spread in rows(benchmark)}
     assert found["Twin A"] == found["Twin B"]
     assert found["Twin A"][1][0] <= found["Twin A"][0] <= found["Twin A"][1][1]
@@ -77,7 +77,7 @@ def test_close_models_get_overlapping_ranges(item_board):
     benchmark, scored, _ = item_board
     scored("A", clear_gap(0.5))
     scored("B", clear_gap(0.52))
-    ranking.refresh(benchmark, replicates=1000)
+    rank_ranges.refresh(benchmark, replicates=1000)
     (_, _, first), (_, _, second) = rows(benchmark)
     assert first[1] >= second[0]  # overlapping
 
@@ -86,7 +86,7 @@ def test_every_slice_gets_ranges_and_a_sort_reranks_with_its_own(item_board):
     benchmark, scored, _ = item_board
     scored("High IFR", clear_gap(0.9))
     scored("High CR", lambda s, r: int(not r.is_instruction_following))
-    ranking.refresh(benchmark, replicates=500)
+    rank_ranges.refresh(benchmark, replicates=500)
     slices = set(SliceResult.objects.filter(run__submissions__benchmark=benchmark)
                  .values_list("dimension", "bucket"))
     assert set(RankRanges.objects.values_list("dimension", "bucket")) == slices
@@ -103,10 +103,10 @@ def test_every_slice_gets_ranges_and_a_sort_reranks_with_its_own(item_board):
 def test_ranges_are_computed_once_per_board_state(item_board, author):
     benchmark, scored, _ = item_board
     scored("A", clear_gap(0.6))
-    assert ranking.refresh(benchmark, replicates=200) is True
-    assert ranking.refresh(benchmark, replicates=200) is False
+    assert rank_ranges.refresh(benchmark, replicates=200) is True
+    assert rank_ranges.refresh(benchmark, replicates=200) is False
     scored("B", clear_gap(0.2))  # a new publication changes the state
-    assert ranking.refresh(benchmark, replicates=200) is True
+    assert rank_ranges.refresh(benchmark, replicates=200) is True
     assert {r[0] for r in rows(benchmark)} == {"A", "B"}
     assert all(r[2] is not None for r in rows(benchmark))
 
@@ -115,7 +115,7 @@ def test_a_board_visit_asks_a_worker_and_never_computes(item_board, client, monk
     benchmark, scored, _ = item_board
     scored("A", clear_gap(0.6))
     asked = []
-    monkeypatch.setattr("leaderboard.tasks.refresh_rank_ranges.delay", asked.append)
+    monkeypatch.setattr("leaderboard.rank_ranges.refresh_rank_ranges.delay", asked.append)
     for _ in range(3):
         assert client.get("/b/mmae/").status_code == 200
     assert asked == [benchmark.id] and not RankRanges.objects.exists()
@@ -125,7 +125,7 @@ def test_rows_without_per_item_values_keep_their_figures_in_every_replicate(boar
     benchmark, scored = board
     scored("A", (50.0, 50.0, 30.0))
     scored("B", (50.0, 50.0, 20.0))
-    ranking.refresh(benchmark, replicates=100)
+    rank_ranges.refresh(benchmark, replicates=100)
     assert [(m, spread) for m, _, spread in rows(benchmark)] == [("A", (1, 1)), ("B", (2, 2))]
 
 
@@ -142,14 +142,14 @@ def test_the_draws_are_seeded_and_each_replicate_draws_every_position(seed):
 def test_a_clear_gap_is_a_verdict_with_its_interval_clear_of_zero(item_board):
     benchmark, scored, _ = item_board
     strong, weak = scored("Strong", clear_gap(0.9)), scored("Weak", clear_gap(0.1))
-    rows = ranking.paired_differences(benchmark, strong, weak, replicates=500)
+    rows = rank_ranges.paired_differences(benchmark, strong, weak, replicates=500)
     overall = {c["metric"].key: c for c in rows[0]["cells"]}
     assert rows[0]["dimension"] == "overall" and rows[0]["n"] == 40
     assert overall["IFR"]["verdict"] == "A ahead" and overall["IFR"]["lo"] > 0
     assert overall["IFR"]["difference"] == pytest.approx(
         _figure(strong, "IFR") - _figure(weak, "IFR"))
     assert overall["EMR"] == {**overall["EMR"], "difference": 0.0, "verdict": "not separable"}
-    backwards = ranking.paired_differences(benchmark, weak, strong, replicates=500)
+    backwards = rank_ranges.paired_differences(benchmark, weak, strong, replicates=500)
     assert {c["metric"].key: c["verdict"] for c in backwards[0]["cells"]}["IFR"] == "B ahead"
     assert {r["dimension"] for r in rows} == {"overall", "complexity", "complexity_group",
                                               "modality", "granularity", "operation"}
@@ -159,7 +159,7 @@ def test_identical_answers_are_not_separable_on_any_figure(item_board):
     benchmark, scored, _ = item_board
     remembered = the_same_answers(clear_gap(0.5))
     a, b = scored("Twin A", remembered), scored("Twin B", remembered)
-    for row in ranking.paired_differences(benchmark, a, b, replicates=200):
+    for row in rank_ranges.paired_differences(benchmark, a, b, replicates=200):
         for cell in row["cells"]:
             assert cell.get("verdict", "not separable") == "not separable"
             assert cell["difference"] in (0.0, None)

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connection
 
-from leaderboard import ranking, selectors
+from leaderboard import rank_ranges, state
 from leaderboard.models import RankRanges
 from tests.leaderboard.test_ranking import clear_gap
 
@@ -20,7 +20,7 @@ def test_refreshes_finishing_at_once_store_one_set(transactional_db, item_board)
     def refresh(_):
         start.wait(timeout=30)
         try:
-            return ranking.refresh(benchmark, replicates=50)
+            return rank_ranges.refresh(benchmark, replicates=50)
         finally:
             connection.close()
 
@@ -29,6 +29,6 @@ def test_refreshes_finishing_at_once_store_one_set(transactional_db, item_board)
     assert True in computed  # and none raised (an IntegrityError would, through map)
     benchmark.refresh_from_db()
     stored = RankRanges.objects.filter(benchmark=benchmark)
-    assert {row.state for row in stored} == {selectors.board_stamp(benchmark)}
+    assert {row.state for row in stored} == {state.board_stamp(benchmark)}
     assert stored.count() == len({(row.dimension, row.bucket) for row in stored})
-    assert ranking.refresh(benchmark, replicates=50) is False
+    assert rank_ranges.refresh(benchmark, replicates=50) is False

@@ -1,7 +1,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 
 
 def as_user(user):

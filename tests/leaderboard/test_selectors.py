@@ -2,7 +2,8 @@
 
 import pytest
 
-from leaderboard.selectors import BoardQuery, leaderboard_rows, representatives
+from leaderboard.selectors import BoardQuery, leaderboard_rows
+from leaderboard.state import representatives
 
 
 def ranked(benchmark, **query):

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 
 from audit.models import AuditEvent
-from judge.fleet import FleetUnavailable
+from judge.errors import FleetUnavailable
 from judge.models import Endpoint
 from scoring import runs
 from scoring.fleet import (

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from judge.fleet import FleetUnavailable
+from judge.errors import FleetUnavailable
 from scoring import exports, runs
 from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Item, RunBatch, ScoringRun

@@ -7,10 +7,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from scoring.models import Answer
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark, write_system
-from submissions.models import ApiToken, Submission
+from submissions.models import Submission
 from submissions.services import submission_create
 from tests.conftest import free_ports
 

@@ -7,10 +7,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from scoring.kinds.airbench import rules as airbench
 from scoring.models import Answer, SliceResult
 from scoring.services import benchmark_import
-from submissions.models import ApiToken
 from tests.conftest import free_ports, judge_config
 from tests.scoring.airbench_data import chat_meta, foundation_meta, write
 from tests.submissions.test_pipeline import state, wait_for

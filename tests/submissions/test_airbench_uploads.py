@@ -6,10 +6,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from config.errors import ServiceError
 from scoring.kinds.airbench import rules as airbench
 from scoring.services import benchmark_import
-from submissions.models import ApiToken, Submission
+from submissions.models import Submission
 from submissions.services import submission_create, submission_validate
 from tests.scoring.airbench_data import chat_meta, foundation_meta, write
 
@@ -161,7 +162,7 @@ def test_the_cli_uploads_a_jsonl_with_the_align_option(live_server, tmp_path, se
                                                        monkeypatch):
     from django.core.management import call_command
 
-    from submissions.tasks import validate_submission
+    from submissions.services import validate_submission
 
     monkeypatch.setattr(validate_submission, "delay", lambda pk: None)
     settings.MEDIA_ROOT = tmp_path / "media"

@@ -2,7 +2,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from submissions.models import ApiToken, Submission
+from accounts.models import ApiToken
+from submissions.models import Submission
 from submissions.services import submission_validate
 from tests.conftest import _use_broker, free_ports
 

@@ -3,8 +3,9 @@
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from audit.models import AuditEvent
-from submissions.models import ApiToken, Submission
+from submissions.models import Submission
 
 
 def api_for(user) -> APIClient:

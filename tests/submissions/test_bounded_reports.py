@@ -10,10 +10,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from scoring.kinds import get_kind
 from scoring.kinds.files import PredictionError
 from scoring.kinds.mmae.predictions import parse_predictions
-from submissions.models import ApiToken, Submission
+from submissions.models import Submission
 from submissions.validation import validate_responses, validate_upload
 from tests.submissions.test_validation import LIMITS
 

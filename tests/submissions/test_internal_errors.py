@@ -12,12 +12,13 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from audit.models import AuditEvent
 from scoring import runs
 from scoring import tasks as scoring_tasks
 from scoring.models import Answer, RunBatch, ScoringRun, SliceResult
 from submissions import moderation, services, tasks, validation
-from submissions.models import ApiToken, Submission
+from submissions.models import Submission
 from submissions.services import failures_to_retry, quota_left, submission_retry
 from tests.conftest import CAST_PASSWORD, judge_config
 from tests.submissions.test_services import media_files
@@ -76,7 +77,7 @@ def retries(settings):
 
 def validate(submission, capture) -> Submission:
     with capture(execute=True):
-        tasks.validate_submission.apply(args=(submission.id,))
+        services.validate_submission.apply(args=(submission.id,))
     return Submission.objects.select_related("current_run").get(id=submission.id)
 
 
@@ -86,7 +87,7 @@ def test_a_fault_of_ours_in_validation_is_retried_then_fails_on_our_side(
         django_capture_on_commit_callbacks):
     submission = make_submission(author)
     injected = FAULTS[fault](monkeypatch)
-    waits = countdowns(monkeypatch, tasks.validate_submission)
+    waits = countdowns(monkeypatch, services.validate_submission)
     submission = validate(submission, django_capture_on_commit_callbacks)
 
     assert injected.calls == 3 and waits == [10, 30]  # tried 3 times, with backoff
@@ -127,14 +128,14 @@ def test_between_tries_the_submission_is_back_to_uploaded(author, make_submissio
     submission = make_submission(author)
     injected = Fault(monkeypatch, runs, "run_create", OperationalError("database is locked"))
     seen = []
-    real_put_back = tasks._put_back
+    real_put_back = services.submission_validation_broke
 
     def put_back(submission_id):
         real_put_back(submission_id)
         seen.append(Submission.objects.get(id=submission_id).status)
 
-    monkeypatch.setattr(tasks, "_put_back", put_back)
-    tasks.validate_submission.apply(args=(submission.id,))
+    monkeypatch.setattr(services, "submission_validation_broke", put_back)
+    services.validate_submission.apply(args=(submission.id,))
     # Uploaded after each try that is retried, so that the retry (or the sweeper) claims it.
     assert seen == ["uploaded", "uploaded"] and injected.calls == 3
     assert Submission.objects.get(id=submission.id).status == "failed"
@@ -146,7 +147,7 @@ def test_the_sweeper_retries_a_failure_after_a_growing_backoff_a_bounded_number_
     Fault(monkeypatch, runs, "run_create", OperationalError("database is locked"))
     validate(submission, django_capture_on_commit_callbacks)
     sent = []
-    monkeypatch.setattr(tasks.validate_submission, "delay", sent.append)
+    monkeypatch.setattr(services.validate_submission, "delay", sent.append)
     for retried, wait in ((0, 600), (1, 1800)):
         row = Submission.objects.get(id=submission.id)
         failed_at = timezone.datetime.fromisoformat(row.status_times["failed"])
@@ -174,7 +175,8 @@ def test_the_status_page_and_the_api_tell_the_author_in_plain_words(
     Fault(monkeypatch, validation, "_copy_limited", OSError(errno.ENOSPC, "No space left"))
     validate(submission, django_capture_on_commit_callbacks)
     client.login(username="author", password=CAST_PASSWORD)
-    page = client.get(reverse("submissions:detail", args=[submission.id])).content.decode()
+    status = reverse("leaderboard:submission-status", args=[submission.id])
+    page = client.get(status).content.decode()
     assert "Validating this submission failed on our side, not yours" in page
     assert "rejected" not in page and "No space left" not in page
     answer = api_as(author).get(f"/api/submissions/{submission.id}/").json()

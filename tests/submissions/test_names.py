@@ -6,10 +6,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from config.errors import ServiceError
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark
-from submissions.models import ApiToken, ModelEntry, Submission
+from submissions.models import ModelEntry, Submission
 from submissions.names import name_normalise, name_skeletons
 from tests.concurrent import at_once, statuses
 from tests.conftest import CAST_PASSWORD, cast_member

@@ -3,8 +3,8 @@
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.models import ApiToken
 from scoring.models import ScoringRun
-from submissions.models import ApiToken
 from submissions.services import submission_validate
 from tests.conftest import CAST_PASSWORD
 

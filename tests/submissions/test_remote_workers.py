@@ -149,7 +149,7 @@ def wait_for(predicate, timeout: float, what: str, *logs: Process):
 
 SET_UP = """
 from scoring.services import benchmark_import
-from submissions.models import ApiToken
+from accounts.models import ApiToken
 from tests.conftest import cast_member, judge_config
 from django.contrib.auth import get_user_model
 benchmark, _ = benchmark_import(kind="mmae", path={meta!r}, audio_root={root!r},

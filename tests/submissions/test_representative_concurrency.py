@@ -2,7 +2,8 @@
 live server on PostgreSQL): one choice wins, none answers 500; and the API answers a failure
 of its own as JSON."""
 
-from submissions.models import ApiToken, Submission
+from accounts.models import ApiToken
+from submissions.models import Submission
 from tests.concurrent import at_once, statuses
 
 

@@ -10,11 +10,12 @@ import httpx
 import pytest
 from django.core.management import CommandError, call_command
 
+from accounts.models import ApiToken
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark, write_system
 from submissions.management.commands import submit as submit_command
-from submissions.models import ApiToken, Submission
-from submissions.tasks import validate_submission
+from submissions.models import Submission
+from submissions.services import validate_submission
 from tests.conftest import free_ports
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from tqdm import tqdm
 
-from leaderboard.selectors import benchmark_current
+from leaderboard.state import benchmark_current
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind

@@ -36,6 +36,8 @@ def _fields(pair, *, round_: int) -> dict:
 
 class Chat(AirBench):
     name = airbench.CHAT
+    slug = "air-bench-chat"
+    meta_file = "Chat_meta.json"
     title = "AIR-Bench chat (open questions, judged with position swap)"
     rounds = airbench.CHAT_ROUNDS
     prompts = (airbench.CHAT_TEMPLATE,)

@@ -27,6 +27,8 @@ def _fields(letter, *, item: airbench.FoundationItem) -> dict:
 
 class Foundation(AirBench):
     name = airbench.FOUNDATION
+    slug = "air-bench-foundation"
+    meta_file = "Foundation_meta.json"
     title = "AIR-Bench foundation (single-choice audio understanding)"
     rounds = 1
     prompts = (airbench.ALIGN_TEMPLATE, airbench.ALIGN_CLOSING)

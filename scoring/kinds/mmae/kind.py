@@ -66,6 +66,8 @@ def _fields(value, *, query: mmae.Query) -> dict:
 
 class MMAE(Kind):
     name = mmae.KIND
+    slug = "mmae"
+    meta_file = "MMAE-meta.json"
     title = "MMAE (Massive Multitask Audio Editing)"
     rounds = mmae.ROUNDS
     sends_inputs = True

@@ -8,8 +8,8 @@ from rest_framework.response import Response
 from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
-from submissions.auth import ApiTokenAuthentication
-from submissions.models import ApiToken
+from accounts.auth import ApiTokenAuthentication
+from accounts.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 

@@ -83,18 +83,18 @@ def test_an_unknown_benchmark_or_bad_page_is_refused(client, board, url, code):
 
 
 def test_a_long_changelog_is_paged(client, board, staff):
-    from audit import views as module
+    from leaderboard import views as module
 
     _, scored = board
     submission = scored("Echo Editor", (50.0, 40.0, 30.0))
     for i in range(3):
         audit_record(actor=staff, action=AuditEvent.Action.RESCORE, obj=submission,
                      reason=f"pass {i}", benchmark_slug="mmae", public=True)
-    original, module.PAGE_SIZE = module.PAGE_SIZE, 2
+    original, module.CHANGELOG_PAGE_SIZE = module.CHANGELOG_PAGE_SIZE, 2
     try:
         first = client.get("/b/mmae/changelog/").content.decode()
         second = client.get("/b/mmae/changelog/?page=2").content.decode()
     finally:
-        module.PAGE_SIZE = original
+        module.CHANGELOG_PAGE_SIZE = original
     assert "pass 2" in first and "pass 1" in first and "pass 0" not in first
     assert "pass 0" in second and "page 2 of 2" in second

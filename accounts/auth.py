@@ -5,8 +5,8 @@ from django.utils import timezone
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 
+from accounts.models import ApiToken
 from config.throttle import bad_token, bad_token_limited
-from submissions.models import ApiToken
 
 # Recording every use would write a row per API request; once a minute is precise enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)

@@ -1,0 +1,89 @@
+"""Reads of the compare page: two or more models' representatives side by side, slice by slice,
+and their wins and losses item by item."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.model_pages import _labels, _slice_order
+from leaderboard.selectors import metric_figures
+from leaderboard.state import (
+    representatives,
+)
+from scoring.kinds import Kind
+from scoring.models import Benchmark, ItemResult, SliceResult
+from submissions.models import Submission
+
+
+def board_models(benchmark: Benchmark) -> dict[int, Submission]:
+    """model id -> its representative on the board, for choosing models to compare."""
+    return {s.model_id: s for s in representatives(benchmark)}
+
+
+def compared_models(submissions: list[Submission]) -> list[dict]:
+    """The columns of a comparison, in the order asked for."""
+    labels = _labels([s.model for s in submissions])
+    return [{"model": labels[s.model_id], "model_id": s.model_id, "submission": s.id,
+             "organisation": s.model.organisation} for s in submissions]
+
+
+def compare_rows(submissions: list[Submission], kind: Kind) -> list[dict]:
+    """The slices of several runs side by side: one row per (dimension, bucket), one cell per
+    submission (None where a run has no figures for the slice), the leaders of each metric
+    marked. Reads all the runs' slices in one query."""
+    runs = [s.current_run_id for s in submissions]
+    by_slice: dict[tuple[str, str], dict[int, SliceResult]] = {}
+    for figures in SliceResult.objects.filter(run_id__in=runs):
+        by_slice.setdefault((figures.dimension, figures.bucket), {})[figures.run_id] = figures
+    rows = []
+    for dimension, bucket in sorted(by_slice, key=lambda k: _slice_order(*k, kind)):
+        found = by_slice[(dimension, bucket)]
+        cells = [metric_figures(found[run], kind) if run in found else None for run in runs]
+        for metric in kind.metric_keys:
+            values = [c[metric] for c in cells if c and c[metric] is not None]
+            # Mark a leader only where the figures differ: all equal leads nobody. Counts
+            # (failures) lead nobody either.
+            best = max(values) if len(set(values)) > 1 and metric not in kind.counts \
+                else None
+            for cell in cells:
+                if cell is not None:
+                    cell[f"{metric}_best"] = best is not None and cell[metric] == best
+        for cell in cells:
+            if cell is not None:  # display order, for templates
+                cell["cells"] = [(m.format(cell[m.key]), cell[f"{m.key}_best"])
+                                 for m in kind.metrics]
+        rows.append({"dimension": dimension, "dimension_label": kind.dimension_label(dimension),
+                     "bucket": bucket, "n": next(c["n"] for c in cells if c is not None),
+                     "cells": cells})
+    return rows
+
+
+def _outcome(mine, theirs) -> str:
+    return "wins" if mine > theirs else "losses" if mine < theirs else "ties"
+
+
+def pairwise(submissions: list[Submission]) -> list[dict]:
+    """Per-sample wins, losses and ties of each pair (A, B) of submissions over the samples both
+    runs scored: on EM, and on the per-sample mean rubric score. Counts are A's view."""
+    runs = [s.current_run_id for s in submissions]
+    per_run: dict[int, dict[int, tuple[int, float | None]]] = {run: {} for run in runs}
+    for run, item, em, scores in (ItemResult.objects.filter(run_id__in=runs)
+                                  .values_list("run_id", "item_id", "em", "rubric_scores")):
+        known = [score for score in scores if score is not None]
+        per_run[run][item] = (em, sum(known) / len(known) if known else None)
+    labels = _labels([s.model for s in submissions])
+    pairs = []
+    for a, b in combinations(submissions, 2):
+        mine, theirs = per_run[a.current_run_id], per_run[b.current_run_id]
+        common = mine.keys() & theirs.keys()
+        em = dict.fromkeys(("wins", "losses", "ties"), 0)
+        rubric = dict.fromkeys(("wins", "losses", "ties"), 0)
+        for item in common:
+            if mine[item][0] is not None and theirs[item][0] is not None:
+                em[_outcome(mine[item][0], theirs[item][0])] += 1
+            if mine[item][1] is not None and theirs[item][1] is not None:
+                rubric[_outcome(mine[item][1], theirs[item][1])] += 1
+        pairs.append({"a": labels[a.model_id], "a_id": a.model_id, "b": labels[b.model_id],
+                      "b_id": b.model_id, "n": len(common), "EM": em, "rubric": rubric})
+    return pairs

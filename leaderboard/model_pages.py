@@ -1,0 +1,142 @@
+"""Reads of the model pages and the pivot: which models a user may see (the one access-checked
+lookup of a model), a model's submissions and their slices, and a board pivoted on a dimension."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from django.http import Http404
+
+from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.selectors import (
+    metric_figures,
+)
+from leaderboard.state import (
+    OVERALL,
+    representatives,
+)
+from scoring.kinds import Kind, get_kind
+from scoring.models import Benchmark, ScoringRun, SliceResult
+from submissions.models import ModelEntry, Submission
+
+
+def visible_models(user):
+    """Models the user may know of: those with a submission the user may see, and their own
+    (a model with only private submissions must not leak)."""
+    seen = Q(id__in=Submission.objects.visible_to(user).values("model_id"))
+    return ModelEntry.objects.filter(seen | Q(owner=user) if user.is_authenticated else seen)
+
+
+def model_for(user, model_id) -> ModelEntry:
+    """The one access-checked lookup of a model for its page: anyone else than those
+    visible_models allows gets 404, as if there were no such model."""
+    try:
+        return visible_models(user).get(pk=model_id)
+    except (ModelEntry.DoesNotExist, ValueError, TypeError):
+        raise Http404("no such model") from None
+
+
+def model_submissions(user, model: ModelEntry) -> list[Submission]:
+    """The model's scored submissions the user may see, newest first."""
+    return list(Submission.objects.visible_to(user)
+                .filter(model=model, current_run__status=ScoringRun.Status.FINISHED)
+                .select_related("benchmark", "current_run").order_by("-created_at", "-id"))
+
+
+def submission_rows(submissions: list[Submission]) -> list[dict]:
+    """A model page's list of submissions with their overall figures (one query); each row
+    has its kind's metrics and `labelled` cells (label, value, interval, is a count) for mixed
+    tables."""
+    overall = {f.run_id: f for f in SliceResult.objects.filter(
+        run_id__in=[s.current_run_id for s in submissions], dimension=OVERALL)}
+    rows = []
+    for s in submissions:
+        figures = overall.get(s.current_run_id)
+        kind = get_kind(s.benchmark.kind)
+        values = metric_figures(figures, kind) if figures else {"n": None, **{
+            k: None for m in kind.metric_keys for k in (m, f"{m}_interval")}}
+        rows.append({
+            "submission": s.id, "benchmark": s.benchmark.title, "slug": s.benchmark.slug,
+            "version": s.benchmark.version, "public": s.public, "date": s.created_at,
+            "hidden": s.hidden, "flag": s.flag_reason,
+            "coverage": s.coverage, "partial": s.partial, "judge": s.current_run.judge_name,
+            "simulated": s.current_run.simulated, "kind": kind.name, **values,
+            "labelled": [(m.label, *m.cell(values[m.key], values[f"{m.key}_interval"])[:2])
+                         for m in kind.metrics],
+        })
+    return rows
+
+
+def featured_submissions(submissions: list[Submission]) -> dict[str, Submission]:
+    """benchmark slug -> the submission whose slices a model page shows: on the newest
+    version, the board's representative (the chosen public one, else the latest), else the
+    latest other one the viewer may see."""
+    featured: dict[str, Submission] = {}
+    for submission in sorted(submissions, key=lambda s: (-s.benchmark.version,
+                                                         not (s.public and not s.hidden),
+                                                         not s.representative,
+                                                         -s.created_at.timestamp())):
+        featured.setdefault(submission.benchmark.slug, submission)
+    return featured
+
+
+def _slice_order(dimension: str, bucket: str, kind: Kind) -> tuple:
+    known = (OVERALL, *kind.dimension_keys)
+    return (known.index(dimension) if dimension in known else len(known), dimension,
+            kind.bucket_key(dimension, bucket))
+
+
+def slice_rows(run_id: int, kind: Kind) -> list[dict]:
+    """Every slice of a run (overall first, then the kind's dimensions in order, buckets in
+    the kind's order), with n, the kind's metrics and their intervals."""
+    rows = [{"dimension": f.dimension, "dimension_label": kind.dimension_label(f.dimension),
+             "bucket": f.bucket, **metric_figures(f, kind)}
+            for f in SliceResult.objects.filter(run_id=run_id)]
+    return sorted(rows, key=lambda r: _slice_order(r["dimension"], r["bucket"], kind))
+
+
+def _labels(models: list[ModelEntry]) -> dict[int, str]:
+    """Display names, with the id added where two models share a name (axes key on them)."""
+    names = [m.name for m in models]
+    return {m.id: m.name if names.count(m.name) == 1 else f"{m.name} (#{m.id})" for m in models}
+
+
+def _ranks(keys: list[tuple]) -> list[int]:
+    """Competition ranks of keys already in order: ties share the first position."""
+    ranks: list[int] = []
+    for position, key in enumerate(keys, start=1):
+        ranks.append(ranks[-1] if ranks and keys[position - 2] == key else position)
+    return ranks
+
+
+def pivot(*, benchmark: Benchmark, dimension: str, metric: str) -> dict:
+    """Models (in board order) x buckets of one dimension, for one metric. Reads the
+    representatives' slices of that dimension and their overall figures in one query."""
+    kind = get_kind(benchmark.kind)
+    subs = {s.current_run_id: s for s in representatives(benchmark)}
+    cells: dict[int, dict[str, SliceResult]] = {run: {} for run in subs}
+    overall: dict[int, SliceResult] = {}
+    for figures in SliceResult.objects.filter(run_id__in=list(subs)).filter(
+            Q(dimension=dimension) | Q(dimension=OVERALL)):
+        if figures.dimension == OVERALL:
+            overall[figures.run_id] = figures
+        else:
+            cells[figures.run_id][figures.bucket] = figures
+    buckets = sorted({b for by_bucket in cells.values() for b in by_bucket},
+                     key=lambda b: kind.bucket_key(dimension, b))
+    def key(run):
+        return kind.rank_key(overall[run].figures() if run in overall else {})
+
+    order = sorted(subs, key=key)
+    labels = _labels([subs[run].model for run in order])
+    ranks = _ranks([key(run) for run in order])
+    rows = []
+    for run, rank in zip(order, ranks, strict=True):
+        submission = subs[run]
+        rows.append({
+            "rank": rank, "model": labels[submission.model_id],
+            "model_id": submission.model_id, "submission": submission.id,
+            "cells": [cells[run][b].figures().get(metric) if b in cells[run] else None
+                      for b in buckets],
+            "n": [cells[run][b].n if b in cells[run] else None for b in buckets],
+        })
+    return {"dimension": dimension, "metric": metric, "buckets": buckets, "rows": rows}

@@ -1,0 +1,184 @@
+"""A board's state and what is kept per state: the newest version of each benchmark, its
+representative submissions, the stamp (board version and judge config) that every cache, ETag
+and rank range of the board keys on, and the per-process copies kept for one state."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from allauth.socialaccount.models import SocialAccount
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Max, Sum
+
+from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
+from scoring.models import Benchmark, JudgeConfig, ScoringRun, SliceResult
+from submissions.models import ModelEntry, Submission
+
+OVERALL = SliceResult.OVERALL
+
+
+# Log-ins whose provider vouches for the account ("verified" beside its name on the board).
+VERIFYING_PROVIDERS = ("github", "huggingface")
+
+
+def benchmark_list() -> list[Benchmark]:
+    """The newest version of each benchmark, for the home page."""
+    latest: dict[str, Benchmark] = {}
+    for benchmark in Benchmark.objects.order_by("slug", "-version"):
+        latest.setdefault(benchmark.slug, benchmark)
+    return list(latest.values())
+
+
+def benchmark_current(slug: str) -> Benchmark | None:
+    return Benchmark.objects.filter(slug=slug).order_by("-version").first()
+
+
+def _published(benchmark: Benchmark):
+    """Public submissions whose run is finished under the benchmark's current judge config
+    (runs under older configs stay viewable on each submission's page), unless staff have
+    hidden them."""
+    return Submission.objects.published().filter(
+        benchmark=benchmark, current_run__judge_config_id=benchmark.judge_config_id)
+
+
+@dataclass(frozen=True)
+class ShownModel:
+    id: int
+    name: str
+    organisation: str
+    link: str
+    licence: str
+    open_weights: bool
+    parameters: str
+    submitted_by: str = ""  # the owner's username
+    verified: bool = False  # the owner logged in through GitHub or Hugging Face
+
+
+@dataclass(frozen=True)
+class ShownJudgeConfig:
+    name: str
+
+
+@dataclass(frozen=True)
+class ShownRun:
+    id: int
+    judge_model: str
+    simulated: bool
+    judge_config: ShownJudgeConfig
+    refused_queries: int = 0  # queries the judge refused (each a wrong vote)
+
+    judge_name = ScoringRun.judge_name
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A model's representative submission on a board, with what the board shows of its model
+    and run: read as plain values, since a board holds thousands (model instances would cost
+    more than the queries)."""
+
+    id: int
+    model_id: int
+    current_run_id: int
+    coverage: float | None
+    created_at: object
+    flag_reason: str
+    representative: bool
+    model: ShownModel
+    current_run: ShownRun
+
+    partial = Submission.partial
+
+
+# How long a process keeps what it read of one board state: a new state reads afresh at once;
+# the age bounds what a change made without board_changed (the admin) leaves stale.
+KEPT_SECONDS = 300
+
+
+class PerState:
+    """One value per benchmark, kept by this process for one board state (every view of a
+    board needs it, several times on a cold request, on every request on a warm one)."""
+
+    def __init__(self):
+        self.kept: dict[int, tuple] = {}
+
+    def get(self, benchmark_id: int, state):
+        found = self.kept.get(benchmark_id)
+        if found is not None and found[0] == state \
+                and time.monotonic() - found[1] < KEPT_SECONDS:
+            return found[2]
+        return None
+
+    def put(self, benchmark_id: int, state, value):
+        self.kept[benchmark_id] = (state, time.monotonic(), value)
+        return value
+
+
+_representatives = PerState()
+
+
+_snapshots = PerState()
+
+
+def representatives(benchmark: Benchmark) -> list[Shown]:
+    """Each model's representative submission: the one its author chose, else its latest
+    public, finished one (under the benchmark's current judge config)."""
+    state = (benchmark.board_version, benchmark.judge_config_id)
+    found = _representatives.get(benchmark.id, state)
+    if found is None:
+        found = _representatives.put(benchmark.id, state, _read_representatives(benchmark))
+    return found
+
+
+def _read_representatives(benchmark: Benchmark) -> list[Shown]:
+    # Queries of one table each, joined here: their plans stay good on a database without
+    # planner statistics (a join of thousands of rows there became a nested loop of seconds).
+    config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
+    if config is None:
+        return []
+    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
+            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(
+                benchmark=benchmark, status=ScoringRun.Status.FINISHED,
+                judge_config=config).values_list("id", "judge_model", "simulated",
+                                                 "refused_queries")}
+    candidates = sorted(
+        (s for s in Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
+                                              current_run__isnull=False)
+         .values_list("id", "model_id", "current_run_id", "coverage", "created_at",
+                      "flag_reason", "representative") if s[2] in runs),
+        key=lambda s: (s[1], not s[6], -s[4].timestamp(), -s[0]))
+    chosen: dict[int, tuple] = {}
+    for submission in candidates:
+        chosen.setdefault(submission[1], submission)
+    found = list(ModelEntry.objects.filter(id__any=list(chosen)).values_list(
+        "id", "name", "organisation", "link", "licence", "open_weights", "parameters",
+        "owner_id"))
+    owners = {m[-1] for m in found}
+    names = dict(get_user_model().objects.filter(id__any=list(owners))
+                 .values_list("id", "username"))
+    verified = set(SocialAccount.objects.filter(user_id__any=list(owners),
+                                                provider__in=VERIFYING_PROVIDERS)
+                   .values_list("user_id", flat=True))
+    models = {m[0]: ShownModel(*m[:-1], submitted_by=names[m[-1]], verified=m[-1] in verified)
+              for m in found}
+    return [Shown(*s, model=models[s[1]], current_run=runs[s[2]]) for s in chosen.values()]
+
+
+def board_stamp(benchmark: Benchmark) -> str:
+    """The board's state, read from its benchmark's row (scoring.boards.board_changed raises
+    the version whenever what the board shows may change): no query of its own."""
+    return f"{benchmark.id}:{benchmark.board_version}"
+
+
+def boards_state() -> tuple[str, object]:
+    """The state of every board at once (for pages that gather figures across boards, such as
+    a model's), and when the last of them changed: one query over the benchmarks."""
+    found = Benchmark.objects.aggregate(versions=Sum("board_version"), n=Count("id"),
+                                        changed=Max("board_changed_at"))
+    return f"all:{found['n']}:{found['versions']}", found["changed"]
+
+
+def cache_key(prefix: str, *parts) -> str:
+    """A cache key safe for every backend, from a board's stamp and a query."""
+    return f"{prefix}:" + hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
