@@ -17,7 +17,7 @@ from audit.models import AuditEvent
 from scoring import runs
 from scoring import tasks as scoring_tasks
 from scoring.models import Answer, RunBatch, ScoringRun, SliceResult
-from submissions import moderation, services, tasks, validation
+from submissions import archives, moderation, services, tasks
 from submissions.models import Submission
 from submissions.services import failures_to_retry, quota_left, submission_retry
 from tests.conftest import CAST_PASSWORD, judge_config
@@ -58,7 +58,7 @@ def countdowns(monkeypatch, task) -> list:
 
 FAULTS = {
     "database": lambda mp: Fault(mp, runs, "run_create", OperationalError("database is locked")),
-    "full disk": lambda mp: Fault(mp, validation, "_copy_limited",
+    "full disk": lambda mp: Fault(mp, archives, "_copy_limited",
                                   OSError(errno.ENOSPC, "No space left on device")),
     "bug (RuntimeError)": lambda mp: Fault(mp, services, "limits_for",
                                            RuntimeError("unexpected state")),
@@ -172,7 +172,7 @@ def test_the_status_page_and_the_api_tell_the_author_in_plain_words(
         client, author, make_submission, retries, monkeypatch,
         django_capture_on_commit_callbacks):
     submission = make_submission(author)
-    Fault(monkeypatch, validation, "_copy_limited", OSError(errno.ENOSPC, "No space left"))
+    Fault(monkeypatch, archives, "_copy_limited", OSError(errno.ENOSPC, "No space left"))
     validate(submission, django_capture_on_commit_callbacks)
     client.login(username="author", password=CAST_PASSWORD)
     status = reverse("leaderboard:submission-status", args=[submission.id])

@@ -15,13 +15,8 @@ import soundfile
 
 from scoring.kinds import get_kind
 from scoring.synthetic import write_wav
-from submissions.validation import (
-    Limits,
-    ValidationResult,
-    _copy_limited,
-    limits_from_settings,
-    validate_upload,
-)
+from submissions.archives import Limits, _copy_limited
+from submissions.validation import ValidationResult, limits_from_settings, validate_upload
 
 KEYS = ["a1", "b2", "c3"]
 MMAE = get_kind("mmae")
