@@ -51,7 +51,7 @@ def main():
         import django
 
         django.setup()
-        from scoring import runs, synthetic
+        from scoring import aggregation, query_loop, runs, synthetic
         from scoring.kinds.mmae.predictions import load_predictions
         from scoring.models import JudgeConfig
         from scoring.services import benchmark_import
@@ -76,7 +76,7 @@ def main():
             name="bench", judge_model="Qwen3-Omni-30B-A3B-Instruct", base_urls=urls,
             prompt_sha256="bench", rounds=3, sampling={"temperature": 0.0}, seed=0,
             max_attempts=5)
-        worker = runs.JudgeSettings(concurrency=args.concurrency, timeout=60, down_wait=30)
+        worker = query_loop.JudgeSettings(concurrency=args.concurrency, timeout=60, down_wait=30)
 
         def completions() -> int:
             return sum(httpx.get(f"{u}/simulator/stats", timeout=10).json()["completions"]
@@ -87,8 +87,8 @@ def main():
             run = runs.run_create(benchmark=benchmark, audio_root=str(root),
                                   outputs=run_outputs, missing={}, config=config)
             for batch in run.batches.order_by("index"):
-                runs.batch_score(batch.id, worker)
-            assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+                query_loop.batch_score(batch.id, worker)
+            assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
             wall = time.monotonic() - started
             print(f"{label}: {run.total_queries} answers, {completions() - before} judge "
                   f"queries, {wall:.2f} s", flush=True)

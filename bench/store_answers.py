@@ -91,9 +91,9 @@ def main():
 
         from scoring import synthetic
         from scoring.judge_configs import judge_config_current
+        from scoring.judgments import STORED_FIELDS, _answer, _store
         from scoring.kinds import get_kind
         from scoring.models import Answer, Item, ScoringRun
-        from scoring.runs import STORED_FIELDS, _answer, _store
         from scoring.services import benchmark_import
 
         meta = synthetic.make_meta(args.samples, n_rubrics=args.rubrics)

@@ -14,6 +14,7 @@ from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, QuerySet
 
 from scoring import media
+from scoring.aggregation import answer_groups
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.kinds.files import resolve_audio
 from scoring.models import (
@@ -24,7 +25,6 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
-from scoring.runs import answer_groups
 from submissions.models import Submission
 
 PAGE_SIZE = 20

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from scoring.aggregation import answer_groups
 from scoring.kinds import ItemRows, get_kind
 from scoring.models import Item, ItemResult, ScoringRun, SliceResult
-from scoring.runs import answer_groups
 
 # A kind names its own results files (Kind.files); their type follows the name's suffix.
 CONTENT_TYPES = {".jsonl": "application/x-ndjson", ".json": "application/json",

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from config.tasks import RowTask
 from judge.errors import FleetUnavailable
-from scoring import fleet, runs
+from scoring import aggregation, fleet, query_loop, runs
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def score_batch(batch_id: int) -> None:
     our side, saying which batch and why, and staff are alerted (scoring.runs.run_fail).
     """
     try:
-        scored = runs.batch_score(batch_id, runs.JudgeSettings.from_settings(),
+        scored = query_loop.batch_score(batch_id, query_loop.JudgeSettings.from_settings(),
                                   resend=_retry_later)
     except FleetUnavailable as exc:
         log.warning("batch %s handed back: %s", batch_id, exc)
@@ -85,7 +85,7 @@ def aggregate_run(run) -> None:
     """Aggregate a run whose batches are done. What follows a finished run (its submissions'
     board runs, the authors' emails) is done by the submissions app's periodic reconcile,
     which claims each step by a conditional UPDATE."""
-    runs.run_aggregate(run.id)
+    aggregation.run_aggregate(run.id)
 
 
 @shared_task(ignore_result=True)

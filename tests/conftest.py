@@ -166,13 +166,13 @@ def demo_run(demo_set, urls, *, slug: str = "mmae"):
 def score_run(run):
     """Every batch of a run scored in this process (against its judge config's endpoints),
     then the run aggregated, as the workers do; the run read again."""
-    from scoring import runs
+    from scoring import aggregation, query_loop, runs
 
-    worker = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+    worker = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
     for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, worker) is True
+        assert query_loop.batch_score(batch.id, worker) is True
     assert runs.run_try_aggregate(run.id) is True
-    assert runs.run_aggregate(run.id) is True
+    assert aggregation.run_aggregate(run.id) is True
     run.refresh_from_db()
     return run
 

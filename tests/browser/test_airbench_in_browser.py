@@ -12,7 +12,7 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from leaderboard import selectors
-from scoring import runs
+from scoring import aggregation, query_loop, runs
 from scoring.kinds.airbench import rules as airbench
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
@@ -36,8 +36,8 @@ def score(benchmark, urls, outputs):
                           missing={k: "no prediction" for k in keys - outputs.keys()},
                           config=judge_config(urls, kind=benchmark.kind, benchmark=benchmark))
     for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, judge(urls))
-    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+        assert query_loop.batch_score(batch.id, judge(urls))
+    assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
     run.refresh_from_db()
     assert run.status == "finished"
     return run

@@ -16,7 +16,7 @@ from django.db import connections
 from playwright.sync_api import expect
 
 from leaderboard import selectors
-from scoring import runs
+from scoring import aggregation, query_loop, runs
 from scoring.kinds.mmae.predictions import load_predictions
 from scoring.services import benchmark_import
 from scoring.synthetic import MODALITIES, write_benchmark, write_system
@@ -38,7 +38,7 @@ RERANKED_BUCKET = "sound-music"
 
 def judge(urls=None):
     """Worker settings (the endpoints come from the run's judge config)."""
-    return runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+    return query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 def in_thread(function):
@@ -77,8 +77,8 @@ def score(benchmark, root, samples, urls, *, system: str, seed: int, missing: in
                           missing=absent,
                           config=judge_config(urls, benchmark=benchmark))
     for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, judge(urls))
-    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+        assert query_loop.batch_score(batch.id, judge(urls))
+    assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
     run.refresh_from_db()
     assert run.status == "finished"
     return run, len(outputs) / len(samples)

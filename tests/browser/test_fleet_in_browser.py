@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from audit.models import AuditEvent
 from judge.models import Endpoint
-from scoring import runs
+from scoring import query_loop
 from scoring.fleet import fleet_probe
 from tests.browser.test_board_in_browser import in_thread
 from tests.browser.test_rescore_in_browser import log_in
@@ -25,8 +25,8 @@ def fleet(demo_set, staff, simulator_factory, settings):
     settings.SCORING_BATCH_ITEMS = 6
     sim = simulator_factory("--latency-ms", "20")
     _, run = demo_run(demo_set, sim.urls)
-    worker = runs.JudgeSettings(concurrency=4, timeout=10, down_wait=1)
-    in_thread(lambda: runs.batch_score(run.batches.order_by("index").first().id, worker))
+    worker = query_loop.JudgeSettings(concurrency=4, timeout=10, down_wait=1)
+    in_thread(lambda: query_loop.batch_score(run.batches.order_by("index").first().id, worker))
     in_thread(fleet_probe)
     return sim
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from judge.models import Endpoint
-from scoring import runs
+from scoring import aggregation, query_loop, runs
 from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer
 from submissions.models import ModelEntry, Submission
@@ -36,11 +36,11 @@ OTHER_MODEL = "Qwen2-Audio-7B-Instruct"
 
 def scored_to_the_end(run) -> bool:
     """Every batch scored, then aggregated: True if the run finished, False if it failed."""
-    worker = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+    worker = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
     for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, worker) is True
+        assert query_loop.batch_score(batch.id, worker) is True
     assert runs.run_try_aggregate(run.id) is True
-    return runs.run_aggregate(run.id)
+    return aggregation.run_aggregate(run.id)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from audit.models import AuditEvent
-from scoring import runs
+from scoring import aggregation, query_loop, runs
 from scoring.models import ScoringRun
 from submissions.models import ModelEntry, Submission
 from tests.browser.test_board_in_browser import in_thread
@@ -21,12 +21,12 @@ def scored(demo_set, author, staff, simulator_factory, settings, tmp_path):
     settings.SCORING_BATCH_ITEMS = 20
     sim = simulator_factory("--latency-ms", "1")
     benchmark, run = demo_run(demo_set, sim.urls)
-    worker = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+    worker = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
     def score():
         for batch in run.batches.all():
-            assert runs.batch_score(batch.id, worker)
-        assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+            assert query_loop.batch_score(batch.id, worker)
+        assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
 
     in_thread(score)
     model = ModelEntry.objects.create(owner=author, name="Echo Editor")

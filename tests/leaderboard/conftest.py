@@ -68,7 +68,7 @@ def item_board(db, author, tmp_path):
     """An MMAE benchmark with real items, and a factory of submissions scored from per-item
     rubric scores: per-item results, slices and the per-item vector kept as the pipeline keeps
     them. `scored(name, passes)`: passes(sample, rubric) -> 0 or 1."""
-    from scoring import runs, synthetic
+    from scoring import aggregation, synthetic
     from scoring.kinds import get_kind
     from scoring.kinds.mmae import rules as mmae
     from scoring.services import benchmark_import
@@ -93,8 +93,8 @@ def item_board(db, author, tmp_path):
             judge_model=config.judge_model, prompt_sha256=config.prompt_sha256, rounds=3,
             max_attempts=5, status="finished",
             status_times={"finished": timezone.now().isoformat()})
-        SliceResult.objects.bulk_create(runs._slices(run, kind.summarize(rows), {}))
-        runs.run_vector_store(run, kind, rows)
+        SliceResult.objects.bulk_create(aggregation._slices(run, kind.summarize(rows), {}))
+        aggregation.run_vector_store(run, kind, rows)
         submission = Submission.objects.create(
             owner=owner or author, model=model, benchmark=benchmark, public=public,
             status="queued", current_run=run, coverage=1.0)

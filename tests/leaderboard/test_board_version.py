@@ -15,7 +15,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from leaderboard import state
 from leaderboard.services import reference_results_load
-from scoring import runs
+from scoring import aggregation
 from scoring.boards import board_changed
 from scoring.judge_configs import benchmark_set_judge_config
 from scoring.models import Benchmark, ScoringRun
@@ -80,13 +80,13 @@ def choose_representative(c):
 
 def finish_a_run(c):
     run = _run(c.benchmark, status=ScoringRun.Status.AGGREGATING)
-    return lambda: runs.run_aggregate(run.id)
+    return lambda: aggregation.run_aggregate(run.id)
 
 
 def finish_a_baseline(c):
     run = _run(c.benchmark, status=ScoringRun.Status.AGGREGATING,
                purpose=ScoringRun.Purpose.BASELINE)
-    return lambda: runs.run_aggregate(run.id)
+    return lambda: aggregation.run_aggregate(run.id)
 
 
 def make_a_run_current(c):

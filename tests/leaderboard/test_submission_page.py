@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from leaderboard import explorer_selectors
-from scoring import runs
+from scoring import aggregation, query_loop, runs
 from scoring.kinds import get_kind
 from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Criterion, ItemResult, SliceResult
@@ -22,7 +22,7 @@ from tests.conftest import judge_config
 
 def judge(urls=None):
     """Worker settings (the endpoints come from the run's judge config)."""
-    return runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+    return query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 @pytest.fixture
@@ -46,8 +46,8 @@ def make_submission(demo_set, author, settings):
                                                   benchmark=benchmark))
         if urls:
             for batch in run.batches.all():
-                assert runs.batch_score(batch.id, judge(urls))
-            assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+                assert query_loop.batch_score(batch.id, judge(urls))
+            assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
             run.refresh_from_db()
         submission = Submission.objects.create(
             owner=author, model=model, benchmark=benchmark, public=public, status="queued",

@@ -9,7 +9,7 @@ from django.db import connection
 from audit.models import AuditEvent
 from judge.errors import FleetUnavailable
 from judge.models import Endpoint
-from scoring import runs
+from scoring import query_loop, runs
 from scoring.fleet import (
     EndpointError,
     endpoint_put_back,
@@ -28,7 +28,8 @@ A, B = "http://judge-a:8000", "http://judge-b:8000"
 
 
 def judge(**overrides):
-    return runs.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1, **overrides})
+    return query_loop.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1,
+                                       **overrides})
 
 
 @pytest.fixture
@@ -99,14 +100,14 @@ def test_a_switch_that_changes_nothing_is_refused_and_not_recorded(staff):
 
 def test_a_run_skips_endpoints_taken_out(run_setup, staff):
     run = run_setup([A, B + "/"])
-    assert runs.run_endpoints(run) == [A, B]
+    assert query_loop.run_endpoints(run) == [A, B]
     endpoint_take_out(actor=staff, base_url=B, reason="slow")
     run.refresh_from_db()
-    assert runs.run_endpoints(run) == [A]
+    assert query_loop.run_endpoints(run) == [A]
     endpoint_take_out(actor=staff, base_url=A, reason="slow too")
-    assert runs.run_endpoints(run) == []
+    assert query_loop.run_endpoints(run) == []
     endpoint_put_back(actor=staff, base_url=B)
-    assert runs.run_endpoints(run) == [B]
+    assert query_loop.run_endpoints(run) == [B]
 
 
 def test_a_batch_is_scored_only_by_endpoints_in_service(run_setup, staff, simulator_factory):
@@ -114,7 +115,7 @@ def test_a_batch_is_scored_only_by_endpoints_in_service(run_setup, staff, simula
     run = run_setup(sim.urls)
     endpoint_take_out(actor=staff, base_url=sim.urls[1], reason="testing the switch")
     batch = run.batches.order_by("index").first()
-    assert runs.batch_score(batch.id, judge()) is True
+    assert query_loop.batch_score(batch.id, judge()) is True
     used = set(Answer.objects.filter(run=run).values_list("endpoint", flat=True))
     assert used == {sim.urls[0]}
     first, second = sim.stats()
@@ -128,7 +129,7 @@ def test_with_every_endpoint_out_a_batch_is_handed_back_as_in_an_outage(run_setu
         endpoint_take_out(actor=staff, base_url=url, reason="rack power work")
     batch = run.batches.order_by("index").first()
     with pytest.raises(FleetUnavailable, match="taken out by staff"):
-        runs.batch_score(batch.id, judge())
+        query_loop.batch_score(batch.id, judge())
     batch.refresh_from_db()
     assert (batch.status, batch.claims) == ("pending", 0)
     assert not Answer.objects.filter(run=run).exists()
@@ -164,7 +165,7 @@ def test_a_batch_in_flight_stops_using_an_endpoint_taken_out(run_setup, staff, s
 
     timer = threading.Timer(1.0, take_out_then_look)
     timer.start()
-    assert runs.batch_score(run.batches.get().id, judge(concurrency=4)) is True
+    assert query_loop.batch_score(run.batches.get().id, judge(concurrency=4)) is True
     timer.join()
     final = [s["completions"] for s in sim.stats()]
     assert final[1] == seen["after"][1] > 0  # nothing new for the endpoint taken out

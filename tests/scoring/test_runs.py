@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from judge.errors import FleetUnavailable
-from scoring import exports, runs
+from scoring import exports, judgments, query_loop, runs
 from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Item, RunBatch, ScoringRun
 from scoring.services import benchmark_import
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.django_db
 
 def judge(urls=None, **overrides):
     """Worker settings (the endpoints come from the run's judge config)."""
-    return runs.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1, **overrides})
+    return query_loop.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1,
+                                       **overrides})
 
 
 @pytest.fixture
@@ -86,12 +87,12 @@ def test_a_redelivered_batch_changes_nothing(run_setup, simulator_factory):
     sim = simulator_factory("--latency-ms", "1")
     run = run_setup(sim.urls)
     batch = run.batches.first()
-    assert runs.batch_score(batch.id, judge(sim.urls)) is True
+    assert query_loop.batch_score(batch.id, judge(sim.urls)) is True
     answers = list(Answer.objects.filter(run=run).order_by("id").values())
     asked = sim.completions()
-    assert runs.batch_score(batch.id, judge(sim.urls)) is False  # done: not claimed again
+    assert query_loop.batch_score(batch.id, judge(sim.urls)) is False  # done: not claimed again
     RunBatch.objects.filter(id=batch.id).update(status="pending")  # as if redelivered
-    assert runs.batch_score(batch.id, judge(sim.urls)) is True
+    assert query_loop.batch_score(batch.id, judge(sim.urls)) is True
     assert list(Answer.objects.filter(run=run).order_by("id").values()) == answers
     assert sim.completions() == asked
 
@@ -101,7 +102,7 @@ def test_a_fleet_outage_hands_the_batch_back(run_setup):
     run = run_setup(dead)
     batch = run.batches.first()
     with pytest.raises(FleetUnavailable):
-        runs.batch_score(batch.id, judge(dead, down_wait=0.5))
+        query_loop.batch_score(batch.id, judge(dead, down_wait=0.5))
     batch.refresh_from_db()
     assert batch.status == "pending"
     assert batch.claims == 0  # an outage is not counted against the batch
@@ -206,15 +207,15 @@ def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
     criterion = Criterion.objects.filter(item__benchmark=run.benchmark).first()
 
     def answers(choice):
-        return [runs._answer(run, criterion.id, f"key{r}", {
+        return [judgments._answer(run, criterion.id, f"key{r}", {
             "round": r, "choices": ["yes", "no, \"quoted\"\ttab"], "correct_letter": "A",
             "choice": choice, "correct": choice == "A", "reason": None, "raw": "{}",
             "error": None, "endpoint": "http://127.0.0.1:9", "attempts": 1,
             "latency_ms": 12.5, "error_kind": ""}) for r in range(3)]
 
     with CaptureQueriesContext(connection) as queries:
-        runs.answers_store(answers("A")[:2])
-    runs.answers_store(answers("B"))
+        judgments.answers_store(answers("A")[:2])
+    judgments.answers_store(answers("B"))
     stored = list(Answer.objects.filter(run=run).order_by("round")
                   .values_list("round", "choice", "choices", "content_key"))
     assert stored == [(0, "A", ["yes", "no, \"quoted\"\ttab"], "key0"),
@@ -234,11 +235,11 @@ def test_two_batches_in_one_process_share_one_fleet_client(run_setup, simulator_
     run = run_setup(sim.urls)
     first, second, third = run.batches.order_by("index")
     opened = fleet_runner.opened
-    assert runs.batch_score(first.id, judge()) is True
+    assert query_loop.batch_score(first.id, judge()) is True
     client = fleet_runner._fleet
-    assert runs.batch_score(second.id, judge()) is True
+    assert query_loop.batch_score(second.id, judge()) is True
     assert fleet_runner.opened == opened + 1 and fleet_runner._fleet is client
-    assert runs.batch_score(third.id, judge(concurrency=4)) is True
+    assert query_loop.batch_score(third.id, judge(concurrency=4)) is True
     assert fleet_runner.opened == opened + 2 and fleet_runner._fleet is not client
     assert set(run.batches.values_list("status", flat=True)) == {"done"}
 
@@ -252,21 +253,21 @@ def test_the_next_batch_is_claimed_while_the_first_is_still_in_flight(
     run = run_setup(sim.urls)
     first, second, third = run.batches.order_by("index")
     seen = []
-    batch_open = runs._batch_open
+    batch_open = query_loop._batch_open
 
     def spy(batch_id):
         seen.append((batch_id, dict(run.batches.values_list("id", "status")),
                      Answer.objects.filter(run=run).count()))
         return batch_open(batch_id)
 
-    monkeypatch.setattr(runs, "_batch_open", spy)
-    assert runs.batch_score(first.id, judge(concurrency=4, claim_ahead=60)) is True
+    monkeypatch.setattr(query_loop, "_batch_open", spy)
+    assert query_loop.batch_score(first.id, judge(concurrency=4, claim_ahead=60)) is True
     assert [batch_id for batch_id, *_ in seen] == [first.id, second.id, third.id]
     _, statuses, answered = seen[1]
     assert statuses == {first.id: "claimed", second.id: "claimed", third.id: "pending"}
     assert answered == 0  # the first batch's answers were not stored yet: still in flight
     assert set(run.batches.values_list("status", flat=True)) == {"done"}
-    assert runs.batch_score(second.id, judge()) is False
+    assert query_loop.batch_score(second.id, judge()) is False
     assert runs.run_try_aggregate(run.id) is True
 
 
@@ -274,7 +275,7 @@ def test_without_claim_ahead_a_task_scores_its_own_batch_only(run_setup, simulat
     sim = simulator_factory("--latency-ms", "1")
     run = run_setup(sim.urls)
     first = run.batches.order_by("index").first()
-    assert runs.batch_score(first.id, judge(claim_ahead=0)) is True
+    assert query_loop.batch_score(first.id, judge(claim_ahead=0)) is True
     assert sorted(run.batches.values_list("status", flat=True)) == ["done", "pending", "pending"]
 
 
@@ -287,7 +288,7 @@ def test_batches_claimed_ahead_are_handed_back_when_the_fleet_goes_down(run_setu
     first = run.batches.order_by("index").first()
     resent = []
     with pytest.raises(FleetUnavailable):
-        runs.batch_score(first.id, judge(down_wait=0.5, concurrency=500, claim_ahead=60),
+        query_loop.batch_score(first.id, judge(down_wait=0.5, concurrency=500, claim_ahead=60),
                          resend=resent.extend)
     others = sorted(run.batches.exclude(id=first.id).values_list("id", flat=True))
     assert sorted(resent) == others

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
 from audit.models import AuditEvent
-from scoring import runs
+from scoring import aggregation, query_loop, runs
 from scoring import tasks as scoring_tasks
 from scoring.models import Answer, RunBatch, ScoringRun, SliceResult
 from submissions import archives, moderation, services, tasks
@@ -304,14 +304,14 @@ def test_a_batch_that_keeps_breaking_fails_on_our_side_and_a_retry_resumes_it(
     submission = queued_submission(author, make_submission)
     run = submission.current_run
     broken = RunBatch.objects.get(run=run, index=2).id
-    real_open = runs._batch_open
+    real_open = query_loop._batch_open
 
     def open_batch(batch_id):
         if batch_id == broken:
             raise OperationalError("server closed the connection unexpectedly")
         return real_open(batch_id)
 
-    monkeypatch.setattr(runs, "_batch_open", open_batch)
+    monkeypatch.setattr(query_loop, "_batch_open", open_batch)
     for _ in range(settings.SCORING_MAX_CLAIMS):
         score(run.id)
     run.refresh_from_db()
@@ -324,7 +324,7 @@ def test_a_batch_that_keeps_breaking_fails_on_our_side_and_a_retry_resumes_it(
     kept = Answer.objects.filter(run=run).count()
     assert 0 < kept < run.total_queries  # the other batches' answers
 
-    monkeypatch.setattr(runs, "_batch_open", real_open)
+    monkeypatch.setattr(query_loop, "_batch_open", real_open)
     asked = judged.completions()
     monkeypatch.setattr(moderation, "broker_check", lambda: None)
     moderation.submission_retry_failed(actor=staff, submission=submission,
@@ -345,7 +345,8 @@ def test_an_aggregation_that_breaks_twice_finishes_after_retries(
     settings.SCORING_AGGREGATE_RETRIES = 3
     settings.SCORING_AGGREGATE_RETRY_SECONDS = 10
     submission = queued_submission(author, make_submission)
-    injected = Fault(monkeypatch, runs, "run_aggregate", OperationalError("deadlock"), times=2)
+    injected = Fault(monkeypatch, aggregation, "run_aggregate", OperationalError("deadlock"),
+                     times=2)
     waits = countdowns(monkeypatch, scoring_tasks.aggregate_run)
     score(submission.current_run_id)
     run = ScoringRun.objects.get(id=submission.current_run_id)
@@ -360,7 +361,7 @@ def test_an_aggregation_that_keeps_breaking_fails_on_our_side_then_the_sweeper_r
     settings.SCORING_AGGREGATE_RETRIES = 1
     settings.SUBMISSION_RETRY_AFTER_SECONDS = 0
     submission = queued_submission(author, make_submission)
-    injected = Fault(monkeypatch, runs, "run_aggregate", KeyError("overall"))
+    injected = Fault(monkeypatch, aggregation, "run_aggregate", KeyError("overall"))
     score(submission.current_run_id)
     run = ScoringRun.objects.get(id=submission.current_run_id)
     assert injected.calls == 2 and run.status == "failed"

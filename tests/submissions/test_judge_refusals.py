@@ -7,7 +7,7 @@ import time
 import pytest
 from rest_framework.test import APIClient
 
-from scoring import runs
+from scoring import aggregation, query_loop, runs
 from scoring.judge_configs import judge_config_current
 from scoring.models import Answer, JudgeConfig, ScoringRun
 from submissions.models import Submission
@@ -146,10 +146,10 @@ def test_a_retry_once_the_judge_is_fixed_asks_the_refused_queries_again(
     ports = free_ports(2)
     sim = simulator_factory("--latency-ms", "1", "--max-audio-seconds", "0.1", ports=ports)
     _, run = demo_run(demo_set, sim.urls)
-    worker = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+    worker = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
     for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, worker) is True
-    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id) is False
+        assert query_loop.batch_score(batch.id, worker) is True
+    assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id) is False
     run.refresh_from_db()
     assert run.status == "failed" and run.refused_queries == run.total_queries
     sim.stop()

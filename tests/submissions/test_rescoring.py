@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from audit.models import AuditEvent
 from config.errors import ServiceError
 from leaderboard.selectors import leaderboard_rows
-from scoring import runs, synthetic
+from scoring import aggregation, query_loop, runs, synthetic
 from scoring.judge_configs import benchmark_set_judge_config
 from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, ScoringRun, SliceResult
@@ -25,15 +25,15 @@ from tests.conftest import judge_config
 
 pytestmark = pytest.mark.django_db
 
-WORKER = runs.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
+WORKER = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
 def score(run: ScoringRun) -> ScoringRun:
     """Score every batch of a run here, aggregate it, and reconcile as the periodic task
     does."""
     for batch in run.batches.order_by("index"):
-        assert runs.batch_score(batch.id, WORKER)
-    assert runs.run_try_aggregate(run.id) and runs.run_aggregate(run.id)
+        assert query_loop.batch_score(batch.id, WORKER)
+    assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
     submission_tasks.reconcile()
     run.refresh_from_db()
     assert run.status == "finished"

@@ -10,11 +10,11 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from leaderboard.state import benchmark_current
+from scoring.aggregation import _slices
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.models import Item, ItemResult, RunVector, ScoringRun, SliceResult
-from scoring.runs import _slices
 from submissions.models import ModelEntry, Submission
 
 SEED_USER = "synthetic-board"
