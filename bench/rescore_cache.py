@@ -4,7 +4,7 @@ judge config, and a resubmission with a share of its outputs changed.
 Makes a scratch PostgreSQL database (bench_rescore_<pid>), a synthetic benchmark with real WAVs
 and one system's outputs, and starts the judge simulator (`--endpoints` ports x `--slots` slots
 at `--latency-ms`). Each run is scored in this process batch by batch, as a worker does
-(scoring.runs.batch_score, SCORING_BATCH_ITEMS items per batch). Prints, for each of the three
+(scoring.query_loop.batch_score, SCORING_BATCH_ITEMS items per batch). Prints, for each of the three
 runs, the judge queries the simulator received and the wall time, and the rescore's time as a
 share of the first scoring's. The scratch database and files are always removed.
 

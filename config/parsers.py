@@ -8,7 +8,7 @@ from config import jsontext
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's parser, reading through scoring.jsontext: a body nested too deeply is a 400 like
+    """DRF's parser, reading through config.jsontext: a body nested too deeply is a 400 like
     any other malformed one, where DRF's own lets the json module's RecursionError through as
     a 500."""
 

@@ -50,7 +50,7 @@ class RankRanges(models.Model):
 
     benchmark = models.ForeignKey("scoring.Benchmark", on_delete=models.CASCADE,
                                   related_name="+")
-    state = models.CharField(max_length=300)  # leaderboard.selectors.board_stamp
+    state = models.CharField(max_length=300)  # leaderboard.state.board_stamp
     dimension = models.CharField(max_length=50)  # "overall" with bucket ""
     bucket = models.CharField(max_length=200, blank=True)
     ranges = models.JSONField(default=dict)

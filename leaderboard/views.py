@@ -6,7 +6,6 @@ from pathlib import Path
 import plotly
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
-from django.core.cache import caches
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -38,9 +37,6 @@ from scoring.kinds import get_kind
 from scoring.kinds.base import Section
 from submissions import selectors as submission_selectors
 
-# A board's body is cached under its state's stamp, which changes as soon as a submission is
-# published; the timeout only bounds how long a model's edited metadata may show stale.
-BOARD_CACHE_SECONDS = 300
 BOARD_PAGE_ROWS = 100
 PIVOT_PAGE_ROWS = 50
 
@@ -95,28 +91,27 @@ def board(request, slug):
     if not form.is_valid():
         return render(request, "leaderboard/board.html",
                       {**context, "benchmarks": board_state.benchmark_list()}, status=400)
-    query = form.query()
     normal = normalised(form, dimension=board_state.OVERALL, sort="rank", page=1)
+    return responses.shared(
+        request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
+        parts=("board", normal.urlencode()),
+        render=functools.partial(_board_page, _asking(request, normal), form, context,
+                                 state=(stamp, ranged)))
 
-    def page():
-        key = board_state.cache_key("board-body", stamp, ranged, normal.urlencode())
-        body = caches["responses"].get(key)
-        if body is None:
-            body = render_to_string("leaderboard/_board_body.html",
-                                    _board_body(benchmark, query,
-                                                form.cleaned_data["page"] or 1,
-                                                form.cleaned_data["chart"]),
-                                    request=_asking(request, normal))
-            caches["responses"].set(key, body, BOARD_CACHE_SECONDS)
-        # Rendered as though asked exactly the normalised query: the page is shared.
-        return render(_asking(request, normal), "leaderboard/board.html",
-                      {**context, "benchmarks": board_state.benchmark_list(), "query": query,
-                       "body": mark_safe(body),  # noqa: S308 - our own rendered template
-                       "diagnostics": snapshot["diagnostics"]})
 
-    return responses.shared(request, state=(stamp, ranged),
-                            changed_at=benchmark.board_changed_at,
-                            parts=("board", normal.urlencode()), render=page)
+def _board_page(request, form, context: dict, *, state) -> HttpResponse:
+    """The board's page for `request` (asking exactly the normalised query, so that the page
+    is shared) around its body, rendered once per board state and query."""
+    benchmark, query = context["benchmark"], form.query()
+    body = responses.fragment("board-body", state=state, parts=(request.GET.urlencode(),),
+                              render=lambda: render_to_string(
+                                  "leaderboard/_board_body.html",
+                                  _board_body(benchmark, query, form.cleaned_data["page"] or 1,
+                                              form.cleaned_data["chart"]), request=request))
+    return render(request, "leaderboard/board.html", {
+        **context, "benchmarks": board_state.benchmark_list(), "query": query,
+        "body": mark_safe(body),  # noqa: S308 - our own rendered template
+        "diagnostics": context["snapshot"]["diagnostics"]})
 
 
 def _asking(request, query: QueryDict):
@@ -297,24 +292,22 @@ def pivot(request, slug):
     normal = normalised(form, page=1)
     stamp = board_state.board_stamp(benchmark)
 
+    asking = _asking(request, normal)
+
     def respond():
-        key = board_state.cache_key("pivot", stamp, normal.urlencode())
-        page = caches["responses"].get(key)
-        if page is None:
-            page = _pivot_page(benchmark, data)
-            page["body"] = render_to_string("leaderboard/_pivot_body.html", page,
-                                            request=_asking(request, normal))
-            caches["responses"].set(key, page, BOARD_CACHE_SECONDS)
+        page = responses.fragment("pivot", state=stamp, parts=(normal.urlencode(),),
+                                  render=lambda: _pivot_page(benchmark, data, asking))
         context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
                        body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template
-        return render(_asking(request, normal), "leaderboard/pivot.html", context)
+        return render(asking, "leaderboard/pivot.html", context)
 
     return responses.shared(request, state=stamp, changed_at=benchmark.board_changed_at,
                             parts=("pivot", normal.urlencode()), render=respond, costly=True)
 
 
-def _pivot_page(benchmark, data) -> dict:
-    """A page of the pivot (models in board order), its heatmap of the same rows."""
+def _pivot_page(benchmark, data, request) -> dict:
+    """A page of the pivot (models in board order), its heatmap of the same rows, and its
+    body rendered for `request`."""
     kind = get_kind(benchmark.kind)
     table = model_pages.pivot(benchmark=benchmark, dimension=data["dimension"],
                             metric=data["metric"] or _pivot_metric(benchmark, kind, data))
@@ -331,7 +324,9 @@ def _pivot_page(benchmark, data) -> dict:
     metric = kind.metric(data["metric"])
     for row in table["rows"]:  # formatted once here, not in every render of a cached page
         row["shown"] = [None if v is None else metric.format(v) for v in row["cells"]]
-    return {"table": table, "paging": paging, "chart": chart}
+    page = {"table": table, "paging": paging, "chart": chart}
+    page["body"] = render_to_string("leaderboard/_pivot_body.html", page, request=request)
+    return page
 
 
 def _pivot_metric(benchmark, kind, data) -> str:

@@ -23,7 +23,7 @@ def board_changed(*benchmark_ids: int, slug: str = "") -> None:
     """Raise the board version of the benchmarks given (and of every version of `slug`) in one
     UPDATE; once that commits, a worker is asked for each new state's rank ranges so that no
     visitor waits for them (should the broker be down, the error is logged and the first
-    visit asks again: leaderboard.ranking.ready)."""
+    visit asks again: leaderboard.rank_ranges.ready)."""
     if not benchmark_ids and not slug:
         return
     boards = Q(id__in=benchmark_ids) | Q(slug=slug) if slug else Q(id__in=benchmark_ids)

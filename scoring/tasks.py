@@ -36,7 +36,7 @@ def _send(batch_ids: list[int], countdown: int | None = None) -> None:
 @shared_task(acks_late=True, ignore_result=True)
 def score_batch(batch_id: int) -> None:
     """Score one batch, and those claimed ahead of it in the same query loop (see
-    scoring.runs.batch_score); the last batch of a run to finish queues the aggregation.
+    scoring.query_loop.batch_score); the last batch of a run to finish queues the aggregation.
 
     If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batches are handed back and
     queued again SCORING_FLEET_RETRY_SECONDS later: an outage delays a run, never fails it.

@@ -47,7 +47,7 @@ def test_the_wheel_holds_every_file_of_every_own_app(wheel_files):
 
 def test_the_wheel_holds_the_migrations_and_commands(wheel_files):
     assert "audit/migrations/0001_initial.py" in wheel_files
-    assert "judge/management/commands/judge_simulator.py" in wheel_files
+    assert "scoring/management/commands/judge_simulator.py" in wheel_files
     migrations = {name.split("/")[0] for name in wheel_files if "/migrations/0001_" in name}
     assert migrations == {app for app in own_apps() if (ROOT / app / "migrations").is_dir()}
 

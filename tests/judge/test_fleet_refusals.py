@@ -9,14 +9,8 @@ import pytest
 from aiohttp import web
 
 from judge.errors import FleetUnavailable
-from judge.fleet import (
-    KEEPALIVE_EXPIRY,
-    REFUSED,
-    SAMPLING_DEFAULTS,
-    TRUNCATED,
-    JudgeFleet,
-    error_message,
-)
+from judge.fleet import KEEPALIVE_EXPIRY, REFUSED, SAMPLING_DEFAULTS, TRUNCATED, JudgeFleet
+from judge.health import error_message
 from tests.conftest import free_ports
 
 GOOD = json.dumps({"reason": "r", "choice": "A"})

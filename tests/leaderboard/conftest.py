@@ -70,7 +70,7 @@ def item_board(db, author, tmp_path):
     them. `scored(name, passes)`: passes(sample, rubric) -> 0 or 1."""
     from scoring import aggregation, synthetic
     from scoring.kinds import get_kind
-    from scoring.kinds.mmae import rules as mmae
+    from scoring.kinds.mmae import metrics as mmae_metrics
     from scoring.services import benchmark_import
 
     samples_meta = synthetic.make_meta(40, seed=2)
@@ -84,7 +84,7 @@ def item_board(db, author, tmp_path):
                for item in benchmark.items.prefetch_related("criteria").order_by("position")]
 
     def scored(name, passes, *, owner=None, public=True):
-        rows = [{**mmae.sample_result(s, [passes(s, r) for r in s.rubrics]), "agree": 0,
+        rows = [{**mmae_metrics.sample_result(s, [passes(s, r) for r in s.rubrics]), "agree": 0,
                  "judged": len(s.rubrics)} for s in samples]
         model, _ = ModelEntry.objects.get_or_create(owner=owner or author, name=name,
                                                     defaults={"organisation": "Lab"})

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from scoring.kinds.airbench import metrics as airbench_metrics
 from scoring.kinds.airbench import rules as airbench
 from scoring.kinds.files import MetaError, PredictionError, ReplyError
 from tests.scoring.airbench_data import REFERENCE, chat_meta, foundation_meta, write
@@ -241,7 +242,7 @@ def test_the_published_foundation_means_follow_from_the_per_task_table():
                         "acc": values[i], "acc_strict": values[i]}
                  for task, values in per_task["rows"].items()
                  if task != "Average" and values[i] is not None}
-        domains, overall = airbench.domain_means(tasks)
+        domains, overall = airbench_metrics.domain_means(tasks)
         published = dict(zip(("speech", "sound", "music", "overall"), per_domain[model],
                              strict=True))
         for name, figures in [*domains.items(), ("overall", overall)]:

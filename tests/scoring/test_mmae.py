@@ -6,6 +6,7 @@ import pytest
 
 from scoring.kinds import get_kind
 from scoring.kinds.files import ReplyError
+from scoring.kinds.mmae import metrics as mmae_metrics
 from scoring.kinds.mmae import rules as mmae
 from scoring.kinds.mmae.rules import Rubric, Sample
 
@@ -154,29 +155,29 @@ class TestVotes:
         ([True, False, False], 0), ([False, False, False], 0),
     ])
     def test_a_rubric_scores_when_two_of_three_votes_are_correct(self, votes, score):
-        assert mmae.rubric_score(votes) == score
+        assert mmae_metrics.rubric_score(votes) == score
 
 
 class TestSampleResult:
     def test_ifr_and_cr_are_means_of_their_axis_and_em_needs_every_rubric(self):
         rubrics = [rubric(0), rubric(1), rubric(2, category="Consistency")]
-        row = mmae.sample_result(make_sample(rubrics), [1, 0, 1])
+        row = mmae_metrics.sample_result(make_sample(rubrics), [1, 0, 1])
         assert (row["IFR"], row["CR"], row["EM"]) == (0.5, 1.0, 0)
         assert (row["n_if"], row["n_cr"], row["missing"]) == (2, 1, False)
         assert row["rubric_scores"] == [1, 0, 1]
 
     def test_any_category_but_instruction_following_is_consistency(self):
         rubrics = [rubric(0), rubric(1, category="Preservation")]
-        row = mmae.sample_result(make_sample(rubrics), [0, 1])
+        row = mmae_metrics.sample_result(make_sample(rubrics), [0, 1])
         assert (row["IFR"], row["CR"], row["n_cr"]) == (0.0, 1.0, 1)
 
     def test_an_axis_without_rubrics_is_null(self):
-        row = mmae.sample_result(make_sample([rubric(0), rubric(1)]), [1, 1])
+        row = mmae_metrics.sample_result(make_sample([rubric(0), rubric(1)]), [1, 1])
         assert (row["IFR"], row["CR"], row["EM"]) == (1.0, None, 1)
 
     def test_a_missing_output_scores_zero_everywhere(self):
         rubrics = [rubric(0), rubric(1, category="Consistency")]
-        row = mmae.sample_result(make_sample(rubrics), None)
+        row = mmae_metrics.sample_result(make_sample(rubrics), None)
         assert (row["IFR"], row["CR"], row["EM"], row["missing"]) == (0.0, 0.0, 0, True)
         assert row["rubric_scores"] == [0, 0]
 
@@ -184,7 +185,7 @@ class TestSampleResult:
         sample = make_sample([rubric()], complexity="multi-hop", modality="music-speech",
                              granularity=("local", "global"),
                              operations=(("local", "removal"), ("global", "alteration")))
-        row = mmae.sample_result(sample, [1])
+        row = mmae_metrics.sample_result(sample, [1])
         assert row["complexity"] == "multi-hop"
         assert row["granularity"] == ["local", "global"]
         assert row["operations"] == [{"granularity": "local", "operation": "removal"},
@@ -214,13 +215,13 @@ def figures(n, ifr, cr, emr):
 
 class TestTaxonomy:
     def test_overall_is_a_macro_mean_over_samples_skipping_null_axes(self):
-        assert mmae.summarize(ROWS) == figures(4, 62.5, 250 / 3, 50.0)
+        assert mmae_metrics.summarize(ROWS) == figures(4, 62.5, 250 / 3, 50.0)
 
     def test_a_set_with_no_consistency_rubric_has_null_cr(self):
-        assert mmae.summarize(ROWS[:1]) == figures(1, 100.0, None, 100.0)
+        assert mmae_metrics.summarize(ROWS[:1]) == figures(1, 100.0, None, 100.0)
 
     def test_every_dimension_and_bucket(self):
-        t = mmae.taxonomy(ROWS)
+        t = mmae_metrics.taxonomy(ROWS)
         assert set(t) == {"overall", "complexity", "complexity_group", "modality",
                           "granularity", "operation"}
         assert t["complexity"] == {
@@ -253,26 +254,26 @@ class TestTaxonomy:
 class TestUncertainty:
     def test_identical_samples_give_a_point_interval(self):
         rows = [{"IFR": 0.5, "CR": 1.0, "EM": 0}] * 10
-        assert mmae.bootstrap_intervals(rows, seed=1) == {
+        assert mmae_metrics.bootstrap_intervals(rows, seed=1) == {
             "IFR": (50.0, 50.0), "CR": (100.0, 100.0), "EMR": (0.0, 0.0)}
 
     def test_an_axis_null_everywhere_has_no_interval(self):
         rows = [{"IFR": 1.0, "CR": None, "EM": 1}, {"IFR": 0.0, "CR": None, "EM": 0}]
-        assert mmae.bootstrap_intervals(rows, seed=1)["CR"] is None
+        assert mmae_metrics.bootstrap_intervals(rows, seed=1)["CR"] is None
 
     def test_the_interval_is_seeded_and_holds_the_estimate(self):
         rows = [{"IFR": i % 3 / 2, "CR": (i % 5) / 4, "EM": i % 2} for i in range(200)]
-        first = mmae.bootstrap_intervals(rows, seed=7)
-        assert mmae.bootstrap_intervals(rows, seed=7) == first
-        point = mmae.summarize(rows)
+        first = mmae_metrics.bootstrap_intervals(rows, seed=7)
+        assert mmae_metrics.bootstrap_intervals(rows, seed=7) == first
+        point = mmae_metrics.summarize(rows)
         for metric in ("IFR", "CR", "EMR"):
             lo, hi = first[metric]
             assert lo < point[metric] < hi
             assert hi - lo < 20  # 200 samples: a few points either side
 
     def test_every_bucket_gets_an_interval(self):
-        intervals = mmae.taxonomy_intervals([{**r, "EM": r["EM"]} for r in ROWS], seed=0,
+        intervals = mmae_metrics.taxonomy_intervals([{**r, "EM": r["EM"]} for r in ROWS], seed=0,
                                             resamples=50)
-        assert set(intervals["operation"]) == set(mmae.taxonomy(ROWS)["operation"])
+        assert set(intervals["operation"]) == set(mmae_metrics.taxonomy(ROWS)["operation"])
         assert intervals["modality"]["speech"] == {"IFR": (100.0, 100.0), "CR": (100.0, 100.0),
                                                    "EMR": (100.0, 100.0)}

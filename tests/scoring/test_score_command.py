@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from scoring.kinds.mmae import rules as mmae
+from scoring.kinds.mmae import metrics as mmae_metrics
 from tests.conftest import ROOT, free_ports, run_manage
 
 pytestmark = pytest.mark.integration
@@ -57,11 +57,11 @@ def check_outputs(demo, out, *, missing=()):
                             "complexity", "modality", "granularity", "operations"}
         assert row["missing"] == (row["id"] in missing)
         expected = [0] * len(meta[row["id"]]["rubrics"]) if row["missing"] else [
-            mmae.rubric_score(votes[(row["id"], i)])
+            mmae_metrics.rubric_score(votes[(row["id"], i)])
             for i in range(len(meta[row["id"]]["rubrics"]))]
         assert row["rubric_scores"] == expected
     taxonomy = json.loads((out / "taxonomy.json").read_text())
-    assert taxonomy == mmae.taxonomy(per_sample)
+    assert taxonomy == mmae_metrics.taxonomy(per_sample)
     assert taxonomy["overall"]["n"] == len(demo["samples"])
     return results, per_sample, json.loads((out / "run.json").read_text())
 

@@ -1,5 +1,5 @@
 """What AIR-Bench's two tracks share as benchmark kinds: text responses in a JSONL file, the
-results files, the explorer and the published tables. The rules are in scoring.airbench."""
+results files, the explorer and the published tables. The rules are in `rules` and `metrics`."""
 
 from __future__ import annotations
 

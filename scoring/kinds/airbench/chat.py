@@ -1,11 +1,13 @@
 """AIR-Bench's chat track as a benchmark kind: open questions, each judged twice with the
-answers' positions swapped (scoring.airbench has the rules)."""
+answers' positions swapped;
+the rules are in `rules` and `metrics`."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
 
+from scoring.kinds.airbench import metrics as airbench_metrics
 from scoring.kinds.airbench import rules as airbench
 from scoring.kinds.airbench.base import (
     AirBench,
@@ -110,14 +112,14 @@ class Chat(AirBench):
     def item_result(self, item: airbench.ChatItem, output: str | None,
                     answers: dict[tuple[int, int], dict]) -> dict:
         scores = [(answers.get((0, k)) or {}).get("score") for k in range(airbench.CHAT_ROUNDS)]
-        return airbench.chat_row(item, *scores, missing=output is None)
+        return airbench_metrics.chat_row(item, *scores, missing=output is None)
 
     def score_columns(self, row: dict) -> dict:
         """Its two passes' scores (None where failed)."""
         return {"em": None, "rubric_scores": [row["score_A"], row["score_B"]]}
 
     def summarize(self, rows: Sequence[dict]) -> dict:
-        return airbench.chat_summary(rows)
+        return airbench_metrics.chat_summary(rows)
 
     def buckets(self, dimension: str, dims: dict) -> list[str]:
         """An item of a mixed category is also in mixed audio, their mean."""
@@ -161,7 +163,7 @@ class Chat(AirBench):
         def score():
             return float(min(10, max(1, round(rng.gauss(1 + 9 * skill, 1.5)))))
 
-        return airbench.chat_row(item, score(), score())
+        return airbench_metrics.chat_row(item, score(), score())
 
     def result_line(self, row: dict, round_: int, answer: dict | None,
                     judged: dict | None) -> dict:

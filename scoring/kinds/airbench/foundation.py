@@ -1,11 +1,13 @@
 """AIR-Bench's foundation track as a benchmark kind: single-choice questions read by the
-official rule, optionally aligned by the judge (scoring.airbench has the rules)."""
+official rule, optionally aligned by the judge;
+the rules are in `rules` and `metrics`."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
 
+from scoring.kinds.airbench import metrics as airbench_metrics
 from scoring.kinds.airbench import rules as airbench
 from scoring.kinds.airbench.base import (
     AirBench,
@@ -91,13 +93,14 @@ class Foundation(AirBench):
 
     def item_result(self, item: airbench.FoundationItem, output: str | None,
                     answers: dict[tuple[int, int], dict]) -> dict:
-        return airbench.foundation_row(item, output, (answers.get((0, 0)) or {}).get("choice"))
+        aligned = (answers.get((0, 0)) or {}).get("choice")
+        return airbench_metrics.foundation_row(item, output, aligned)
 
     def score_columns(self, row: dict) -> dict:
         return {"em": int(row["correct"]), "rubric_scores": [int(row["correct"])]}
 
     def summarize(self, rows: Sequence[dict]) -> dict:
-        return airbench.foundation_summary(rows)
+        return airbench_metrics.foundation_summary(rows)
 
     vector_names = ("correct", "parsed", "missing")
 
@@ -128,7 +131,7 @@ class Foundation(AirBench):
         """The right letter with the skill's chance, else any letter, now and then none."""
         letters = airbench.LETTERS[:len(item.choices)]
         letter = item.correct_letter if rng.random() < skill else rng.choice(letters)
-        return airbench.foundation_row(item, letter if rng.random() > 0.03 else "unsure")
+        return airbench_metrics.foundation_row(item, letter if rng.random() > 0.03 else "unsure")
 
     def result_line(self, row: dict, round_: int, answer: dict | None,
                     judged: dict | None) -> dict:

@@ -26,9 +26,16 @@ from scoring.kinds.files import (
 )
 
 FOUNDATION = "airbench-foundation"
+
+
 CHAT = "airbench-chat"
+
+
 LETTERS = "ABCD"
+
+
 DOMAINS = ("speech", "sound", "music")
+
 
 # task_name (the real keys, misspellings included) -> (domain, display name), in the order of
 # the published table (../shared/airbench/task_map.json).
@@ -53,7 +60,10 @@ TASKS: dict[str, tuple[str, str]] = {
     "Music_AQA": ("music", "Music question answering"),
     "Music_Mood_Recognition": ("music", "Music emotion detection"),
 }
+
+
 TASK_ORDER = [display for _, display in TASKS.values()]
+
 
 CHAT_CATEGORIES: dict[str, str] = {
     "speech_QA": "speech", "speech_dialogue_QA": "speech",
@@ -62,11 +72,22 @@ CHAT_CATEGORIES: dict[str, str] = {
     "speech_and_sound_QA": "speech_and_sound",
     "speech_and_music_QA": "speech_and_music",
 }
+
+
 MIXED = "mixed_audio"
+
+
 MIXED_OF = ("speech_and_sound", "speech_and_music")
+
+
 CATEGORY_ORDER = ("speech", "sound", "music", *MIXED_OF, MIXED)
+
+
 AVERAGE_OF = ("speech", "sound", "music", MIXED)
+
+
 CHAT_TASK_ORDER = list(CHAT_CATEGORIES)
+
 
 # Official align_in_foundation.py, verbatim (SPEC "Optional alignment").
 ALIGN_TEMPLATE = (
@@ -76,8 +97,11 @@ ALIGN_TEMPLATE = (
     "return that letter. If there are no matching options, then choose one at random. The "
     "following lines are the options."
 )
+
+
 ALIGN_CLOSING = ("\nTo reiterate, the response you provide to me must be a single letter, either "
                  "A, B, C, or D.")
+
 
 # Official score_chat.py, verbatim (SPEC "Judge prompt").
 CHAT_TEMPLATE = """\
@@ -96,12 +120,14 @@ XAssistant2X
 We would like to request your feedback on the performance of two AI assistants in response to the user question and audio description displayed above. AI assistants are provided with detailed audio descriptions and questions.
 Please rate the helpfulness, relevance, accuracy, and comprehensiveness of their responses. Each assistant receives an overall score on a scale of 1 to 10, where a higher score indicates better overall performance. Please output a single line containing only two values indicating the scores for Assistant 1 and 2, respectively. The two scores are separated by a space."""  # noqa: E501
 
+
 PASSES = ("A", "B")  # round 0: reference first; round 1: swapped
+
+
 CHAT_ROUNDS = 2
+
+
 MAX_CHAT_SCORE = 10
-
-
-# --- metadata -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -272,9 +298,6 @@ def load_chat(path) -> list[ChatItem]:
     return parse_chat(read_json(path), source=str(path))
 
 
-# --- predictions ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Response:
     uniq_id: str
@@ -335,9 +358,6 @@ def parse_responses(text, *, name: str, known_ids: set[str],
     return responses
 
 
-# --- foundation: the official rule and the alignment prompt --------------------------------
-
-
 def extract_letter(response: str | None) -> str | None:
     """Official score_foundation.py: strip, drop newlines; the first character if it is A-D,
     else the second-to-last if it is A-D, else None (unparsed)."""
@@ -365,9 +385,6 @@ def parse_alignment(text: str | None, n_choices: int) -> str:
     if LETTERS.index(letter) >= n_choices:
         raise ReplyError(f"letter {letter!r} is not among the {n_choices} options")
     return letter
-
-
-# --- chat: the judge prompt and its reply --------------------------------------------------
 
 
 def chat_prompt(*, meta_info: str, question: str, assistant1: str, assistant2: str) -> str:
@@ -405,136 +422,3 @@ def parse_chat_reply(text: str | None) -> tuple[int, int]:
 def model_score(pair: Sequence[int], round_: int) -> int:
     """The model's score in a pass: second number in pass A, first in pass B."""
     return pair[1] if round_ == 0 else pair[0]
-
-
-# --- aggregation -------------------------------------------------------------------------
-
-
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
-
-
-def foundation_row(item: FoundationItem, response: str | None,
-                   aligned: str | None = None) -> dict:
-    """One item's outcome. `response` None means no prediction (missing); `aligned` is the
-    judge's letter for a response the rule could not read."""
-    rule = extract_letter(response)
-    letter = rule or aligned
-    return {
-        "id": item.uniq_id, "domain": item.domain, "task": item.task,
-        "letter": letter, "source": "rule" if rule else "judge" if aligned else None,
-        "correct_letter": item.correct_letter, "parsed": letter is not None,
-        "correct": letter == item.correct_letter, "missing": response is None,
-    }
-
-
-def _accuracy(rows: Sequence[dict]) -> dict:
-    parsed = [r for r in rows if r["parsed"]]
-    correct = sum(1 for r in rows if r["correct"])
-    return {
-        "n": len(rows), "parsed": len(parsed), "unparsed": len(rows) - len(parsed),
-        "correct": correct, "missing": sum(1 for r in rows if r["missing"]),
-        "acc": 100 * correct / len(parsed) if parsed else None,
-        "acc_strict": 100 * correct / len(rows) if rows else None,
-    }
-
-
-def _pooled(parts: Sequence[dict]) -> dict:
-    """Unweighted means of acc and acc_strict over parts; counts summed."""
-    counts = {k: sum(p[k] for p in parts) for k in ("n", "parsed", "unparsed", "correct",
-                                                     "missing")}
-    return {**counts, "acc": _mean(p["acc"] for p in parts),
-            "acc_strict": _mean(p["acc_strict"] for p in parts)}
-
-
-def domain_means(tasks: dict[str, dict]) -> tuple[dict[str, dict], dict]:
-    """(per-domain figures, overall) from per-task figures keyed by display name: a domain is
-    the unweighted mean of its tasks, overall the mean of the domains."""
-    domain_of = {display: domain for domain, display in TASKS.values()}
-    domains = {}
-    for domain in DOMAINS:
-        parts = [figures for task, figures in tasks.items() if domain_of[task] == domain]
-        if parts:
-            domains[domain] = _pooled(parts)
-    return domains, _pooled(list(domains.values()))
-
-
-def foundation_summary(rows: Sequence[dict]) -> dict:
-    """scores.json's figures: per task (both dataset folders pooled), per domain, overall."""
-    by_task: dict[str, list[dict]] = {}
-    for row in rows:
-        by_task.setdefault(row["task"], []).append(row)
-    tasks = {t: _accuracy(by_task[t]) for t in TASK_ORDER if t in by_task}
-    domains, overall = domain_means(tasks)
-    return {"overall": overall, "domain": domains, "task": tasks}
-
-
-def chat_row(item: ChatItem, score_a: float | None, score_b: float | None, *,
-             missing: bool = False) -> dict:
-    """One item's outcome from the model's score in each pass (None: that pass's reply was
-    unusable). A missing response scores 0 in both passes and is sent to no judge."""
-    scores = [0, 0] if missing else [score_a, score_b]
-    return {
-        "id": item.uniq_id, "category": item.category, "task": item.task_name,
-        "score_A": scores[0], "score_B": scores[1],
-        "failed_A": not missing and score_a is None, "failed_B": not missing and score_b is None,
-        "missing": missing,
-    }
-
-
-def _both(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else (a + b) / 2
-
-
-def _chat_figures(rows: Sequence[dict]) -> dict:
-    """A category's (or task's) figures. Strict: an unanswered item scores 0 in both passes.
-    Answered: over the answered items only, as the official cal_score.py (which never sees an
-    unanswered item) computes the published figure."""
-    a = _mean(r["score_A"] for r in rows)
-    b = _mean(r["score_B"] for r in rows)
-    answered = [r for r in rows if not r["missing"]]
-    failed_a = sum(1 for r in rows if r["failed_A"])
-    failed_b = sum(1 for r in rows if r["failed_B"])
-    judged = [r for r in answered if r["score_A"] is not None and r["score_B"] is not None]
-    return {"n": len(rows), "pass_A": a, "pass_B": b, "score": _both(a, b),
-            "score_answered": _both(_mean(r["score_A"] for r in answered),
-                                    _mean(r["score_B"] for r in answered)),
-            "failed_A": failed_a, "failed_B": failed_b, "failed": failed_a + failed_b,
-            "missing": sum(1 for r in rows if r["missing"]),
-            # How much more the judge gives an answer in the second position than in the
-            # first: pass A puts the model's answer second.
-            "position_bias": _mean(r["score_A"] - r["score_B"] for r in judged),
-            "judged": len(judged)}
-
-
-MEANS = ("pass_A", "pass_B", "score", "score_answered")
-
-
-def _chat_mean(parts: Sequence[dict]) -> dict:
-    counts = {k: sum(p[k] for p in parts) for k in ("n", "failed_A", "failed_B", "failed",
-                                                     "missing", "judged")}
-    judged = counts["judged"]
-    bias = sum(p["position_bias"] * p["judged"] for p in parts if p["judged"]) / judged \
-        if judged else None
-    return {**counts, **{k: _mean(p[k] for p in parts) for k in MEANS}, "position_bias": bias}
-
-
-def chat_summary(rows: Sequence[dict]) -> dict:
-    """scores.json's figures: per task, per category (mixed audio = mean of the two mixed
-    categories), and the average of speech, sound, music and mixed audio as overall."""
-    by_task: dict[str, list[dict]] = {}
-    by_category: dict[str, list[dict]] = {}
-    for row in rows:
-        by_task.setdefault(row["task"], []).append(row)
-        by_category.setdefault(row["category"], []).append(row)
-    categories = {c: _chat_figures(by_category[c]) for c in CATEGORY_ORDER if c in by_category}
-    mixed = [categories[c] for c in MIXED_OF if c in categories]
-    if mixed:
-        categories[MIXED] = _chat_mean(mixed)
-    overall = _chat_mean([categories[c] for c in AVERAGE_OF if c in categories])
-    # The counts of the average are those of every item, not of the four parts summed (mixed
-    # audio's counts already include both of its categories).
-    overall.update({k: v for k, v in _chat_figures(rows).items() if k not in MEANS})
-    tasks = {t: _chat_figures(by_task[t]) for t in CHAT_TASK_ORDER if t in by_task}
-    return {"overall": overall, "category": categories, "task": tasks}

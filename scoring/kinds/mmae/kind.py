@@ -27,6 +27,7 @@ from scoring.kinds.base import (
     nan_if_none,
 )
 from scoring.kinds.files import resolve_audio
+from scoring.kinds.mmae import metrics as mmae_metrics
 from scoring.kinds.mmae import rules as mmae
 from scoring.kinds.mmae.predictions import NAMES, parse_predictions
 
@@ -143,7 +144,7 @@ class MMAE(Kind):
             input_audio=tuple(rows.media))
 
     def buckets(self, dimension: str, dims: dict) -> list[str]:
-        return mmae.buckets(dimension, dims)
+        return mmae_metrics.buckets(dimension, dims)
 
     def item_text(self, rows: ItemRows) -> tuple[str, ...]:
         """The text of each user turn (a multi-round sample has several), in order."""
@@ -187,11 +188,11 @@ class MMAE(Kind):
         """SPEC section 6's per-sample row, and how many of its rubrics the judge answered
         the same way in every round ("agree", of "judged")."""
         if output is None:
-            return {**mmae.sample_result(sample, None), "agree": 0, "judged": 0}
+            return {**mmae_metrics.sample_result(sample, None), "agree": 0, "judged": 0}
         votes: dict[int, list[dict]] = {}
         for (criterion, _round), answer in sorted(answers.items()):
             votes.setdefault(criterion, []).append(answer)
-        row = mmae.sample_result(sample, [mmae.rubric_score([a["correct"] for a in
+        row = mmae_metrics.sample_result(sample, [mmae_metrics.rubric_score([a["correct"] for a in
                                                              votes[r.index]])
                                           for r in sample.rubrics])
         return {**row, "agree": sum(1 for r in sample.rubrics if _agree(votes[r.index])),
@@ -212,12 +213,12 @@ class MMAE(Kind):
 
     def summarize(self, rows: Sequence[dict]) -> dict:
         """taxonomy.json's figures, and on every slice the judge's vote agreement."""
-        result = mmae.taxonomy(rows)
+        result = mmae_metrics.taxonomy(rows)
         result["overall"].update(_agreement(rows))
-        for dimension in mmae.DIMENSIONS:
+        for dimension in mmae_metrics.DIMENSIONS:
             groups: dict[str, list[dict]] = {}
             for row in rows:
-                for bucket in mmae.buckets(dimension, row):
+                for bucket in mmae_metrics.buckets(dimension, row):
                     groups.setdefault(bucket, []).append(row)
             for bucket, figures in result[dimension].items():
                 figures.update(_agreement(groups[bucket]))
@@ -238,12 +239,12 @@ class MMAE(Kind):
                 "EMR": 100 * resample.mean(weights, values["EM"])}
 
     def intervals(self, rows: Sequence[dict], *, seed: int, resamples: int = 1000) -> dict:
-        return mmae.taxonomy_intervals(rows, seed=seed, resamples=resamples)
+        return mmae_metrics.taxonomy_intervals(rows, seed=seed, resamples=resamples)
 
     def synthetic_row(self, sample: mmae.Sample, rng, skill: float) -> dict:
         """Each rubric passes with the skill's chance; consistency comes easier."""
         chances = (skill, min(1.0, 0.25 + skill))
-        return {**mmae.sample_result(sample, [
+        return {**mmae_metrics.sample_result(sample, [
             int(rng.random() < chances[not r.is_instruction_following]) for r in sample.rubrics]),
             "agree": 0, "judged": 0}
 
@@ -310,7 +311,7 @@ class MMAE(Kind):
         consistency = [r for r in rubrics if not r["instruction_following"]]
         return {
             "complexity": dims.get("complexity"), "modality": dims.get("modality"),
-            "operations": mmae.buckets("operation", dims), "turns": self.item_text(rows),
+            "operations": mmae_metrics.buckets("operation", dims), "turns": self.item_text(rows),
             "inputs": [f"input{n}" for n in range(1, len(rows.media) + 1)],
             "has_output": output is not None, "scored": result is not None,
             "IFR": result and result["IFR"], "CR": result and result["CR"],

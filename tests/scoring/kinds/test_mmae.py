@@ -1,6 +1,7 @@
 """MMAE as a kind: per-item rows from answers, and the judge's vote agreement."""
 
 from scoring.kinds import get_kind
+from scoring.kinds.mmae import metrics as mmae_metrics
 from scoring.kinds.mmae import rules as mmae
 
 KIND = get_kind(mmae.KIND)
@@ -42,8 +43,8 @@ def test_a_round_without_a_valid_answer_agrees_with_nothing():
 
 
 def test_agreement_is_over_the_rubrics_judged_on_every_slice():
-    rows = [{**mmae.sample_result(sample(), [1, 0]), "agree": 1, "judged": 2},
-            {**mmae.sample_result(sample(), None), "agree": 0, "judged": 0}]
+    rows = [{**mmae_metrics.sample_result(sample(), [1, 0]), "agree": 1, "judged": 2},
+            {**mmae_metrics.sample_result(sample(), None), "agree": 0, "judged": 0}]
     summary = KIND.summarize(rows)
     assert summary["overall"]["agreement"] == 50.0 and summary["overall"]["judged"] == 2
     assert summary["modality"]["sound"]["agreement"] == 50.0
@@ -52,6 +53,6 @@ def test_agreement_is_over_the_rubrics_judged_on_every_slice():
 
 
 def test_the_per_item_vector_holds_what_the_bootstrap_resamples():
-    ifr, cr, em, missing = KIND.item_vector(mmae.sample_result(sample(), None))
+    ifr, cr, em, missing = KIND.item_vector(mmae_metrics.sample_result(sample(), None))
     assert (ifr, em, missing) == (0.0, 0.0, 1.0)
     assert cr != cr  # NaN: the sample has no consistency rubric
