@@ -5,9 +5,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import ErrorsSerializer
 from config.throttle import AnonThrottle, LoginThrottle
 from submissions.models import ApiToken
-from submissions.serializers import ErrorsSerializer
 
 
 class TokenObtainApi(APIView):

@@ -12,6 +12,7 @@ from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRen
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import error_responses
 from leaderboard import ranking, responses, selectors, serializers
 from leaderboard.forms import ApiBoardForm, normalised
 from scoring.kinds import Kind, get_kind
@@ -106,8 +107,7 @@ class LeaderboardApi(APIView):
         "CSV holds this page's rows; its `Link` header names the next and previous pages. "
         "Responses carry an ETag and Last-Modified: If-None-Match with the ETag answers 304 while "
         "the board has not changed.")),
-        400: OpenApiResponse(serializers.ErrorsOut, description="each bad parameter"),
-        404: OpenApiResponse(serializers.ErrorsOut, description="no such benchmark"),
+        **error_responses(described={400: "each bad parameter", 404: "no such benchmark"}),
     })
     def get(self, request, slug):
         benchmark = selectors.benchmark_current(slug)
@@ -223,7 +223,7 @@ class ModelApi(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(operation_id="model", responses={
-        200: serializers.ModelOut, 404: serializers.ErrorsOut})
+        200: serializers.ModelOut, **error_responses(404)})
     def get(self, request, model_id):
         model = selectors.model_for(request.user, model_id)
         rows = selectors.submission_rows(selectors.model_submissions(request.user, model))
@@ -247,7 +247,7 @@ class SubmissionSlicesApi(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(operation_id="submissions_slices", responses={
-        200: serializers.SubmissionSlicesOut, 404: serializers.ErrorsOut})
+        200: serializers.SubmissionSlicesOut, **error_responses(404)})
     def get(self, request, pk):
         submission = submission_get(user=request.user, pk=pk)
         run = submission.current_run

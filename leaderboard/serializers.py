@@ -5,11 +5,6 @@ as further keys beside the fields below."""
 from rest_framework import serializers
 
 
-class ErrorsOut(serializers.Serializer):
-    errors = serializers.ListField(child=serializers.CharField(),
-                                   help_text="what is wrong, one message each")
-
-
 class BoardRowOut(serializers.Serializer):
     rank = serializers.IntegerField(help_text="shared by rows equal on the whole ranking key")
     rank_best = serializers.IntegerField(allow_null=True, help_text="rank range from the "

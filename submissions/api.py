@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from accounts.verification import verification_needed, verification_problem
 from config.celery import BrokerUnavailable
+from config.serializers import error_responses
 from config.throttle import ScopedThrottle
 from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
@@ -24,7 +25,6 @@ from submissions.serializers import (
     SubmissionDetailSerializer,
     SubmissionSerializer,
     SubmissionStatusSerializer,
-    error_responses,
 )
 from submissions.services import (
     METADATA_FIELDS,

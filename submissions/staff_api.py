@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import error_responses
 from submissions import moderation, selectors
 from submissions.moderation import QUOTA_MAX
 from submissions.rescoring import RescoreFilter, rescore_request
@@ -18,7 +19,6 @@ from submissions.serializers import (
     QuotaSerializer,
     RescoreSerializer,
     SubmissionSerializer,
-    error_responses,
 )
 from submissions.services import quota_left
 
