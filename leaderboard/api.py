@@ -7,11 +7,13 @@ from collections.abc import Iterable, Sequence
 
 from django.http import HttpResponse, QueryDict
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.errors import ServiceError
 from config.serializers import error_responses
 from leaderboard import ranking, responses, selectors, serializers
 from leaderboard.forms import ApiBoardForm, normalised
@@ -112,14 +114,13 @@ class LeaderboardApi(APIView):
     def get(self, request, slug):
         benchmark = selectors.benchmark_current(slug)
         if benchmark is None:
-            return Response({"errors": [f"no benchmark {slug!r}"]}, status=404)
+            raise NotFound(f"no benchmark {slug!r}")
         stamp = selectors.board_stamp(benchmark)
         kind = get_kind(benchmark.kind)
         form = ApiBoardForm(request.query_params, kind=kind,
                             buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
         if not form.is_valid():
-            errors = [f"{k}: {m}" for k, ms in form.errors.items() for m in ms]
-            return Response({"errors": errors}, status=400)
+            raise ServiceError([f"{k}: {m}" for k, ms in form.errors.items() for m in ms])
         query = form.query()
         renderer = request.accepted_renderer
         if renderer.format not in ("json", "csv"):  # the browsable page renders per request
@@ -145,8 +146,7 @@ class LeaderboardApi(APIView):
         number, size = form.cleaned_data["page"], form.cleaned_data["page_size"]
         pages = max(1, -(-len(rows) // size))
         if number > pages:
-            return Response({"errors": [f"page: {number} is past the last page ({pages} of "
-                                        f"{size} rows)"]}, status=400)
+            raise ServiceError(f"page: {number} is past the last page ({pages} of {size} rows)")
         around = {"next": _page_url(request, form, number + 1) if number < pages else None,
                   "previous": _page_url(request, form, number - 1) if number > 1 else None}
         headers = {}
@@ -252,8 +252,7 @@ class SubmissionSlicesApi(APIView):
         submission = submission_get(user=request.user, pk=pk)
         run = submission.current_run
         if run is None or run.status != ScoringRun.Status.FINISHED:
-            return Response({"errors": [f"submission {pk} has no finished scoring yet"]},
-                            status=404)
+            raise NotFound(f"submission {pk} has no finished scoring yet")
         kind = get_kind(submission.benchmark.kind)
         return Response({
             "id": submission.id, "model": submission.model.name,
