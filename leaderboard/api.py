@@ -31,25 +31,6 @@ def columns(kind: Kind) -> tuple[str, ...]:
             "refused", *(m.key for m in kind.judge_figures), "date", "flag")
 
 
-def row_out(row: dict, kind: Kind) -> dict:
-    best, worst = row["rank_range"] or (None, None)
-    out = {"rank": row["rank"], "rank_best": best, "rank_worst": worst}
-    for key in ("model", "organisation", "submitted_by", "verified", "submission", "n",
-                "coverage", "open_weights", "licence", "judge", "simulated"):
-        out[key] = row[key]
-    out["refused"] = row.get("refused")
-    out["judge_config"] = row["judge_config"]
-    for metric in kind.judge_figures:
-        out[metric.key] = row.get(metric.key)
-    for metric in kind.metric_keys:
-        out[metric] = row[metric]
-        interval = row[f"{metric}_interval"]
-        out[f"{metric}_lo"], out[f"{metric}_hi"] = interval or (None, None)
-    out["date"] = row["date"].isoformat()
-    out["flag"] = row.get("flag") or None  # staff's public reason for flagging the row
-    return out
-
-
 # OWASP's CSV injection advice: a spreadsheet runs a cell starting with one of these as a
 # formula, so such a text cell gets a leading quote; a number written as text stays as it is.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -125,7 +106,9 @@ class LeaderboardApi(APIView):
         renderer = request.accepted_renderer
         if renderer.format not in ("json", "csv"):  # the browsable page renders per request
             return self._respond(request, benchmark, form, query, renderer)
-        # JSON and CSV are served per board state and query (leaderboard.responses).
+        # JSON and CSV are served per board state and query (leaderboard.responses): the
+        # rows are serialized once for each, never per request (BoardOut takes some 20 ms for
+        # 1,000 rows, the cached body a few).
         # The rank ranges arrive from a worker after the state changes: a response made
         # before them is not reused once they are there.
         ranged = ranking.ready(benchmark, stamp)
@@ -157,17 +140,13 @@ class LeaderboardApi(APIView):
             name = "-".join(p for p in (slug, query.dimension, query.bucket) if p)
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
             headers["Content-Disposition"] = f'attachment; filename="{safe}.csv"'
-        payload = {
-            "benchmark": slug, "version": benchmark.version, "kind": kind.name,
-            "metrics": list(kind.metric_keys),
-            "dimension": query.dimension, "bucket": query.bucket or None,
-            "count": len(rows), "page": number, "page_size": size, **around,
-            "rows": [row_out(r, kind) for r in rows[(number - 1) * size: number * size]],
-            "reported": [{k: v for k, v in r.items() if k != "cells"}
-                         for r in selectors.reported_rows(
-                             slug=slug, dimension=query.dimension, bucket=query.bucket,
-                             kind=kind)],
-        }
+        payload = serializers.BoardOut({
+            "benchmark": benchmark, "kind": kind, "query": query, "count": len(rows),
+            "page": number, "page_size": size, **around,
+            "rows": rows[(number - 1) * size: number * size],
+            "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
+                                                bucket=query.bucket, kind=kind),
+        }, context={"kind": kind}).data
         if renderer.format not in ("json", "csv"):
             return Response(payload, headers=headers)
         content_type = f"{renderer.media_type}; charset=utf-8" if renderer.charset \
@@ -192,14 +171,6 @@ def _page_url(request, form, number: int) -> str:
         f"?{query.urlencode()}"
 
 
-def _interval_out(row: dict, kind: Kind) -> dict:
-    metrics = kind.metric_keys
-    out = {k: row[k] for k in (*metrics, "n") if k in row}
-    for metric in metrics:
-        out[f"{metric}_lo"], out[f"{metric}_hi"] = row.get(f"{metric}_interval") or (None, None)
-    return out
-
-
 class BenchmarkListApi(APIView):
     """GET /api/benchmarks/: the newest version of every benchmark."""
 
@@ -208,12 +179,8 @@ class BenchmarkListApi(APIView):
 
     @extend_schema(operation_id="benchmarks", responses=serializers.BenchmarkOut(many=True))
     def get(self, request):
-        return Response([{
-            "slug": b.slug, "kind": b.kind, "version": b.version, "title": b.title,
-            "samples": b.n_items, "criteria": b.n_criteria, "synthetic": b.synthetic,
-            "sha256": b.sha256, "board": request.build_absolute_uri(
-                f"/api/leaderboards/{b.slug}/"),
-        } for b in selectors.benchmark_list()])
+        return Response(serializers.BenchmarkOut(selectors.benchmark_list(), many=True,
+                                                 context={"request": request}).data)
 
 
 class ModelApi(APIView):
@@ -226,18 +193,9 @@ class ModelApi(APIView):
         200: serializers.ModelOut, **error_responses(404)})
     def get(self, request, model_id):
         model = selectors.model_for(request.user, model_id)
-        rows = selectors.submission_rows(selectors.model_submissions(request.user, model))
-        return Response({
-            "id": model.id, "name": model.name, "organisation": model.organisation,
-            "link": model.link, "parameters": model.parameters, "licence": model.licence,
-            "open_weights": model.open_weights, "description": model.description,
-            "submissions": [{
-                "id": r["submission"], "benchmark": r["slug"], "version": r["version"],
-                "public": r["public"], "date": r["date"].isoformat(),
-                "hidden": r["hidden"], "flag": r["flag"] or None,
-                "coverage": r["coverage"], "judge": r["judge"], "simulated": r["simulated"],
-                **_interval_out(r, get_kind(r["kind"]))} for r in rows],
-        })
+        model.shown_submissions = selectors.submission_rows(
+            selectors.model_submissions(request.user, model))
+        return Response(serializers.ModelOut(model).data)
 
 
 class SubmissionSlicesApi(APIView):
@@ -254,11 +212,5 @@ class SubmissionSlicesApi(APIView):
         if run is None or run.status != ScoringRun.Status.FINISHED:
             raise NotFound(f"submission {pk} has no finished scoring yet")
         kind = get_kind(submission.benchmark.kind)
-        return Response({
-            "id": submission.id, "model": submission.model.name,
-            "model_id": submission.model_id, "benchmark": submission.benchmark.slug,
-            "version": submission.benchmark.version, "judge": run.judge_name,
-            "simulated": run.simulated, "coverage": submission.coverage,
-            "slices": [{"dimension": r["dimension"], "bucket": r["bucket"] or None,
-                        **_interval_out(r, kind)} for r in selectors.slice_rows(run.id, kind)],
-        })
+        submission.shown_slices = selectors.slice_rows(run.id, kind)
+        return Response(serializers.SubmissionSlicesOut(submission, context={"kind": kind}).data)
