@@ -6,8 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import ApiToken
+from config.serializers import ErrorsSerializer
 from config.throttle import AnonThrottle, LoginThrottle
-from submissions.serializers import ErrorsSerializer
 
 
 class TokenObtainApi(APIView):

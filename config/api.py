@@ -1,5 +1,7 @@
 """The API's one exception handler: every error body is `{"errors": [...]}`, a failure of
-our own (an exception no view expected) included, never Django's HTML error page."""
+our own (an exception no view expected) included, never Django's HTML error page. Views raise
+(a ServiceError, DRF's NotFound or PermissionDenied, BrokerUnavailable); only this module
+builds the body, which config.serializers.ErrorsSerializer describes."""
 
 import logging
 import math
@@ -8,6 +10,7 @@ from rest_framework.exceptions import Throttled
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
+from config.celery import BrokerUnavailable
 from config.errors import ServiceError
 
 log = logging.getLogger(__name__)
@@ -28,6 +31,9 @@ def _messages(detail) -> list[str]:
 def errors_exception_handler(exc, context):
     if isinstance(exc, ServiceError):  # a service refused: 400, 409 or 429 by its code
         return Response({"errors": exc.problems}, status=exc.status)
+    if isinstance(exc, BrokerUnavailable):  # nothing can be queued now, nothing was stored
+        return Response({"errors": [str(exc)]}, status=503,
+                        headers={"Retry-After": str(exc.retry_after)})
     response = exception_handler(exc, context)
     if response is None:
         request = context.get("request")

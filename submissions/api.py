@@ -5,13 +5,14 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.verification import verification_needed, verification_problem
-from config.celery import BrokerUnavailable
+from config.serializers import error_responses
 from config.throttle import ScopedThrottle
 from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
@@ -24,7 +25,6 @@ from submissions.serializers import (
     SubmissionDetailSerializer,
     SubmissionSerializer,
     SubmissionStatusSerializer,
-    error_responses,
 )
 from submissions.services import (
     METADATA_FIELDS,
@@ -83,21 +83,17 @@ class SubmissionListCreateApi(APIView):
                               **error_responses(400, 403, 429, 503)})
     def post(self, request):
         if verification_needed(request.user):
-            return Response({"errors": [verification_problem(request)]},
-                            status=status.HTTP_403_FORBIDDEN)
+            raise PermissionDenied(verification_problem(request))
         serializer = self.SubmissionInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        try:
-            submission = submission_create(
-                user=request.user, benchmark=data["benchmark"], model_name=data["model_name"],
-                metadata={k: data[k] for k in METADATA_FIELDS if k in data},
-                public=data["public"], predictions=data.get("predictions"),
-                archive=data.get("audio"), options={"align": data["align"]},
-            )
-        except BrokerUnavailable as exc:
-            return Response({"errors": [str(exc)]}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                            headers={"Retry-After": str(exc.retry_after)})
+        # A broker that cannot be reached raises BrokerUnavailable: 503 (config.api).
+        submission = submission_create(
+            user=request.user, benchmark=data["benchmark"], model_name=data["model_name"],
+            metadata={k: data[k] for k in METADATA_FIELDS if k in data},
+            public=data["public"], predictions=data.get("predictions"),
+            archive=data.get("audio"), options={"align": data["align"]},
+        )
         url = request.build_absolute_uri(reverse("submissions:api-detail",
                                                  args=[submission.id]))
         submission.url = url

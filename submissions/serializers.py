@@ -7,17 +7,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
-class ErrorsSerializer(serializers.Serializer):
-    """Every API error (config.api): each problem in words."""
-
-    errors = serializers.ListField(child=serializers.CharField())
-
-
-def error_responses(*codes: int) -> dict:
-    """The error responses an operation may give, for its schema."""
-    return {code: ErrorsSerializer for code in codes}
-
-
 class RunSerializer(serializers.Serializer):
     """One scoring run of a submission."""
 

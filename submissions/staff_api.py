@@ -6,10 +6,12 @@ see), and every change is audited by its service."""
 from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.serializers import error_responses
 from submissions import moderation, selectors
 from submissions.moderation import QUOTA_MAX
 from submissions.rescoring import RescoreFilter, rescore_request
@@ -18,7 +20,6 @@ from submissions.serializers import (
     QuotaSerializer,
     RescoreSerializer,
     SubmissionSerializer,
-    error_responses,
 )
 from submissions.services import quota_left
 
@@ -43,8 +44,7 @@ class SubmissionRescoreApi(APIView):
     def post(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
         if not request.user.is_staff:  # a dry run too: it is the staff's tool
-            return Response({"errors": ["only staff can rescore a submission"]},
-                            status=status.HTTP_403_FORBIDDEN)
+            raise PermissionDenied("only staff can rescore a submission")
         data = self.RescoreInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         dry_run = data.validated_data["dry_run"]

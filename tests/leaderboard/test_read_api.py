@@ -65,3 +65,12 @@ def test_an_unfinished_submission_has_no_slices(board, author):
     assert response.status_code == 404
     assert response.json() == {"errors": [
         f"submission {submission.id} has no finished scoring yet"]}
+
+
+def test_an_unknown_benchmark_answers_404_naming_it_in_either_format(client, db):
+    response = client.get("/api/leaderboards/nope/")
+    assert response.status_code == 404
+    assert response.json() == {"errors": ["no benchmark 'nope'"]}
+    response = client.get("/api/leaderboards/nope/?format=csv")
+    assert response.status_code == 404
+    assert response.content.decode() == "error\r\nno benchmark 'nope'\r\n"

@@ -163,3 +163,10 @@ def test_the_baselines_button_shows_for_a_kind_that_has_them(client, staff, kind
     client.force_login(staff)
     body = client.get("/staff/rescore/?benchmark=bench").content.decode()
     assert ("Score Identity and Noise" in body) is offered
+
+
+def test_the_rescore_api_tells_its_non_staff_owner_why(finished, author):
+    response = api(author).post(f"/api/submissions/{finished.id}/rescore/", {"reason": "x"},
+                                format="json")
+    assert response.status_code == 403
+    assert response.json() == {"errors": ["only staff can rescore a submission"]}
