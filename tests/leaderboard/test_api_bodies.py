@@ -8,11 +8,12 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from leaderboard import ranking
-from scoring import airbench
+from accounts.models import ApiToken
+from leaderboard import rank_ranges
 from scoring.boards import board_changed
+from scoring.kinds.airbench import rules as airbench
 from scoring.models import ScoringRun, SliceResult
-from submissions.models import ApiToken, Submission
+from submissions.models import Submission
 from tests.leaderboard.test_airbench_board import (  # noqa: F401 (a fixture)
     airboards,
     chat_summary,
@@ -79,7 +80,7 @@ def boards(board, airboards, tmp_path):  # noqa: F811
          "modality": {"sound": {"IFR": 56.58, "CR": 56.02, "EMR": 7.72}}}]}))
     call_command("load_reference_results", str(paper), "--benchmark", "mmae")
     board_changed(benchmark.id)
-    ranking.refresh(benchmark)
+    rank_ranges.refresh(benchmark)
     airs, air = airboards
     air(airbench.FOUNDATION, "Alpha", foundation_summary(["A", "A", "A", "B", "A", "B"]))
     air(airbench.CHAT, "Talker", chat_summary([8, 6, 4, 9, 3]))

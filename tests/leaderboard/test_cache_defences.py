@@ -10,7 +10,7 @@ import httpx
 import pytest
 from django.test import RequestFactory
 
-from leaderboard import rank_ranges, ranking, responses, views
+from leaderboard import rank_ranges, responses, views
 from scoring.boards import board_changed
 
 
@@ -51,7 +51,7 @@ def test_every_spelling_of_a_comparison_is_one_entry_and_one_bootstrap(
     _, (a, b, c) = three
     pairs: list = []
     real = rank_ranges.paired_differences
-    monkeypatch.setattr(ranking, "paired_differences",
+    monkeypatch.setattr(rank_ranges, "paired_differences",
                         lambda *args, **kw: pairs.append(args[1:]) or real(*args, **kw))
     pages = {client.get(f"/b/mmae/compare/?models={m}").content for m in spellings(a, b, c)}
     assert len(pages) == 1 and "Gamma" in pages.pop().decode()

@@ -24,12 +24,12 @@ def test_representative_choices_at_once_all_answer_and_leave_one(live_server, sc
 
 
 def test_an_unexpected_failure_under_the_api_answers_json(client, db, monkeypatch):
-    from leaderboard import selectors
+    from leaderboard import state
 
     def broken():
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(selectors, "benchmark_list", broken)
+    monkeypatch.setattr(state, "benchmark_list", broken)
     response = client.get("/api/benchmarks/")
     assert response.status_code == 500
     assert response["Content-Type"] == "application/json"
