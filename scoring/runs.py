@@ -555,8 +555,8 @@ def misconfigured_alert(config: JudgeConfig, wrong: dict[str, str]) -> None:
                     key=f"judge-misconfigured:{url}:{why}")
 
 
-ANSWER_FIELDS = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "error",
-                 "error_kind", "endpoint", "attempts", "latency_ms", "score")
+ANSWER_FIELDS = ("choices", "verdict", "choice", "reason", "raw", "error", "error_kind",
+                 "endpoint", "attempts", "latency_ms", "score")
 
 
 def _answer(run: ScoringRun, criterion_id: int, content_key: str, record: dict) -> Answer:
