@@ -13,7 +13,7 @@ printing p50 and p95 latency, requests per second, and p95 as a ratio of the sta
 
     .venv/bin/python bench/board_latency.py [--submissions 1000 10000] [--seconds 10]
         [--concurrency 8] [--memory-requests 100000] [--explorer-items 24700]
-        [--only explorer]
+        [--only explorer] [--redis-url redis://127.0.0.1:6379/13]
 """
 
 import argparse
@@ -191,6 +191,8 @@ def main():
     parser.add_argument("--memory-requests", type=int, default=100_000)
     parser.add_argument("--explorer-items", type=int, default=24_700)
     parser.add_argument("--port", type=int, default=8790)
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/13",
+                        help="a scratch Redis database for the cache (flushed)")
     parser.add_argument("--only", choices=("explorer",),
                         help="measure only this part (the explorer: about a minute)")
     args = parser.parse_args()
@@ -198,7 +200,7 @@ def main():
     name, database_url = _scratch.create_database("bench_board")
     work = Path(tempfile.mkdtemp(prefix="board-bench-"))
     # As in production, the web processes share one cache in Redis (a scratch database).
-    redis_url = "redis://127.0.0.1:6379/13"
+    redis_url = args.redis_url
     redis.Redis.from_url(redis_url).flushdb()
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url,
            "VAR_DIR": str(work / "var"), "STATIC_ROOT": str(work / "static"),

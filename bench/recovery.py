@@ -218,12 +218,12 @@ def figures(run) -> dict:
     from scoring.models import Answer
 
     items = sorted(run.item_results.values_list(
-        "item_id", "ifr", "cr", "em", "rubric_scores", "missing", "values", "failed"))
+        "item_id", "missing", "values", "passed", "score", "failed"))
     slices = sorted((d, b, n, json.dumps(v, sort_keys=True), json.dumps(i, sort_keys=True))
                     for d, b, n, v, i in run.slices.values_list(
                         "dimension", "bucket", "n", "values", "intervals"))
     answers = list(Answer.objects.filter(run=run).values_list(
-        "criterion_id", "round", "choice", "correct", "score", "error_kind"))
+        "criterion_id", "round", "choice", "verdict", "score", "error_kind"))
     return {"items": items, "slices": slices, "answers": sorted(answers, key=repr),
             "pairs": len({(a[0], a[1]) for a in answers})}
 

@@ -40,14 +40,15 @@ def make_records(items, rounds: int, seed: int) -> list[list[dict]]:
         records = []
         for criterion in item.criteria.all():
             for k in range(rounds):
-                options = [criterion.right_choice, *criterion.wrong_choices]
+                right = criterion.spec["right"]
+                options = [right, *criterion.spec["wrong"]]
                 while len(options) < 3:
                     options.append(f"No, the edit is only partly there (variant {len(options)})")
                 if len(options) < 4 and rng.random() < 0.5:
                     options.append("It cannot be told from the audio")
                 rng.shuffle(options)
                 letters = "ABCD"[: len(options)]
-                correct_letter = letters[options.index(criterion.right_choice)]
+                correct_letter = letters[options.index(right)]
                 choice = rng.choice(letters)
                 reason = (f"The output {'does' if choice == correct_letter else 'does not'} "
                           f"match the requested edit; rubric {criterion.index}, round {k}, "
@@ -56,8 +57,9 @@ def make_records(items, rounds: int, seed: int) -> list[list[dict]]:
                 records.append({
                     "id": item.key, "rubric_index": criterion.index, "round": k,
                     "category": criterion.category, "choices": options,
-                    "correct_letter": correct_letter, "choice": choice,
-                    "correct": choice == correct_letter, "reason": reason, "raw": raw,
+                    "choice": choice, "reason": reason, "raw": raw,
+                    "verdict": {"correct_letter": correct_letter,
+                                "correct": choice == correct_letter},
                     "error": None, "error_kind": "",
                     "endpoint": f"http://127.0.0.1:{8001 + k % 2}",
                     "attempts": 1, "latency_ms": round(rng.uniform(190, 260), 1),
@@ -137,7 +139,7 @@ def main():
         fields = [Answer._meta.get_field(name.removesuffix("_id")) for name in STORED_FIELDS]
         columns = ", ".join(field.column for field in fields)
         values = operator.attrgetter(*(field.attname for field in fields))
-        choices = STORED_FIELDS.index("choices")
+        jsons = [i for i, field in enumerate(fields) if field.get_internal_type() == "JSONField"]
 
         def pipeline_store() -> float:
             truncate()
@@ -156,7 +158,8 @@ def main():
                     for answers in prepared:
                         for answer in answers:
                             row = list(values(answer))
-                            row[choices] = json.dumps(row[choices])
+                            for i in jsons:
+                                row[i] = json.dumps(row[i])
                             copy.write_row(row)
             return time.perf_counter() - started
 

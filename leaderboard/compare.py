@@ -68,10 +68,9 @@ def pairwise(submissions: list[Submission]) -> list[dict]:
     runs scored: on EM, and on the per-sample mean rubric score. Counts are A's view."""
     runs = [s.current_run_id for s in submissions]
     per_run: dict[int, dict[int, tuple[int, float | None]]] = {run: {} for run in runs}
-    for run, item, em, scores in (ItemResult.objects.filter(run_id__in=runs)
-                                  .values_list("run_id", "item_id", "em", "rubric_scores")):
-        known = [score for score in scores if score is not None]
-        per_run[run][item] = (em, sum(known) / len(known) if known else None)
+    for run, item, passed, score in (ItemResult.objects.filter(run_id__in=runs)
+                                     .values_list("run_id", "item_id", "passed", "score")):
+        per_run[run][item] = (passed, score)
     labels = _labels([s.model for s in submissions])
     pairs = []
     for a, b in combinations(submissions, 2):

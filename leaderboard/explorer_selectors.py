@@ -28,8 +28,8 @@ from scoring.models import (
 from submissions.models import Submission
 
 PAGE_SIZE = 20
-RESULT_COLUMNS = ("ifr", "cr", "em", "rubric_scores", "missing", "values")
-CRITERION_FIELDS = ("index", "category", "question", "right_choice", "wrong_choices")
+RESULT_COLUMNS = ("missing", "values", "passed", "score")
+CRITERION_FIELDS = ("index", "category", "question", "spec")
 
 
 class ExplorerError(ValueError):

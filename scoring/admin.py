@@ -91,9 +91,9 @@ class RunBatchAdmin(RunRowsAdmin):
 
 @admin.register(Answer)
 class AnswerAdmin(ReadOnlyAdmin):
-    list_display = ("__str__", "round", "choice", "correct", "cached", "endpoint", "attempts",
+    list_display = ("__str__", "round", "choice", "score", "cached", "endpoint", "attempts",
                     "latency_ms", "answered_at")
-    list_filter = ("correct", "cached", "round")
+    list_filter = ("cached", "round")
     search_fields = ("=run__id", "endpoint")
     # Millions of rows: the changelist does not count them all.
     show_full_result_count = False
@@ -101,7 +101,7 @@ class AnswerAdmin(ReadOnlyAdmin):
 
 @admin.register(ItemResult)
 class ItemResultAdmin(RunRowsAdmin):
-    list_display = ("__str__", "run", "ifr", "cr", "em", "missing")
+    list_display = ("__str__", "run", "passed", "score", "missing")
     list_filter = ("missing",)
     search_fields = ("=run__id", "item__key")
     show_full_result_count = False

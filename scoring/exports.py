@@ -12,7 +12,7 @@ from scoring.models import Item, ItemResult, ScoringRun, SliceResult
 # A kind names its own results files (Kind.files); their type follows the name's suffix.
 CONTENT_TYPES = {".jsonl": "application/x-ndjson", ".json": "application/json",
                  ".csv": "text/csv"}
-RESULT_COLUMNS = ("ifr", "cr", "em", "rubric_scores", "missing", "values")
+RESULT_COLUMNS = ("missing", "values", "passed", "score")
 
 
 class StoredRun:

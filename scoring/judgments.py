@@ -89,8 +89,8 @@ def _from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) ->
     return list(found.values())
 
 
-ANSWER_FIELDS = ("choices", "correct_letter", "choice", "correct", "reason", "raw", "error",
-                 "error_kind", "endpoint", "attempts", "latency_ms", "score")
+ANSWER_FIELDS = ("choices", "verdict", "choice", "reason", "raw", "error", "error_kind",
+                 "endpoint", "attempts", "latency_ms", "score")
 
 
 def _answer(run: ScoringRun, criterion_id: int, content_key: str, record: dict) -> Answer:

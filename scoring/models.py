@@ -153,7 +153,7 @@ class Item(models.Model):
         return ItemRows(key=self.key, dimensions=self.dimensions, content=self.content,
                         media=self.media, criteria=[
                             {"index": c.index, "category": c.category, "question": c.question,
-                             "right_choice": c.right_choice, "wrong_choices": c.wrong_choices}
+                             "spec": c.spec}
                             for c in self.ordered_criteria()])
 
 
@@ -182,14 +182,16 @@ class ItemBucket(models.Model):
 
 
 class Criterion(models.Model):
-    """One question asked of the judge about an item (an MMAE rubric)."""
+    """One question asked of the judge about an item (an MMAE rubric, an AIR-Bench
+    question)."""
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="criteria")
     index = models.PositiveIntegerField()
     category = models.CharField(max_length=100)
     question = models.TextField()
-    right_choice = models.TextField()
-    wrong_choices = models.JSONField(default=list)
+    # What else the kind needs to ask it, as the kind defines it (Kind.to_rows): MMAE's
+    # {"right": option, "wrong": [options]}.
+    spec = models.JSONField(default=dict)
 
     class Meta:
         constraints = [
@@ -315,9 +317,11 @@ class Answer(models.Model):
     # Text fields are nullable on purpose: results.jsonl tells null (no letter, no error)
     # from an empty string (an empty reply).
     choices = models.JSONField()  # as presented
-    correct_letter = models.CharField(max_length=1)
     choice = models.CharField(max_length=1, null=True, blank=True)  # noqa: DJ001
-    correct = models.BooleanField()
+    # The kind's reading of the reply (its Job.fields): MMAE's {"correct_letter", "correct"},
+    # AIR-Bench chat's {"scores": [the reference's, the model's]}; {} when the query failed
+    # and the kind has nothing to say then.
+    verdict = models.JSONField(default=dict)
     reason = models.TextField(null=True, blank=True)  # noqa: DJ001
     raw = models.TextField(null=True, blank=True)  # noqa: DJ001
     error = models.TextField(null=True, blank=True)  # noqa: DJ001
@@ -363,12 +367,15 @@ class ItemResult(models.Model):
 
     run = models.ForeignKey(ScoringRun, on_delete=models.CASCADE, related_name="item_results")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
-    ifr = models.FloatField(null=True)
-    cr = models.FloatField(null=True)
-    em = models.PositiveSmallIntegerField(null=True)  # null where a kind has no exact match
-    rubric_scores = models.JSONField()
     missing = models.BooleanField(default=False)
-    values = models.JSONField(default=dict)  # a kind's own per-item figures (AIR-Bench)
+    # The kind's per-item row (Kind.item_columns): MMAE's IFR, CR, EM and rubric_scores,
+    # AIR-Bench's own figures.
+    values = models.JSONField(default=dict)
+    # What the compare page counts wins on (Kind.pairwise), kept as columns so that it reads
+    # them without every row's values: whether the item passed as a whole (MMAE: exact match;
+    # null where a kind has no such outcome) and its mean criterion score (null: none known).
+    passed = models.BooleanField(null=True)
+    score = models.FloatField(null=True)
     # Whether the explorer's "failed" filter keeps the item (Kind.failed of these columns),
     # and the item's position in its benchmark, stored at aggregation so that a run's failed
     # items are read in benchmark order from one index.

@@ -43,12 +43,14 @@ def world(scored, author, staff):
     item = Item.objects.create(benchmark=scored.benchmark, position=0, key="s1",
                                dimensions={"modality": "sound"}, content={})
     criterion = Criterion.objects.create(item=item, index=0, category="content",
-                                         question="Is it louder?", right_choice="yes",
-                                         wrong_choices=["no"])
+                                         question="Is it louder?",
+                                         spec={"right": "yes", "wrong": ["no"]})
     RunBatch.objects.create(run=run, index=0, item_keys=["s1"])
     Answer.objects.create(run=run, criterion=criterion, round=0, choices=["yes", "no"],
-                          correct_letter="A", choice="A", correct=True, attempts=1)
-    ItemResult.objects.create(run=run, item=item, ifr=100.0, cr=100.0, em=1, rubric_scores=[1])
+                          verdict={"correct_letter": "A", "correct": True}, choice="A",
+                          attempts=1)
+    ItemResult.objects.create(run=run, item=item, passed=True, score=1.0, values={
+        "IFR": 100.0, "CR": 100.0, "EM": 1, "rubric_scores": [1]})
     Endpoint.objects.create(base_url="http://127.0.0.1:8001", healthy=True)
     result = ReferenceResult.objects.create(benchmark_slug="mmae", model="Paper-Model",
                                             scope="2,000 samples", source="a paper")

@@ -24,7 +24,7 @@ from scoring.kinds.files import MAX_PER_KIND
 @dataclass(frozen=True)
 class ItemRows:
     """An item as the database stores it: its key, dimensions, content, input media and
-    criteria (index, category, question, right_choice, wrong_choices)."""
+    criteria (index, category, question, and the kind's spec of it)."""
 
     key: str
     dimensions: dict
@@ -91,7 +91,7 @@ class Job:
     `messages` are OpenAI chat messages in which each inlined audio part carries a `Media`
     where its URL goes; the query loop puts the file's `data:` URI there when it sends.
     `fields(value)` turns the parsed reply (None when the query failed) into the answer's
-    fields: choices, correct_letter, choice, correct, reason, score.
+    fields: choices, choice, reason, score and the kind's verdict (a dict).
     """
 
     item: str  # the item's key
@@ -207,6 +207,12 @@ def nan_if_none(value) -> float:
     return float("nan") if value is None else float(value)
 
 
+def mean_score(scores: Sequence) -> float | None:
+    """The mean of the known scores (None: none known), as ItemResult.score keeps it."""
+    known = [score for score in scores if score is not None]
+    return sum(known) / len(known) if known else None
+
+
 def rank_value(value) -> float:
     """A figure as a ranking key compares it: exact to 1e-9, so float noise from different
     summation orders never decides a rank; a missing figure ranks last."""
@@ -250,8 +256,8 @@ class Kind(abc.ABC):
     chart_axes: ClassVar[tuple[str, str]]  # (x, y) of the board's scatter
     scale: ClassVar[float] = 100.0  # the top of the metrics' scale
     files: ClassVar[tuple[str, ...]]  # results files of a finished run
-    # What the compare page's per-item wins count: ItemResult.em and the mean of its
-    # rubric_scores, by these names (None: not shown).
+    # What the compare page's per-item wins count: ItemResult.passed and ItemResult.score
+    # (item_columns), by these names (None: not shown).
     pairwise: ClassVar[tuple[str | None, str | None]] = (None, None)
     explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
 
@@ -360,7 +366,8 @@ class Kind(abc.ABC):
 
     @abc.abstractmethod
     def item_columns(self, row: dict) -> dict:
-        """A per-item row as ItemResult's columns: ifr, cr, em, rubric_scores, values."""
+        """A per-item row as ItemResult's columns: values (the kind's figures), passed and
+        score (what `pairwise` counts; mean_score gives a mean of criterion scores)."""
 
     def stored_row(self, rows: ItemRows, columns: dict) -> dict:
         """A per-item row back from ItemResult's columns."""
@@ -426,7 +433,7 @@ class Kind(abc.ABC):
 
     def failed(self, columns: dict) -> bool:
         """Whether the explorer's "failed" filter keeps an item, by its ItemResult columns
-        (rubric_scores, missing, values)."""
+        (missing, values, passed, score)."""
         return bool(columns["missing"])
 
     SEARCH_SEPARATOR: ClassVar[str] = "\n\x1f\n"  # between the text and the key

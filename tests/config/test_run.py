@@ -85,7 +85,7 @@ def command_of(pid: int) -> str:
 class Embedded:
     """`python -m config.run` in a folder of its own, on free ports."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, **extra_env: str):
         self.web_port, simulator_a, simulator_b, self.redis_port = free_ports(4)
         self.log_path = folder / "run.log"
         var = folder / "var"
@@ -95,7 +95,7 @@ class Embedded:
             "PORT": str(self.web_port), "SIMULATOR_PORTS": f"{simulator_a},{simulator_b}",
             "EMBEDDED_REDIS_PORT": str(self.redis_port), "ACCOUNT_EMAIL_VERIFICATION": "none",
             "SUBMISSIONS_PER_DAY": "50", "SUBMISSIONS_IN_FLIGHT": "10", "THROTTLE_UPLOAD": "off",
-            "SUBMISSIONS_RECONCILE_SECONDS": "1",
+            "SUBMISSIONS_RECONCILE_SECONDS": "1", **extra_env,
         }
         self.base = f"http://127.0.0.1:{self.web_port}"
         self.archive = var / "demo" / "uploads" / "demo-system-a.zip"

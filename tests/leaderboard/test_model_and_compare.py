@@ -122,11 +122,14 @@ def test_bad_parameters_are_a_400_naming_them(client, models, query, message):
 
 
 def item_results(submission, items, rows):
-    """rows: (em, rubric_scores) per item, None to leave an item unscored."""
+    """rows: (EM, rubric_scores) per item, None to leave an item unscored; stored as
+    aggregation stores them (MMAE.item_columns)."""
+    kind = get_kind("mmae")
     for item, row in zip(items, rows, strict=True):
         if row is not None:
-            ItemResult.objects.create(run=submission.current_run, item=item, ifr=None, cr=None,
-                                      em=row[0], rubric_scores=row[1])
+            columns = kind.item_columns({"IFR": None, "CR": None, "EM": row[0],
+                                         "rubric_scores": row[1], "agree": 0, "judged": 0})
+            ItemResult.objects.create(run=submission.current_run, item=item, **columns)
 
 
 @pytest.fixture

@@ -201,13 +201,12 @@ def test_the_explorer_shows_only_samples_with_a_failed_rubric(client, scored, ke
     results = ItemResult.objects.filter(run=scored.current_run).select_related("item")
     for result in results:  # every rubric passed, but two samples fail one each
         if not result.missing:
-            scores = [1] * len(result.rubric_scores)
+            scores = [1] * len(result.values["rubric_scores"])
             if result.item.key in (keys[0], keys[5]):
                 scores[-1] = 0
-            result.rubric_scores = scores
+            result.values = {**result.values, "rubric_scores": scores}
             # as aggregation stores it, for the explorer's filter
-            result.failed = get_kind("mmae").failed({"rubric_scores": scores, "missing": False,
-                                                    "values": result.values})
+            result.failed = get_kind("mmae").failed({"missing": False, "values": result.values})
             result.save()
     html = client.get(f"/s/{scored.pk}/samples/?failed=on").content.decode()
     assert shown(html) == [keys[0], keys[5], keys[12], keys[13]]  # the last two are missing
@@ -290,7 +289,7 @@ def test_a_sample_shows_its_instruction_players_and_figures(client, scored, demo
                 in html)
     assert "input3" not in html
     assert f'<span class="tag">{sample["complexity"]}</span>' in html
-    assert f"EM {result.em}</span>" in html
+    assert f"EM {result.values['EM']}</span>" in html
 
 
 def test_a_multi_round_sample_shows_each_turn(client, scored, keys):
@@ -314,7 +313,7 @@ def test_every_rubric_shows_its_three_votes_as_presented(client, scored, keys):
             assert presented == [(letter, escape(text)) for letter, text
                                  in zip("ABCDEFGH", answer.choices, strict=False)]
             assert re.findall(r'<li class="right[^"]*"><b>([A-Z])', vote) == \
-                [answer.correct_letter]
+                [answer.verdict["correct_letter"]]
             assert re.findall(r'<li class="[^"]*chosen"><b>([A-Z])', vote) == [answer.choice]
             assert f'<td class="chosen"><b>{answer.choice}</b>' in vote
             assert answer.reason and escape(answer.reason)[:40] in vote
@@ -323,7 +322,8 @@ def test_every_rubric_shows_its_three_votes_as_presented(client, scored, keys):
 def test_a_failed_query_shows_its_error_instead_of_a_letter(client, scored, keys):
     answer = Answer.objects.filter(run=scored.current_run, criterion__item__key=keys[0],
                                    round=1).first()
-    Answer.objects.filter(pk=answer.pk).update(choice=None, correct=False, reason=None,
+    Answer.objects.filter(pk=answer.pk).update(choice=None, reason=None,
+                                               verdict={**answer.verdict, "correct": False},
                                                error="timeout after 5 attempts")
     html = client.get(f"/s/{scored.pk}/samples/?q={keys[0]}").content.decode()
     assert 'no answer</span><br><small class="error">timeout after 5 attempts</small>' in html

@@ -116,7 +116,7 @@ def test_foundation_without_alignment_asks_the_judge_nothing(imported, simulator
     assert stored(run)[("overall", "")] == expected["overall"]
     assert stored(run)[("task", "Speaker gender recognition")]["unparsed"] == 1
     result = ItemResult.objects.get(run=run, item__key="1")
-    assert (result.em, result.rubric_scores, result.values["source"]) == (1, [1], "rule")
+    assert (result.passed, result.score, result.values["source"]) == (True, 1.0, "rule")
 
 
 def test_alignment_asks_only_for_what_the_rule_cannot_read(imported, simulator_factory):
@@ -129,7 +129,8 @@ def test_alignment_asks_only_for_what_the_rule_cannot_read(imported, simulator_f
     assert sim.completions() == 1
     letter = align_letter("Question 3?", "male", 2, SIM_SEED)
     answer = Answer.objects.get(run=run)
-    assert (answer.choice, answer.correct_letter, answer.correct) == (letter, "B", letter == "B")
+    assert (answer.choice, answer.verdict) == (letter, {"correct_letter": "B",
+                                                        "correct": letter == "B"})
     _, expected = by_hand(airbench.FOUNDATION, airbench.parse_foundation(data), RESPONSES,
                                               {("3", 0): {"choice": letter}})
     assert stored(run)[("overall", "")] == expected["overall"]

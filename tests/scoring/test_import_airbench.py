@@ -21,7 +21,7 @@ def test_it_imports_the_foundation_track(tmp_path, capsys):
                             "answer_gt": "male", "path": "3.wav"}
     assert item.media == ["Foundation/Speaker_Gender_Recognition_meld/3.wav"]
     criterion = Criterion.objects.get(item=item)
-    assert (criterion.right_choice, criterion.wrong_choices) == ("male", ["female"])
+    assert criterion.spec == {"right": "male", "wrong": ["female"]}
 
 
 def test_it_imports_the_chat_track_under_its_own_slug(tmp_path):

@@ -36,8 +36,8 @@ def test_it_imports_samples_and_rubrics(bench):
     assert item.content["messages"] == data[3]["messages"]
     criterion = item.criteria.get(index=1)
     assert criterion.question == data[3]["rubrics"][1]["question"]
-    assert criterion.right_choice == data[3]["rubrics"][1]["right_choice"]
-    assert criterion.wrong_choices == data[3]["rubrics"][1]["wrong_choices"]
+    assert criterion.spec == {"right": data[3]["rubrics"][1]["right_choice"],
+                              "wrong": data[3]["rubrics"][1]["wrong_choices"]}
 
 
 def test_multi_audio_samples_keep_every_input_in_order(bench):

@@ -208,8 +208,9 @@ def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
 
     def answers(choice):
         return [judgments._answer(run, criterion.id, f"key{r}", {
-            "round": r, "choices": ["yes", "no, \"quoted\"\ttab"], "correct_letter": "A",
-            "choice": choice, "correct": choice == "A", "reason": None, "raw": "{}",
+            "round": r, "choices": ["yes", "no, \"quoted\"\ttab"],
+            "verdict": {"correct_letter": "A", "correct": choice == "A"},
+            "choice": choice, "reason": None, "raw": "{}",
             "error": None, "endpoint": "http://127.0.0.1:9", "attempts": 1,
             "latency_ms": 12.5, "error_kind": ""}) for r in range(3)]
 

@@ -137,7 +137,7 @@ def test_a_changed_input_file_in_a_new_version_is_asked_again(speech_set, simula
         second.total_queries - len(again)
     # Copies repeat their originals: every other sample scores as in version 1.
     def results(run):
-        return {r.item.key: (r.ifr, r.cr, r.em, r.rubric_scores)
+        return {r.item.key: (r.values, r.passed, r.score)
                 for r in ItemResult.objects.filter(run=run).select_related("item")}
 
     before, after = results(first), results(second)

@@ -52,8 +52,9 @@ def answers(run, rows):
     slots = [(c, k) for c in Criterion.objects.filter(item__benchmark=run.benchmark)
              .order_by("id") for k in range(run.rounds)]
     Answer.objects.bulk_create([
-        Answer(run=run, criterion=criterion, round=k, choices=["a", "b"], correct_letter="A",
-               choice=None if error else "A", correct=not error, error=error,
+        Answer(run=run, criterion=criterion, round=k, choices=["a", "b"],
+               verdict={"correct_letter": "A", "correct": not error},
+               choice=None if error else "A", error=error,
                endpoint=endpoint, attempts=attempts, latency_ms=latency, cached=cached,
                answered_at=NOW - timedelta(minutes=ago))
         for (criterion, k), (endpoint, latency, error, attempts, cached, ago)

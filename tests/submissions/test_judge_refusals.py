@@ -116,7 +116,7 @@ def test_refusals_under_the_share_publish_with_their_count_on_the_board(
     refused = Answer.objects.filter(run=run, error_kind="refused request")
     assert 0 < refused.count() == run.refused_queries < run.total_queries
     assert all("At most 1 audio(s) may be provided in one prompt" in a.error
-               and a.choice is None and not a.correct for a in refused)
+               and a.choice is None and not a.verdict["correct"] for a in refused)
     rows = board_rows(stack["client"])
     assert [(r["submission"], r["refused"]) for r in rows] == [(submission_id,
                                                                  run.refused_queries)]

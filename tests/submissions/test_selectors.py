@@ -65,7 +65,8 @@ def test_progress_counts_failed_queries_by_the_kind_the_fleet_gave(small_bench):
                                                     ("HTTP 504: down", "server error"),
                                                     (None, "")], strict=False):
         Answer.objects.create(run=run, criterion=criterion, round=0, choices=[],
-                              correct_letter="A", correct=False, attempts=5, error=error,
+                              verdict={"correct_letter": "A", "correct": False}, attempts=5,
+                              error=error,
                               error_kind=kind)
     progress = run_progress(run, owner_id=None)
     assert progress["failures"] == {"server error": 2, "timeout": 1}

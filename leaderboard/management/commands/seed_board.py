@@ -126,15 +126,13 @@ def _store(benchmark, kind, config, items, user, drawn: list[dict], *, seed: int
         for s, run in zip(submissions, runs, strict=True)])
 
 
-ITEM_COLUMNS = ("run", "item", "ifr", "cr", "em", "rubric_scores", "missing", "values",
-                "failed", "position")
+ITEM_COLUMNS = ("run", "item", "missing", "values", "passed", "score", "failed", "position")
 
 
 def _item_results(kind, runs, items, drawn: list[dict]) -> None:
     """Every per-item result of the chunk: one COPY on PostgreSQL, bulk_create elsewhere."""
-    rows = ((run.id, item.id, c["ifr"], c["cr"], c["em"], c["rubric_scores"], False,
-             c.get("values", {}), kind.failed({"missing": False, "values": {}, **c}),
-             item.position)
+    rows = ((run.id, item.id, False, c["values"], c["passed"], c["score"],
+             kind.failed({"missing": False, **c}), item.position)
             for run, d in zip(runs, drawn, strict=True)
             for item, c in zip(items, d["columns"], strict=True))
     if connection.vendor != "postgresql":
@@ -145,6 +143,6 @@ def _item_results(kind, runs, items, drawn: list[dict]) -> None:
     fields = [ItemResult._meta.get_field(name).column for name in ITEM_COLUMNS]
     statement = f"COPY {ItemResult._meta.db_table} ({', '.join(fields)}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for run, item, ifr, cr, em, scores, missing, values, failed, position in rows:
-            copy.write_row((run, item, ifr, cr, em, json.dumps(scores), missing,
-                            json.dumps(values), failed, position))
+        for run, item, missing, values, passed, score, failed, position in rows:
+            copy.write_row((run, item, missing, json.dumps(values), passed, score, failed,
+                            position))

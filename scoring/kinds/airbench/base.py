@@ -41,11 +41,11 @@ class AirBench(Kind):
         return simulated.reply(body, config)
 
     def item_columns(self, row: dict) -> dict:
-        return {"ifr": None, "cr": None, "values": row, **self.score_columns(row)}
+        return {"values": row, **self.score_columns(row)}
 
     @abc.abstractmethod
     def score_columns(self, row: dict) -> dict:
-        """ItemResult's em and rubric_scores of a per-item row."""
+        """ItemResult's passed and score of a per-item row."""
 
     # --- results files -------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from scoring.kinds.base import (
     Metric,
     ReferenceRow,
     Section,
+    mean_score,
     nan_if_none,
 )
 
@@ -31,9 +32,9 @@ CHAT_COLUMNS = {"Speech": "speech", "Sound": "sound", "Music": "music",
 
 
 def _fields(pair, *, round_: int) -> dict:
-    return {"choices": [], "correct_letter": "", "choice": None, "correct": False,
-            "reason": None,
-            "score": None if pair is None else airbench.model_score(pair, round_)}
+    return {"choices": [], "choice": None, "reason": None,
+            "score": None if pair is None else airbench.model_score(pair, round_),
+            "verdict": {} if pair is None else {"scores": list(pair)}}
 
 
 class Chat(AirBench):
@@ -84,7 +85,7 @@ class Chat(AirBench):
                      "meta_info": item.meta_info, "path": item.path},
             media=[item.media],
             criteria=[{"index": 0, "category": item.task_name, "question": item.question,
-                       "right_choice": item.answer_gt, "wrong_choices": []}])
+                       "spec": {"reference": item.answer_gt}}])
 
     def from_rows(self, rows: ItemRows) -> airbench.ChatItem:
         return airbench.ChatItem(
@@ -115,8 +116,8 @@ class Chat(AirBench):
         return airbench_metrics.chat_row(item, *scores, missing=output is None)
 
     def score_columns(self, row: dict) -> dict:
-        """Its two passes' scores (None where failed)."""
-        return {"em": None, "rubric_scores": [row["score_A"], row["score_B"]]}
+        """No pass or fail; the mean of its two passes' scores (of those not failed)."""
+        return {"passed": None, "score": mean_score([row["score_A"], row["score_B"]])}
 
     def summarize(self, rows: Sequence[dict]) -> dict:
         return airbench_metrics.chat_summary(rows)

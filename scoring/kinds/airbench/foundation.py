@@ -22,9 +22,9 @@ DOMAIN_COLUMNS = {"Speech": "speech", "Sound": "sound", "Music": "music", "Avera
 
 
 def _fields(letter, *, item: airbench.FoundationItem) -> dict:
-    return {"choices": list(item.choices), "correct_letter": item.correct_letter,
-            "choice": letter, "correct": letter == item.correct_letter, "reason": None,
-            "score": None}
+    return {"choices": list(item.choices), "choice": letter, "reason": None, "score": None,
+            "verdict": {"correct_letter": item.correct_letter,
+                        "correct": letter == item.correct_letter}}
 
 
 class Foundation(AirBench):
@@ -63,8 +63,8 @@ class Foundation(AirBench):
                      "answer_gt": item.answer_gt, "path": item.path},
             media=[item.media],
             criteria=[{"index": 0, "category": item.task_name, "question": item.question,
-                       "right_choice": item.answer_gt,
-                       "wrong_choices": [c for c in item.choices if c != item.answer_gt]}])
+                       "spec": {"right": item.answer_gt,
+                                "wrong": [c for c in item.choices if c != item.answer_gt]}}])
 
     def from_rows(self, rows: ItemRows) -> airbench.FoundationItem:
         return airbench.FoundationItem(
@@ -97,7 +97,7 @@ class Foundation(AirBench):
         return airbench_metrics.foundation_row(item, output, aligned)
 
     def score_columns(self, row: dict) -> dict:
-        return {"em": int(row["correct"]), "rubric_scores": [int(row["correct"])]}
+        return {"passed": bool(row["correct"]), "score": float(row["correct"])}
 
     def summarize(self, rows: Sequence[dict]) -> dict:
         return airbench_metrics.foundation_summary(rows)

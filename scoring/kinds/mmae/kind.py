@@ -24,6 +24,7 @@ from scoring.kinds.base import (
     RunData,
     Section,
     file_sha256,
+    mean_score,
     nan_if_none,
 )
 from scoring.kinds.files import resolve_audio
@@ -35,6 +36,8 @@ SPEC_FIGURES = ("n", "IFR", "CR", "EMR")  # taxonomy.json's figures, in SPEC sec
 PER_SAMPLE = ("id", "IFR", "CR", "EM", "n_if", "n_cr", "rubric_scores", "missing", "complexity",
               "modality", "granularity", "operations")  # per_sample.json's, likewise
 RESULT_KEYS = ("category", "choices", "correct_letter", "choice", "correct", "reason")
+VERDICT_KEYS = ("correct_letter", "correct")  # Answer.verdict's: the rest are Answer's columns
+ROW_KEYS = ("IFR", "CR", "EM", "rubric_scores", "agree", "judged")  # ItemResult.values
 
 
 def _read_predictions(text, *, name: str, known_ids: set[str], per_kind: int) -> dict[str, str]:
@@ -60,9 +63,9 @@ def _check_upload(path: Path, limits) -> str | None:
 
 def _fields(value, *, query: mmae.Query) -> dict:
     letter, reason = value if value is not None else (None, None)
-    return {"choices": list(query.choices), "correct_letter": query.correct_letter,
-            "choice": letter, "correct": letter is not None and letter == query.correct_letter,
-            "reason": reason, "score": None}
+    return {"choices": list(query.choices), "choice": letter, "reason": reason, "score": None,
+            "verdict": {"correct_letter": query.correct_letter,
+                        "correct": letter is not None and letter == query.correct_letter}}
 
 
 class MMAE(Kind):
@@ -127,7 +130,7 @@ class MMAE(Kind):
             content={"messages": sample.messages, "tags": sample.tags},
             media=list(sample.input_audio),
             criteria=[{"index": r.index, "category": r.category, "question": r.question,
-                       "right_choice": r.right_choice, "wrong_choices": list(r.wrong_choices)}
+                       "spec": {"right": r.right_choice, "wrong": list(r.wrong_choices)}}
                       for r in sample.rubrics])
 
     def from_rows(self, rows: ItemRows) -> mmae.Sample:
@@ -138,8 +141,8 @@ class MMAE(Kind):
             operations=tuple((op["granularity"], op["operation"]) for op in dims["operations"]),
             messages=rows.content["messages"], tags=rows.content.get("tags", []),
             rubrics=tuple(mmae.Rubric(index=c["index"], category=c["category"],
-                                      question=c["question"], right_choice=c["right_choice"],
-                                      wrong_choices=tuple(c["wrong_choices"]))
+                                      question=c["question"], right_choice=c["spec"]["right"],
+                                      wrong_choices=tuple(c["spec"]["wrong"]))
                           for c in rows.criteria),
             input_audio=tuple(rows.media))
 
@@ -192,22 +195,23 @@ class MMAE(Kind):
         votes: dict[int, list[dict]] = {}
         for (criterion, _round), answer in sorted(answers.items()):
             votes.setdefault(criterion, []).append(answer)
-        row = mmae_metrics.sample_result(sample, [mmae_metrics.rubric_score([a["correct"] for a in
-                                                             votes[r.index]])
-                                          for r in sample.rubrics])
+        row = mmae_metrics.sample_result(sample, [
+            mmae_metrics.rubric_score([a["verdict"]["correct"] for a in votes[r.index]])
+            for r in sample.rubrics])
         return {**row, "agree": sum(1 for r in sample.rubrics if _agree(votes[r.index])),
                 "judged": len(sample.rubrics)}
 
     def item_columns(self, row: dict) -> dict:
-        return {"ifr": row["IFR"], "cr": row["CR"], "em": row["EM"],
-                "rubric_scores": row["rubric_scores"],
-                "values": {"agree": row["agree"], "judged": row["judged"]}}
+        return {"values": {k: row[k] for k in ROW_KEYS}, "passed": bool(row["EM"]),
+                "score": mean_score(row["rubric_scores"])}
 
     def stored_row(self, rows: ItemRows, columns: dict) -> dict:
         n_if = sum(1 for c in rows.criteria if c["category"] == mmae.IF_CATEGORY)
-        return {"id": rows.key, "IFR": columns["ifr"], "CR": columns["cr"],
-                "EM": columns["em"], "n_if": n_if, "n_cr": len(rows.criteria) - n_if,
-                "rubric_scores": columns["rubric_scores"], "missing": columns["missing"],
+        values = columns["values"]
+        # floats again: a JSON column may give 1.0 back as 1 (PostgreSQL's jsonb of a float8)
+        return {"id": rows.key, "IFR": _float(values["IFR"]), "CR": _float(values["CR"]),
+                "EM": values["EM"], "n_if": n_if, "n_cr": len(rows.criteria) - n_if,
+                "rubric_scores": values["rubric_scores"], "missing": columns["missing"],
                 # rebuilt in SPEC order: a JSON column may give its keys back in another
                 **self.from_rows(rows).dimensions()}
 
@@ -267,7 +271,8 @@ class MMAE(Kind):
             for (criterion, round_), answer in sorted(answers.items()):
                 line = {"id": rows.key, "rubric_index": criterion, "round": round_,
                         "category": categories[criterion],
-                        **{k: answer[k] for k in RESULT_KEYS if k != "category"},
+                        **{k: answer["verdict"][k] if k in VERDICT_KEYS else answer[k]
+                           for k in RESULT_KEYS if k != "category"},
                         **{k: answer[k] for k in ("raw", "error", "endpoint", "attempts",
                                                   "latency_ms")}}
                 yield json.dumps(line, ensure_ascii=False) + "\n"
@@ -324,7 +329,7 @@ class MMAE(Kind):
 
     def failed(self, columns: dict) -> bool:
         """At least one rubric scored 0 (a missing output scores 0 on every one)."""
-        return 0 in columns["rubric_scores"]
+        return 0 in columns["values"]["rubric_scores"]
 
     # --- documentation -----------------------------------------------------------------------
 
@@ -375,6 +380,10 @@ class MMAE(Kind):
         ]
 
 
+def _float(value) -> float | None:
+    return None if value is None else float(value)
+
+
 def _agree(votes: list[dict]) -> bool:
     """Every round chose the same option (choices are shuffled per round, so compare the
     chosen texts); a round without a valid answer agrees with nothing."""
@@ -408,14 +417,15 @@ def _rubric(criterion: dict, score: int | None, answers: list[dict]) -> dict:
 
 
 def _vote(answer: dict) -> dict:
+    verdict = answer["verdict"]
     return {
         "round": answer["round"],
         "choices": [{"letter": letter, "text": text,
-                     "right": letter == answer["correct_letter"],
+                     "right": letter == verdict["correct_letter"],
                      "chosen": letter == answer["choice"]}
                     for letter, text in zip(mmae.LETTERS, answer["choices"], strict=False)],
-        "correct_letter": answer["correct_letter"], "choice": answer["choice"],
-        "correct": answer["correct"],
+        "correct_letter": verdict["correct_letter"], "choice": answer["choice"],
+        "correct": verdict["correct"],
         "error": answer["error"] if answer["choice"] is None else None,
         "reason": answer["reason"],
     }

@@ -56,6 +56,8 @@ def test_chat_jobs_ask_both_passes_of_every_answered_item():
     assert made[0].parse("3 9") == (3, 9)
     assert made[0].fields((3, 9))["score"] == 9 and made[1].fields((3, 9))["score"] == 3
     assert made[1].fields(None)["score"] is None
+    assert made[0].fields((3, 9))["verdict"] == {"scores": [3, 9]}
+    assert made[1].fields(None)["verdict"] == {}
     key = {"config": "1", "digest": str}
     assert made[0].content_key(**key) != made[1].content_key(**key)
 

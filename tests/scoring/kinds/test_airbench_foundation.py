@@ -56,6 +56,6 @@ def test_alignment_jobs_are_made_only_when_asked_and_only_for_unread_responses()
     assert job.messages == [{"role": "user", "content": airbench.alignment_prompt(
         "Question 3?", "male", ["female", "male"])}]
     assert job.parse("B") == "B"
-    assert job.fields("B") == {"choices": ["female", "male"], "correct_letter": "B",
-                               "choice": "B", "correct": True, "reason": None,
-                               "score": None}
+    assert job.fields("B") == {"choices": ["female", "male"], "choice": "B", "reason": None,
+                               "score": None,
+                               "verdict": {"correct_letter": "B", "correct": True}}

@@ -17,8 +17,8 @@ def sample(n_rubrics=2):
 
 
 def vote(choices, choice, correct_letter="A"):
-    return {"choices": choices, "choice": choice, "correct": choice == correct_letter,
-            "correct_letter": correct_letter}
+    return {"choices": choices, "choice": choice,
+            "verdict": {"correct": choice == correct_letter, "correct_letter": correct_letter}}
 
 
 def test_votes_agree_when_every_round_chose_the_same_option_whatever_its_letter():

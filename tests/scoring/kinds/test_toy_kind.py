@@ -209,7 +209,7 @@ def test_answers_are_judged_once_per_request_and_aggregated_by_its_rules(toy_boa
     assert "expected yes or no, got 'perhaps'" in refused.error
     copied = Answer.objects.get(run=guesser.current_run, criterion__item__key="q2")
     assert copied.cached and copied.source_run_id == oracle.current_run_id
-    assert (copied.correct, copied.raw, copied.attempts) == (True, "yes", 0)
+    assert (copied.verdict, copied.raw, copied.attempts) == ({"yes": True}, "yes", 0)
     assert Answer.objects.filter(run=guesser.current_run, cached=True).count() == 1
     assert figures(oracle) == {
         ("overall", ""): {"n": 6, "yes_share": 50.0, "answered_share": pytest.approx(500 / 6),
@@ -220,9 +220,9 @@ def test_answers_are_judged_once_per_request_and_aggregated_by_its_rules(toy_boa
                               "answered_share": pytest.approx(200 / 3), "refusals": 1}}
     assert figures(guesser)[("overall", "")] == {
         "n": 6, "yes_share": pytest.approx(500 / 6), "answered_share": 100.0, "refusals": 0}
-    assert [(r.item.key, r.em) for r in ItemResult.objects.filter(run=oracle.current_run)
+    assert [(r.item.key, r.passed) for r in ItemResult.objects.filter(run=oracle.current_run)
             .select_related("item").order_by("item__position")] == [
-        ("q1", 1), ("q2", 1), ("q3", 0), ("q4", 1), ("q5", 0), ("q6", 0)]
+        ("q1", True), ("q2", True), ("q3", False), ("q4", True), ("q5", False), ("q6", False)]
 
 
 def test_a_rescore_under_the_same_config_asks_its_judge_nothing(toy_board, toy_judge, staff,

@@ -125,8 +125,8 @@ def read_word(text: str) -> str:
 
 
 def verdict_fields(word: str | None) -> dict:
-    return {"choices": list(WORDS), "correct_letter": "", "choice": None,
-            "correct": word == "yes", "reason": None, "score": None}
+    return {"choices": list(WORDS), "choice": None, "reason": None, "score": None,
+            "verdict": {"yes": word == "yes"}}
 
 
 def _figures(rows: list[dict]) -> dict:
@@ -168,7 +168,7 @@ class Toy(Kind):
         return ItemRows(key=item.id, dimensions={"topic": item.topic},
                         content={"question": item.question}, media=[],
                         criteria=[{"index": 0, "category": "verdict", "question": item.question,
-                                   "right_choice": "yes", "wrong_choices": ["no"]}])
+                                   "spec": {}}])
 
     def from_rows(self, rows: ItemRows) -> ToyItem:
         return ToyItem(rows.key, rows.content["question"], rows.dimensions["topic"])
@@ -187,11 +187,11 @@ class Toy(Kind):
         answer = answers.get((0, 0))
         refused = output is not None and (answer is None or answer["error"] is not None)
         return {"id": item.id, "topic": item.topic, "missing": output is None,
-                "yes": bool(answer and not refused and answer["correct"]), "refused": refused}
+                "yes": bool(answer and not refused and answer["verdict"]["yes"]),
+                "refused": refused}
 
     def item_columns(self, row: dict) -> dict:
-        return {"ifr": None, "cr": None, "em": int(row["yes"]),
-                "rubric_scores": [int(row["yes"])], "values": row}
+        return {"values": row, "passed": row["yes"], "score": float(row["yes"])}
 
     def summarize(self, rows: Sequence[dict]) -> dict:
         return {"overall": _figures(list(rows)),
@@ -229,7 +229,7 @@ class Toy(Kind):
             else "judged right" if result["yes"] else "judged wrong")
         for judgment, answer in zip(item["judgments"], answers, strict=True):
             judgment["label"] = "verdict"
-            judgment["choice"] = None if answer["error"] else WORDS[not answer["correct"]]
+            judgment["choice"] = None if answer["error"] else WORDS[not answer["verdict"]["yes"]]
         return item
 
     def failed(self, columns: dict) -> bool:
