@@ -32,12 +32,12 @@ from scoring.kinds.files import (
     entries,
     resolve_audio,
 )
+from tests.scoring.kinds.toy import WORDS, read_word
 
 NAME = "tone-edit"
 MARK = "Tone check:"
 PROMPT = MARK + " does the output follow this instruction? Reply yes or no.\nInstruction: {}"
 GROUPS = ("speech", "music")
-WORDS = ("yes", "no")
 
 
 @dataclass(frozen=True)
@@ -102,23 +102,18 @@ def check_upload(path: Path, limits) -> str | None:
     return audio.audio_problem(path, limits)
 
 
-def read_word(text: str) -> str:
-    word = text.strip().strip(".!").lower()
-    if word not in WORDS:
-        raise ValueError(f"expected yes or no, got {text[:40]!r}")
-    return word
-
-
 def verdict_fields(word: str | None) -> dict:
     return {"choices": list(WORDS), "choice": None, "reason": None, "score": None,
             "verdict": {"followed": word == "yes"}}
 
 
+def _share(rows: list[dict], holds: Callable[[dict], bool]) -> float | None:
+    return 100 * sum(map(holds, rows)) / len(rows) if rows else None
+
+
 def _figures(rows: list[dict]) -> dict:
-    n = len(rows)
-    return {"n": n,
-            "followed_share": 100 * sum(r["followed"] for r in rows) / n if n else None,
-            "answered_share": 100 * sum(not r["missing"] for r in rows) / n if n else None}
+    return {"n": len(rows), "followed_share": _share(rows, lambda r: r["followed"]),
+            "answered_share": _share(rows, lambda r: not r["missing"])}
 
 
 class Tone(Kind):
