@@ -34,7 +34,10 @@ def option(words: list[str], flag: str) -> str:
 
 
 def settings_source() -> str:
-    return (ROOT / "config" / "settings.py").read_text()
+    """The settings' source: config/settings.py and the part it takes from
+    config/settings_pipeline.py."""
+    return "".join((ROOT / "config" / name).read_text()
+                   for name in ("settings.py", "settings_pipeline.py"))
 
 
 def test_the_stack_has_every_service():

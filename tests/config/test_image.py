@@ -130,7 +130,7 @@ def author_token(image, env) -> str:
     """An author with a confirmed address and an API token, made through manage.py shell."""
     script = ("from allauth.account.models import EmailAddress; "
               "from django.contrib.auth import get_user_model; "
-              "from submissions.models import ApiToken; "
+              "from accounts.models import ApiToken; "
               f"user = get_user_model().objects.create_user('author', 'author@example.com', "
               f"'{CAST_PASSWORD}'); "
               "EmailAddress.objects.create(user=user, email=user.email, primary=True, "
