@@ -12,6 +12,8 @@ urlpatterns = [
     path("submissions/<int:pk>/progress/", views.submission_progress,
          name="submission-progress"),
     path("api/leaderboards/<slug:slug>/", api.LeaderboardApi.as_view(), name="api-board"),
+    path("api/leaderboards/<slug:slug>/items/", api.LeaderboardItemsApi.as_view(),
+         name="api-board-items"),
     path("api/benchmarks/", api.BenchmarkListApi.as_view(), name="api-benchmarks"),
     path("api/models/<int:model_id>/", api.ModelApi.as_view(), name="api-model"),
     path("api/submissions/<int:pk>/slices/", api.SubmissionSlicesApi.as_view(),
