@@ -16,7 +16,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_safe
 
 from audit.forms import ChangelogForm
-from audit.selectors import changelog_events, changelog_rows
+from audit.selectors import changelog_events, changelog_rows, changelog_subjects
 from leaderboard import (
     charts,
     datasets,
@@ -485,7 +485,8 @@ def changelog(request, slug):
         .get_page(form.cleaned_data["page"] or 1)
     return render(request, "audit/changelog.html", {
         "benchmark": benchmark, "form": form, "page": page,
-        "rows": changelog_rows(page.object_list)})
+        "rows": changelog_rows(page.object_list, withheld=submission_selectors.withheld(
+            changelog_subjects(page.object_list)))})
 
 
 # --- a citable snapshot of a board -------------------------------------------------------

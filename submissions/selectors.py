@@ -32,6 +32,13 @@ def manages(user, submission: Submission) -> bool:
     return user.is_staff or submission.owner_id == user.pk
 
 
+def withheld(ids: set[int]) -> frozenset[int]:
+    """Of these submission ids, those whose name public pages must not show: hidden by staff
+    (who may have hidden it for that very name)."""
+    return frozenset(Submission.objects.filter(id__in=ids, hidden=True)
+                     .values_list("id", flat=True))
+
+
 def submissions_of(user):
     return (Submission.objects.filter(owner=user)
             .select_related("model", "benchmark", "current_run").order_by("-created_at"))
