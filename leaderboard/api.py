@@ -52,8 +52,12 @@ class CsvRenderer(BaseRenderer):
         if "rows" not in data:  # an error body
             return csv_text([["error"], *([e] for e in data.get("errors", []))])
         fieldnames = columns(get_kind(data["kind"]))
-        return csv_text([fieldnames, *([row.get(f, "") for f in fieldnames]
-                                       for row in data["rows"])])
+        # The first page also holds the board's diagnostic rows, unranked, marked in `row`.
+        rows = [*({**r, "row": "ranked"} for r in data["rows"]),
+                *({**r, "row": "diagnostic"} for r in
+                  (data.get("diagnostic", []) if data.get("page") == 1 else []))]
+        return csv_text([(*fieldnames, "row"),
+                         *([row.get(f, "") for f in (*fieldnames, "row")] for row in rows)])
 
 
 class LeaderboardApi(APIView):
@@ -76,8 +80,11 @@ class LeaderboardApi(APIView):
         OpenApiParameter("format", str, enum=["json", "csv"]),
     ], responses={200: OpenApiResponse(serializers.BoardOut, description=(
         "`count` (the rows over all pages), `page`, `page_size`, `next` and `previous` (the "
-        "URLs of the pages around this one, or null), `rows` (this page's), `reported`. The "
-        "CSV holds this page's rows; its `Link` header names the next and previous pages. "
+        "URLs of the pages around this one, or null), `rows` (this page's), `reported`, "
+        "`diagnostic` (the calibration baselines scored here, unranked). The CSV holds this "
+        "page's rows, marked `ranked` in its `row` column, and on the first page the "
+        "diagnostic rows, marked `diagnostic`; its `Link` header names the next and previous "
+        "pages. "
         "Responses carry an ETag and Last-Modified: If-None-Match with the ETag answers 304 while "
         "the board has not changed.")),
         **error_responses(described={400: "each bad parameter", 404: "no such benchmark"}),
@@ -136,6 +143,9 @@ class LeaderboardApi(APIView):
             "rows": rows[(number - 1) * size: number * size],
             "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
                                                 bucket=query.bucket, kind=kind),
+            "diagnostic": selectors.baseline_rows(benchmark=benchmark, kind=kind,
+                                                  dimension=query.dimension,
+                                                  bucket=query.bucket),
         }, context={"kind": kind}).data
         if renderer.format not in ("json", "csv"):
             return Response(payload, headers=headers)
