@@ -390,6 +390,11 @@ def _compare_page(request, benchmark, needle: str):
                    differences=[{"a": models[0], "b": other, "rows": rank_ranges.paired_differences(
                        benchmark, submissions[0], submission)}
                        for other, submission in zip(models[1:], submissions[1:], strict=True)])
+    verdicts = sum(1 for pair in context["differences"] for row in pair["rows"]
+                   for cell in row["cells"]
+                   if cell.get("verdict") not in (None, rank_ranges.TOO_FEW))
+    context.update(verdicts=verdicts, by_chance=round(verdicts * rank_ranges.CHANCE_SHARE),
+                   min_items=rank_ranges.MIN_VERDICT_ITEMS)
     return render(request, "leaderboard/compare.html", context)
 
 
