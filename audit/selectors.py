@@ -49,12 +49,29 @@ def _what(event: AuditEvent) -> str:
                                                               event.get_action_display())
 
 
-def changelog_rows(events) -> list[dict]:
+SUBMISSION = "submissions.submission"
+
+
+def changelog_subjects(events) -> set[int]:
+    """The ids of the submissions the events are about."""
+    return {int(e.object_id) for e in events
+            if e.object_type == SUBMISSION and e.object_id.isdigit()}
+
+
+def changelog_rows(events, *, withheld: frozenset[int] = frozenset()) -> list[dict]:
     """The changelog's rows: when, what happened, to what, and the reason given. A submission
-    still on public pages is linked (flagged and rescored ones)."""
-    return [{
-        "date": e.created_at, "action": e.action, "what": _what(e), "object": e.object_repr,
-        "reason": e.reason,
-        "submission": int(e.object_id) if e.object_type == "submissions.submission"
-        and e.action in (Action.FLAG, Action.RESCORE) and e.object_id.isdigit() else None,
-    } for e in events]
+    still on public pages is linked (flagged and rescored ones). A submission in `withheld`
+    (hidden now: staff may have hidden it for its very name) is named by its number only."""
+    rows = []
+    for e in events:
+        number = int(e.object_id) if e.object_type == SUBMISSION and e.object_id.isdigit() \
+            else None
+        hidden = number in withheld
+        rows.append({
+            "date": e.created_at, "action": e.action, "what": _what(e),
+            "object": f"submission {number} (name withheld: hidden by staff)" if hidden
+            else e.object_repr, "reason": e.reason,
+            "submission": number if number is not None and not hidden
+            and e.action in (Action.FLAG, Action.RESCORE) else None,
+        })
+    return rows

@@ -1,11 +1,12 @@
 """The read API of the boards; `?format=csv` gives the same rows as CSV."""
 
-import csv
-import io
-import re
-from collections.abc import Iterable, Sequence
 
-from django.http import HttpResponse, QueryDict
+import hashlib
+
+from django.conf import settings
+from django.http import HttpResponse, QueryDict, StreamingHttpResponse
+from django.utils.cache import get_conditional_response, patch_cache_control
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
@@ -15,8 +16,17 @@ from rest_framework.views import APIView
 
 from config.errors import ServiceError
 from config.serializers import error_responses
-from leaderboard import model_pages, rank_ranges, responses, selectors, serializers, state
-from leaderboard.forms import ApiBoardForm, normalised
+from leaderboard import (
+    datasets,
+    model_pages,
+    rank_ranges,
+    responses,
+    selectors,
+    serializers,
+    state,
+)
+from leaderboard.csvs import csv_text
+from leaderboard.forms import ApiBoardForm, DatasetForm, normalised
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
 from submissions.selectors import submission_get
@@ -31,26 +41,6 @@ def columns(kind: Kind) -> tuple[str, ...]:
             "refused", *(m.key for m in kind.judge_figures), "date", "flag")
 
 
-# OWASP's CSV injection advice: a spreadsheet runs a cell starting with one of these as a
-# formula, so such a text cell gets a leading quote; a number written as text stays as it is.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def csv_cell(value):
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS) \
-            and not PLAIN_NUMBER.fullmatch(value):
-        return "'" + value
-    return value
-
-
-def csv_text(rows: Iterable[Sequence]) -> str:
-    """Every CSV the project writes goes through here, so no cell can be a formula."""
-    buffer = io.StringIO()
-    csv.writer(buffer).writerows([csv_cell(v) for v in row] for row in rows)
-    return buffer.getvalue()
-
-
 class CsvRenderer(BaseRenderer):
     """The board's rows as CSV (DRF picks it for `?format=csv` or `Accept: text/csv`)."""
 
@@ -62,8 +52,12 @@ class CsvRenderer(BaseRenderer):
         if "rows" not in data:  # an error body
             return csv_text([["error"], *([e] for e in data.get("errors", []))])
         fieldnames = columns(get_kind(data["kind"]))
-        return csv_text([fieldnames, *([row.get(f, "") for f in fieldnames]
-                                       for row in data["rows"])])
+        # The first page also holds the board's diagnostic rows, unranked, marked in `row`.
+        rows = [*({**r, "row": "ranked"} for r in data["rows"]),
+                *({**r, "row": "diagnostic"} for r in
+                  (data.get("diagnostic", []) if data.get("page") == 1 else []))]
+        return csv_text([(*fieldnames, "row"),
+                         *([row.get(f, "") for f in (*fieldnames, "row")] for row in rows)])
 
 
 class LeaderboardApi(APIView):
@@ -86,8 +80,11 @@ class LeaderboardApi(APIView):
         OpenApiParameter("format", str, enum=["json", "csv"]),
     ], responses={200: OpenApiResponse(serializers.BoardOut, description=(
         "`count` (the rows over all pages), `page`, `page_size`, `next` and `previous` (the "
-        "URLs of the pages around this one, or null), `rows` (this page's), `reported`. The "
-        "CSV holds this page's rows; its `Link` header names the next and previous pages. "
+        "URLs of the pages around this one, or null), `rows` (this page's), `reported`, "
+        "`diagnostic` (the calibration baselines scored here, unranked). The CSV holds this "
+        "page's rows, marked `ranked` in its `row` column, and on the first page the "
+        "diagnostic rows, marked `diagnostic`; its `Link` header names the next and previous "
+        "pages. "
         "Responses carry an ETag and Last-Modified: If-None-Match with the ETag answers 304 while "
         "the board has not changed.")),
         **error_responses(described={400: "each bad parameter", 404: "no such benchmark"}),
@@ -146,6 +143,9 @@ class LeaderboardApi(APIView):
             "rows": rows[(number - 1) * size: number * size],
             "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
                                                 bucket=query.bucket, kind=kind),
+            "diagnostic": selectors.baseline_rows(benchmark=benchmark, kind=kind,
+                                                  dimension=query.dimension,
+                                                  bucket=query.bucket),
         }, context={"kind": kind}).data
         if renderer.format not in ("json", "csv"):
             return Response(payload, headers=headers)
@@ -169,6 +169,80 @@ def _page_url(request, form, number: int) -> str:
     query["page"] = str(number)
     return f"{request.scheme}://{responses.canonical_host(request)}{request.path}" \
         f"?{query.urlencode()}"
+
+
+class _FileRenderer(BaseRenderer):
+    """A dataset's format for DRF's negotiation (`?format=`); the view streams the file
+    itself, so only an error body is rendered here, as JSON text."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return JSONRenderer().render(data)
+
+
+def _file_renderer(fmt: str) -> type[BaseRenderer]:
+    return type(f"{fmt.title()}Renderer", (_FileRenderer,),
+                {"format": fmt, "media_type": datasets.FORMATS[fmt].split(";")[0]})
+
+
+ITEM_COLUMNS = (
+    "One row per public representative and item: `model`, `submission`, `item`, each of the "
+    "kind's dimensions (the item's bucket, or its buckets as a list where an item may be in "
+    "several), `missing` (no output), then the kind's per-item figures under its names: for "
+    "MMAE `IFR` and `CR` in 0-1 (null without such rubrics), `EM` 0 or 1 and `rubric_scores` "
+    "(each rubric's vote, 0 or 1); for AIR-Bench foundation `letter`, `source`, `parsed`, "
+    "`correct`; for AIR-Bench chat `score_A`, `score_B`, `failed_A`, `failed_B`. Lists are "
+    "JSON text in the CSV. The file is named after the board state (benchmark, version, board "
+    "version, slice); its ETag answers 304 while the board has not changed.")
+
+
+class LeaderboardItemsApi(APIView):
+    """GET /api/leaderboards/<slug>/items/?format=parquet|csv|jsonl[&dimension=D&bucket=B]:
+    the board's per-item results as a dataset, streamed."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+    renderer_classes = [JSONRenderer, *(_file_renderer(f) for f in datasets.FORMATS)]
+
+    @extend_schema(operation_id="leaderboard_items", parameters=[
+        OpenApiParameter("format", str, enum=list(datasets.FORMATS),
+                         description="parquet (the default), csv or jsonl"),
+        OpenApiParameter("dimension", str, description="a dimension of the benchmark's kind; "
+                         "none for every item"),
+        OpenApiParameter("bucket", str, description="a bucket of the dimension"),
+    ], responses={
+        **{(200, media.split(";")[0]): OpenApiResponse(OpenApiTypes.BINARY,
+                                                       description=ITEM_COLUMNS)
+           for media in datasets.FORMATS.values()},
+        **error_responses(described={400: "each bad parameter", 404: "no such benchmark"}),
+    })
+    def get(self, request, slug):
+        benchmark = state.benchmark_current(slug)
+        if benchmark is None:
+            raise NotFound(f"no benchmark {slug!r}")
+        stamp = state.board_stamp(benchmark)
+        form = DatasetForm(request.query_params, kind=get_kind(benchmark.kind),
+                           buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
+        if not form.is_valid():
+            raise ServiceError([f"{field}: {message}" for field, messages in
+                                form.errors.items() for message in messages])
+        data = form.cleaned_data
+        parts = (stamp, data["format"], data["dimension"], data["bucket"])
+        etag = f'"{hashlib.sha256("|".join(parts).encode()).hexdigest()[:40]}"'
+        not_modified = get_conditional_response(request._request, etag=etag)
+        if not_modified is not None:
+            return not_modified
+        response = StreamingHttpResponse(
+            datasets.stream(benchmark, data["format"], dimension=data["dimension"],
+                            bucket=data["bucket"]),
+            content_type=datasets.FORMATS[data["format"]])
+        name = datasets.filename(benchmark, stamp, data["format"], data["dimension"],
+                                 data["bucket"])
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response["ETag"] = etag
+        patch_cache_control(response, public=True, max_age=settings.BOARD_SHARED_MAX_AGE)
+        return response
 
 
 class BenchmarkListApi(APIView):

@@ -8,7 +8,7 @@ static/js/charts.js, and embed each figure with `to_html`.
 from __future__ import annotations
 
 import json
-from html import escape
+from html import escape as html_escape
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -77,6 +77,21 @@ def separating_metric(kind, rows: list[dict]) -> str:
     return kind.ranking[0]
 
 
+# Plotly reads its text as a little HTML: <b> and <br>, and of the entities only &amp;, &lt;,
+# &gt; and a few others. A name must show as written: its <, > and & escaped, its quotes not
+# (plotly would show `&quot;` literally).
+def _label(text: str) -> str:
+    return html_escape(text, quote=False)
+
+
+LABELLED_POINTS = 5  # the board's scatter names its top rows beside their points
+POINT_LABEL_CHARS = 24
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= POINT_LABEL_CHARS else name[:POINT_LABEL_CHARS - 1] + "…"
+
+
 def value_range(values: list, scale: float) -> list[float] | None:
     """An axis or colour range for figures that are all equal (a plotting library would give
     them an empty or a negative one); None when they differ."""
@@ -92,13 +107,17 @@ def metric_scatter(rows: list[dict], *, x: str, y: str, kind) -> go.Figure:
     """Metric y against metric x, one point per board row that has both, with intervals
     where there are any; the hover lists every metric of the row, as the table shows it."""
     shown = [r for r in rows if r[x] is not None and r[y] is not None]
-    hover = [f"<b>{escape(r['model'])}</b>"
-             + (f" ({escape(r['organisation'])})" if r["organisation"] else "")
+    hover = [f"<b>{_label(r['model'])}</b>"
+             + (f" ({_label(r['organisation'])})" if r["organisation"] else "")
              + f"<br>rank {r['rank']}"
-             + "".join(f"<br>{escape(m.label)} {_text(m, r[m.key], r.get(f'{m.key}_interval'))}"
+             + "".join(f"<br>{_label(m.label)} {_text(m, r[m.key], r.get(f'{m.key}_interval'))}"
                        for m in kind.metrics) for r in shown]
+    top = sorted((r for r in shown if r.get("rank") is not None), key=lambda r: r["rank"])
+    named = {id(r) for r in top[:LABELLED_POINTS]}
     trace = go.Scatter(
-        x=[r[x] for r in shown], y=[r[y] for r in shown], mode="markers",
+        x=[r[x] for r in shown], y=[r[y] for r in shown], mode="markers+text",
+        text=[_label(_short(r["model"])) if id(r) in named else "" for r in shown],
+        textposition="top center", textfont={"size": 11, "color": "#334"},
         hovertext=hover, hoverinfo="text", name="models",
         customdata=[r["model_id"] for r in shown],
         marker={"size": 10, "color": PALETTE[0], "opacity": .85,
@@ -133,7 +152,7 @@ def slice_bars(rows: list[dict], metrics: tuple[str, ...], kind) -> go.Figure:
         marker_color=PALETTE[i % len(PALETTE)],
         error_y={**error_bars([r[metric] for r in rows],
                               [r.get(f"{metric}_interval") for r in rows]), "color": "#5b6475"},
-        hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>{escape(kind.label(metric))} "
+        hovertext=[f"<b>{_label(r['bucket'])}</b> (n={r['n']})<br>{_label(kind.label(metric))} "
                    f"{_text(kind.metric(metric), r[metric], r.get(f'{metric}_interval'))}"
                    for r in rows],
         hoverinfo="text") for i, metric in enumerate(metrics)]
@@ -156,8 +175,8 @@ def slice_radar(rows: list[dict], metrics: tuple[str, ...], kind) -> go.Figure:
             name=kind.label(metric), theta=buckets + buckets[:1], r=values + values[:1],
             mode="lines+markers", line={"color": colour}, fill="toself",
             fillcolor=_translucent(colour, .12),
-            hovertext=[f"<b>{escape(r['bucket'])}</b> (n={r['n']})<br>"
-                       f"{escape(kind.label(metric))} "
+            hovertext=[f"<b>{_label(r['bucket'])}</b> (n={r['n']})<br>"
+                       f"{_label(kind.label(metric))} "
                        f"{_text(kind.metric(metric), r[metric], r.get(f'{metric}_interval'))}"
                        for r in rows + rows[:1]],
             hoverinfo="text"))
@@ -183,16 +202,16 @@ def pivot_heatmap(pivot: dict, kind) -> go.Figure:
     rows, buckets = pivot["rows"], pivot["buckets"]
     metric = kind.metric(pivot["metric"])
     z = [r["cells"] for r in rows]
-    labels = [escape(r["model"]) for r in rows]
+    labels = [_label(r["model"]) for r in rows]
     text = [["" if v is None else metric.format(v) for v in r["cells"]] for r in rows]
-    hover = [[f"<b>{escape(r['model'])}</b><br>{escape(b)} (n={n if n is not None else '–'})"
-              f"<br>{escape(metric.label)} {metric.format(v)}"
+    hover = [[f"<b>{_label(r['model'])}</b><br>{_label(b)} (n={n if n is not None else '–'})"
+              f"<br>{_label(metric.label)} {metric.format(v)}"
               for b, v, n in zip(buckets, r["cells"], r["n"], strict=True)] for r in rows]
     fixed = value_range([v for r in rows for v in r["cells"]],
                         kind.scale if not metric.count else max(1, *(
                             v for r in rows for v in r["cells"] if v is not None)))
     trace = go.Heatmap(
-        z=z, x=[escape(b) for b in buckets], y=labels, text=text, texttemplate="%{text}",
+        z=z, x=[_label(b) for b in buckets], y=labels, text=text, texttemplate="%{text}",
         hovertext=hover, hoverinfo="text", colorscale="Blues", xgap=1, ygap=1,
         **({"zmin": fixed[0], "zmax": fixed[1]} if fixed else {}),
         colorbar={"title": {"text": f"{metric.label} ({pivot.get('unit', '%')})"},

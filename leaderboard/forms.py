@@ -109,6 +109,18 @@ class ApiBoardForm(BoardForm):
         return data
 
 
+class DatasetForm(BoardForm):
+    """The items dataset's parameters: the board's slice, and the file's format."""
+
+    format = forms.ChoiceField(required=False, choices=[
+        ("parquet", "Parquet"), ("csv", "CSV"), ("jsonl", "JSON lines")])
+
+    def clean(self):
+        data = super().clean()
+        data["format"] = data.get("format") or "parquet"
+        return data
+
+
 class PivotForm(forms.Form):
     """The pivot's GET parameters: which dimension's buckets and which metric."""
 

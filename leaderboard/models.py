@@ -66,3 +66,27 @@ class RankRanges(models.Model):
 
     def __str__(self):
         return f"rank ranges of {self.benchmark_id} {self.dimension}/{self.bucket}"
+
+
+class BoardSnapshot(models.Model):
+    """A board as it was at one board version, kept from the first time a visitor cites it
+    (leaderboard.snapshots): its overall rows as the read API gives them and its items
+    dataset (Parquet), never changed after. `/b/<slug>/v/<version>/` renders it."""
+
+    benchmark = models.ForeignKey("scoring.Benchmark", on_delete=models.CASCADE,
+                                  related_name="+")
+    board_version = models.PositiveBigIntegerField()
+    taken_at = models.DateTimeField(auto_now_add=True)
+    state = models.CharField(max_length=300)  # leaderboard.state.board_stamp
+    rows = models.JSONField(default=list)  # leaderboard.serializers.BoardRowOut, overall
+    items = models.BinaryField()  # leaderboard.datasets as Parquet
+
+    class Meta:
+        constraints = [
+            # Also serves finding a board version's snapshot.
+            models.UniqueConstraint(fields=["benchmark", "board_version"],
+                                    name="boardsnapshot_benchmark_version"),
+        ]
+
+    def __str__(self):
+        return f"{self.benchmark} board version {self.board_version}"

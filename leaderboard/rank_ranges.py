@@ -20,6 +20,13 @@ from scoring.kinds.base import rank_value
 from scoring.models import Benchmark, Item, RunVector, SliceResult
 
 log = logging.getLogger(__name__)
+# A slice of fewer items than this shows its difference and interval but no verdict: a
+# bootstrap of a handful of items says little, and such slices are many.
+MIN_VERDICT_ITEMS = 10
+TOO_FEW = "too few items"
+# Each verdict's interval is 95%: between two equal systems, one verdict in twenty would
+# still read "ahead".
+CHANCE_SHARE = 0.05
 
 
 def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLICATES,
@@ -103,9 +110,10 @@ def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
 def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICATES,
                        seed: int = SEED) -> list[dict]:
     """Whether two submissions are really apart: for every slice and metric, the difference
-    A - B over the items both answered, with a paired bootstrap 95% interval (one resample of
-    those items for both) and a verdict ("A ahead", "B ahead" or "not separable"). Empty when
-    either run has no per-item values."""
+    A - B on the board's basis (every item of the slice, a missing output scoring as the board
+    scores it), with a paired bootstrap 95% interval (one resample of the items for both) and a
+    verdict ("A ahead", "B ahead", "not separable", or TOO_FEW under MIN_VERDICT_ITEMS items).
+    Empty when either run has no per-item values."""
     kind = get_kind(benchmark.kind)
     found = {v.run_id: v for v in RunVector.objects.filter(
         run_id__in=[a.current_run_id, b.current_run_id], names=list(kind.vector_names))}
@@ -116,8 +124,6 @@ def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICAT
     mine, theirs = found[a.current_run_id].array(), found[b.current_run_id].array()
     if len(mine) != len(dims) or len(theirs) != len(dims):
         return []
-    missing = kind.vector_names.index("missing")
-    both = (mine[:, missing] == 0) & (theirs[:, missing] == 0)
     slices = sorted(set(SliceResult.objects.filter(run_id=a.current_run_id)
                         .values_list("dimension", "bucket")),
                     key=lambda s: (s[0] != SliceResult.OVERALL,
@@ -127,8 +133,8 @@ def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICAT
     metrics = [m for m in kind.metrics if not m.count]
     rows = []
     for dimension, bucket in slices:
-        at = [i for i, d in enumerate(dims) if both[i] and (
-            dimension == SliceResult.OVERALL or bucket in kind.buckets(dimension, d))]
+        at = [i for i, d in enumerate(dims)
+              if dimension == SliceResult.OVERALL or bucket in kind.buckets(dimension, d)]
         if not at:
             continue
         values = {name: np.stack([mine[at, k], theirs[at, k]], axis=1)
@@ -147,7 +153,8 @@ def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICAT
                                       [2.5, 97.5])
             lo, hi = round(float(lo), 9), round(float(hi), 9)
             cells.append({"metric": metric, "difference": float(difference), "lo": lo,
-                          "hi": hi, "verdict": verdict(lo, hi)})
+                          "hi": hi, "verdict": verdict(lo, hi) if len(at) >= MIN_VERDICT_ITEMS
+                          else TOO_FEW})
         rows.append({"dimension": dimension, "bucket": bucket, "n": len(at), "cells": cells,
                      "dimension_label": kind.dimension_label(dimension)})
     return rows

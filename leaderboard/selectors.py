@@ -201,17 +201,24 @@ def reference_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL
         rows.append({**r, "reference": "reported", "date": None, "judge": "",
                      "judge_config": "", "simulated": False,
                      **{f"{m}_interval": None for m in kind.metric_keys}})
-    bucket = bucket if dimension != OVERALL else ""
-    for run, figures in _baseline_slices(benchmark, dimension, bucket):
-        rows.append({"model": run.label, "reference": "diagnostic", "note": "",
-                     "scope": f"scored here by {run.judge_name}", "source": "",
-                     "n_samples": figures.n, **metric_figures(figures, kind),
-                     "date": None, "judge": run.judge_name,
-                     "judge_config": run.judge_config.name, "simulated": run.simulated})
+    rows += baseline_rows(benchmark=benchmark, kind=kind, dimension=dimension, bucket=bucket)
     for row in rows:
         row.update(rank=None, rank_range=None, coverage=None, organisation="",
                    open_weights=None, licence="")
     return rows
+
+
+def baseline_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL,
+                  bucket: str = "") -> list[dict]:
+    """The calibration baselines (Identity, Noise) scored here under the board's judge config,
+    on the slice: shown on the board, marked diagnostic, never ranked."""
+    bucket = bucket if dimension != OVERALL else ""
+    return [{"model": run.label, "reference": "diagnostic", "note": "",
+             "scope": f"scored here by {run.judge_name}", "source": "",
+             "n_samples": figures.n, **metric_figures(figures, kind),
+             "date": None, "judge": run.judge_name,
+             "judge_config": run.judge_config.name, "simulated": run.simulated}
+            for run, figures in _baseline_slices(benchmark, dimension, bucket)]
 
 
 def board_table(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> list[dict]:

@@ -167,6 +167,24 @@ class ReportedOut(KindFiguresOut):
         return {key: _figure(kind, key) for key in kind.metric_keys}
 
 
+class DiagnosticOut(KindFiguresOut):
+    """A calibration baseline scored here (Identity returns each input unchanged, Noise white
+    noise), shown on the board marked diagnostic, never ranked."""
+
+    model = serializers.CharField(help_text="Identity or Noise")
+    diagnostic = serializers.SerializerMethodField(help_text="always true: not a submission")
+    n = serializers.IntegerField(source="n_samples", allow_null=True)
+    judge = serializers.CharField()
+    judge_config = serializers.CharField()
+    simulated = serializers.BooleanField()
+
+    def figure_fields(self, kind):
+        return {key: _figure(kind, key) for key in kind.metric_keys}
+
+    def get_diagnostic(self, row) -> bool:
+        return True
+
+
 class BoardOut(serializers.Serializer):
     """A page of a board: `benchmark`, `kind` and `query` (leaderboard.forms.BoardQuery) say
     which board and slice; `rows` and `reported` are the selectors' rows (the context's `kind`
@@ -186,6 +204,8 @@ class BoardOut(serializers.Serializer):
     previous = serializers.URLField(allow_null=True)
     rows = BoardRowOut(many=True, help_text="this page's rows")
     reported = ReportedOut(many=True, help_text="published results shown beside the ranking")
+    diagnostic = DiagnosticOut(many=True, help_text="the calibration baselines scored here, "
+                               "shown on the board marked diagnostic, never ranked")
 
 
 class BenchmarkOut(serializers.Serializer):

@@ -11,17 +11,20 @@ from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from audit.forms import ChangelogForm
-from audit.selectors import changelog_events, changelog_rows
+from audit.selectors import changelog_events, changelog_rows, changelog_subjects
 from leaderboard import (
     charts,
+    datasets,
     model_pages,
     rank_ranges,
     responses,
     selectors,
+    snapshots,
 )
 from leaderboard import compare as comparison
 from leaderboard import state as board_state
@@ -33,11 +36,13 @@ from leaderboard.forms import (
     dimension_choices,
     normalised,
 )
+from leaderboard.models import BoardSnapshot
 from scoring.kinds import get_kind
 from scoring.kinds.base import Section
 from submissions import selectors as submission_selectors
 
 BOARD_PAGE_ROWS = 100
+SNAPSHOT_MAX_AGE = 365 * 86400  # a cited board never changes
 PIVOT_PAGE_ROWS = 50
 
 # plotly.js adds its stylesheet as <style> elements (and a heatmap's colour bar sets style
@@ -385,6 +390,11 @@ def _compare_page(request, benchmark, needle: str):
                    differences=[{"a": models[0], "b": other, "rows": rank_ranges.paired_differences(
                        benchmark, submissions[0], submission)}
                        for other, submission in zip(models[1:], submissions[1:], strict=True)])
+    verdicts = sum(1 for pair in context["differences"] for row in pair["rows"]
+                   for cell in row["cells"]
+                   if cell.get("verdict") not in (None, rank_ranges.TOO_FEW))
+    context.update(verdicts=verdicts, by_chance=round(verdicts * rank_ranges.CHANCE_SHARE),
+                   min_items=rank_ranges.MIN_VERDICT_ITEMS)
     return render(request, "leaderboard/compare.html", context)
 
 
@@ -480,4 +490,48 @@ def changelog(request, slug):
         .get_page(form.cleaned_data["page"] or 1)
     return render(request, "audit/changelog.html", {
         "benchmark": benchmark, "form": form, "page": page,
-        "rows": changelog_rows(page.object_list)})
+        "rows": changelog_rows(page.object_list, withheld=submission_selectors.withheld(
+            changelog_subjects(page.object_list)))})
+
+
+# --- a citable snapshot of a board -------------------------------------------------------
+
+
+@require_safe
+def board_snapshot(request, slug, version):
+    """The board as it was at a board version a visitor cited: immutable, so cached for good
+    (leaderboard.snapshots)."""
+    snapshot = snapshots.snapshot_get(slug, version)
+    if snapshot is None:
+        raise Http404(f"board version {version} of {slug!r} was not kept: a version is kept "
+                      "once cited while it is the board's current one")
+    kind = get_kind(snapshot.benchmark.kind)
+    # The figures that decide the rank first, so that a phone shows them before it scrolls.
+    keys = [*kind.ranking, *(k for k in kind.metric_keys if k not in kind.ranking)]
+    metrics = [kind.metric(key) for key in keys]
+    rows = [{**row, "figures": [
+        (m.format(row.get(m.key)), None if row.get(f"{m.key}_lo") is None else
+         (m.format(row[f"{m.key}_lo"]), m.format(row[f"{m.key}_hi"]))) for m in metrics]}
+        for row in snapshot.rows]
+    current = board_state.benchmark_current(slug)
+    response = render(request, "leaderboard/snapshot.html", {
+        "snapshot": snapshot, "benchmark": snapshot.benchmark, "kind": kind,
+        "metrics": metrics, "rows": rows,
+        "changed_since": current is None or current.board_version != version})
+    patch_cache_control(response, public=True, max_age=SNAPSHOT_MAX_AGE, immutable=True)
+    return response
+
+
+@require_safe
+def board_snapshot_items(request, slug, version):
+    """The snapshot's items dataset, as it was (Parquet)."""
+    snapshot = BoardSnapshot.objects.filter(benchmark__slug=slug, board_version=version) \
+        .order_by("-benchmark__version").first()
+    if snapshot is None:
+        raise Http404("no such snapshot")
+    response = HttpResponse(bytes(snapshot.items), content_type=datasets.FORMATS["parquet"])
+    response["Content-Disposition"] = (f'attachment; filename="{slug}-v'
+                                       f'{snapshot.benchmark.version}-board{version}'
+                                       '-items.parquet"')
+    patch_cache_control(response, public=True, max_age=SNAPSHOT_MAX_AGE, immutable=True)
+    return response

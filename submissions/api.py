@@ -165,8 +165,11 @@ class SubmissionFileApi(APIView):
                    responses={(200, "application/octet-stream"): OpenApiTypes.BINARY,
                               **error_responses(403, 404)})
     def get(self, request, pk, name):
-        submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        return file_response(submission, name, run_id=request.query_params.get("run"))
+        """A public, published submission's results files are anyone's to download; a private
+        one's are its author's and staff's (anyone else: 404, as if it did not exist)."""
+        submission = selectors.submission_get(user=request.user, pk=pk)
+        return file_response(submission, name, run_id=request.query_params.get("run"),
+                             all_runs=selectors.manages(request.user, submission))
 
 
 class SubmissionCancelApi(APIView):
@@ -179,12 +182,15 @@ class SubmissionCancelApi(APIView):
         return Response(SubmissionStatusSerializer(submission).data)
 
 
-def file_response(submission, name: str, run_id=None) -> StreamingHttpResponse:
+def file_response(submission, name: str, run_id=None, *,
+                  all_runs: bool = True) -> StreamingHttpResponse:
     """A finished run's results file, streamed from the database; 404 otherwise. The run is
-    the submission's current one, or `run_id` when it is one of the submission's runs."""
+    the submission's current one, or `run_id` when it is one of the submission's runs and
+    `all_runs` (its author and staff see every run; anyone else the current one only)."""
     run = submission.current_run
     if run_id not in (None, ""):
-        run = submission.runs.filter(id=run_id).first() if str(run_id).isdigit() else None
+        run = submission.runs.filter(id=run_id).first() \
+            if str(run_id).isdigit() and all_runs else None
     if name not in get_kind(submission.benchmark.kind).files \
             or run is None or run.status != ScoringRun.Status.FINISHED:
         raise Http404("no such file")

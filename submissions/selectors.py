@@ -22,9 +22,21 @@ def submission_get(*, user, pk, write: bool = False) -> Submission:
                       .select_related("model", "benchmark", "current_run").get(pk=pk))
     except (Submission.DoesNotExist, ValueError, TypeError):
         raise Http404("no such submission") from None
-    if write and not (user.is_staff or submission.owner_id == user.pk):
+    if write and not manages(user, submission):
         raise PermissionDenied(f"submission {submission.pk} is not yours")
     return submission
+
+
+def manages(user, submission: Submission) -> bool:
+    """Whether the user is the submission's author or staff."""
+    return user.is_staff or submission.owner_id == user.pk
+
+
+def withheld(ids: set[int]) -> frozenset[int]:
+    """Of these submission ids, those whose name public pages must not show: hidden by staff
+    (who may have hidden it for that very name)."""
+    return frozenset(Submission.objects.filter(id__in=ids, hidden=True)
+                     .values_list("id", flat=True))
 
 
 def submissions_of(user):

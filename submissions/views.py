@@ -61,9 +61,11 @@ def upload(request):
 
 
 def submission_file(request, pk, name):
-    """A results file of the submission's current run, or of one of its runs (?run=ID)."""
-    return file_response(selectors.submission_get(user=request.user, pk=pk, write=True), name,
-                         run_id=request.GET.get("run"))
+    """A results file of the submission's current run, or for its author and staff of one of
+    its runs (?run=ID); anyone may download a public, published submission's."""
+    submission = selectors.submission_get(user=request.user, pk=pk)
+    return file_response(submission, name, run_id=request.GET.get("run"),
+                         all_runs=selectors.manages(request.user, submission))
 
 
 @require_POST

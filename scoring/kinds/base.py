@@ -260,6 +260,10 @@ class Kind(abc.ABC):
     # (item_columns), by these names (None: not shown).
     pairwise: ClassVar[tuple[str | None, str | None]] = (None, None)
     explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
+    # The per-item figures the board's items dataset carries (leaderboard.datasets), by their
+    # names in ItemResult.values, with their types: "float", "int", "bool", "string" or
+    # "list<int>".
+    item_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     # --- the judge simulator -----------------------------------------------------------
 

@@ -98,3 +98,17 @@ def test_a_long_changelog_is_paged(client, board, staff):
         module.CHANGELOG_PAGE_SIZE = original
     assert "pass 2" in first and "pass 1" in first and "pass 0" not in first
     assert "pass 0" in second and "page 2 of 2" in second
+
+
+def test_a_hidden_submissions_name_is_withheld_in_every_event(client, board, staff):
+    _, scored = board
+    named = scored("Rude Name Model", (50.0, 40.0, 30.0))
+    moderation.submission_flag(actor=staff, submission=named, reason="its name")
+    assert "Rude Name Model" in changelog(client)
+    moderation.submission_hide(actor=staff, submission=named, reason="an offensive name")
+    text = changelog(client)
+    assert "Rude Name Model" not in text
+    assert text.count(f"submission {named.pk} (name withheld: hidden by staff)") == 2
+    assert f'href="/s/{named.pk}/"' not in text and "an offensive name" in text
+    moderation.submission_hide(actor=staff, submission=named, reason="renamed", hidden=False)
+    assert "Rude Name Model" in changelog(client)

@@ -74,6 +74,30 @@ def test_hover_text_escapes_model_names(board):
     assert trace.hovertext[0].startswith("<b>&lt;img src=x onerror=alert(1)&gt;</b>")
 
 
+def test_names_show_as_written_quotes_included(board):
+    """Plotly shows `&quot;` and `&#x27;` literally: a name's quotes are left as they are,
+    its < > & escaped (plotly reads those), in the hover, the point labels and the heatmap."""
+    benchmark, scored = board
+    scored('Echo "Pro" it\'s <v2> & co', (50.0, 60.0, 30.0))
+    trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
+    assert trace.hovertext[0].startswith("<b>Echo \"Pro\" it's &lt;v2&gt; &amp; co</b>")
+    assert trace.text[0] == "Echo \"Pro\" it's &lt;v2&gt; &amp; …"
+    heatmap = charts.pivot_heatmap({"rows": [{"model": 'A "b"', "cells": [1.0], "n": [3]}],
+                                    "buckets": ['x "y"'], "metric": "IFR"}, MMAE).data[0]
+    assert list(heatmap.y) == ['A "b"'] and list(heatmap.x) == ['x "y"']
+    assert "&quot;" not in json.dumps(heatmap.to_plotly_json())
+
+
+def test_the_top_rows_are_named_beside_their_points(board):
+    benchmark, scored = board
+    for i in range(7):
+        scored(f"Model {i}", (50.0 + i, 60.0, 30.0 + i))
+    trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
+    assert trace.mode == "markers+text"
+    named = [text for text in trace.text if text]
+    assert named == [f"Model {i}" for i in (6, 5, 4, 3, 2)]  # the top five, by rank
+
+
 def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, three):
     response = client.get("/b/mmae/?q=a")  # Alpha, Beta and Gamma all match "a"...
     html = response.content.decode()

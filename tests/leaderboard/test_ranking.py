@@ -161,8 +161,21 @@ def test_identical_answers_are_not_separable_on_any_figure(item_board):
     a, b = scored("Twin A", remembered), scored("Twin B", remembered)
     for row in rank_ranges.paired_differences(benchmark, a, b, replicates=200):
         for cell in row["cells"]:
-            assert cell.get("verdict", "not separable") == "not separable"
+            # Never "ahead"; a slice of few items gets no verdict at all.
+            assert cell.get("verdict", "not separable") in ("not separable",
+                                                            rank_ranges.TOO_FEW)
             assert cell["difference"] in (0.0, None)
+
+
+def test_a_slice_of_few_items_shows_its_difference_without_a_verdict(item_board):
+    benchmark, scored, _ = item_board
+    strong, weak = scored("Strong", clear_gap(0.9)), scored("Weak", clear_gap(0.1))
+    rows = rank_ranges.paired_differences(benchmark, strong, weak, replicates=200)
+    small = [r for r in rows if r["n"] < rank_ranges.MIN_VERDICT_ITEMS]
+    assert small and all(c["verdict"] == rank_ranges.TOO_FEW
+                         for r in small for c in r["cells"] if c["difference"] is not None)
+    assert all(c.get("verdict") != rank_ranges.TOO_FEW
+               for r in rows if r["n"] >= rank_ranges.MIN_VERDICT_ITEMS for c in r["cells"])
 
 
 def test_the_compare_page_says_who_is_ahead(item_board, client):
@@ -172,6 +185,10 @@ def test_the_compare_page_says_who_is_ahead(item_board, client):
         .content.decode()
     table = html[html.index('id="differences-1"'):]
     assert "Strong ahead" in table and "not separable" in table
+    verdicts = table.count('class="verdict verdict-a-ahead"') + \
+        table.count('class="verdict verdict-b-ahead"') + \
+        table.count('class="verdict verdict-not-separable"')
+    assert f"Of the {verdicts} verdicts below, about {round(verdicts * 0.05)} would read" in html
 
 
 def _figure(submission, metric):

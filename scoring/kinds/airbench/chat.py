@@ -41,6 +41,8 @@ class Chat(AirBench):
     name = airbench.CHAT
     slug = "air-bench-chat"
     meta_file = "Chat_meta.json"
+    item_fields = (("score_A", "float"), ("score_B", "float"), ("failed_A", "bool"),
+                   ("failed_B", "bool"))
     title = "AIR-Bench chat (open questions, judged with position swap)"
     rounds = airbench.CHAT_ROUNDS
     prompts = (airbench.CHAT_TEMPLATE,)

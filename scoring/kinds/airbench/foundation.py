@@ -31,6 +31,8 @@ class Foundation(AirBench):
     name = airbench.FOUNDATION
     slug = "air-bench-foundation"
     meta_file = "Foundation_meta.json"
+    item_fields = (("letter", "string"), ("source", "string"), ("parsed", "bool"),
+                   ("correct", "bool"))
     title = "AIR-Bench foundation (single-choice audio understanding)"
     rounds = 1
     prompts = (airbench.ALIGN_TEMPLATE, airbench.ALIGN_CLOSING)

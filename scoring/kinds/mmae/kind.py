@@ -106,6 +106,9 @@ class MMAE(Kind):
     )
     main_dimension = "modality"
     item_noun = "sample"
+    # A sample's IFR and CR in 0-1 (null without such rubrics), EM 0 or 1, its rubrics' votes.
+    item_fields = (("IFR", "float"), ("CR", "float"), ("EM", "int"),
+                   ("rubric_scores", "list<int>"))
     criteria_noun = "rubric"
     failed_filter = "only samples with a failed rubric"
     failed_queries = "counted as wrong votes"

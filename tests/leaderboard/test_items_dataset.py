@@ -1,0 +1,137 @@
+"""The board as a dataset (GET /api/leaderboards/<slug>/items/): one row per public
+representative and item, read back with pandas equal to the stored per-item results, in
+Parquet, CSV and JSONL, sliced, named after the board state, and never a private row."""
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from django.core.management import call_command
+
+from scoring.boards import board_changed
+from scoring.kinds import get_kind
+from scoring.models import Item, ItemBucket, ItemResult
+from scoring.services import benchmark_import
+from scoring.synthetic import write_benchmark
+from submissions.models import Submission
+
+pytestmark = pytest.mark.django_db
+URL = "/api/leaderboards/seeded/items/"
+
+
+@pytest.fixture
+def seeded(db, tmp_path):
+    meta = write_benchmark(tmp_path / "b", 8, seed=1)
+    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "b",
+                                    slug="seeded")
+    call_command("seed_board", "--benchmark", "seeded", "--submissions", "3",
+                 "--resamples", "20", "--processes", "1")
+    return benchmark
+
+
+def body(response) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+def stored(benchmark, submissions=None) -> pd.DataFrame:
+    """The per-item results as the database holds them, in the dataset's columns."""
+    rows = []
+    for s in submissions or Submission.objects.filter(benchmark=benchmark, public=True):
+        for r in ItemResult.objects.filter(run_id=s.current_run_id).select_related("item"):
+            rows.append({"submission": s.id, "item": r.item.key, "model": s.model.name,
+                         "missing": r.missing, "IFR": r.values["IFR"], "CR": r.values["CR"],
+                         "EM": r.values["EM"], "rubric_scores": r.values["rubric_scores"]})
+    return pd.DataFrame(rows).sort_values(["submission", "item"]).reset_index(drop=True)
+
+
+def compared(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame[["submission", "item", "model", "missing", "IFR", "CR", "EM",
+                   "rubric_scores"]].copy()
+    frame["rubric_scores"] = frame["rubric_scores"].map(list)
+    return frame.sort_values(["submission", "item"]).reset_index(drop=True)
+
+
+def test_the_parquet_file_reads_back_as_the_stored_per_item_results(client, seeded):
+    response = client.get(URL)
+    seeded.refresh_from_db()
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/vnd.apache.parquet"
+    assert f'filename="seeded-v1-board{seeded.board_version}-items.parquet"' in \
+        response["Content-Disposition"]
+    frame = pd.read_parquet(io.BytesIO(body(response)))
+    assert len(frame) == 3 * 8
+    pd.testing.assert_frame_equal(compared(frame), stored(seeded), check_dtype=False)
+    assert frame["IFR"].dropna().between(0, 1).all() and set(frame["EM"]) <= {0, 1}
+    # Each item's slice keys: its bucket of each dimension, or a list of them where an item
+    # may be in several (MMAE's operations).
+    kind = get_kind("mmae")
+    keys = dict(Item.objects.filter(benchmark=seeded).values_list("key", "dimensions"))
+    for _, row in frame.iterrows():
+        for dimension in kind.dimension_keys:
+            buckets = kind.buckets(dimension, keys[row["item"]])
+            shown = row[dimension]
+            assert (list(shown) if not isinstance(shown, str) else [shown]) == buckets
+
+
+def test_csv_and_jsonl_hold_the_same_rows(client, seeded):
+    parquet = compared(pd.read_parquet(io.BytesIO(body(client.get(URL)))))
+    csv = pd.read_csv(io.BytesIO(body(client.get(URL + "?format=csv"))))
+    csv["rubric_scores"] = csv["rubric_scores"].map(json.loads)
+    lines = body(client.get(URL + "?format=jsonl")).decode().splitlines()
+    jsonl = pd.DataFrame([json.loads(line) for line in lines])
+    for other in (csv, jsonl):
+        pd.testing.assert_frame_equal(compared(other), parquet, check_dtype=False)
+
+
+def test_a_slice_keeps_only_its_items(client, seeded):
+    bucket = ItemBucket.objects.filter(item__benchmark=seeded, dimension="modality").first()
+    inside = set(ItemBucket.objects.filter(dimension="modality", bucket=bucket.bucket,
+                                           item__benchmark=seeded)
+                 .values_list("item__key", flat=True))
+    response = client.get(URL, {"dimension": "modality", "bucket": bucket.bucket})
+    frame = pd.read_parquet(io.BytesIO(body(response)))
+    assert set(frame["item"]) == inside and len(frame) == 3 * len(inside)
+    assert f"-modality-{bucket.bucket}-items.parquet".replace(" ", "_") in \
+        response["Content-Disposition"]
+
+
+def test_a_private_submission_never_appears(client, seeded):
+    hidden = Submission.objects.filter(benchmark=seeded).first()
+    Submission.objects.filter(pk=hidden.pk).update(public=False)
+    board_changed(seeded.id)
+    frame = pd.read_parquet(io.BytesIO(body(client.get(URL))))
+    assert hidden.id not in set(frame["submission"]) and len(frame) == 2 * 8
+
+
+def test_a_revalidation_answers_304_while_the_board_is_unchanged(client, seeded):
+    first = client.get(URL)
+    assert client.get(URL, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    board_changed(seeded.id)
+    assert client.get(URL, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 200
+
+
+def test_bad_parameters_are_named_and_an_unknown_board_is_404(client, seeded):
+    bad = client.get(URL, {"dimension": "modality", "bucket": "nowhere"})
+    assert bad.status_code == 400
+    assert any("'nowhere' is not a bucket of modality" in e for e in bad.json()["errors"])
+    assert client.get(URL + "?format=xlsx").status_code == 404
+    assert client.get("/api/leaderboards/nothing/items/").status_code == 404
+
+
+def test_an_empty_board_is_a_file_with_its_columns(client, db, tmp_path):
+    meta = write_benchmark(tmp_path / "e", 3, seed=2)
+    benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "e", slug="empty")
+    frame = pd.read_parquet(io.BytesIO(body(client.get("/api/leaderboards/empty/items/"))))
+    assert len(frame) == 0 and {"model", "item", "IFR", "EM", "rubric_scores"} <= \
+        set(frame.columns)
+    csv = body(client.get("/api/leaderboards/empty/items/?format=csv")).decode()
+    assert csv.startswith("model,submission,item,")
+
+
+def test_the_schema_describes_the_dataset(client, db):
+    schema = client.get("/api/schema/?format=json").json()
+    operation = schema["paths"]["/api/leaderboards/{slug}/items/"]["get"]
+    assert set(operation["responses"]["200"]["content"]) == {
+        "application/vnd.apache.parquet", "text/csv", "application/x-ndjson"}
+    assert "rubric_scores" in json.dumps(operation)
