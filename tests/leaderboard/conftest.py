@@ -103,3 +103,49 @@ def item_board(db, author, tmp_path):
         return submission
 
     return benchmark, scored, samples
+
+
+@pytest.fixture
+def votes_board(db, author, tmp_path):
+    """An MMAE benchmark of 12 real samples (empty input audio) and a factory of public
+    representatives judged by votes given by hand and aggregated as the pipeline does.
+    `scored(name, votes, missing=())`: votes(position, rubric index) -> the three rounds'
+    verdicts (True: the right letter chosen); the samples at `missing` have no output."""
+    from scoring import aggregation, synthetic
+    from scoring.models import Answer
+    from scoring.services import benchmark_import
+
+    meta = synthetic.write_meta_with_empty_audio(synthetic.make_meta(12, seed=5),
+                                                 tmp_path / "meta.json", tmp_path / "audio")
+    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "audio",
+                                    slug="mmae")
+    config = judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
+    items = list(benchmark.items.prefetch_related("criteria").order_by("position"))
+
+    def scored(name, votes, *, missing=(), public=True, owner=None):
+        outputs = {i.key: f"{i.key}.wav" for i in items if i.position not in missing}
+        run = ScoringRun.objects.create(
+            benchmark=benchmark, judge_config=config, audio_root=str(tmp_path / name),
+            outputs=outputs, missing={i.key: "no prediction" for i in items
+                                      if i.key not in outputs},
+            judge_model=config.judge_model, prompt_sha256=config.prompt_sha256, rounds=3,
+            max_attempts=5, status="aggregating")
+        answers = [
+            Answer(run=run, criterion=c, round=r, choices=["right one", "wrong one"],
+                   choice="A" if right else "B", reason=f"{name} round {r}",
+                   verdict={"correct_letter": "A", "correct": right}, raw="{}", attempts=1)
+            for i in items if i.key in outputs for c in i.criteria.all()
+            for r, right in enumerate(votes(i.position, c.index))]
+        Answer.objects.bulk_create(answers)
+        ScoringRun.objects.filter(id=run.id).update(total_queries=len(answers))
+        assert aggregation.run_aggregate(run.id)
+        model, _ = ModelEntry.objects.get_or_create(owner=owner or author, name=name,
+                                                    defaults={"organisation": "Lab"})
+        submission = Submission.objects.create(
+            owner=owner or author, model=model, benchmark=benchmark, public=public,
+            status="queued", current_run_id=run.id, coverage=len(outputs) / len(items))
+        submission.runs.add(run)
+        board_changed(benchmark.id)
+        return submission
+
+    return benchmark, scored, items
