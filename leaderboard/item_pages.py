@@ -96,7 +96,7 @@ def _item(kind: Kind, rows: ItemRows, item_id: int, sides: list[dict], playable:
     own = kind.explorer_item(rows, None, [], None)
     first = sides[0]["submission"] if sides else None
     # A kind whose explorer item lists rubrics (MMAE) has them compared row by row.
-    rubrics = [(rubric, [side["s"]["rubrics"][n] for side in sides])
+    rubrics = [(rubric, [(side["model"], side["s"]["rubrics"][n]) for side in sides])
                for n, rubric in enumerate(own.get("rubrics", []))]
     return {"id": item_id, "key": rows.key, "s": {**own, "key": rows.key}, "sides": sides,
             "rubrics": rubrics,

@@ -149,3 +149,38 @@ def votes_board(db, author, tmp_path):
         return submission
 
     return benchmark, scored, items
+
+
+CHAT_RESPONSES = {"Talker": "A man speaks calmly about the weather", "Mute": "Noise."}
+
+
+@pytest.fixture
+def chat_pair(db, tmp_path, author, simulator_factory):
+    """AIR-Bench chat with two public representatives answering every item in text, scored
+    by the judge simulator through scoring.runs."""
+    from scoring import aggregation, query_loop, runs
+    from scoring.kinds.airbench import rules as airbench
+    from scoring.services import benchmark_import
+    from tests.scoring.airbench_data import chat_meta, write
+
+    benchmark, _ = benchmark_import(kind=airbench.CHAT,
+                                    path=write(tmp_path / "Chat_meta.json", chat_meta()),
+                                    audio_root=None, slug="air-bench-chat")
+    urls = simulator_factory("--latency-ms", "1", "--seed", "3").urls
+    made = []
+    for name, response in CHAT_RESPONSES.items():
+        outputs = {str(i): f"{response} ({i})" for i in range(6)}
+        run = runs.run_create(benchmark=benchmark, audio_root="", outputs=outputs, missing={},
+                              config=judge_config(urls, kind=benchmark.kind,
+                                                  benchmark=benchmark))
+        for batch in run.batches.order_by("index"):
+            assert query_loop.batch_score(batch.id, query_loop.JudgeSettings(
+                concurrency=8, timeout=10, down_wait=1))
+        assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
+        model = ModelEntry.objects.create(owner=author, name=name, organisation="Lab")
+        submission = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
+                                               public=True, status="queued",
+                                               current_run_id=run.id, coverage=1.0)
+        submission.runs.add(run)
+        made.append(submission)
+    return benchmark, made

@@ -12,13 +12,8 @@ from django.utils.html import escape
 
 from leaderboard import item_pages
 from leaderboard.compare import pairwise
-from scoring import aggregation, query_loop, runs
 from scoring.kinds import get_kind
-from scoring.kinds.airbench import rules as airbench
-from scoring.services import benchmark_import
-from submissions.models import ModelEntry, Submission
-from tests.conftest import judge_config
-from tests.scoring.airbench_data import chat_meta, write
+from tests.leaderboard.conftest import CHAT_RESPONSES
 
 URL = "/b/mmae/compare/items/"
 
@@ -154,34 +149,6 @@ def test_anonymous_visitors_share_one_response_per_state(client, pair, django_as
 
 # --- AIR-Bench: answers as text ------------------------------------------------------------
 
-RESPONSES = {"Talker": "A man speaks calmly about the weather", "Mute": "Noise."}
-
-
-@pytest.fixture
-def chat_pair(tmp_path, author, simulator_factory):
-    benchmark, _ = benchmark_import(kind=airbench.CHAT,
-                                    path=write(tmp_path / "Chat_meta.json", chat_meta()),
-                                    audio_root=None, slug="air-bench-chat")
-    urls = simulator_factory("--latency-ms", "1", "--seed", "3").urls
-    made = []
-    for name, response in RESPONSES.items():
-        outputs = {str(i): f"{response} ({i})" for i in range(6)}
-        run = runs.run_create(benchmark=benchmark, audio_root="", outputs=outputs, missing={},
-                              config=judge_config(urls, kind=benchmark.kind,
-                                                  benchmark=benchmark))
-        for batch in run.batches.order_by("index"):
-            assert query_loop.batch_score(batch.id, query_loop.JudgeSettings(
-                concurrency=8, timeout=10, down_wait=1))
-        assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
-        model = ModelEntry.objects.create(owner=author, name=name, organisation="Lab")
-        submission = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
-                                               public=True, status="queued",
-                                               current_run_id=run.id, coverage=1.0)
-        submission.runs.add(run)
-        made.append(submission)
-    return benchmark, made
-
-
 def test_airbench_answers_are_shown_as_text_with_the_judges_reading(client, chat_pair):
     benchmark, (talker, mute) = chat_pair
     html = client.get("/b/air-bench-chat/compare/items/",
@@ -191,6 +158,6 @@ def test_airbench_answers_are_shown_as_text_with_the_judges_reading(client, chat
     assert len(shown) == counts["wins"] + counts["losses"] > 0
     item = shown[0]
     block = html[html.index(f'data-item="{item}"'):]
-    assert f"{RESPONSES['Talker']} ({item})" in block and f"Noise. ({item})" in block
+    assert f"{CHAT_RESPONSES['Talker']} ({item})" in block and f"Noise. ({item})" in block
     assert "the judge's reading" in block and "pass A:" in block and "for the model" in block
     assert f"The reference answer {item}." in block
