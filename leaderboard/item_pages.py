@@ -14,7 +14,7 @@ from django.db.models import Exists, F, Func, OuterRef, TextField, Value
 
 from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
 from leaderboard.model_pages import _labels
-from scoring.aggregation import answer_groups, item_answers
+from scoring.aggregation import answers_of
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun
 
@@ -66,13 +66,16 @@ def _items(ids) -> list[ItemRow]:
     return [rows[i] for i in ids if i in rows]
 
 
-def _criteria(ids) -> dict[int, list[dict]]:
+def _criteria(ids) -> tuple[dict[int, list[dict]], list[int]]:
+    """The items' criteria as the explorer reads them, by item, and their ids."""
     found: dict[int, list[dict]] = {}
-    for item_id, *fields in (Criterion.objects.filter(item_id__in=list(ids))
-                             .order_by("item_id", "index")
-                             .values_list("item_id", *CRITERION_FIELDS)):
+    pks = []
+    for item_id, pk, *fields in (Criterion.objects.filter(item_id__in=list(ids))
+                                 .order_by("item_id", "index")
+                                 .values_list("item_id", "id", *CRITERION_FIELDS)):
         found.setdefault(item_id, []).append(dict(zip(CRITERION_FIELDS, fields, strict=True)))
-    return found
+        pks.append(pk)
+    return found, pks
 
 
 def _item_rows(row: ItemRow, criteria: list[dict]) -> ItemRows:
@@ -117,7 +120,7 @@ def pair_items(benchmark: Benchmark, a, b, ids: list[int]) -> list[dict]:
     """A page of items where A and B differ, in the order of `ids`, each with both sides:
     output, figures, verdicts and every vote. A few queries whatever the page's size."""
     kind = get_kind(benchmark.kind)
-    rows, criteria = _items(ids), _criteria(ids)
+    rows, (criteria, criterion_ids) = _items(ids), _criteria(ids)
     sides_of = systems([a, b])
     results: dict[tuple[int, int], dict] = {
         (r["run_id"], r["item_id"]): r for r in ItemResult.objects.filter(
@@ -125,13 +128,13 @@ def pair_items(benchmark: Benchmark, a, b, ids: list[int]) -> list[dict]:
         .values("run_id", "item_id", *RESULT_COLUMNS)}
     runs = {r.id: r for r in ScoringRun.objects.filter(id__in=[s["run"] for s in sides_of])
             .only("id", "outputs", "missing")}
-    answers = {s["run"]: dict(answer_groups(runs[s["run"]], ids)) for s in sides_of}
+    answers = answers_of(runs, criterion_ids)
     playable = bool(benchmark.audio_root)
     page = []
     for row in rows:
         item_rows = _item_rows(row, criteria.get(row.id, []))
         sides = [_side(kind, item_rows, system, results.get((system["run"], row.id)),
-                       answers[system["run"]].get(row.id, {}),
+                       answers.get((system["run"], row.id), {}),
                        runs[system["run"]].outputs.get(row.key),
                        runs[system["run"]].missing.get(row.key, ""))
                  for system in sides_of]
@@ -177,18 +180,19 @@ def item_across(benchmark: Benchmark, key: str, ranked: list) -> dict | None:
         return None
     row = ItemRow(id=found[0], key=found[1], dimensions=found[2], content=found[3],
                   media=tuple(found[4]))
-    item_rows = _item_rows(row, _criteria([row.id]).get(row.id, []))
+    criteria, criterion_ids = _criteria([row.id])
+    item_rows = _item_rows(row, criteria.get(row.id, []))
     sides_of = systems(ranked)
     for system, entry in zip(sides_of, ranked, strict=True):
         system["rank"] = getattr(entry, "rank", None)
     runs = [s["run"] for s in sides_of]
     results = {r["run_id"]: r for r in ItemResult.objects.filter(run_id__in=runs, item_id=row.id)
                .values("run_id", *RESULT_COLUMNS)}
-    answers = item_answers(runs, row.id)
+    answers = answers_of(runs, criterion_ids)
     outputs = _outputs(runs, key) if runs else {}
     sides = [_side(kind, item_rows, system, results.get(system["run"]),
-                   answers.get(system["run"], {}), *outputs.get(system["run"], (None, "")))
-             for system in sides_of]
+                   answers.get((system["run"], row.id), {}),
+                   *outputs.get(system["run"], (None, ""))) for system in sides_of]
     return _item(kind, item_rows, row.id, sides, bool(benchmark.audio_root))
 
 

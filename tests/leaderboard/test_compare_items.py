@@ -13,6 +13,7 @@ from django.utils.html import escape
 from leaderboard import item_pages
 from leaderboard.compare import pairwise
 from scoring.kinds import get_kind
+from scoring.kinds.airbench import rules as airbench
 from tests.leaderboard.conftest import CHAT_RESPONSES
 
 URL = "/b/mmae/compare/items/"
@@ -161,3 +162,19 @@ def test_airbench_answers_are_shown_as_text_with_the_judges_reading(client, chat
     assert f"{CHAT_RESPONSES['Talker']} ({item})" in block and f"Noise. ({item})" in block
     assert "the judge's reading" in block and "pass A:" in block and "for the model" in block
     assert f"The reference answer {item}." in block
+
+
+def test_the_difference_of_two_results_by_kind():
+    def columns(passed, score, rubrics=()):
+        return {"missing": False, "passed": passed, "score": score,
+                "values": {"rubric_scores": list(rubrics)}}
+
+    foundation = get_kind(airbench.FOUNDATION)
+    assert foundation.item_difference(columns(True, 1.0), columns(False, 0.0)) == (1.0, 1.0)
+    assert foundation.item_difference(columns(True, 1.0), columns(True, 1.0)) == (0.0, 0.0)
+    chat = get_kind(airbench.CHAT)  # no pass or fail: the scores alone
+    assert chat.item_difference(columns(None, 7.0), columns(None, 4.5)) == (0.0, 2.5)
+    assert chat.item_difference(columns(None, 7.0), columns(None, None)) == (0.0, 0.0)
+    mmae = get_kind("mmae")  # exact match, then rubrics apart (unknowns are no difference)
+    assert mmae.item_difference(columns(True, 1.0, [1, 1, 1]),
+                                columns(False, 0.5, [1, 0, None])) == (1.0, 1.0, 0.5)
