@@ -232,14 +232,12 @@ class CompareForm(forms.Form):
         return [self.board[i] for i in self.cleaned_data["models"]]
 
 
-class ExplorerForm(forms.Form):
-    """The explorer's GET parameters; every state of it is a shareable URL."""
+class SliceForm(forms.Form):
+    """A slice of a benchmark's items as GET parameters: a dimension and one of its buckets
+    (a dimension alone takes its first bucket), or neither for every item."""
 
     dimension = forms.ChoiceField(required=False)
     bucket = forms.CharField(required=False, max_length=200)
-    failed = forms.BooleanField(required=False)
-    q = forms.CharField(required=False, max_length=200, label="Search")
-    page = forms.IntegerField(required=False, min_value=1)
 
     def __init__(self, data, *, buckets: dict[str, list[str]], kind):
         super().__init__(data)
@@ -263,6 +261,14 @@ class ExplorerForm(forms.Form):
         data["dimension"], data["bucket"] = dimension, bucket if dimension else ""
         return data
 
+
+class ExplorerForm(SliceForm):
+    """The explorer's GET parameters; every state of it is a shareable URL."""
+
+    failed = forms.BooleanField(required=False)
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    page = forms.IntegerField(required=False, min_value=1)
+
     def query(self) -> explorer_selectors.ExplorerQuery:
         data = self.cleaned_data
         return explorer_selectors.ExplorerQuery(
@@ -277,3 +283,52 @@ class ExplorerForm(forms.Form):
                 "q": self.cleaned_data["q"].strip(), **changes}
         pairs = [(k, v) for k, v in data.items() if v not in ("", None, 1)]
         return f"?{urlencode(pairs)}" if pairs else ""
+
+
+class CompareItemsForm(SliceForm):
+    """The items where two models differ: `models=A&models=B` (or `models=A,B`), a slice, and
+    optionally only those one of them wins (`winner`) on the item's pass or its score (`by`,
+    as the compare page counts wins)."""
+
+    models = forms.CharField(max_length=100)
+    by = forms.ChoiceField(required=False, choices=[("passed", "passed"), ("score", "score")])
+    winner = forms.ChoiceField(required=False, choices=[("a", "A"), ("b", "B")])
+    page = forms.IntegerField(required=False, min_value=1)
+
+    field_order = ("models", "dimension", "bucket", "by", "winner", "page")
+
+    def __init__(self, data, *, board: dict, **slices):
+        if hasattr(data, "getlist"):
+            data = {**data.dict(), "models": ",".join(data.getlist("models"))}
+        super().__init__(data, **slices)
+        self.board = board
+
+    def clean_models(self) -> str:
+        parts = [p.strip() for p in self.cleaned_data["models"].split(",") if p.strip()]
+        if len(parts) != 2 or not all(re.fullmatch(MODEL_ID, p) for p in parts):
+            raise forms.ValidationError("give exactly two model ids, A and B")
+        ids = [int(p) for p in parts]
+        if ids[0] == ids[1]:
+            raise forms.ValidationError("A and B must be two different models")
+        absent = [i for i in ids if i not in self.board]
+        if absent:
+            raise forms.ValidationError([f"model {i} has no public scored submission on this "
+                                         f"board" for i in absent])
+        return ",".join(map(str, ids))
+
+    def clean(self):
+        data = super().clean()
+        if bool(data.get("by")) != bool(data.get("winner")):
+            self.add_error("winner", "give both `by` and `winner`, or neither")
+        data["page"] = data.get("page") or 1
+        return data
+
+    def submissions(self) -> list:
+        return [self.board[int(i)] for i in self.cleaned_data["models"].split(",")]
+
+
+class ItemPageForm(SliceForm):
+    """An item's page: the slice its previous and next items are taken from, and the page
+    of systems."""
+
+    page = forms.IntegerField(required=False, min_value=1)

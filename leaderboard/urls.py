@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard import api, explorer, views
+from leaderboard import api, explorer, item_views, views
 
 app_name = "leaderboard"
 
@@ -27,6 +27,8 @@ urlpatterns = [
          name="submission-audio"),
     path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
     path("b/<slug:slug>/compare/", views.compare, name="compare"),
+    path("b/<slug:slug>/compare/items/", item_views.compare_items, name="compare-items"),
+    path("b/<slug:slug>/i/<str:key>/", item_views.item, name="item"),
     path("b/<slug:slug>/scoring/", views.scoring, name="scoring"),
     path("m/<int:model_id>/", views.model, name="model"),
     path("static-plotly-<str:version>.js", views.plotly_js, name="plotly-js"),

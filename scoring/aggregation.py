@@ -44,6 +44,18 @@ def answer_groups(run: ScoringRun, item_ids=None) -> Iterator[tuple[int, dict]]:
         yield item_id, {(a.criterion.index, a.round): _record_of(a) for a in group}
 
 
+def answers_of(run_ids, criterion_ids) -> dict[tuple[int, int], dict]:
+    """The answers to these criteria in these runs, in one query read through the index of a
+    run's answers: {(run id, item id): {(criterion index, round): record}}."""
+    found: dict[tuple[int, int], dict] = {}
+    for answer in (Answer.objects.filter(run_id__in=list(run_ids),
+                                         criterion_id__in=list(criterion_ids))
+                   .select_related("criterion")):
+        found.setdefault((answer.run_id, answer.criterion.item_id), {})[
+            (answer.criterion.index, answer.round)] = _record_of(answer)
+    return found
+
+
 def _record_of(answer: Answer) -> dict:
     return {"criterion": answer.criterion.index, "round": answer.round,
             **{name: getattr(answer, name) for name in ANSWER_FIELDS}}

@@ -264,6 +264,8 @@ class Kind(abc.ABC):
     # names in ItemResult.values, with their types: "float", "int", "bool", "string" or
     # "list<int>".
     item_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # One item with several systems' outputs of it side by side (the item pages).
+    versus_template: ClassVar[str] = "leaderboard/_text_versus.html"
 
     # --- the judge simulator -----------------------------------------------------------
 
@@ -434,6 +436,17 @@ class Kind(abc.ABC):
                            "choice": a.get("choice"), "attempts": a["attempts"]}
                           for a in answers],
         }
+
+    def item_difference(self, a: dict, b: dict) -> tuple[float, ...]:
+        """How far apart two systems' results on one item are, by their ItemResult columns
+        (missing, values, passed, score), as a key the compare page's list of differing items
+        sorts on, most different first; all zeros where they agree. By default: whether one
+        passed and the other did not, then how far apart their scores are (an unknown on
+        either side is no difference)."""
+        known = a["passed"] is not None and b["passed"] is not None
+        scored = a["score"] is not None and b["score"] is not None
+        return (float(known and a["passed"] != b["passed"]),
+                abs(a["score"] - b["score"]) if scored else 0.0)
 
     def failed(self, columns: dict) -> bool:
         """Whether the explorer's "failed" filter keeps an item, by its ItemResult columns

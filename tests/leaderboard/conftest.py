@@ -103,3 +103,84 @@ def item_board(db, author, tmp_path):
         return submission
 
     return benchmark, scored, samples
+
+
+@pytest.fixture
+def votes_board(db, author, tmp_path):
+    """An MMAE benchmark of 12 real samples (empty input audio) and a factory of public
+    representatives judged by votes given by hand and aggregated as the pipeline does.
+    `scored(name, votes, missing=())`: votes(position, rubric index) -> the three rounds'
+    verdicts (True: the right letter chosen); the samples at `missing` have no output."""
+    from scoring import aggregation, synthetic
+    from scoring.models import Answer
+    from scoring.services import benchmark_import
+
+    meta = synthetic.write_meta_with_empty_audio(synthetic.make_meta(12, seed=5),
+                                                 tmp_path / "meta.json", tmp_path / "audio")
+    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "audio",
+                                    slug="mmae")
+    config = judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
+    items = list(benchmark.items.prefetch_related("criteria").order_by("position"))
+
+    def scored(name, votes, *, missing=(), public=True, owner=None):
+        outputs = {i.key: f"{i.key}.wav" for i in items if i.position not in missing}
+        run = ScoringRun.objects.create(
+            benchmark=benchmark, judge_config=config, audio_root=str(tmp_path / name),
+            outputs=outputs, missing={i.key: "no prediction" for i in items
+                                      if i.key not in outputs},
+            judge_model=config.judge_model, prompt_sha256=config.prompt_sha256, rounds=3,
+            max_attempts=5, status="aggregating")
+        answers = [
+            Answer(run=run, criterion=c, round=r, choices=["right one", "wrong one"],
+                   choice="A" if right else "B", reason=f"{name} round {r}",
+                   verdict={"correct_letter": "A", "correct": right}, raw="{}", attempts=1)
+            for i in items if i.key in outputs for c in i.criteria.all()
+            for r, right in enumerate(votes(i.position, c.index))]
+        Answer.objects.bulk_create(answers)
+        ScoringRun.objects.filter(id=run.id).update(total_queries=len(answers))
+        assert aggregation.run_aggregate(run.id)
+        model, _ = ModelEntry.objects.get_or_create(owner=owner or author, name=name,
+                                                    defaults={"organisation": "Lab"})
+        submission = Submission.objects.create(
+            owner=owner or author, model=model, benchmark=benchmark, public=public,
+            status="queued", current_run_id=run.id, coverage=len(outputs) / len(items))
+        submission.runs.add(run)
+        board_changed(benchmark.id)
+        return submission
+
+    return benchmark, scored, items
+
+
+CHAT_RESPONSES = {"Talker": "A man speaks calmly about the weather", "Mute": "Noise."}
+
+
+@pytest.fixture
+def chat_pair(db, tmp_path, author, simulator_factory):
+    """AIR-Bench chat with two public representatives answering every item in text, scored
+    by the judge simulator through scoring.runs."""
+    from scoring import aggregation, query_loop, runs
+    from scoring.kinds.airbench import rules as airbench
+    from scoring.services import benchmark_import
+    from tests.scoring.airbench_data import chat_meta, write
+
+    benchmark, _ = benchmark_import(kind=airbench.CHAT,
+                                    path=write(tmp_path / "Chat_meta.json", chat_meta()),
+                                    audio_root=None, slug="air-bench-chat")
+    urls = simulator_factory("--latency-ms", "1", "--seed", "3").urls
+    made = []
+    for name, response in CHAT_RESPONSES.items():
+        outputs = {str(i): f"{response} ({i})" for i in range(6)}
+        run = runs.run_create(benchmark=benchmark, audio_root="", outputs=outputs, missing={},
+                              config=judge_config(urls, kind=benchmark.kind,
+                                                  benchmark=benchmark))
+        for batch in run.batches.order_by("index"):
+            assert query_loop.batch_score(batch.id, query_loop.JudgeSettings(
+                concurrency=8, timeout=10, down_wait=1))
+        assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
+        model = ModelEntry.objects.create(owner=author, name=name, organisation="Lab")
+        submission = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
+                                               public=True, status="queued",
+                                               current_run_id=run.id, coverage=1.0)
+        submission.runs.add(run)
+        made.append(submission)
+    return benchmark, made

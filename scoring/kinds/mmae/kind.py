@@ -116,6 +116,7 @@ class MMAE(Kind):
     files = ("results.jsonl", "per_sample.json", "taxonomy.json")
     pairwise = ("Exact match (EM)", "Mean rubric score")
     explorer_template = "leaderboard/_mmae_sample.html"
+    versus_template = "leaderboard/_mmae_versus.html"
 
     # --- metadata ------------------------------------------------------------------------
 
@@ -329,6 +330,18 @@ class MMAE(Kind):
             "n_if": len(following), "if_passed": passed(following),
             "n_cr": len(consistency), "cr_passed": passed(consistency),
         }
+
+    def item_difference(self, a: dict, b: dict) -> tuple[float, ...]:
+        """Whether one is an exact match and the other not, then how many rubrics the two
+        score differently (a rubric unknown on either side is no difference), then how far
+        apart their mean rubric scores are."""
+        rubrics = sum(1 for x, y in zip(a["values"]["rubric_scores"],
+                                        b["values"]["rubric_scores"], strict=False)
+                      if x is not None and y is not None and x != y)
+        em = float(a["passed"] is not None and b["passed"] is not None
+                   and a["passed"] != b["passed"])
+        scored = a["score"] is not None and b["score"] is not None
+        return em, float(rubrics), abs(a["score"] - b["score"]) if scored else 0.0
 
     def failed(self, columns: dict) -> bool:
         """At least one rubric scored 0 (a missing output scores 0 on every one)."""

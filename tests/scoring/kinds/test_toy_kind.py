@@ -327,7 +327,10 @@ def test_the_model_page_pivot_and_compare_show_its_labels_and_figures(toy_board,
     assert '<td class="dimension">question topic</td>' in text
     # q1 the oracle's; q2 and q4 ties; q3, q5 and q6 the guesser's.
     pair = text.split('id="pairs"')[1].split("</tr>")[2]
-    assert re.findall(r'<td class="num[^"]*">(\d+)</td>', pair) == ["6", "3", "2", "1"]
+    assert re.findall(r'<td class="num[^"]*">(?:<a href="[^"]*">)?(\d+)(?:</a>)?</td>',
+                      pair) == ["6", "3", "2", "1"]
+    # the wins and losses link to their questions
+    assert re.findall(r'by=passed&amp;winner=([ab])">(\d+)</a>', pair) == [("a", "3"), ("b", "1")]
 
 
 def test_its_results_files_download_from_the_status_page_and_the_api(toy_board, client,

@@ -1,0 +1,209 @@
+"""Reads of the item pages: the items where two models' representatives differ, most
+different first, and one item across every representative of a board, in board order.
+
+Only representatives appear (leaderboard.state.representatives: public, finished, not hidden),
+and their outputs are played through the explorer's audio view, which checks access again
+(submissions.selectors.submission_get).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.db.models import Exists, F, Func, OuterRef, TextField, Value
+
+from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
+from leaderboard.model_pages import _labels
+from scoring.aggregation import answers_of
+from scoring.kinds import ItemRows, Kind, get_kind
+from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun
+
+PAGE_SIZE = 20
+
+
+def _in_slice(items, dimension: str, bucket: str, item_field: str = "pk"):
+    """`items` (a queryset of items or of rows pointing at one) kept to one slice, or all of
+    them where no dimension is given."""
+    if not dimension:
+        return items
+    return items.filter(Exists(ItemBucket.objects.filter(
+        item=OuterRef(item_field), dimension=dimension, bucket=bucket)))
+
+
+def _wins(mine: dict, theirs: dict, by: str, winner: str) -> bool:
+    """Whether `winner` ("a": mine, "b": theirs) wins the item on `by` (passed or score), as
+    the compare page's per-item wins count it: both known, one above the other."""
+    if mine[by] is None or theirs[by] is None:
+        return False
+    return mine[by] > theirs[by] if winner == "a" else mine[by] < theirs[by]
+
+
+def differing(kind: Kind, a, b, *, dimension: str = "", bucket: str = "", by: str = "",
+              winner: str = "") -> list[int]:
+    """The ids of the items both runs scored on which A and B differ (Kind.item_difference),
+    most different first, then in benchmark order; with `by` and `winner`, only the items
+    that one wins. Two narrow reads of the runs' per-item columns, whatever the page."""
+    per_run: dict[int, dict[int, dict]] = {a.current_run_id: {}, b.current_run_id: {}}
+    results = _in_slice(ItemResult.objects.filter(run_id__in=list(per_run)), dimension, bucket,
+                        "item_id")
+    for row in results.values("run_id", "item_id", "position", *RESULT_COLUMNS):
+        per_run[row["run_id"]][row["item_id"]] = row
+    theirs = per_run[b.current_run_id]
+    found = []
+    for item, mine in per_run[a.current_run_id].items():
+        other = theirs.get(item)
+        if other is None or (by and not _wins(mine, other, by, winner)):
+            continue
+        apart = kind.item_difference(mine, other)
+        if any(apart):
+            found.append((tuple(-x for x in apart), mine["position"], item))
+    return [item for *_, item in sorted(found)]
+
+
+def _items(ids) -> list[ItemRow]:
+    rows = {i: ItemRow(id=i, key=k, dimensions=d, content=c, media=tuple(m))
+            for i, k, d, c, m in Item.objects.filter(id__in=list(ids)).values_list(*ITEM_FIELDS)}
+    return [rows[i] for i in ids if i in rows]
+
+
+def _criteria(ids) -> tuple[dict[int, list[dict]], list[int]]:
+    """The items' criteria as the explorer reads them, by item, and their ids."""
+    found: dict[int, list[dict]] = {}
+    pks = []
+    for item_id, pk, *fields in (Criterion.objects.filter(item_id__in=list(ids))
+                                 .order_by("item_id", "index")
+                                 .values_list("item_id", "id", *CRITERION_FIELDS)):
+        found.setdefault(item_id, []).append(dict(zip(CRITERION_FIELDS, fields, strict=True)))
+        pks.append(pk)
+    return found, pks
+
+
+def _item_rows(row: ItemRow, criteria: list[dict]) -> ItemRows:
+    return ItemRows(key=row.key, dimensions=row.dimensions, content=row.content,
+                    media=list(row.media), criteria=criteria)
+
+
+def _side(kind: Kind, rows: ItemRows, system: dict, columns: dict | None, answers: dict,
+          output, missing: str) -> dict:
+    """One system's output of an item as the explorer shows it (Kind.explorer_item), with
+    the system's name and submission, for the item templates."""
+    sample = kind.explorer_item(rows, None if columns is None else kind.stored_row(rows, columns),
+                                [answers[k] for k in sorted(answers)], output)
+    sample["missing_reason"] = "" if output is not None else missing
+    return {**system, "s": sample}
+
+
+def _item(kind: Kind, rows: ItemRows, item_id: int, sides: list[dict], playable: bool) -> dict:
+    """An item with its systems' sides: its own text and tags (the explorer's, unscored), and
+    its input players, served through the first side's submission."""
+    own = kind.explorer_item(rows, None, [], None)
+    first = sides[0]["submission"] if sides else None
+    # A kind whose explorer item lists rubrics (MMAE) has them compared row by row.
+    rubrics = [(rubric, [(side["model"], side["s"]["rubrics"][n]) for side in sides])
+               for n, rubric in enumerate(own.get("rubrics", []))]
+    return {"id": item_id, "key": rows.key, "s": {**own, "key": rows.key}, "sides": sides,
+            "rubrics": rubrics,
+            "inputs": [f"input{n}" for n in range(1, len(rows.media) + 1)]
+            if playable and first is not None else [],
+            "input_submission": first, "template": kind.versus_template}
+
+
+def systems(entries) -> list[dict]:
+    """What a side says of its system: its label (names shared by two models told apart),
+    model and submission."""
+    labels = _labels([e.model for e in entries])
+    return [{"model": labels[e.model_id], "model_id": e.model_id, "submission": e.id,
+             "run": e.current_run_id} for e in entries]
+
+
+def pair_items(benchmark: Benchmark, a, b, ids: list[int]) -> list[dict]:
+    """A page of items where A and B differ, in the order of `ids`, each with both sides:
+    output, figures, verdicts and every vote. A few queries whatever the page's size."""
+    kind = get_kind(benchmark.kind)
+    rows, (criteria, criterion_ids) = _items(ids), _criteria(ids)
+    sides_of = systems([a, b])
+    results: dict[tuple[int, int], dict] = {
+        (r["run_id"], r["item_id"]): r for r in ItemResult.objects.filter(
+            run_id__in=[a.current_run_id, b.current_run_id], item_id__in=ids)
+        .values("run_id", "item_id", *RESULT_COLUMNS)}
+    runs = {r.id: r for r in ScoringRun.objects.filter(id__in=[s["run"] for s in sides_of])
+            .only("id", "outputs", "missing")}
+    answers = answers_of(runs, criterion_ids)
+    playable = bool(benchmark.audio_root)
+    page = []
+    for row in rows:
+        item_rows = _item_rows(row, criteria.get(row.id, []))
+        sides = [_side(kind, item_rows, system, results.get((system["run"], row.id)),
+                       answers.get((system["run"], row.id), {}),
+                       runs[system["run"]].outputs.get(row.key),
+                       runs[system["run"]].missing.get(row.key, ""))
+                 for system in sides_of]
+        page.append(_item(kind, item_rows, row.id, sides, playable))
+    return page
+
+
+class KeyText(Func):
+    """The text under one key of a JSON object column. Django's key transforms read a key
+    that looks like a number as an array index; an item's key is always a key."""
+
+    output_field = TextField()
+
+    def __init__(self, column: str, key: str):
+        super().__init__(F(column), Value(key))
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="(%(expressions)s)",
+                           arg_joiner=" ->> ", **extra)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        column, key = self.get_source_expressions()
+        path = Value("$." + json.dumps(key.value))
+        return Func(column, path, function="JSON_EXTRACT", output_field=TextField()) \
+            .as_sql(compiler, connection, **extra)
+
+
+def _outputs(run_ids: list[int], key: str) -> dict[int, tuple]:
+    """run id -> (its output of item `key`, why it has none), read from the runs' JSON by
+    key in the database: a run's outputs name every item, and a board holds many runs."""
+    return {run: (output, missing or "") for run, output, missing in
+            ScoringRun.objects.filter(id__in=run_ids)
+            .annotate(output=KeyText("outputs", key), why=KeyText("missing", key))
+            .values_list("id", "output", "why")}
+
+
+def item_across(benchmark: Benchmark, key: str, ranked: list) -> dict | None:
+    """Item `key` of the benchmark (None: no such item) with one side per representative in
+    `ranked` (the board's order): each one's output, figures for the item and verdicts."""
+    kind = get_kind(benchmark.kind)
+    found = Item.objects.filter(benchmark=benchmark, key=key).values_list(*ITEM_FIELDS).first()
+    if found is None:
+        return None
+    row = ItemRow(id=found[0], key=found[1], dimensions=found[2], content=found[3],
+                  media=tuple(found[4]))
+    criteria, criterion_ids = _criteria([row.id])
+    item_rows = _item_rows(row, criteria.get(row.id, []))
+    sides_of = systems(ranked)
+    for system, entry in zip(sides_of, ranked, strict=True):
+        system["rank"] = getattr(entry, "rank", None)
+    runs = [s["run"] for s in sides_of]
+    results = {r["run_id"]: r for r in ItemResult.objects.filter(run_id__in=runs, item_id=row.id)
+               .values("run_id", *RESULT_COLUMNS)}
+    answers = answers_of(runs, criterion_ids)
+    outputs = _outputs(runs, key) if runs else {}
+    sides = [_side(kind, item_rows, system, results.get(system["run"]),
+                   answers.get((system["run"], row.id), {}),
+                   *outputs.get(system["run"], (None, ""))) for system in sides_of]
+    return _item(kind, item_rows, row.id, sides, bool(benchmark.audio_root))
+
+
+def neighbours(benchmark: Benchmark, item_id: int, *, dimension: str = "",
+               bucket: str = "") -> tuple[str | None, str | None]:
+    """The keys of the items before and after `item_id` in benchmark order, within the
+    slice (every item where no dimension is given); None at either end."""
+    items = _in_slice(Item.objects.filter(benchmark=benchmark), dimension, bucket)
+    position = Item.objects.filter(id=item_id).values_list("position", flat=True).first()
+    before = items.filter(position__lt=position).order_by("-position") \
+        .values_list("key", flat=True).first()
+    after = items.filter(position__gt=position).order_by("position") \
+        .values_list("key", flat=True).first()
+    return before, after

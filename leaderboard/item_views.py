@@ -1,0 +1,121 @@
+"""The item pages: the items where two models differ (`/b/<slug>/compare/items/`) and one item
+across every representative of a board (`/b/<slug>/i/<key>/`). Both are shared per board
+state (leaderboard.responses) like the compare page; bad parameters are a 400. A fresh page
+of differing items renders every vote of 20 items twice over (about half a second at 2,000
+samples): it counts against THROTTLE_RENDER, as the compare page does."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.http import Http404
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from leaderboard import compare as comparison
+from leaderboard import item_pages, responses, selectors
+from leaderboard import state as board_state
+from leaderboard.explorer_selectors import slice_buckets
+from leaderboard.forms import CompareItemsForm, ItemPageForm, normalised
+from leaderboard.views import _asking, _benchmark_or_404, _errors, _page
+from scoring.kinds import get_kind
+
+# An item page shows this many systems at once; a board may hold thousands.
+SYSTEMS_PER_PAGE = 50
+
+
+def _parts(request, names: tuple[str, ...]) -> tuple:
+    """The query as the key of a shared response: only the parameters the page reads, each
+    as given (the form then validates them), the models in the order given."""
+    return (",".join(request.GET.getlist("models")),
+            *(f"{n}={request.GET.get(n, '')}" for n in names))
+
+
+@require_GET
+def compare_items(request, slug):
+    """The items where two models' representatives differ, most different first, a page at
+    a time, each with both outputs, figures and verdicts side by side."""
+    benchmark = _benchmark_or_404(slug)
+    stamp = board_state.board_stamp(benchmark)
+    return responses.shared(
+        request, state=stamp, changed_at=benchmark.board_changed_at,
+        parts=("compare-items", *_parts(request, ("dimension", "bucket", "by", "winner",
+                                                  "page"))),
+        render=lambda: _compare_items_page(request, benchmark, stamp), costly=True)
+
+
+def _compare_items_page(request, benchmark, stamp: str):
+    kind = get_kind(benchmark.kind)
+    form = CompareItemsForm(request.GET, board=comparison.board_models(benchmark),
+                            buckets=slice_buckets(benchmark), kind=kind)
+    context = {"benchmark": benchmark, "kind": kind, "form": form, "errors": []}
+    if not form.is_valid():
+        context["errors"] = _errors(form)
+        return render(request, "leaderboard/compare_items.html", context, status=400)
+    data = form.cleaned_data
+    a, b = form.submissions()
+    slice_ = {name: data[name] for name in ("dimension", "bucket", "by", "winner")}
+    # The order is read once per state and filter; every page of it is served from it.
+    ids = responses.fragment("compare-items", state=stamp, parts=(data["models"], *slice_.values()),
+                             render=lambda: item_pages.differing(kind, a, b, **slice_))
+    shown, paging = _page(ids, data["page"], item_pages.PAGE_SIZE)
+    normal = normalised(form, page=1)
+    context.update(items=item_pages.pair_items(benchmark, a, b, shown), paging=paging,
+                   query=normal, slice=slice_, models=item_pages.systems([a, b]),
+                   compare_query=urlencode([("models", a.model_id), ("models", b.model_id)]),
+                   slice_query=urlencode([(n, data[n]) for n in ("dimension", "bucket")
+                                          if data[n]]),
+                   dimension_label=kind.dimension_label(data["dimension"])
+                   if data["dimension"] else "")
+    return render(_asking(request, normal), "leaderboard/compare_items.html", context)
+
+
+@require_GET
+def item(request, slug, key):
+    """One item across every representative on the board, in board order, with the previous
+    and next item of the slice it was reached from."""
+    benchmark = _benchmark_or_404(slug)
+    stamp = board_state.board_stamp(benchmark)
+    return responses.shared(
+        request, state=stamp, changed_at=benchmark.board_changed_at,
+        parts=("item", key, *_parts(request, ("dimension", "bucket", "page"))[1:]),
+        render=lambda: _item_page(request, benchmark, key))
+
+
+def _item_page(request, benchmark, key: str):
+    kind = get_kind(benchmark.kind)
+    form = ItemPageForm(request.GET, buckets=slice_buckets(benchmark), kind=kind)
+    context = {"benchmark": benchmark, "kind": kind, "form": form, "errors": []}
+    if not form.is_valid():
+        context["errors"] = _errors(form)
+        return render(request, "leaderboard/item.html", context, status=400)
+    data = form.cleaned_data
+    board = comparison.board_models(benchmark)
+    ranked = []
+    for row in selectors.leaderboard_rows(benchmark=benchmark):
+        entry = board.get(row["model_id"])
+        if entry is not None and entry.id == row["submission"]:
+            ranked.append(_Ranked(entry, row["rank"]))
+    shown, paging = _page(ranked, data["page"] or 1, SYSTEMS_PER_PAGE)
+    found = item_pages.item_across(benchmark, key, shown)
+    if found is None:
+        raise Http404("no such item")
+    normal = normalised(form, page=1)
+    slice_query = urlencode([(n, data[n]) for n in ("dimension", "bucket") if data[n]])
+    before, after = item_pages.neighbours(benchmark, found["id"], dimension=data["dimension"],
+                                          bucket=data["bucket"])
+    context.update(item=found, paging=paging, query=normal, slice_query=slice_query,
+                   before=before, after=after, dimension=data["dimension"],
+                   dimension_label=kind.dimension_label(data["dimension"])
+                   if data["dimension"] else "", bucket=data["bucket"])
+    return render(_asking(request, normal), "leaderboard/item.html", context)
+
+
+class _Ranked:
+    """A representative with its rank on the board."""
+
+    def __init__(self, entry, rank):
+        self.entry, self.rank = entry, rank
+
+    def __getattr__(self, name):
+        return getattr(self.entry, name)

@@ -1,0 +1,139 @@
+"""One item across systems (/b/<slug>/i/<key>/): every public representative's output of it in
+board order with its figures and verdicts, previous and next within a slice, links from the
+explorer, private outputs never shown, bad parameters a 400, AIR-Bench's answers as text."""
+
+import re
+
+import pytest
+from django.utils.html import escape
+
+from leaderboard import item_views, selectors
+from tests.leaderboard.conftest import CHAT_RESPONSES
+
+
+def everything(position, rubric):
+    return [True, True, True]
+
+
+def some(position, rubric):
+    return [rubric != 0] * 3
+
+
+def nothing(position, rubric):
+    return [False, False, False]
+
+
+def sides(html: str) -> list[int]:
+    return [int(m) for m in re.findall(r'data-side="(\d+)"', html)]
+
+
+@pytest.fixture
+def trio(votes_board):
+    benchmark, scored, items = votes_board
+    systems = [scored("Middling", some), scored("Perfect", everything),
+               scored("Hopeless", nothing, missing=(3,))]
+    return benchmark, systems, items
+
+
+def test_every_representative_in_board_order(client, trio):
+    benchmark, (middling, perfect, hopeless), items = trio
+    key = items[3].key
+    response = client.get(f"/b/mmae/i/{key}/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    board = [r["model_id"] for r in selectors.leaderboard_rows(benchmark=benchmark)]
+    assert sides(html) == board == [perfect.model_id, middling.model_id, hopeless.model_id]
+    for submission in (perfect, middling):
+        assert f"/s/{submission.pk}/audio/{key}/output" in html
+    assert f"/s/{hopeless.pk}/audio/{key}/output" not in html
+    assert "missing (scores 0): no prediction" in html
+    assert f"/s/{perfect.pk}/audio/{key}/input1" in html
+    assert "Middling round 0" in html and "Perfect round 2" in html  # every vote
+    rubrics = len(items[3].criteria.all())
+    assert html.count('<tr data-rubric="') == rubrics
+    assert html.count('class="verdict pass"') == rubrics + rubrics - 1  # Perfect's, Middling's
+    assert html.count('class="em pass"') == 1
+
+
+def test_a_private_submission_never_appears(client, trio, votes_board, other_author, author):
+    _, scored, items = votes_board
+    hidden = scored("Hidden", everything, public=False, owner=other_author)
+    for user in (None, author):
+        client.logout()
+        if user:
+            client.force_login(user)
+        html = client.get(f"/b/mmae/i/{items[0].key}/").content.decode()
+        assert hidden.model_id not in sides(html) and len(sides(html)) == 3
+        assert f"/s/{hidden.pk}/" not in html and "Hidden" not in html
+
+
+def test_previous_and_next_stay_within_the_slice(client, trio):
+    _, _, items = trio
+    keys = [i.key for i in items]
+    html = client.get(f"/b/mmae/i/{keys[0]}/").content.decode()
+    assert 'rel="prev"' not in html
+    assert f'rel="next" href="/b/mmae/i/{keys[1]}/"' in html
+    # the even samples are single
+    html = client.get(f"/b/mmae/i/{keys[2]}/?dimension=complexity&bucket=single").content.decode()
+    query = escape("?dimension=complexity&bucket=single")
+    assert f'rel="prev" href="/b/mmae/i/{keys[0]}/{query}"' in html
+    assert f'rel="next" href="/b/mmae/i/{keys[4]}/{query}"' in html
+    assert "in complexity: single" in html
+    html = client.get(f"/b/mmae/i/{keys[11]}/").content.decode()
+    assert f'rel="prev" href="/b/mmae/i/{keys[10]}/"' in html and 'rel="next"' not in html
+
+
+def test_the_explorer_links_each_sample_to_its_item_page(client, trio):
+    _, (middling, _, _), items = trio
+    html = client.get(f"/s/{middling.pk}/samples/").content.decode()
+    for item in items:
+        assert f'href="/b/mmae/i/{item.key}/"' in html
+    html = client.get(f"/s/{middling.pk}/samples/?dimension=complexity&bucket=single")
+    link = escape(f"/b/mmae/i/{items[0].key}/?dimension=complexity&bucket=single")
+    assert f'href="{link}"' in html.content.decode()
+
+
+def test_systems_come_a_page_at_a_time(client, trio, monkeypatch):
+    benchmark, _, items = trio
+    monkeypatch.setattr(item_views, "SYSTEMS_PER_PAGE", 2)
+    board = [r["model_id"] for r in selectors.leaderboard_rows(benchmark=benchmark)]
+    url = f"/b/mmae/i/{items[0].key}/"
+    assert sides(client.get(url).content.decode()) == board[:2]
+    assert sides(client.get(url, {"page": 2}).content.decode()) == board[2:]
+    assert client.get(url, {"page": 3}).status_code == 404
+
+
+def test_an_unknown_item_is_a_404(client, trio):
+    assert client.get("/b/mmae/i/nothing-here/").status_code == 404
+    assert client.get("/b/nowhere/i/x/").status_code == 404
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"dimension": "colour"}, "Select a valid choice"),
+    ({"dimension": "complexity", "bucket": "nowhere"}, "is not a bucket of complexity"),
+    ({"bucket": "single"}, "needs a dimension"),
+    ({"page": "x"}, "Enter a whole number"),
+])
+def test_bad_parameters_are_a_400_naming_them(client, trio, params, message):
+    _, _, items = trio
+    response = client.get(f"/b/mmae/i/{items[0].key}/", params)
+    assert response.status_code == 400
+    assert escape(message) in response.content.decode()
+
+
+def test_anonymous_visitors_share_one_response_per_state(client, trio,
+                                                         django_assert_num_queries):
+    _, _, items = trio
+    first = client.get(f"/b/mmae/i/{items[0].key}/")
+    with django_assert_num_queries(1):  # the benchmark's row, for its state
+        again = client.get(f"/b/mmae/i/{items[0].key}/")
+    assert again.content == first.content
+
+
+def test_airbench_answers_are_text_read_by_the_judge(client, chat_pair):
+    _, (talker, mute) = chat_pair
+    html = client.get("/b/air-bench-chat/i/3/").content.decode()  # a key that reads as a number
+    assert sorted(sides(html)) == sorted([talker.model_id, mute.model_id])
+    assert f"{CHAT_RESPONSES['Talker']} (3)" in html and "Noise. (3)" in html
+    assert "The reference answer 3." in html
+    assert html.count("pass A:") == 2 and html.count("pass B:") == 2
