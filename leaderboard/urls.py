@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard import api, explorer, views
+from leaderboard import api, explorer, media_views, views
 
 app_name = "leaderboard"
 
@@ -20,6 +20,8 @@ urlpatterns = [
     path("s/<int:pk>/samples/", explorer.submission_samples, name="submission-samples"),
     path("s/<int:pk>/audio/<str:item_key>/<str:which>", explorer.submission_audio,
          name="submission-audio"),
+    path("s/<int:pk>/spectrogram/<str:item_key>/<str:which>.png",
+         media_views.submission_spectrogram, name="submission-spectrogram"),
     path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
     path("b/<slug:slug>/compare/", views.compare, name="compare"),
     path("b/<slug:slug>/scoring/", views.scoring, name="scoring"),
