@@ -4,10 +4,12 @@ its page."""
 
 import io
 import json
+import shutil
 
 import numpy as np
 import pytest
 import soundfile
+from django.core.management import call_command
 from django.utils import timezone
 from PIL import Image
 
@@ -20,6 +22,7 @@ from scoring.tasks import draw_input_spectrograms
 from submissions.models import ModelEntry, Submission
 from submissions.services import draw_output_spectrograms, spectrograms_folder
 from tests.conftest import judge_config
+from tests.scoring.test_media import bucket  # noqa: F401  (the S3 bucket, moto in process)
 
 
 @pytest.fixture
@@ -191,3 +194,28 @@ def test_an_import_queues_the_drawing_of_its_inputs(
     benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
                                     audio_root=demo_set["root"], slug="mmae")
     assert queued == [benchmark.pk]
+
+
+def test_with_a_bucket_the_images_are_kept_there_and_served_by_a_machine_without_them(
+        client, served, bucket, settings):  # noqa: F811
+    draw(served)
+    pk, first = served["submission"].pk, served["first"]
+    assert bucket.exists(f"submissions/{pk}/spectrograms/{first}/output.png")
+    assert bucket.exists(f"benchmarks/{served['benchmark'].pk}/spectrograms/{first}/input1.png")
+    shutil.rmtree(settings.MEDIA_ROOT, ignore_errors=True)  # the web machine: nothing here
+    assert f'src="{served["base"]}/diff.png"' in client.get(f"/s/{pk}/").content.decode()
+    for which in ("output", "diff", "input1"):
+        response = client.get(f"{served['base']}/{which}.png")
+        assert response.status_code == 200 and image(response).shape[1] == LEFT + WIDTH
+
+
+def test_the_command_draws_what_no_worker_drew_and_then_nothing(client, served):
+    inputs = sum(len(m) for m in served["benchmark"].items.values_list("media", flat=True))
+    out = io.StringIO()
+    call_command("draw_spectrograms", stdout=out)
+    assert out.getvalue().strip() == \
+        f"drawn: {inputs} input and {len(served['run'].outputs)} output spectrogram(s)"
+    assert client.get(f"{served['base']}/diff.png").status_code == 200
+    out = io.StringIO()
+    call_command("draw_spectrograms", stdout=out)
+    assert out.getvalue().strip() == "drawn: 0 input and 0 output spectrogram(s)"
