@@ -9,11 +9,11 @@ same 0..MAX_HZ whatever the sample rate, so an item's input and its outputs can 
 by eye. The difference image is output minus input, in dB, on black (no change) with warm
 colours for energy added and cold ones for energy removed: it shows where an edit happened.
 
-The pick, by speed: numpy's FFT and a mel matrix product are all the transform needs (scipy
-and librosa would add a dependency, and librosa's import alone takes longer than drawing a
-300 s file), and Pillow writes an image array as a PNG in milliseconds where matplotlib
-spends a few hundred on a figure, besides its import; Pillow's default font draws the
-axes' labels, so no font file is needed.
+The pick, by speed: numpy's FFT and a mel projection are all the transform needs (scipy, or
+librosa with scipy, numba and more, would add dependencies for it), and Pillow draws the
+image with its axes in 26 ms where matplotlib (Agg) takes 164 ms a figure after a 1.7 s
+import (measured 2026-12-02 on a 128 x 800 image, both warm); Pillow's default font draws
+the labels, so no font file is needed.
 """
 
 from __future__ import annotations
