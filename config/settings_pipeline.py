@@ -41,6 +41,11 @@ SUBMISSION_VALIDATION_STALE_SECONDS = env_int("SUBMISSION_VALIDATION_STALE_SECON
 SUBMISSION_VALIDATION_RETRIES = env_int("SUBMISSION_VALIDATION_RETRIES", 3, minimum=0)
 SUBMISSION_VALIDATION_RETRY_SECONDS = env_int("SUBMISSION_VALIDATION_RETRY_SECONDS", 10,
                                               minimum=0)
+# Spectrogram images (scoring.spectrogram_store): drawing that breaks on our side is retried
+# this many times, SPECTROGRAM_RETRY_SECONDS later, then 3 and 9 times that; the pages then
+# go on saying "spectrogram being drawn", and the error is in the worker's log.
+SPECTROGRAM_RETRIES = env_int("SPECTROGRAM_RETRIES", 2, minimum=0)
+SPECTROGRAM_RETRY_SECONDS = env_int("SPECTROGRAM_RETRY_SECONDS", 30, minimum=0)
 SUBMISSION_RETRY_AFTER_SECONDS = env_int("SUBMISSION_RETRY_AFTER_SECONDS", 600, minimum=0)
 SUBMISSION_RETRY_TIMES = env_int("SUBMISSION_RETRY_TIMES", 3, minimum=0)
 SUBMISSIONS_PER_DAY = env_int("SUBMISSIONS_PER_DAY", 5, minimum=0)

@@ -18,6 +18,7 @@ from django_htmx.http import push_url
 
 from leaderboard import explorer_selectors as selectors
 from leaderboard.forms import ExplorerForm
+from leaderboard.spectrogram_selectors import spectrograms_annotate
 from scoring.kinds import get_kind
 from submissions.selectors import submission_get
 
@@ -41,6 +42,7 @@ def _explorer(request, submission) -> dict:
         form.add_error("page", str(exc))
         return context
     page = explorer["page"]
+    spectrograms_annotate(submission, explorer["samples"])
     explorer["here"] = form.querystring(page=query.page)
     explorer["previous"] = form.querystring(page=page.previous_page_number()) \
         if page.has_previous() else None

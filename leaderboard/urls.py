@@ -1,6 +1,6 @@
 from django.urls import path
 
-from leaderboard import api, explorer, item_views, views
+from leaderboard import api, explorer, item_views, media_views, views
 
 app_name = "leaderboard"
 
@@ -25,6 +25,8 @@ urlpatterns = [
     path("s/<int:pk>/samples/", explorer.submission_samples, name="submission-samples"),
     path("s/<int:pk>/audio/<str:item_key>/<str:which>", explorer.submission_audio,
          name="submission-audio"),
+    path("s/<int:pk>/spectrogram/<str:item_key>/<str:which>.png",
+         media_views.submission_spectrogram, name="submission-spectrogram"),
     path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
     path("b/<slug:slug>/compare/", views.compare, name="compare"),
     path("b/<slug:slug>/compare/items/", item_views.compare_items, name="compare-items"),

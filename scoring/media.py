@@ -129,6 +129,21 @@ def output_path(audio_root: str, relative: str, sha256: str | None) -> Path | No
     return path
 
 
+def stored_file(path: Path) -> Path | None:
+    """This machine's copy of the stored file `path` (under MEDIA_ROOT), fetched from the
+    storage when there is none here yet; None when the storage has no such file. For files
+    written once under names derived from ids (spectrogram images), so a copy is never stale."""
+    if path.is_file():
+        return path
+    if shared():
+        return None
+    name = storage_name(path)
+    if not storages["default"].exists(name):
+        return None
+    _download(name, path, size=storages["default"].size(name))
+    return path
+
+
 def outputs_fetch(run, keys: list[str]) -> None:
     """Make sure this machine has the outputs of items `keys` of `run` (a ScoringRun) when
     its folder is in the storage; MediaError naming the first that cannot be had."""

@@ -9,6 +9,7 @@ from django.db import transaction
 from scoring.kinds import file_sha256, get_kind
 from scoring.kinds.files import resolve_audio
 from scoring.models import Benchmark, Criterion, Item, ItemBucket
+from scoring.tasks import draw_input_spectrograms
 
 
 class BenchmarkFileError(ValueError):
@@ -109,4 +110,6 @@ def benchmark_import(
              for item, row in zip(created, rows, strict=True) for criterion in row.criteria],
             batch_size=5000,
         )
+        if audio_root is not None:  # queued once the import commits
+            draw_input_spectrograms.delay(benchmark.pk)
     return benchmark, True

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from config.tasks import RowTask
 from judge.errors import FleetUnavailable
-from scoring import aggregation, fleet, query_loop, runs
+from scoring import aggregation, fleet, query_loop, runs, spectrogram_store
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,31 @@ def aggregate_run(run) -> None:
     board runs, the authors' emails) is done by the submissions app's periodic reconcile,
     which claims each step by a conditional UPDATE."""
     aggregation.run_aggregate(run.id)
+
+
+class SpectrogramTask(RowTask):
+    """Drawing the spectrograms of one row's audio (idempotent: a retry resumes). An error
+    is ours (the audio passed validation or import): retried SPECTROGRAM_RETRIES times with
+    backoff, then logged; the pages meanwhile say "spectrogram being drawn"."""
+
+    abstract = True
+    retries = "SPECTROGRAM_RETRIES"
+    retry_seconds = "SPECTROGRAM_RETRY_SECONDS"
+
+    def gave_up(self, row_id: int, tries: int, why: str) -> None:
+        log.error("%s of %s %s gave up after %s tries: %s", self.name, self.model, row_id,
+                  tries, why)
+
+
+class BenchmarkSpectrogramTask(SpectrogramTask):
+    model = "scoring.Benchmark"
+
+
+@shared_task(base=BenchmarkSpectrogramTask)
+def draw_input_spectrograms(benchmark) -> None:
+    """Draw the spectrograms of a benchmark's inputs, queued by its import."""
+    drawn = spectrogram_store.draw_inputs(benchmark)
+    log.info("benchmark %s: %s input spectrogram(s) drawn", benchmark.pk, drawn)
 
 
 @shared_task(ignore_result=True)

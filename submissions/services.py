@@ -22,13 +22,13 @@ from config.celery import broker_check
 from config.errors import ServiceError
 from config.heartbeat import Heartbeat
 from config.tasks import RowTask, retry_countdown
-from scoring import media, runs
+from scoring import media, runs, spectrogram_store
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
 from scoring.kinds.files import PredictionError, text_stream
 from scoring.models import Benchmark, Item, ScoringRun
-from scoring.tasks import enqueue_run
+from scoring.tasks import SpectrogramTask, enqueue_run
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.names import name_normalise, name_problem, name_skeletons
 from submissions.notifications import submission_notify
@@ -290,6 +290,8 @@ def _validate(submission: Submission) -> None:
         _apply_model_details(submission)
         submission.runs.add(run)
         enqueue_run(run.id)
+        if kind.outputs.files:  # its own task: validation stays as fast as it was
+            draw_output_spectrograms.delay(submission.pk)
     if archive is not None:  # its contents are unpacked under audio/; kept until queued, so
         media.file_delete(archive)  # that a validation that broke can be retried
 
@@ -301,6 +303,11 @@ def _apply_model_details(submission: Submission) -> None:
         ModelEntry.objects.filter(id=submission.model_id).update(**submission.model_details)
         board_changed(*Submission.objects.filter(model_id=submission.model_id)
                       .values_list("benchmark_id", flat=True).distinct())
+
+
+def spectrograms_folder(submission: Submission) -> Path:
+    """Where the spectrograms of a submission's outputs are kept: beside its audio."""
+    return submission_folder(submission) / "spectrograms"
 
 
 def submission_folder(submission: Submission) -> Path:
@@ -461,3 +468,18 @@ class SubmissionTask(RowTask):
 def validate_submission(submission) -> None:
     """Validate an upload (submission_validate)."""
     submission_validate(submission.id)
+
+
+class SubmissionSpectrogramTask(SpectrogramTask):
+    model = "submissions.Submission"
+
+
+@shared_task(base=SubmissionSpectrogramTask)
+def draw_output_spectrograms(submission) -> None:
+    """Draw the spectrograms of a submission's outputs, queued when its validation passes."""
+    run = submission.current_run
+    if run is None:
+        return
+    drawn = spectrogram_store.draw_outputs(run=run, benchmark=submission.benchmark,
+                                           folder=spectrograms_folder(submission))
+    log.info("submission %s: %s output spectrogram(s) drawn", submission.pk, drawn)

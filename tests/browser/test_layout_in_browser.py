@@ -17,7 +17,9 @@ from playwright.sync_api import expect
 
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark
+from scoring.tasks import draw_input_spectrograms
 from submissions.models import ModelEntry, Submission
+from submissions.services import draw_output_spectrograms
 from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS
 from tests.browser.test_board_in_browser import in_thread, score
 from tests.conftest import CAST_PASSWORD
@@ -53,6 +55,8 @@ def site(tmp_path, settings, author, simulator_factory):
                                            public=True, status="queued", current_run=run,
                                            coverage=coverage)
     submission.runs.add(run)
+    draw_input_spectrograms.apply((benchmark.pk,))  # as the workers do
+    draw_output_spectrograms.apply((submission.pk,))
     call_command("seed_board", "--benchmark", "mmae", "--submissions", "10")
     other = ModelEntry.objects.exclude(pk=model.pk).order_by("name").first()
     return {"submission": submission, "model": model, "other": other}
@@ -119,6 +123,20 @@ def first_screen_shows_the_leading_row(page) -> None:
     assert rank.split()[0] == "1" and model and re.match(r"\d+\.\d\d", emr)
 
 
+def spectrograms_fit(page, width: int) -> None:
+    """The explorer's spectrograms load (scrolled to, being lazy) and fit inside the page."""
+    images = page.locator("img.spectrogram")
+    assert images.count() >= 3
+    for n in (0, images.count() - 1):
+        images.nth(n).scroll_into_view_if_needed()
+        expect(images.nth(n)).to_have_js_property("complete", True)
+        loaded, right = images.nth(n).evaluate(
+            "img => [img.naturalWidth, img.getBoundingClientRect().right]")
+        assert loaded > 0 and right <= width
+    images.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / f"layout-{width}-spectrograms.png"))
+
+
 @pytest.mark.parametrize("device", WIDTHS)
 def test_every_page_fits_the_screen_under_the_content_security_policy(browser, live_server,
                                                                        site, device):
@@ -143,6 +161,7 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
             if name == "scoring":
                 expect(page.locator("#metrics dt").first).to_have_text("IFR")
             if name == "submission":  # htmx swaps the explorer's list under the policy
+                spectrograms_fit(page, width)
                 with page.expect_response(re.compile(r"/samples/\?")) as partial:
                     page.locator("#explorer-dimension").select_option("modality")
                 assert partial.value.status == 200

@@ -3,39 +3,10 @@
 import numpy as np
 import pytest
 import soundfile
-from django.utils import timezone
 
 from leaderboard.explorer import RangeNotSatisfiable, byte_range
-from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import ScoringRun
-from scoring.services import benchmark_import
-from submissions.models import ModelEntry, Submission
-from tests.conftest import judge_config
-
-
-@pytest.fixture
-def served(demo_set, author):
-    """A public submission of system A (2 samples without output) whose run has finished."""
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae")
-    samples = demo_set["samples"]
-    outputs = {p.sample_id: p.audio_path for p in load_predictions(
-        demo_set["predictions"], known_ids={s["id"] for s in samples})}
-    run = ScoringRun.objects.create(
-        benchmark=benchmark, judge_config=judge_config(["http://127.0.0.1:9"],
-                                                       benchmark=benchmark),
-        audio_root=str(demo_set["root"]), outputs=outputs,
-        missing={s["id"]: "no prediction" for s in samples if s["id"] not in outputs},
-        judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
-        max_attempts=5, status="finished", status_times={"finished": timezone.now().isoformat()})
-    model = ModelEntry.objects.create(owner=author, name="Echo Editor")
-    submission = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
-                                           public=True, status="queued", current_run=run,
-                                           coverage=12 / 14)
-    first = samples[0]["id"]
-    return {"submission": submission, "run": run, "root": demo_set["root"], "samples": samples,
-            "key": first, "url": f"/s/{submission.pk}/audio/{first}/output",
-            "bytes": (demo_set["root"] / outputs[first]).read_bytes()}
+from submissions.models import Submission
 
 
 def test_an_output_is_served_whole_with_accept_ranges(client, served):

@@ -319,8 +319,13 @@ def test_workers_that_share_no_disk_with_the_web_validate_and_score_and_take_ove
         f"submissions/{first}/upload/archive/audio.zip"}
     wait_for(lambda: status(db, first) == "finished", 60, "the first run", worker_b, web)
     outputs = {f"submissions/{first}/audio/systems/small/{s['id']}.wav" for s in samples[:5]}
+    # the spectrograms' own task, queued with the run: its manifest is written last
+    drawn = f"submissions/{first}/spectrograms/drawn.json"
+    wait_for(lambda: drawn in stored_names(drawn), 30, "the spectrograms", worker_b)
+    images = {f"submissions/{first}/spectrograms/{s['id']}/{which}.png"
+              for s in samples[:5] for which in ("output", "diff")}  # as long as the inputs
     assert stored_names(f"submissions/{first}/") == {
-        f"submissions/{first}/upload/predictions/submission.jsonl", *outputs}
+        f"submissions/{first}/upload/predictions/submission.jsonl", *outputs, *images, drawn}
     assert not (stack.media("a") / "submissions").exists()  # the web wrote nothing to disk
     for name in outputs:
         assert (stack.media("b") / name).is_file()
@@ -330,6 +335,10 @@ def test_workers_that_share_no_disk_with_the_web_validate_and_score_and_take_ove
     played = client.get(f"/s/{first}/audio/{key}/output")
     assert played.status_code == 200
     assert played.content == (bench_root / "systems/small" / f"{key}.wav").read_bytes()
+    # ... and its spectrograms, the output's and the input's, from the bucket too
+    for which in ("output", "diff", "input1"):
+        image = client.get(f"/s/{first}/spectrogram/{key}/{which}.png")
+        assert image.status_code == 200 and image.content.startswith(b"\x89PNG"), which
 
     # 2. A larger upload, slower judge: B is killed mid-run and C, on its own empty disk,
     # takes over B's batch reading the outputs from the bucket.

@@ -1,0 +1,39 @@
+"""What the explorer shows beside each player: the spectrogram images of a sample's audio
+(scoring.spectrogram_store), or that they are being drawn. The caller has checked access."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from scoring import spectrogram_store
+from submissions.services import spectrograms_folder
+
+
+def _image(submission, key: str, which: str, ready: bool) -> dict:
+    """An image beside a player: its address when drawn, else whether it is being drawn."""
+    url = reverse("leaderboard:submission-spectrogram", args=[submission.pk, key, which]) \
+        if ready else None
+    return {"url": url, "which": which}
+
+
+def spectrograms_annotate(submission, samples: list[dict]) -> None:
+    """Give each sample of the explorer its images: `s["spectrograms"]` holds "inputs" (one
+    per input label, in order), "output" and "diff" (None when there is none to show), and
+    "inputs_pending" / "output_pending" while their drawing has not finished."""
+    if not samples:
+        return
+    inputs = spectrogram_store.drawn(spectrogram_store.inputs_folder(submission.benchmark))
+    outputs = spectrogram_store.drawn(spectrograms_folder(submission)) \
+        if submission.current_run is not None else None
+    for s in samples:
+        key = s["key"]
+        numbers = set((inputs or {}).get(key, []))
+        drawn = (outputs or {}).get(key)
+        s["spectrograms"] = {
+            "inputs": [_image(submission, key, label, int(label[5:]) in numbers)
+                       for label in s.get("inputs", [])],
+            "inputs_pending": inputs is None,
+            "output": _image(submission, key, "output", True) if drawn else None,
+            "diff": _image(submission, key, "diff", True) if drawn and drawn["diff"] else None,
+            "output_pending": outputs is None,
+        }
