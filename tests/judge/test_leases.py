@@ -304,6 +304,7 @@ def test_queries_queued_for_slots_lease_them_in_one_round_trip(simulator_factory
     assert round_trips - 8 == 2  # less the eight releases
 
 
+@pytest.mark.integration
 def test_a_lease_server_that_goes_away_is_counted_so_the_fleet_is_opened_again(prefix):
     """A Redis restarted empty under a fleet with queries out: the releases that fail are
     counted (JudgeFleet.lease_errors), which tells the pipeline to hand its batches back and
