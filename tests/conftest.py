@@ -1,11 +1,14 @@
 import asyncio
+import atexit
 import contextlib
 import json
 import multiprocessing.process
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -20,7 +23,7 @@ from django.db import connection, transaction
 from config.celery import app as celery_app
 from judge.simulator import SimulatorConfig, serve
 from scoring import synthetic
-from tests.servers import database_url_named, free_ports
+from tests.servers import database_url_named, free_ports, redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -384,9 +387,24 @@ def staff(db, request):
     return _cast(request, "staff")
 
 
-# The Redis that `make test` names (tests/servers.py: its own, or the machine's in CI); a bare
-# `pytest` run falls back to the machine's Redis, database 15.
-BROKER = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
+def _broker() -> str:
+    """The Redis that `make test` names (tests/servers.py: its own, or the machine's in CI); a
+    bare `pytest` run falls back to the machine's Redis, database 15. Under pytest-xdist each
+    worker has a Redis server of its own instead (tests/servers.py's, stopped at its exit):
+    the tests that empty a Redis database (tests/concurrent.py's redis_cache) would otherwise
+    empty the queues of another worker's Celery workers."""
+    given = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return given
+    folder = tempfile.mkdtemp(prefix="test-redis-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    own = contextlib.ExitStack()
+    url = own.enter_context(redis_server(Path(folder)))
+    atexit.register(own.close)  # before the folder goes: atexit runs last in, first out
+    return url
+
+
+BROKER = _broker()
 
 
 class Worker:
