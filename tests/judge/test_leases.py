@@ -140,7 +140,7 @@ def test_a_held_lease_is_renewed_past_its_ttl_and_closing_gives_it_back(prefix):
     ("http://127.0.0.1:6379/15", {}, "give a redis://, rediss:// or unix:// URL"),
     (REDIS, {"ttl": 0}, "lease ttl and poll must be above 0 (got ttl=0"),
     (REDIS, {"poll": -1}, "lease ttl and poll must be above 0 (got ttl=30.0, poll=-1)"),
-])
+], ids=["http", "ttl", "poll"])  # not by the URL: each pytest-xdist worker has its own Redis
 def test_bad_settings_are_refused(url, options, message):
     with pytest.raises(ValueError) as info:
         RedisLeases(url, **options)
