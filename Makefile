@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python -m tests.servers $(BIN)/pytest
+
+# Every test that starts no process (no simulator, worker, server, browser or manage.py
+# subprocess: those are marked `integration`, tests/conftest.py): the quick check while working.
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m tests.servers $(BIN)/pytest -m "not integration"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,8 +1,15 @@
+import asyncio
+import atexit
+import contextlib
 import json
+import multiprocessing.process
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -11,16 +18,79 @@ import httpx
 import pytest
 import redis
 from django.core.cache import caches
-from django.db import connection
+from django.db import connection, transaction
 
 from config.celery import app as celery_app
+from judge.simulator import SimulatorConfig, serve
 from scoring import synthetic
-from tests.servers import database_url_named, free_ports
+from tests.servers import database_url_named, free_ports, redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class Simulator:
+# Fixtures that start processes: a test that uses one (directly or through another fixture)
+# is marked `integration`, and `browser` too for Chromium, so `make test-fast` leaves it out.
+PROCESS_FIXTURES = {"simulator_factory", "worker_factory", "browser"}
+BROWSER_FIXTURES = {"browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by these marks
+def pytest_collection_modifyitems(config, items):
+    module_state = set()
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & PROCESS_FIXTURES:
+            item.add_marker(pytest.mark.integration)
+        if used & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if "module_db" in used:
+            module_state.add(item.path)
+    for item in items:  # module_db holds a transaction that a flush would break
+        if item.path in module_state and "transactional_db" in getattr(item, "fixturenames",
+                                                                       ()):
+            raise pytest.UsageError(f"{item.nodeid}: a module that keeps state in module_db "
+                                    "cannot hold transactional tests")
+
+
+def _refuse_processes(nodeid: str, patch: pytest.MonkeyPatch) -> None:
+    """Make starting a process fail in the test `nodeid`: one that is not marked `integration`
+    starts none, so `make test-fast` starts none (a forgotten mark fails here, in words)."""
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"{nodeid} starts a process: mark it integration (or use a fixture "
+                           "of PROCESS_FIXTURES in tests/conftest.py)")
+
+    patch.setattr(subprocess.Popen, "__init__", refuse)
+    patch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    for name in ("fork", "system", "posix_spawn", "posix_spawnp"):
+        patch.setattr(os, name, refuse)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if item.get_closest_marker("integration"):
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        _refuse_processes(item.nodeid, patch)
+        return (yield)
+
+
+class _SimulatorUrls:
+    """What a test reads of a running judge simulator, over its HTTP API."""
+
+    urls: list[str]
+
+    @property
+    def base_urls(self) -> str:
+        return ",".join(self.urls)
+
+    def stats(self) -> list[dict]:
+        return [httpx.get(f"{u}/simulator/stats", timeout=10).json() for u in self.urls]
+
+    def completions(self) -> int:
+        return sum(s["completions"] for s in self.stats())
+
+
+class Simulator(_SimulatorUrls):
     """A judge simulator in its own process, as `manage.py judge_simulator` runs it."""
 
     def __init__(self, *args: str, ports: list[int] | None = None):
@@ -43,16 +113,6 @@ class Simulator:
                 time.sleep(0.1)
         raise RuntimeError("simulator did not start")
 
-    @property
-    def base_urls(self) -> str:
-        return ",".join(self.urls)
-
-    def stats(self) -> list[dict]:
-        return [httpx.get(f"{u}/simulator/stats", timeout=10).json() for u in self.urls]
-
-    def completions(self) -> int:
-        return sum(s["completions"] for s in self.stats())
-
     def stop(self):
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -61,6 +121,55 @@ class Simulator:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+class ThreadSimulator(_SimulatorUrls):
+    """The judge simulator's own server (judge.simulator.serve: the same HTTP, verdicts and
+    stats) on an event loop in a thread of the test process, for tests that need a judge to
+    score against rather than the `judge_simulator` process itself: no process to start, so
+    no Django start-up to wait for. `config` are SimulatorConfig's fields; every answered
+    query is recorded, as `--record` does."""
+
+    def __init__(self, ports: list[int] | None = None, **config):
+        self.ports = ports or free_ports(2)
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
+        self.loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()
+        self._error: BaseException | None = None
+        started = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(SimulatorConfig(**{"record": True, **config}), started),
+            name="judge-simulator", daemon=True)
+        self._thread.start()
+        started.wait(timeout=30)
+        if self._error is not None:
+            raise RuntimeError(f"simulator did not start: {self._error!r}") from self._error
+
+    def _run(self, config: SimulatorConfig, started: threading.Event) -> None:
+        async def main():
+            ready = asyncio.Event()
+            server = asyncio.ensure_future(serve(self.ports, config, ready=ready,
+                                                 stop=self._stop))
+            waiter = asyncio.ensure_future(ready.wait())
+            await asyncio.wait({server, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if server.done():
+                server.result()  # it could not listen: raised here
+            started.set()
+            await server
+
+        try:
+            self.loop.run_until_complete(main())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            started.set()
+            self.loop.close()
+
+    def stop(self):
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the server is gone
+            self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
 
 
 def _use_broker(url: str, **conf) -> None:
@@ -114,9 +223,49 @@ def simulator_factory():
 
 
 @pytest.fixture
-def demo_set(tmp_path):
-    """A small synthetic benchmark with two systems' submissions, one in each format."""
-    root = tmp_path / "mmae"
+def thread_simulator_factory():
+    """`start(ports=None, **config)`: a ThreadSimulator, stopped at the end of the test."""
+    started = []
+
+    def start(ports=None, **config):
+        started.append(ThreadSimulator(ports, **config))
+        return started[-1]
+
+    yield start
+    for sim in started:
+        sim.stop()
+
+
+@pytest.fixture(scope="module")
+def module_db(django_db_setup, django_db_blocker):
+    """One transaction around a module's tests, as Django's TestCase keeps one around a class
+    for setUpTestData: what a module-scoped fixture writes in it (with django_db_blocker
+    unblocked) every test of the module reads; each test's own writes still roll back at its
+    end (its atomic block is a savepoint of this one); all of it is rolled back after the
+    module's last test. For `db` tests only: another connection (a live server, a worker)
+    sees none of it, and a transactional test would flush it."""
+    with django_db_blocker.unblock():
+        atomic = transaction.atomic()
+        atomic._from_testcase = True  # as TestCase's own block: a durable block may nest
+        atomic.__enter__()
+    yield
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        atomic.__exit__(None, None, None)
+
+
+def reread(state: dict) -> dict:
+    """`state` (a module's, made in module_db) with each model instance read again, so that
+    what a test changes in memory stays with that test, as its changes in the database do."""
+    from django.db.models import Model
+
+    return {key: type(value).objects.get(pk=value.pk) if isinstance(value, Model) else value
+            for key, value in state.items()}
+
+
+def write_demo_set(root: Path) -> dict:
+    """A small synthetic benchmark under `root` with two systems' submissions, one in each
+    format."""
     meta = synthetic.write_benchmark(root, 14, seed=3)
     samples = json.loads(meta.read_text())
     return {
@@ -126,6 +275,11 @@ def demo_set(tmp_path):
         "predictions": synthetic.write_system(root, samples, name="sys-a", seed=5, missing=2),
         "jsonl": synthetic.write_system(root, samples, name="sys-b", seed=6, fmt="jsonl"),
     }
+
+
+@pytest.fixture
+def demo_set(tmp_path):
+    return write_demo_set(tmp_path / "mmae")
 
 
 def judge_config(urls, *, seed: int = 11, kind: str = "mmae", benchmark=None, **fields):
@@ -196,24 +350,61 @@ def cast_member(django_user_model, username: str, email: str, **fields):
     return user
 
 
-@pytest.fixture
-def author(db, django_user_model):
-    return cast_member(django_user_model, "author", "author@example.com")
+CAST = {"author": ("author@example.com", {}), "other_author": ("other@example.com", {}),
+        "staff": ("staff@example.com", {"is_staff": True})}
+
+
+@pytest.fixture(scope="module")
+def module_cast(module_db, django_db_blocker):
+    """The cast made once for a module (in module_db): a test of that module that uses this
+    fixture gets these users as `author`, `other_author` and `staff`."""
+    from django.contrib.auth import get_user_model
+
+    with django_db_blocker.unblock():
+        return {name: cast_member(get_user_model(), name, email, **fields)
+                for name, (email, fields) in CAST.items()}
+
+
+def _cast(request, name: str):
+    if "module_cast" in request.fixturenames:
+        return request.getfixturevalue("module_cast")[name]
+    email, fields = CAST[name]
+    return cast_member(request.getfixturevalue("django_user_model"), name, email, **fields)
 
 
 @pytest.fixture
-def other_author(db, django_user_model):
-    return cast_member(django_user_model, "other_author", "other@example.com")
+def author(db, request):
+    return _cast(request, "author")
 
 
 @pytest.fixture
-def staff(db, django_user_model):
-    return cast_member(django_user_model, "staff", "staff@example.com", is_staff=True)
+def other_author(db, request):
+    return _cast(request, "other_author")
 
 
-# The Redis that `make test` names (tests/servers.py: its own, or the machine's in CI); a bare
-# `pytest` run falls back to the machine's Redis, database 15.
-BROKER = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
+@pytest.fixture
+def staff(db, request):
+    return _cast(request, "staff")
+
+
+def _broker() -> str:
+    """The Redis that `make test` names (tests/servers.py: its own, or the machine's in CI); a
+    bare `pytest` run falls back to the machine's Redis, database 15. Under pytest-xdist each
+    worker has a Redis server of its own instead (tests/servers.py's, stopped at its exit):
+    the tests that empty a Redis database (tests/concurrent.py's redis_cache) would otherwise
+    empty the queues of another worker's Celery workers."""
+    given = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return given
+    folder = tempfile.mkdtemp(prefix="test-redis-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    own = contextlib.ExitStack()
+    url = own.enter_context(redis_server(Path(folder)))
+    atexit.register(own.close)  # before the folder goes: atexit runs last in, first out
+    return url
+
+
+BROKER = _broker()
 
 
 class Worker:

@@ -19,7 +19,8 @@ from tests import servers
 from tests.conftest import ROOT
 
 # Run by the command under test: reaches both servers, writes what it was given to argv[1], then
-# waits for SIGINT when argv[2] says so, and exits with status argv[3].
+# waits for SIGINT when argv[2] says so (saying so in argv[1] + ".waiting" once it does), and
+# exits with status argv[3].
 PROBE = """
 import json, os, sys, time
 import dj_database_url, psycopg, redis
@@ -33,6 +34,7 @@ with open(sys.argv[1], "w") as out:
     json.dump(report, out)
 if sys.argv[2] == "wait":
     try:
+        open(sys.argv[1] + ".waiting", "w").close()
         time.sleep(120)
     except KeyboardInterrupt:
         report["interrupted"] = True
@@ -72,6 +74,7 @@ def assert_gone(report: dict) -> None:
         redis.Redis.from_url(report["broker"], socket_connect_timeout=2).ping()
 
 
+@pytest.mark.integration
 def test_it_starts_its_own_servers_and_stops_them_when_the_command_ends(own_tmp, tmp_path,
                                                                           capsys):
     report_path = tmp_path / "report.json"
@@ -86,6 +89,7 @@ def test_it_starts_its_own_servers_and_stops_them_when_the_command_ends(own_tmp,
     assert list(own_tmp.iterdir()) == []
 
 
+@pytest.mark.integration
 def test_a_failing_command_s_status_is_passed_on_and_the_servers_still_stop(own_tmp, tmp_path):
     report_path = tmp_path / "report.json"
     assert servers.main(probe(report_path, status=3), environ=NO_GIVEN_SERVERS) == 3
@@ -93,17 +97,30 @@ def test_a_failing_command_s_status_is_passed_on_and_the_servers_still_stop(own_
     assert list(own_tmp.iterdir()) == []
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler of its own for `signum` (Linux's /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    (caught,) = (line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (signum - 1) & 1)
+
+
+@pytest.mark.integration
 def test_a_sigterm_interrupts_the_command_then_stops_the_servers(own_tmp, tmp_path):
     report_path = tmp_path / "report.json"
+    waiting = tmp_path / "report.json.waiting"
     run = subprocess.Popen([sys.executable, "-m", "tests.servers", *probe(report_path, wait=True)],
                            cwd=ROOT, env={**NO_GIVEN_SERVERS, "TMPDIR": str(own_tmp),
                                           # pgserver's lock file, kept for later runs
                                           "XDG_RUNTIME_DIR": str(tmp_path)},
                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
+        # The signal goes once both sides are ready for it, however slow the machine: the
+        # command waits inside its try block, and tests.servers passes SIGTERM on (its SIGHUP
+        # handler, the last of the three it sets while the command runs, is in place).
         deadline = time.monotonic() + 60
-        while not report_path.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        while not (waiting.exists() and catches(run.pid, signal.SIGHUP)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 130, run.stderr.read()
     finally:
@@ -115,6 +132,7 @@ def test_a_sigterm_interrupts_the_command_then_stops_the_servers(own_tmp, tmp_pa
     assert list(own_tmp.iterdir()) == []
 
 
+@pytest.mark.integration
 def test_given_urls_are_used_and_no_server_is_started(own_tmp, tmp_path, capsys):
     out = tmp_path / "env.json"
     given = {"TEST_DATABASE_URL": "postgres://u@db.example:6543/board",
@@ -182,6 +200,7 @@ def run_in_new_network_namespace(*, drop_capabilities: bool) -> subprocess.Compl
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.integration
 def test_the_loopback_interface_is_brought_up_in_a_new_network_namespace():
     result = run_in_new_network_namespace(drop_capabilities=False)
     assert result.returncode == 0, result.stderr
@@ -189,6 +208,7 @@ def test_the_loopback_interface_is_brought_up_in_a_new_network_namespace():
     assert "the loopback interface is down; bringing lo up" in result.stderr
 
 
+@pytest.mark.integration
 def test_a_loopback_interface_that_cannot_be_brought_up_fails_clearly():
     result = run_in_new_network_namespace(drop_capabilities=True)
     assert result.returncode == 1

@@ -44,11 +44,11 @@ def score(benchmark, urls, outputs):
 
 
 @pytest.fixture
-def chat_board(tmp_path, author, simulator_factory):
+def chat_board(tmp_path, author, thread_simulator_factory):
     benchmark, _ = benchmark_import(kind=airbench.CHAT,
                                     path=write(tmp_path / "Chat_meta.json", chat_meta()),
                                     audio_root=None, slug="air-bench-chat")
-    urls = simulator_factory("--latency-ms", "1", "--seed", "3").urls
+    urls = thread_simulator_factory(latency_ms=1, seed=3).urls
     submissions = {}
     for name, response in SYSTEMS.items():
         outputs = {str(i): f"{response} ({i})" for i in range(6) if i != 3}
@@ -108,14 +108,14 @@ def test_a_visitor_reads_the_chat_board_a_slice_and_an_items_replies(page, chat_
 
 
 @pytest.fixture
-def foundation_board(tmp_path, author, simulator_factory):
+def foundation_board(tmp_path, author, thread_simulator_factory):
     from tests.scoring.airbench_data import foundation_meta
 
     benchmark, _ = benchmark_import(
         kind=airbench.FOUNDATION, path=write(tmp_path / "Foundation_meta.json",
                                              foundation_meta()),
         audio_root=None, slug="air-bench-foundation")
-    urls = simulator_factory("--latency-ms", "1").urls
+    urls = thread_simulator_factory(latency_ms=1).urls
     answers = {  # Steady answers everything; Guesser answers fewer but reads better per item
         "Steady": {"1": "B", "2": "A", "3": "B", "4": "D", "5": "A", "6": "B"},
         "Guesser": {"1": "B", "2": "A", "4": "D"},

@@ -85,7 +85,7 @@ def score(benchmark, root, samples, urls, *, system: str, seed: int, missing: in
 
 
 @pytest.fixture
-def board_data(tmp_path, settings, author, simulator_factory):
+def board_data(tmp_path, settings, author, thread_simulator_factory):
     """The mmae board: two public scored submissions and two reported results."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SCORING_BATCH_ITEMS = 6
@@ -94,7 +94,7 @@ def board_data(tmp_path, settings, author, simulator_factory):
     samples = json.loads(meta.read_text())
     benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=root, slug="mmae",
                                     synthetic=True)
-    urls = simulator_factory("--latency-ms", "1").urls
+    urls = thread_simulator_factory(latency_ms=1).urls
     submissions = {}
     for name, organisation, open_weights, seed, missing in SYSTEMS:
         run, coverage = in_thread(lambda s=seed, m=missing: score(

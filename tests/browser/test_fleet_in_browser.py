@@ -19,11 +19,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
 
 
 @pytest.fixture
-def fleet(demo_set, staff, simulator_factory, settings):
+def fleet(demo_set, staff, thread_simulator_factory, settings):
     """Two simulator endpoints under the benchmark's config, one batch of a run scored through
     them (answers for the figures), the rest of the run waiting, and a probe stored."""
     settings.SCORING_BATCH_ITEMS = 6
-    sim = simulator_factory("--latency-ms", "20")
+    sim = thread_simulator_factory(latency_ms=20)
     _, run = demo_run(demo_set, sim.urls)
     worker = query_loop.JudgeSettings(concurrency=4, timeout=10, down_wait=1)
     in_thread(lambda: query_loop.batch_score(run.batches.order_by("index").first().id, worker))

@@ -38,7 +38,7 @@ MODEL = "Echo Editor Large v2 (instruction-tuned)"
 
 
 @pytest.fixture
-def site(tmp_path, settings, author, simulator_factory):
+def site(tmp_path, settings, author, thread_simulator_factory):
     """The mmae board: the author's scored public submission and ten seeded ones."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SCORING_BATCH_ITEMS = 6
@@ -46,7 +46,7 @@ def site(tmp_path, settings, author, simulator_factory):
     samples = json.loads(write_benchmark(root, 12, seed=21).read_text())
     benchmark, _ = benchmark_import(kind="mmae", path=root / "MMAE-meta.json",
                                     audio_root=root, slug="mmae", synthetic=True)
-    urls = simulator_factory("--latency-ms", "1").urls
+    urls = thread_simulator_factory(latency_ms=1).urls
     run, coverage = in_thread(lambda: score(benchmark, root, samples, urls, system="sys-5",
                                             seed=5, missing=1))
     model = ModelEntry.objects.create(owner=author, name=MODEL, organisation="Example Audio Lab",

@@ -44,10 +44,10 @@ def scored_to_the_end(run) -> bool:
 
 
 @pytest.fixture
-def site(demo_set, author, staff, simulator_factory, settings, tmp_path):
+def site(demo_set, author, staff, thread_simulator_factory, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SCORING_BATCH_ITEMS = 7
-    sim = simulator_factory("--latency-ms", "1", "--max-audios", "1")
+    sim = thread_simulator_factory(latency_ms=1, max_audios=1)
     benchmark, published = demo_run(demo_set, sim.urls)
     settings.SCORING_MAX_REFUSED_SHARE = 0.99  # published with its refusals counted
     published = in_thread(lambda: score_run(published))

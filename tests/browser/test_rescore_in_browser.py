@@ -15,11 +15,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
 
 
 @pytest.fixture
-def scored(demo_set, author, staff, simulator_factory, settings, tmp_path):
-    """A public submission scored under the benchmark's current config."""
+def judged(demo_set, author, staff, thread_simulator_factory, settings, tmp_path):
+    """A public submission judged to the end under the benchmark's current config."""
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SCORING_BATCH_ITEMS = 20
-    sim = simulator_factory("--latency-ms", "1")
+    sim = thread_simulator_factory(latency_ms=1)
     benchmark, run = demo_run(demo_set, sim.urls)
     worker = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
@@ -43,7 +43,7 @@ def log_in(page, username):
     page.get_by_role("button", name="Log in").click()
 
 
-def test_staff_rescore_after_a_dry_run_and_queue_the_baselines(page, screenshot, scored):
+def test_staff_rescore_after_a_dry_run_and_queue_the_baselines(page, screenshot, judged):
     log_in(page, "staff")
     page.goto("/staff/rescore/")
     page.get_by_label("Benchmark").select_option("mmae")
@@ -68,7 +68,7 @@ def test_staff_rescore_after_a_dry_run_and_queue_the_baselines(page, screenshot,
                                                                           "rescore"]
 
 
-def test_an_author_finds_no_staff_page(page, scored):
+def test_an_author_finds_no_staff_page(page, judged):
     log_in(page, "author")
     response = page.goto("/staff/rescore/?benchmark=mmae")
     assert response.status == 404

@@ -41,10 +41,10 @@ def demo(tmp_path, settings, transactional_db):
 
 
 @pytest.fixture
-def scoring_stack(demo, simulator_factory, worker_factory):
+def scoring_stack(demo, thread_simulator_factory, worker_factory):
     """The judge simulator and one Celery worker scoring against it."""
     ports = free_ports(2)
-    simulator_factory("--latency-ms", "5", ports=ports)
+    thread_simulator_factory(ports=ports, latency_ms=5)
     start_worker = worker_factory(ports)
     start_worker()
     return start_worker.log_path

@@ -94,6 +94,7 @@ def test_the_stack_refuses_to_start_without_a_secret_key():
         app_environment()
 
 
+@pytest.mark.integration
 def test_the_compose_environment_passes_check_deploy():
     env = {**app_environment(SECRET_KEY=SECRET_KEY), "PATH": "/usr/bin:/bin",
            "VAR_DIR": "/tmp/compose-test-var", "MEDIA_ROOT": "/tmp/compose-test-var/media",

@@ -21,6 +21,8 @@ from tests.config.image import app_environment, command, lay_out, scratch_databa
 from tests.conftest import BROKER, CAST_PASSWORD
 from tests.servers import free_ports
 
+pytestmark = pytest.mark.integration  # builds and runs the image's files in processes
+
 SECRET_KEY = "image-" + "Zq8vR2mW5tY1uI4oP7aS0dF3gH6jK9lX2cV5bN8mQ1wE4rT7yU"
 PROXY = {"X-Forwarded-Proto": "https"}  # as the TLS-terminating proxy says (BEHIND_PROXY)
 # Where each project module is imported from, and which import finders are installed.

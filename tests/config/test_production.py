@@ -7,6 +7,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.integration  # each setting is read by a fresh `python -c` or manage.py
+
 STRONG_KEY = "k3y-" + "Zq8vR2mW5tY1uI4oP7aS0dF3gH6jK9lX2cV5bN8mQ1wE4rT7yU"
 PRODUCTION = {"DJANGO_ENV": "production", "SECRET_KEY": STRONG_KEY,
               "REDIS_URL": "redis://127.0.0.1:6379/0",

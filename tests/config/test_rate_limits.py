@@ -170,14 +170,15 @@ def test_password_reset_requests_are_limited(client, author, settings):
     assert len(mail.outbox) == 1
 
 
-def test_the_environment_sets_allauths_rates():
+@pytest.mark.integration
+def test_the_environment_sets_allauths_rates(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup(); from django.conf import "
          "settings as s; r = s.ACCOUNT_RATE_LIMITS; print(r['login'], r['signup'], "
          "repr(r['reset_password']), repr(r['login_failed']))"],
         cwd=ROOT, capture_output=True, text=True, timeout=60,
         env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
-             "VAR_DIR": "/tmp/rate-limits-test-var", "THROTTLE_LOGIN_ADDRESS": "7/m",
+             "VAR_DIR": str(tmp_path / "var"), "THROTTLE_LOGIN_ADDRESS": "7/m",
              "THROTTLE_SIGNUP": "3/hour", "THROTTLE_PASSWORD_RESET": "off"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["7/m/ip", "3/h/ip", "''", "''"]

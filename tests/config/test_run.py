@@ -22,6 +22,7 @@ NOT_PASSED_ON = {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "JUDGE_BASE_U
                  "VAR_DIR", "MEDIA_ROOT", "STATIC_ROOT", "PORT"}
 
 
+@pytest.mark.integration
 def test_sqlite_connections_use_wal_a_busy_timeout_and_immediate_transactions(tmp_path):
     script = ("import django; django.setup()\n"
               "from django.db import connection, transaction\n"

@@ -24,6 +24,7 @@ def load(script=PRINT_SETTINGS, **env):
                           capture_output=True, text=True, timeout=60, env={**base, **env})
 
 
+@pytest.mark.integration
 def test_the_defaults_need_nothing_but_python():
     result = load()
     assert result.returncode == 0, result.stderr
@@ -35,6 +36,7 @@ def test_the_defaults_need_nothing_but_python():
     assert broker == "redis://127.0.0.1:6390/0"  # the Redis `make run` starts
 
 
+@pytest.mark.integration
 def test_values_from_the_environment_are_used():
     result = load(PORT="9000", JUDGE_BASE_URLS="http://a:1, http://b:2/",
                   DATABASE_URL="postgres://u@h:5432/db", MEDIA_ROOT="/tmp/settings-test-media",
@@ -57,6 +59,7 @@ def setting(name: str, **env) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.integration
 def test_uploads_stream_to_a_folder_under_media_root_unless_told_otherwise():
     assert setting("FILE_UPLOAD_TEMP_DIR") == "/tmp/settings-test-var/media/upload-tmp"
     assert setting("FILE_UPLOAD_TEMP_DIR", MEDIA_ROOT="/tmp/settings-test-media") == \
@@ -68,6 +71,7 @@ def test_uploads_stream_to_a_folder_under_media_root_unless_told_otherwise():
     assert setting("UPLOAD_TEMP_MAX_AGE_SECONDS", UPLOAD_TEMP_MAX_AGE_SECONDS="600") == "600"
 
 
+@pytest.mark.integration
 def test_the_archive_limits_let_five_minutes_of_48_khz_stereo_through_by_default():
     assert int(setting("SUBMISSION_MAX_OUTPUT_BYTES")) >= 300 * 48_000 * 2 * 4  # even float32
     assert int(setting("SUBMISSION_MAX_SAMPLE_RATE")) >= 48_000
@@ -97,6 +101,7 @@ def test_the_archive_limits_let_five_minutes_of_48_khz_stereo_through_by_default
     ({"JUDGE_LEASE_TTL": "0"}, "JUDGE_LEASE_TTL=0 is below the minimum 1"),
     ({"JUDGE_MAX_INFLIGHT_BYTES": "256MB"}, "JUDGE_MAX_INFLIGHT_BYTES='256MB' is not an integer"),
 ])
+@pytest.mark.integration
 def test_a_bad_value_stops_start_up_naming_the_variable(env, message):
     result = load(**env)
     assert result.returncode != 0
@@ -129,12 +134,14 @@ def load_providers(**env):
     return load(PRINT_PROVIDERS, **env)
 
 
+@pytest.mark.integration
 def test_log_in_providers_are_off_without_their_keys():
     result = load_providers()
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["[]", "[]"]
 
 
+@pytest.mark.integration
 def test_each_log_in_provider_comes_with_its_keys():
     result = load_providers(GITHUB_CLIENT_ID="gh-id", GITHUB_CLIENT_SECRET="gh-secret",
                             HUGGINGFACE_CLIENT_ID="hf-id", HUGGINGFACE_CLIENT_SECRET="hf-s")
@@ -153,12 +160,14 @@ def test_each_log_in_provider_comes_with_its_keys():
      "ACCOUNT_EMAIL_VERIFICATION='sometimes' is not one of mandatory, optional, none"),
     ({"TRUSTED_PROXIES": "10.0.0.1,proxy"}, "TRUSTED_PROXIES: 'proxy' is not an IP address"),
 ])
+@pytest.mark.integration
 def test_a_half_set_provider_or_a_bad_account_setting_stops_start_up(env, message):
     result = load_providers(**env)
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and message in result.stderr
 
 
+@pytest.mark.integration
 def test_the_response_cache_is_a_redis_database_of_its_own():
     assert setting("CACHES['responses']['LOCATION']",
                    REDIS_URL="redis://10.0.0.5:6379/2") == "redis://10.0.0.5:6379/3"

@@ -3,7 +3,11 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.integration  # each storage setting is read by a fresh `python -c`
 
 PRINT_STORAGE = (
     "import django; django.setup(); from django.conf import settings as s; "

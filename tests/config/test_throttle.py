@@ -150,6 +150,7 @@ IDENTS = (
     ({}, "203.0.113.5"),
     ({"TRUSTED_PROXIES": "203.0.113.0/24"}, "198.51.100.7"),
 ])
+@pytest.mark.integration
 def test_production_believes_no_forwarded_header_unless_told_and_every_limiter_agrees(env,
                                                                                      client):
     result = run(["-c", IDENTS], **PRODUCTION, **env)

@@ -11,6 +11,8 @@ from django.conf import settings
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.integration  # builds the wheel with pip
+
 # Built from a copy of the tracked files: setuptools' build/ in the work tree may hold files
 # since deleted, which would go into the wheel.
 TRACKED = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,

@@ -350,10 +350,26 @@ def uri_of(megabytes: float) -> str:
     (10, 1),  # a body larger than the whole budget goes alone, and nothing deadlocks
 ])
 def test_a_shared_60_mb_data_uri_is_streamed_within_the_byte_budget(simulator_factory,
+                                                                    monkeypatch,
                                                                     budget_mib, at_once):
     sim = simulator_factory("--latency-ms", "300", "--slots", "8", ports=free_ports(1))
     uri = uri_of(60)
     questions = [f"Question {i}?" for i in range(4)]
+    # Bodies on their way at once, counted where they are sent: the four that fit the budget
+    # all set out before any reply can come back, however slowly a loaded machine streams
+    # them, whereas the simulator counts a request only once its body has arrived.
+    sending = {"now": 0, "most": 0}
+    post = JudgeFleet._post
+
+    async def counted_post(self, slot, body):
+        sending["now"] += 1
+        sending["most"] = max(sending["most"], sending["now"])
+        try:
+            return await post(self, slot, body)
+        finally:
+            sending["now"] -= 1
+
+    monkeypatch.setattr(JudgeFleet, "_post", counted_post)
 
     async def main():
         async with JudgeFleet(sim.urls, model=MODEL, concurrency=4, timeout=60,
@@ -370,7 +386,8 @@ def test_a_shared_60_mb_data_uri_is_streamed_within_the_byte_budget(simulator_fa
         tracemalloc.stop()
     # json.dumps and .encode() made two 60 MB copies per request: 480 MB for four
     assert peak < 8 * 2**20, f"peak {peak / 2**20:.1f} MiB traced"
-    assert sim.stats()[0]["peak_in_progress"] == at_once
+    assert sending["most"] == at_once
+    assert 1 <= sim.stats()[0]["peak_in_progress"] <= at_once  # never more than were sent
     # the simulator hashed the very audio sent: its verdicts are those of these queries
     config = SimulatorConfig()
     assert [a.value for a in answers] == [

@@ -141,7 +141,7 @@ def test_a_held_lease_is_renewed_past_its_ttl_and_closing_gives_it_back(prefix):
     ("http://127.0.0.1:6379/15", {}, "give a redis://, rediss:// or unix:// URL"),
     (REDIS, {"ttl": 0}, "lease ttl and poll must be above 0 (got ttl=0"),
     (REDIS, {"poll": -1}, "lease ttl and poll must be above 0 (got ttl=30.0, poll=-1)"),
-])
+], ids=["http", "ttl", "poll"])  # not by the URL: each pytest-xdist worker has its own Redis
 def test_bad_settings_are_refused(url, options, message):
     with pytest.raises(ValueError) as info:
         RedisLeases(url, **options)
@@ -305,6 +305,7 @@ def test_queries_queued_for_slots_lease_them_in_one_round_trip(simulator_factory
     assert round_trips - 8 == 2  # less the eight releases
 
 
+@pytest.mark.integration
 def test_a_lease_server_that_goes_away_is_counted_so_the_fleet_is_opened_again(prefix):
     """A Redis restarted empty under a fleet with queries out: the releases that fail are
     counted (JudgeFleet.lease_errors), which tells the pipeline to hand its batches back and

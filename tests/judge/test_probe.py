@@ -42,8 +42,8 @@ def probe(urls, **options):
     return asyncio.run(probe_all(urls, timeout=options.pop("timeout", 3), **options))
 
 
-def test_a_simulator_is_healthy_and_idle(simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def test_a_simulator_is_healthy_and_idle(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     results = probe(sim.urls)
     assert [r.base_url for r in results] == sim.urls
     for result in results:
@@ -70,8 +70,8 @@ def test_the_probe_reads_a_simulators_real_running_and_waiting_counts(simulator_
     assert (result.running, result.waiting) == (0, 0)
 
 
-def test_a_dead_port_is_unhealthy_and_says_why(simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def test_a_dead_port_is_unhealthy_and_says_why(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     dead = f"http://127.0.0.1:{free_ports(1)[0]}"
     alive, down = probe([sim.urls[0], dead])
     assert alive.healthy
@@ -112,8 +112,8 @@ def test_a_server_answering_models_with_an_error_is_down():
 
 
 @pytest.mark.django_db
-def test_probes_are_stored_one_row_per_url(simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def test_probes_are_stored_one_row_per_url(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     dead = f"http://127.0.0.1:{free_ports(1)[0]}"
     endpoints_probe(base_urls=[sim.urls[0] + "/", dead, sim.urls[0]], timeout=3)
     endpoints_probe(base_urls=[sim.urls[0], dead], timeout=3)
@@ -134,8 +134,8 @@ def test_a_probe_keeps_staffs_switch():
     assert endpoint.healthy is False
 
 
-def test_the_simulator_serves_metrics_in_vllms_format(simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--model", "m-1")
+def test_the_simulator_serves_metrics_in_vllms_format(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, model="m-1")
     response = httpx.get(f"{sim.urls[0]}/metrics", timeout=5)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")

@@ -10,6 +10,8 @@ import pytest
 from scoring.kinds.mmae import rules as mmae
 from tests.conftest import run_manage
 
+pytestmark = pytest.mark.integration  # the simulator as a process: `manage.py judge_simulator`
+
 MODEL = "Qwen3-Omni-30B-A3B-Instruct"
 
 

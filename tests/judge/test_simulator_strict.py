@@ -46,8 +46,10 @@ def refused(response, status=400, kind="BadRequestError"):
 
 
 @pytest.fixture
-def strict(simulator_factory):
-    return simulator_factory("--latency-ms", "1", "--refuse-unreadable-audio")
+def strict(thread_simulator_factory):
+    """The simulator's server (in a thread: its refusals are the server's, not the
+    command's), refusing unreadable audio."""
+    return thread_simulator_factory(latency_ms=1, refuse_unreadable_audio=True)
 
 
 def test_a_model_it_does_not_serve_is_vllms_404(strict):
@@ -81,8 +83,8 @@ def test_an_unknown_content_part_type_is_a_400(strict):
     assert refused(post(strict.urls[0], body)) == "Unknown part type: audio"
 
 
-def test_more_audio_items_than_the_limit_is_a_400(simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--max-audios", "2")
+def test_more_audio_items_than_the_limit_is_a_400(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, max_audios=2)
     assert post(sim.urls[0], audio_query(wav_uri(1), wav_uri(1))).status_code == 200
     response = post(sim.urls[0], audio_query(wav_uri(1), wav_uri(1), wav_uri(1)))
     assert refused(response) == "At most 2 audio(s) may be provided in one prompt."
@@ -104,8 +106,8 @@ def test_audio_longer_than_the_encoder_cache_is_refused_with_vllms_words(strict)
         "encoder cache size by setting --limit-mm-per-prompt at startup.")
 
 
-def test_max_audio_seconds_sets_the_encoder_cache(simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--max-audio-seconds", "2")
+def test_max_audio_seconds_sets_the_encoder_cache(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, max_audio_seconds=2)
     assert post(sim.urls[0], audio_query(wav_uri(2))).status_code == 200
     message = refused(post(sim.urls[0], audio_query(wav_uri(1), wav_uri(3))))
     assert "audio item with length 39, which exceeds the pre-allocated encoder cache size 26" \
@@ -118,11 +120,12 @@ def test_audio_under_ten_milliseconds_is_refused_naming_the_part(strict):
     assert message.startswith("The audio of messages[1].content[1] is 5.0 ms long")
 
 
-def test_unreadable_audio_is_refused_when_asked_and_passed_otherwise(simulator_factory, strict):
+def test_unreadable_audio_is_refused_when_asked_and_passed_otherwise(thread_simulator_factory,
+                                                                     strict):
     message = refused(post(strict.urls[0], audio_query("data:audio/wav;base64,QUJD")))
     assert message == ("Failed to load the audio of messages[1].content[0]: not a readable "
                        "sound file (Format not recognised.)")
-    lenient = simulator_factory("--latency-ms", "1")
+    lenient = thread_simulator_factory(latency_ms=1)
     assert post(lenient.urls[0], audio_query("data:audio/wav;base64,QUJD")).status_code == 200
 
 
@@ -150,8 +153,8 @@ def test_max_tokens_cuts_the_reply_with_finish_reason_length(strict):
     assert preferred["choices"][0]["finish_reason"] == "stop"  # as vLLM, it wins
 
 
-def test_an_api_key_guards_v1_and_leaves_health_and_metrics_open(simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--api-key", "s3cret")
+def test_an_api_key_guards_v1_and_leaves_health_and_metrics_open(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, api_key="s3cret")
     url = sim.urls[0]
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
         response = httpx.get(f"{url}/v1/models", headers=headers)
@@ -179,8 +182,8 @@ def test_the_api_key_comes_from_vllm_api_key_unless_the_flag_gives_one(simulator
     assert (status(flagged, "from-flag"), status(flagged, "from-env")) == (200, 401)
 
 
-def test_an_idle_keep_alive_connection_is_closed_after_five_seconds(strict):
-    port = strict.ports[0]
+def test_an_idle_keep_alive_connection_is_closed_after_five_seconds(simulator_factory):
+    port = simulator_factory("--latency-ms", "1", "--refuse-unreadable-audio").ports[0]
     request = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
         for pause in (0, 2):  # reused after 2 s idle: still open

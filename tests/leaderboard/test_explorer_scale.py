@@ -17,6 +17,9 @@ from scoring.services import benchmark_import
 from submissions.models import Submission
 from tests.scoring.airbench_data import foundation_item, write
 
+# seed_board draws its figures in a pool of forked processes.
+pytestmark = pytest.mark.integration
+
 TASKS = ("Speech_Grounding", "Sound_AQA", "Music_AQA")
 URLS = ("", "?page=2", "?failed=on", "?failed=on&page=2", "?q=question+1",
         "?dimension=task&bucket={task}", "?dimension=task&bucket={task}&failed=on&q=question")

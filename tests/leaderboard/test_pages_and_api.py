@@ -155,6 +155,7 @@ def test_reported_results_need_their_board_imported_first(db, tmp_path):
     assert "no benchmark 'mmae'; import it first" in str(info.value)
 
 
+@pytest.mark.integration  # seed_board draws in forked processes
 def test_seed_board_fills_a_board_with_labelled_synthetic_rows(db, tmp_path, client):
     from scoring.services import benchmark_import
     from scoring.synthetic import write_benchmark

@@ -1,12 +1,14 @@
 """A submission's page: access, figures, slices and the per-sample explorer.
 
 The data is real: the synthetic demo set imported, system A (no output for the last two of 14
-samples) scored by the judge simulator through scoring.runs, as the pipeline does.
+samples) scored by the judge simulator through scoring.runs, as the pipeline does. That is done
+once for the module (in module_db): the tests only read it, and what one changes rolls back.
 """
 
 import re
 
 import pytest
+from django.test import override_settings
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -17,36 +19,34 @@ from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Criterion, ItemResult, SliceResult
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
-from tests.conftest import judge_config
+from tests.conftest import ThreadSimulator, judge_config, write_demo_set
+
+JUDGE = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 
-def judge(urls=None):
-    """Worker settings (the endpoints come from the run's judge config)."""
-    return query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
-
-
-@pytest.fixture
-def make_submission(demo_set, author, settings):
-    """`make_submission(urls)`: a public submission of system A; scored to the end when
-    given the judge's URLs, else left with its run queued."""
-    settings.SCORING_BATCH_ITEMS = 20
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae")
+@pytest.fixture(scope="module")
+def page_state(module_cast, django_db_blocker, tmp_path_factory):
+    """The demo set imported, a judge simulator (in a thread) for the module, the author's
+    model, and `make(urls=None, *, public=True)`: a public submission of system A, scored to
+    the end when given the judge's URLs, else left with its run queued; and `judged`, one
+    made so."""
+    demo_set = write_demo_set(tmp_path_factory.mktemp("demo") / "mmae")
+    sim = ThreadSimulator(latency_ms=1)
+    author = module_cast["author"]
     samples = demo_set["samples"]
     outputs = {p.sample_id: p.audio_path for p in load_predictions(
         demo_set["predictions"], known_ids={s["id"] for s in samples})}
     missing = {s["id"]: "no prediction" for s in samples if s["id"] not in outputs}
-    model = ModelEntry.objects.create(owner=author, name="Echo Editor", organisation="Lab",
-                                      open_weights=True)
 
     def make(urls=None, *, public=True):
-        run = runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
-                              outputs=outputs, missing=missing,
-                              config=judge_config(urls or ["http://127.0.0.1:9"],
-                                                  benchmark=benchmark))
+        with override_settings(SCORING_BATCH_ITEMS=20):
+            run = runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
+                                  outputs=outputs, missing=missing,
+                                  config=judge_config(urls or ["http://127.0.0.1:9"],
+                                                      benchmark=benchmark))
         if urls:
             for batch in run.batches.all():
-                assert query_loop.batch_score(batch.id, judge(urls))
+                assert query_loop.batch_score(batch.id, JUDGE)
             assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
             run.refresh_from_db()
         submission = Submission.objects.create(
@@ -55,12 +55,35 @@ def make_submission(demo_set, author, settings):
         submission.runs.add(run)
         return submission
 
-    return make
+    with django_db_blocker.unblock():
+        benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
+                                        audio_root=demo_set["root"], slug="mmae")
+        model = ModelEntry.objects.create(owner=author, name="Echo Editor",
+                                          organisation="Lab", open_weights=True)
+        judged = make(sim.urls)
+    yield {"demo_set": demo_set, "sim": sim, "make": make, "judged": judged}
+    sim.stop()
 
 
 @pytest.fixture
-def scored(make_submission, simulator_factory):
-    return make_submission(simulator_factory("--latency-ms", "1").urls)
+def demo_set(page_state):
+    return page_state["demo_set"]
+
+
+@pytest.fixture
+def make_submission(page_state, db):
+    return page_state["make"]
+
+
+@pytest.fixture
+def judge_urls(page_state):
+    return page_state["sim"].urls
+
+
+@pytest.fixture
+def judged(page_state, db):
+    """The module's submission, judged to the end by the simulator, read again."""
+    return Submission.objects.get(pk=page_state["judged"].pk)
 
 
 @pytest.fixture
@@ -83,19 +106,18 @@ def status_of(client, user, url) -> int:
 # --- who sees it -------------------------------------------------------------------------
 
 
-def test_a_public_finished_submission_is_shown_to_everyone(client, scored, author,
+def test_a_public_finished_submission_is_shown_to_everyone(client, judged, author,
                                                            other_author, staff):
-    for url in (f"/s/{scored.pk}/", f"/s/{scored.pk}/samples/"):
+    for url in (f"/s/{judged.pk}/", f"/s/{judged.pk}/samples/"):
         for user in (None, other_author, author, staff):
             assert status_of(client, user, url) == 200, (url, user)
 
 
 @pytest.mark.parametrize("state", ["private", "unfinished"])
 def test_a_hidden_submission_is_a_404_except_for_its_owner_and_staff(
-        client, make_submission, simulator_factory, state, author, other_author, staff):
+        client, make_submission, judge_urls, state, author, other_author, staff):
     if state == "private":
-        submission = make_submission(simulator_factory("--latency-ms", "1").urls,
-                                     public=False)
+        submission = make_submission(judge_urls, public=False)
     else:
         submission = make_submission()  # public, but its run is still queued
     for url in (f"/s/{submission.pk}/", f"/s/{submission.pk}/samples/"):
@@ -131,9 +153,9 @@ def test_an_unfinished_submission_shows_its_owner_the_samples_without_scores(
 # --- figures -----------------------------------------------------------------------------
 
 
-def test_the_page_names_the_model_benchmark_and_badges(client, scored):
-    html = client.get(f"/s/{scored.pk}/").content.decode()
-    model_page = reverse("leaderboard:model", args=[scored.model_id])
+def test_the_page_names_the_model_benchmark_and_badges(client, judged):
+    html = client.get(f"/s/{judged.pk}/").content.decode()
+    model_page = reverse("leaderboard:model", args=[judged.model_id])
     assert f'<a href="{model_page}">Echo Editor</a>' in html
     assert "MMAE (Massive Multitask Audio Editing) v1" in html
     for badge in ("open weights", "partial", "simulated judge"):
@@ -141,21 +163,21 @@ def test_the_page_names_the_model_benchmark_and_badges(client, scored):
     assert ">private</span>" not in html
 
 
-def test_the_page_shows_overall_figures_with_their_intervals(client, scored):
-    overall = SliceResult.objects.get(run=scored.current_run, dimension="overall")
-    html = client.get(f"/s/{scored.pk}/").content.decode()
+def test_the_page_shows_overall_figures_with_their_intervals(client, judged):
+    overall = SliceResult.objects.get(run=judged.current_run, dimension="overall")
+    html = client.get(f"/s/{judged.pk}/").content.decode()
     for metric in ("IFR", "CR", "EMR"):
         value, (lo, hi) = overall.values[metric], overall.interval(metric)
         assert f'<span class="value">{value:.2f}</span>' in html
         assert f"95% CI [{lo:.2f}, {hi:.2f}]" in html
 
 
-def test_the_slice_table_has_every_bucket_of_every_dimension(client, scored):
-    html = client.get(f"/s/{scored.pk}/").content.decode()
+def test_the_slice_table_has_every_bucket_of_every_dimension(client, judged):
+    html = client.get(f"/s/{judged.pk}/").content.decode()
     table = html[html.index('id="slices"'):html.index("</table>", html.index('id="slices"'))]
     rows = re.findall(r"bucket=([^\"#&]+)#samples\">([^<]+)</a></td>\s*<td class=\"num\">(\d+)",
                       table)
-    slices = SliceResult.objects.filter(run=scored.current_run).exclude(dimension="overall")
+    slices = SliceResult.objects.filter(run=judged.current_run).exclude(dimension="overall")
     assert len(rows) == slices.count()
     assert {b for _, b, _ in rows} == {s.bucket for s in slices}
     counts = {bucket: int(n) for _, bucket, n in rows}
@@ -169,36 +191,36 @@ def test_the_slice_table_has_every_bucket_of_every_dimension(client, scored):
 # --- the explorer ------------------------------------------------------------------------
 
 
-def test_the_explorer_lists_every_sample_in_benchmark_order(client, scored, keys):
-    html = client.get(f"/s/{scored.pk}/samples/").content.decode()
+def test_the_explorer_lists_every_sample_in_benchmark_order(client, judged, keys):
+    html = client.get(f"/s/{judged.pk}/samples/").content.decode()
     assert shown(html) == keys
     assert "<strong>14</strong> samples" in html
 
 
-def test_the_explorer_filters_by_slice(client, scored, keys):
-    html = client.get(f"/s/{scored.pk}/samples/?dimension=modality&bucket=speech").content
+def test_the_explorer_filters_by_slice(client, judged, keys):
+    html = client.get(f"/s/{judged.pk}/samples/?dimension=modality&bucket=speech").content
     assert shown(html.decode()) == [keys[2], keys[9]]
-    html = client.get(f"/s/{scored.pk}/samples/?dimension=complexity_group&bucket=multiple")
+    html = client.get(f"/s/{judged.pk}/samples/?dimension=complexity_group&bucket=multiple")
     assert shown(html.content.decode()) == keys[1::2]
 
 
-def test_a_sample_counts_in_each_of_its_operations(client, scored, demo_set, keys):
+def test_a_sample_counts_in_each_of_its_operations(client, judged, demo_set, keys):
     operation = "{granularity}/{operation}".format(**demo_set["samples"][1]["operations"][1])
     expected = [s["id"] for s in demo_set["samples"]
                 if operation in {f"{o['granularity']}/{o['operation']}"
                                  for o in s["operations"]}]
-    html = client.get(f"/s/{scored.pk}/samples/", {"dimension": "operation",
+    html = client.get(f"/s/{judged.pk}/samples/", {"dimension": "operation",
                                                    "bucket": operation}).content.decode()
     assert keys[1] in shown(html) and shown(html) == expected
 
 
-def test_a_dimension_alone_takes_its_first_bucket(client, scored, keys):
-    html = client.get(f"/s/{scored.pk}/samples/?dimension=complexity").content.decode()
+def test_a_dimension_alone_takes_its_first_bucket(client, judged, keys):
+    html = client.get(f"/s/{judged.pk}/samples/?dimension=complexity").content.decode()
     assert shown(html) == [keys[5]]  # multi-audio sorts first
 
 
-def test_the_explorer_shows_only_samples_with_a_failed_rubric(client, scored, keys):
-    results = ItemResult.objects.filter(run=scored.current_run).select_related("item")
+def test_the_explorer_shows_only_samples_with_a_failed_rubric(client, judged, keys):
+    results = ItemResult.objects.filter(run=judged.current_run).select_related("item")
     for result in results:  # every rubric passed, but two samples fail one each
         if not result.missing:
             scores = [1] * len(result.values["rubric_scores"])
@@ -208,15 +230,15 @@ def test_the_explorer_shows_only_samples_with_a_failed_rubric(client, scored, ke
             # as aggregation stores it, for the explorer's filter
             result.failed = get_kind("mmae").failed({"missing": False, "values": result.values})
             result.save()
-    html = client.get(f"/s/{scored.pk}/samples/?failed=on").content.decode()
+    html = client.get(f"/s/{judged.pk}/samples/?failed=on").content.decode()
     assert shown(html) == [keys[0], keys[5], keys[12], keys[13]]  # the last two are missing
-    html = client.get(f"/s/{scored.pk}/samples/?failed=on&dimension=modality&bucket=sound")
+    html = client.get(f"/s/{judged.pk}/samples/?failed=on&dimension=modality&bucket=sound")
     assert shown(html.content.decode()) == [keys[0]]
 
 
-def test_the_search_looks_in_every_user_turn_and_the_id(client, scored, keys):
+def test_the_search_looks_in_every_user_turn_and_the_id(client, judged, keys):
     def search(q):
-        return shown(client.get(f"/s/{scored.pk}/samples/", {"q": q}).content.decode())
+        return shown(client.get(f"/s/{judged.pk}/samples/", {"q": q}).content.decode())
 
     assert search("INSTRUCTION 1:") == [keys[1]]
     assert search("a little quieter") == [keys[7]]  # the second turn of the multi-round one
@@ -224,38 +246,38 @@ def test_the_search_looks_in_every_user_turn_and_the_id(client, scored, keys):
     assert search("no such words") == []
 
 
-def test_a_search_without_a_match_says_so(client, scored):
-    html = client.get(f"/s/{scored.pk}/samples/", {"q": "no <such> words"}).content.decode()
+def test_a_search_without_a_match_says_so(client, judged):
+    html = client.get(f"/s/{judged.pk}/samples/", {"q": "no <such> words"}).content.decode()
     assert "No sample matches &ldquo;no &lt;such&gt; words&rdquo;." in html
-    html = client.get(f"/s/{scored.pk}/samples/", {"q": "zzz", "failed": "on"}).content.decode()
+    html = client.get(f"/s/{judged.pk}/samples/", {"q": "zzz", "failed": "on"}).content.decode()
     assert "No sample matches &ldquo;zzz&rdquo; with these filters." in html
 
 
-def test_the_explorer_pages_keep_the_filters(client, scored, keys, monkeypatch):
+def test_the_explorer_pages_keep_the_filters(client, judged, keys, monkeypatch):
     assert explorer_selectors.PAGE_SIZE == 20
     monkeypatch.setattr(explorer_selectors, "PAGE_SIZE", 5)
-    url = f"/s/{scored.pk}/samples/?q=synthetic"
+    url = f"/s/{judged.pk}/samples/?q=synthetic"
     first = client.get(url).content.decode()
     assert shown(first) == keys[:5] and "page 1 of 3" in first
-    assert f'hx-get="/s/{scored.pk}/samples/?q=synthetic&amp;page=2"' in first
-    assert f'href="/s/{scored.pk}/?q=synthetic&amp;page=2#samples"' in first
+    assert f'hx-get="/s/{judged.pk}/samples/?q=synthetic&amp;page=2"' in first
+    assert f'href="/s/{judged.pk}/?q=synthetic&amp;page=2#samples"' in first
     assert 'rel="prev"' not in first
     last = client.get(url + "&page=3").content.decode()
     assert shown(last) == keys[10:]
-    assert f'hx-get="/s/{scored.pk}/samples/?q=synthetic&amp;page=2"' in last
+    assert f'hx-get="/s/{judged.pk}/samples/?q=synthetic&amp;page=2"' in last
     assert 'rel="next"' not in last
     middle = client.get(url + "&page=2").content.decode()
-    assert f'hx-get="/s/{scored.pk}/samples/?q=synthetic"' in middle  # page 1 needs no param
+    assert f'hx-get="/s/{judged.pk}/samples/?q=synthetic"' in middle  # page 1 needs no param
 
 
-def test_the_partial_gives_htmx_the_pages_url(client, scored):
-    response = client.get(f"/s/{scored.pk}/samples/?dimension=modality&bucket=speech&q=",
+def test_the_partial_gives_htmx_the_pages_url(client, judged):
+    response = client.get(f"/s/{judged.pk}/samples/?dimension=modality&bucket=speech&q=",
                           HTTP_HX_REQUEST="true")
-    assert response["HX-Push-Url"] == f"/s/{scored.pk}/?dimension=modality&bucket=speech"
+    assert response["HX-Push-Url"] == f"/s/{judged.pk}/?dimension=modality&bucket=speech"
 
 
-def test_the_page_applies_the_filters_itself(client, scored, keys):
-    html = client.get(f"/s/{scored.pk}/?dimension=modality&bucket=speech").content.decode()
+def test_the_page_applies_the_filters_itself(client, judged, keys):
+    html = client.get(f"/s/{judged.pk}/?dimension=modality&bucket=speech").content.decode()
     assert shown(html) == [keys[2], keys[9]]
     assert '<option value="speech" selected>' in html
 
@@ -269,8 +291,8 @@ def test_the_page_applies_the_filters_itself(client, scored, keys):
     ("page=x", "Enter a whole number."),
     ("page=2", "page 2 is past the last page (1)"),
 ])
-def test_bad_explorer_parameters_are_a_400_with_the_message(client, scored, query, message):
-    for url in (f"/s/{scored.pk}/samples/?{query}", f"/s/{scored.pk}/?{query}"):
+def test_bad_explorer_parameters_are_a_400_with_the_message(client, judged, query, message):
+    for url in (f"/s/{judged.pk}/samples/?{query}", f"/s/{judged.pk}/?{query}"):
         response = client.get(url)
         assert response.status_code == 400
         assert message in response.content.decode()
@@ -279,33 +301,33 @@ def test_bad_explorer_parameters_are_a_400_with_the_message(client, scored, quer
 # --- each sample -------------------------------------------------------------------------
 
 
-def test_a_sample_shows_its_instruction_players_and_figures(client, scored, demo_set, keys):
-    html = client.get(f"/s/{scored.pk}/samples/?q={keys[5]}").content.decode()
+def test_a_sample_shows_its_instruction_players_and_figures(client, judged, demo_set, keys):
+    html = client.get(f"/s/{judged.pk}/samples/?q={keys[5]}").content.decode()
     sample = demo_set["samples"][5]  # multi-audio: two inputs
-    result = ItemResult.objects.get(run=scored.current_run, item__key=keys[5])
+    result = ItemResult.objects.get(run=judged.current_run, item__key=keys[5])
     assert sample["messages"][0]["content"][0]["text"] in html
     for which in ("input1", "input2", "output"):
-        assert (f'<audio controls preload="none" src="/s/{scored.pk}/audio/{keys[5]}/{which}">'
+        assert (f'<audio controls preload="none" src="/s/{judged.pk}/audio/{keys[5]}/{which}">'
                 in html)
     assert "input3" not in html
     assert f'<span class="tag">{sample["complexity"]}</span>' in html
     assert f"EM {result.values['EM']}</span>" in html
 
 
-def test_a_multi_round_sample_shows_each_turn(client, scored, keys):
-    html = client.get(f"/s/{scored.pk}/samples/?q={keys[7]}").content.decode()
+def test_a_multi_round_sample_shows_each_turn(client, judged, keys):
+    html = client.get(f"/s/{judged.pk}/samples/?q={keys[7]}").content.decode()
     assert '<span class="turn">turn 2</span> Now also make the result a little quieter.' in html
 
 
-def test_every_rubric_shows_its_three_votes_as_presented(client, scored, keys):
-    html = client.get(f"/s/{scored.pk}/samples/?q={keys[0]}").content.decode()
+def test_every_rubric_shows_its_three_votes_as_presented(client, judged, keys):
+    html = client.get(f"/s/{judged.pk}/samples/?q={keys[0]}").content.decode()
     criteria = list(Criterion.objects.filter(item__key=keys[0]).order_by("index"))
     rubrics = re.split(r'<li class="rubric[^"]*" data-rubric="', html)[1:]
     assert len(rubrics) == len(criteria)
     for criterion, block in zip(criteria, rubrics, strict=True):
         assert block.startswith(f'{criterion.index}"')
         assert escape(criterion.question) in block
-        answers = Answer.objects.filter(run=scored.current_run, criterion=criterion)
+        answers = Answer.objects.filter(run=judged.current_run, criterion=criterion)
         assert re.findall(r'data-vote="(\d)"', block) == ["0", "1", "2"]
         for answer in answers.order_by("round"):
             vote = block.split(f'data-vote="{answer.round}"')[1].split("</tr>")[0]
@@ -319,28 +341,28 @@ def test_every_rubric_shows_its_three_votes_as_presented(client, scored, keys):
             assert answer.reason and escape(answer.reason)[:40] in vote
 
 
-def test_a_failed_query_shows_its_error_instead_of_a_letter(client, scored, keys):
-    answer = Answer.objects.filter(run=scored.current_run, criterion__item__key=keys[0],
+def test_a_failed_query_shows_its_error_instead_of_a_letter(client, judged, keys):
+    answer = Answer.objects.filter(run=judged.current_run, criterion__item__key=keys[0],
                                    round=1).first()
     Answer.objects.filter(pk=answer.pk).update(choice=None, reason=None,
                                                verdict={**answer.verdict, "correct": False},
                                                error="timeout after 5 attempts")
-    html = client.get(f"/s/{scored.pk}/samples/?q={keys[0]}").content.decode()
+    html = client.get(f"/s/{judged.pk}/samples/?q={keys[0]}").content.decode()
     assert 'no answer</span><br><small class="error">timeout after 5 attempts</small>' in html
 
 
-def test_a_missing_output_says_it_scores_zero(client, scored, keys):
-    html = client.get(f"/s/{scored.pk}/samples/?q={keys[13]}").content.decode()
+def test_a_missing_output_says_it_scores_zero(client, judged, keys):
+    html = client.get(f"/s/{judged.pk}/samples/?q={keys[13]}").content.decode()
     assert "missing (scores 0): no prediction" in html
     assert f"/audio/{keys[13]}/output" not in html
     assert f"/audio/{keys[13]}/input1" in html
     assert "not asked: the output is missing" in html and "EM 0" in html
 
 
-def test_a_page_of_samples_costs_a_fixed_number_of_queries(client, scored,
+def test_a_page_of_samples_costs_a_fixed_number_of_queries(client, judged,
                                                            django_assert_max_num_queries):
     # submission, the buckets (until cached), the count, the page's items, their results,
     # rubrics and answers
     with django_assert_max_num_queries(7):
-        response = client.get(f"/s/{scored.pk}/samples/?failed=on")
+        response = client.get(f"/s/{judged.pk}/samples/?failed=on")
     assert response.status_code == 200 and len(shown(response.content.decode())) > 5

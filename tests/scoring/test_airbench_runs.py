@@ -47,8 +47,8 @@ def stored(run) -> dict:
     return {(s.dimension, s.bucket): s.values for s in SliceResult.objects.filter(run=run)}
 
 
-def test_chat_scores_both_passes_and_aggregates_as_by_hand(imported, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+def test_chat_scores_both_passes_and_aggregates_as_by_hand(imported, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)
     benchmark, data = imported(airbench.CHAT)
     run = create(benchmark, CHAT_RESPONSES, sim.urls)
     assert run.total_queries == 10  # 5 answered items x 2 passes; the missing one is not asked
@@ -75,8 +75,8 @@ def test_chat_scores_both_passes_and_aggregates_as_by_hand(imported, simulator_f
 
 
 def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
-                                                                    simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--garbage-rate", "1")
+                                                                    thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, garbage_rate=1)
     benchmark, _ = imported(airbench.CHAT)
     run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
     assert run.status == "finished"
@@ -90,8 +90,8 @@ def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
     assert overall["score"] == 0  # music is the only category with a score
 
 
-def test_partly_garbled_replies_leave_only_their_pass(imported, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--garbage-rate", "0.5", "--seed", "1")
+def test_partly_garbled_replies_leave_only_their_pass(imported, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, garbage_rate=0.5, seed=1)
     benchmark, data = imported(airbench.CHAT)
     run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
     answers = {(a.criterion.item.key, a.round): a
@@ -105,8 +105,8 @@ def test_partly_garbled_replies_leave_only_their_pass(imported, simulator_factor
     assert stored(run)[("overall", "")]["failed"] == len(failed)
 
 
-def test_foundation_without_alignment_asks_the_judge_nothing(imported, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def test_foundation_without_alignment_asks_the_judge_nothing(imported, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     benchmark, data = imported(airbench.FOUNDATION)
     run = create(benchmark, RESPONSES, sim.urls)
     assert run.total_queries == 0 and not run.batches.exists()  # nothing to ask
@@ -119,8 +119,8 @@ def test_foundation_without_alignment_asks_the_judge_nothing(imported, simulator
     assert (result.passed, result.score, result.values["source"]) == (True, 1.0, "rule")
 
 
-def test_alignment_asks_only_for_what_the_rule_cannot_read(imported, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+def test_alignment_asks_only_for_what_the_rule_cannot_read(imported, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)
     benchmark, data = imported(airbench.FOUNDATION)
     run = create(benchmark, RESPONSES, sim.urls, options={"align": True})
     assert run.total_queries == 1 and run.options == {"align": True}
@@ -140,9 +140,9 @@ def test_alignment_asks_only_for_what_the_rule_cannot_read(imported, simulator_f
 
 
 
-def test_the_submission_page_shows_the_rule_and_the_alignment(imported, simulator_factory,
+def test_the_submission_page_shows_the_rule_and_the_alignment(imported, thread_simulator_factory,
                                                                client, author):
-    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+    sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)
     benchmark, _ = imported(airbench.FOUNDATION)
     run = score_run(create(benchmark, RESPONSES, sim.urls, options={"align": True}))
     submission = Submission.objects.create(
@@ -158,8 +158,8 @@ def test_the_submission_page_shows_the_rule_and_the_alignment(imported, simulato
 
 
 def test_a_second_run_of_the_same_responses_comes_from_the_judgment_cache(imported,
-                                                                          simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+                                                                          thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)
     benchmark, _ = imported(airbench.CHAT)
     first = score_run(create(benchmark, CHAT_RESPONSES, sim.urls))
     asked = sim.completions()
@@ -169,8 +169,8 @@ def test_a_second_run_of_the_same_responses_comes_from_the_judgment_cache(import
     assert stored(second) == stored(first)
 
 
-def test_the_results_files_hold_every_item_and_pass(imported, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+def test_the_results_files_hold_every_item_and_pass(imported, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)
     benchmark, _ = imported(airbench.CHAT)
     run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls))
     lines = [json.loads(x) for x in exports.file_chunks(run, "results.jsonl")]
@@ -187,9 +187,9 @@ def test_the_results_files_hold_every_item_and_pass(imported, simulator_factory)
     assert scores["missing"] == 1
 
 
-def test_the_submission_page_shows_each_items_replies(imported, simulator_factory, client,
+def test_the_submission_page_shows_each_items_replies(imported, thread_simulator_factory, client,
                                                       author):
-    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+    sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)
     benchmark, _ = imported(airbench.CHAT)
     run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls))
     submission = Submission.objects.create(
@@ -212,9 +212,9 @@ def test_the_submission_page_shows_each_items_replies(imported, simulator_factor
     assert client.get(f"/submissions/{submission.id}/files/taxonomy.json").status_code == 404
 
 
-def test_a_rescore_dry_run_counts_only_the_alignment_queries(imported, simulator_factory,
+def test_a_rescore_dry_run_counts_only_the_alignment_queries(imported, thread_simulator_factory,
                                                              author):
-    sim = simulator_factory("--latency-ms", "1", "--seed", str(SIM_SEED))
+    sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)
     benchmark, _ = imported(airbench.FOUNDATION)
     plans = {}
     for align in (False, True):

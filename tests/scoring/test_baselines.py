@@ -19,10 +19,10 @@ IF = "Instruction Following"
 
 
 @pytest.fixture
-def bench(demo_set, settings, tmp_path, simulator_factory):
+def bench(demo_set, settings, tmp_path, thread_simulator_factory):
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.SCORING_BATCH_ITEMS = 5
-    sim = simulator_factory("--latency-ms", "1")
+    sim = thread_simulator_factory(latency_ms=1)
     benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
                                     audio_root=demo_set["root"], slug="mmae", synthetic=True)
     judge_config(sim.urls, benchmark=benchmark)

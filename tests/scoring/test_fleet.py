@@ -110,8 +110,8 @@ def test_a_run_skips_endpoints_taken_out(run_setup, staff):
     assert query_loop.run_endpoints(run) == [B]
 
 
-def test_a_batch_is_scored_only_by_endpoints_in_service(run_setup, staff, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def test_a_batch_is_scored_only_by_endpoints_in_service(run_setup, staff, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     run = run_setup(sim.urls)
     endpoint_take_out(actor=staff, base_url=sim.urls[1], reason="testing the switch")
     batch = run.batches.order_by("index").first()
@@ -135,9 +135,9 @@ def test_with_every_endpoint_out_a_batch_is_handed_back_as_in_an_outage(run_setu
     assert not Answer.objects.filter(run=run).exists()
 
 
-def test_probing_the_fleet_stores_each_endpoint(simulator_factory, settings):
+def test_probing_the_fleet_stores_each_endpoint(thread_simulator_factory, settings):
     settings.FLEET_PROBE_TIMEOUT = 2
-    sim = simulator_factory("--latency-ms", "1")
+    sim = thread_simulator_factory(latency_ms=1)
     dead = f"http://127.0.0.1:{free_ports(1)[0]}"
     judge_config([sim.urls[0], dead], seed=1)
     judge_config([sim.urls[0]], seed=2)
@@ -173,7 +173,7 @@ def test_a_batch_in_flight_stops_using_an_endpoint_taken_out(run_setup, staff, s
     assert Answer.objects.filter(run=run, error=None).count() == run.total_queries
 
 
-def test_the_beat_probes_the_fleet_every_few_seconds(settings, simulator_factory):
+def test_the_beat_probes_the_fleet_every_few_seconds(settings, thread_simulator_factory):
     from config.celery import app
     from scoring import tasks
 
@@ -182,7 +182,7 @@ def test_the_beat_probes_the_fleet_every_few_seconds(settings, simulator_factory
     assert entry["options"]["expires"] == 30
     app.loader.import_default_modules()
     assert entry["task"] in app.tasks
-    sim = simulator_factory("--latency-ms", "1")
+    sim = thread_simulator_factory(latency_ms=1)
     judge_config(sim.urls)
     tasks.probe_fleet()
     assert set(Endpoint.objects.values_list("base_url", "healthy")) == {

@@ -83,8 +83,8 @@ def test_a_batch_is_claimed_once(run_setup):
     assert batch.status == "claimed" and batch.claims == 1
 
 
-def test_a_redelivered_batch_changes_nothing(run_setup, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def test_a_redelivered_batch_changes_nothing(run_setup, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     run = run_setup(sim.urls)
     batch = run.batches.first()
     assert query_loop.batch_score(batch.id, judge(sim.urls)) is True
@@ -227,12 +227,12 @@ def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
     assert ("FROM answer_load ON CONFLICT DO NOTHING" in inserts[0]) == (vendor == "postgresql")
 
 
-def test_two_batches_in_one_process_share_one_fleet_client(run_setup, simulator_factory):
+def test_two_batches_in_one_process_share_one_fleet_client(run_setup, thread_simulator_factory):
     """The worker process keeps its judge fleet client between batches; a change to what it
     is built from (here the concurrency) opens a new one."""
     from judge.runner import fleet_runner
 
-    sim = simulator_factory("--latency-ms", "1")
+    sim = thread_simulator_factory(latency_ms=1)
     run = run_setup(sim.urls)
     first, second, third = run.batches.order_by("index")
     opened = fleet_runner.opened
@@ -246,11 +246,14 @@ def test_two_batches_in_one_process_share_one_fleet_client(run_setup, simulator_
 
 
 def test_the_next_batch_is_claimed_while_the_first_is_still_in_flight(
-        run_setup, simulator_factory, monkeypatch):
+        run_setup, thread_simulator_factory, monkeypatch, settings):
     """Claim-ahead: once fewer of its queries wait than the fleet has slots, a task claims
     the run's next pending batch and feeds it into the same loop; the next batch's own
     message then finds it done."""
-    sim = simulator_factory("--latency-ms", "20")
+    # Answers are stored when their batch ends only, not as progress after a second, however
+    # slowly a loaded machine asks the first batch's queries.
+    settings.SCORING_PROGRESS_SECONDS = 3600
+    sim = thread_simulator_factory(latency_ms=20)
     run = run_setup(sim.urls)
     first, second, third = run.batches.order_by("index")
     seen = []
@@ -272,8 +275,8 @@ def test_the_next_batch_is_claimed_while_the_first_is_still_in_flight(
     assert runs.run_try_aggregate(run.id) is True
 
 
-def test_without_claim_ahead_a_task_scores_its_own_batch_only(run_setup, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def test_without_claim_ahead_a_task_scores_its_own_batch_only(run_setup, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     run = run_setup(sim.urls)
     first = run.batches.order_by("index").first()
     assert query_loop.batch_score(first.id, judge(claim_ahead=0)) is True

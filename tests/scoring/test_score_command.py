@@ -66,8 +66,8 @@ def check_outputs(demo, out, *, missing=()):
     return results, per_sample, json.loads((out / "run.json").read_text())
 
 
-def test_a_full_run_writes_every_file(demo_set, simulator_factory, tmp_path):
-    sim = simulator_factory("--latency-ms", "5")
+def test_a_full_run_writes_every_file(demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=5)
     out = tmp_path / "out"
     result = run_manage(*score_args(demo_set, out, sim.base_urls))
     assert result.returncode == 0, result.stderr
@@ -83,18 +83,18 @@ def test_a_full_run_writes_every_file(demo_set, simulator_factory, tmp_path):
     assert sim.completions() == len(results)
 
 
-def test_the_jsonl_format_scores_the_same_way(demo_set, simulator_factory, tmp_path):
-    sim = simulator_factory("--latency-ms", "5")
+def test_the_jsonl_format_scores_the_same_way(demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=5)
     out = tmp_path / "out"
     result = run_manage(*score_args(demo_set, out, sim.base_urls, demo_set["jsonl"]))
     assert result.returncode == 0, result.stderr
     check_outputs(demo_set, out)
 
 
-def test_a_run_with_faults_still_gets_three_votes_per_rubric(demo_set, simulator_factory,
+def test_a_run_with_faults_still_gets_three_votes_per_rubric(demo_set, thread_simulator_factory,
                                                              tmp_path):
-    sim = simulator_factory("--latency-ms", "20", "--fail-rate", "0.1", "--garbage-rate",
-                            "0.05", "--slow-rate", "0.03", "--slow-ms", "4000", "--seed", "2")
+    sim = thread_simulator_factory(latency_ms=20, fail_rate=0.1, garbage_rate=0.05,
+                                   slow_rate=0.03, slow_ms=4000, seed=2)
     out = tmp_path / "out"
     # The simulator's garbage is random, unlike a greedy judge's replies: asked again freely.
     result = run_manage(*score_args(demo_set, out, sim.base_urls, None, "--timeout", "1",
@@ -116,9 +116,9 @@ def complete_lines(path):
     return sum(1 for line in path.read_bytes().splitlines(keepends=True) if line.endswith(b"\n"))
 
 
-def test_a_killed_run_resumes_without_asking_a_finished_query_again(demo_set, simulator_factory,
-                                                                    tmp_path):
-    sim = simulator_factory("--latency-ms", "100", "--slots", "4")
+def test_a_killed_run_resumes_without_asking_a_finished_query_again(
+        demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=100, slots=4)
     out = tmp_path / "out"
     args = score_args(demo_set, out, sim.base_urls, None, "--concurrency", "4")
     process = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT,
@@ -140,8 +140,8 @@ def test_a_killed_run_resumes_without_asking_a_finished_query_again(demo_set, si
     check_outputs(demo_set, out, missing={s["id"] for s in demo_set["samples"][-2:]})
 
 
-def test_one_endpoint_down_for_the_whole_run(demo_set, simulator_factory, tmp_path):
-    sim = simulator_factory("--latency-ms", "5")
+def test_one_endpoint_down_for_the_whole_run(demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=5)
     dead = f"http://127.0.0.1:{free_ports(1)[0]}"
     out = tmp_path / "out"
     result = run_manage(*score_args(demo_set, out, f"{dead},{sim.urls[0]}"))
@@ -176,9 +176,9 @@ def write_lines(path, entries):
     (lambda ids: [{"id": ids[0], "audio_path": "a.wav"}, {"id": ids[0], "audio_path": "b.wav"}],
      "bad.jsonl line 2: duplicate id '{0}', first on line 1"),
 ])
-def test_bad_predictions_stop_before_any_query(demo_set, simulator_factory, tmp_path, entries,
-                                               message):
-    sim = simulator_factory("--latency-ms", "1")
+def test_bad_predictions_stop_before_any_query(demo_set, thread_simulator_factory, tmp_path,
+                                               entries, message):
+    sim = thread_simulator_factory(latency_ms=1)
     ids = [s["id"] for s in demo_set["samples"]]
     bad = write_lines(tmp_path / "bad.jsonl", entries(ids))
     result = run_manage(*score_args(demo_set, tmp_path / "out", sim.base_urls, bad))
@@ -189,8 +189,8 @@ def test_bad_predictions_stop_before_any_query(demo_set, simulator_factory, tmp_
     assert not (tmp_path / "out" / "results.jsonl").exists()
 
 
-def test_an_unreadable_predictions_file_stops_the_run(demo_set, simulator_factory, tmp_path):
-    sim = simulator_factory("--latency-ms", "1")
+def test_an_unreadable_predictions_file_stops_the_run(demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=1)
     result = run_manage(*score_args(demo_set, tmp_path / "out", sim.base_urls,
                                     tmp_path / "absent.json"))
     assert result.returncode == 1
@@ -198,8 +198,8 @@ def test_an_unreadable_predictions_file_stops_the_run(demo_set, simulator_factor
     assert sim.completions() == 0
 
 
-def test_a_malformed_meta_file_stops_the_run(demo_set, simulator_factory, tmp_path):
-    sim = simulator_factory("--latency-ms", "1")
+def test_a_malformed_meta_file_stops_the_run(demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=1)
     demo_set["meta"].write_text("[{]")
     result = run_manage(*score_args(demo_set, tmp_path / "out", sim.base_urls))
     assert result.returncode == 1
@@ -208,9 +208,9 @@ def test_a_malformed_meta_file_stops_the_run(demo_set, simulator_factory, tmp_pa
 
 
 def test_missing_and_unreadable_outputs_score_zero_and_are_never_sent(demo_set,
-                                                                      simulator_factory,
+                                                                      thread_simulator_factory,
                                                                       tmp_path):
-    sim = simulator_factory("--latency-ms", "1")
+    sim = thread_simulator_factory(latency_ms=1)
     samples = demo_set["samples"]
     (tmp_path / "garbage.wav").write_bytes(b"not audio at all")
     entries = [{"id": samples[0]["id"], "audio_path": str(tmp_path / "garbage.wav")},
@@ -231,8 +231,8 @@ def test_missing_and_unreadable_outputs_score_zero_and_are_never_sent(demo_set,
     assert sim.completions() == len(results)
 
 
-def test_an_output_folder_of_other_inputs_is_refused(demo_set, simulator_factory, tmp_path):
-    sim = simulator_factory("--latency-ms", "1")
+def test_an_output_folder_of_other_inputs_is_refused(demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=1)
     out = tmp_path / "out"
     assert run_manage(*score_args(demo_set, out, sim.base_urls)).returncode == 0
     result = run_manage(*score_args(demo_set, out, sim.base_urls, demo_set["jsonl"]))
@@ -251,24 +251,24 @@ def test_bad_options_are_refused(demo_set, tmp_path, extra, message):
     assert message in result.stderr
 
 
-@pytest.mark.parametrize("judge", [("--model", "Qwen2-Audio-7B-Instruct"),
-                                   ("--api-key", "the-judges-key")])
+@pytest.mark.parametrize("judge", [{"model": "Qwen2-Audio-7B-Instruct"},
+                                   {"api_key": "the-judges-key"}])
 def test_a_judge_that_cannot_serve_the_queries_sends_none_and_writes_no_figures(
-        demo_set, simulator_factory, tmp_path, judge):
-    sim = simulator_factory("--latency-ms", "5", *judge)
+        demo_set, thread_simulator_factory, tmp_path, judge):
+    sim = thread_simulator_factory(latency_ms=5, **judge)
     out = tmp_path / "out"
     result = run_manage(*score_args(demo_set, out, sim.base_urls))
     assert result.returncode == 1
     assert "no judge endpoint can serve these queries, so none was sent" in result.stderr
-    reason = "serves 'Qwen2-Audio-7B-Instruct'" if judge[0] == "--model" else \
+    reason = "serves 'Qwen2-Audio-7B-Instruct'" if "model" in judge else \
         "refuses our API key"
     assert all(f"{url}: {reason}" in result.stderr for url in sim.urls)
     assert sim.completions() == 0
     assert not (out / "per_sample.json").exists() and not (out / "taxonomy.json").exists()
 
 
-def test_the_right_api_key_is_sent(demo_set, simulator_factory, tmp_path):
-    sim = simulator_factory("--latency-ms", "5", "--api-key", "the-judges-key")
+def test_the_right_api_key_is_sent(demo_set, thread_simulator_factory, tmp_path):
+    sim = thread_simulator_factory(latency_ms=5, api_key="the-judges-key")
     out = tmp_path / "out"
     result = run_manage(*score_args(demo_set, out, sim.base_urls, None,
                                     "--api_key", "the-judges-key"))
@@ -277,9 +277,9 @@ def test_the_right_api_key_is_sent(demo_set, simulator_factory, tmp_path):
 
 
 def test_a_judge_refusing_the_queries_fails_the_command_until_it_takes_them(
-        demo_set, simulator_factory, tmp_path):
+        demo_set, thread_simulator_factory, tmp_path):
     ports = free_ports(2)
-    sim = simulator_factory("--latency-ms", "5", "--max-audio-seconds", "0.1", ports=ports)
+    sim = thread_simulator_factory(ports=ports, latency_ms=5, max_audio_seconds=0.1)
     out = tmp_path / "out"
     result = run_manage(*score_args(demo_set, out, sim.base_urls))
     assert result.returncode == 1
@@ -291,7 +291,7 @@ def test_a_judge_refusing_the_queries_fails_the_command_until_it_takes_them(
         demo_set, {s["id"] for s in demo_set["samples"][-2:]}) > 0
     # the judge is fixed: the same command asks the refused queries again and finishes
     sim.stop()
-    fixed = simulator_factory("--latency-ms", "5", ports=ports)
+    fixed = thread_simulator_factory(ports=ports, latency_ms=5)
     result = run_manage(*score_args(demo_set, out, sim.base_urls))
     assert result.returncode == 0, result.stderr
     assert "0 refused by the judge" in result.stdout

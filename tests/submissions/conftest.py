@@ -14,6 +14,7 @@ from scoring.synthetic import write_benchmark, write_system
 from submissions.models import Submission
 from submissions.services import submission_create
 from tests.conftest import free_ports
+from tests.factories import board_benchmark, scored_submission
 
 
 @pytest.fixture
@@ -56,34 +57,16 @@ def make_submission(small_bench):
 @pytest.fixture
 def scored(db, author, tmp_path, settings):
     """A factory of scored submissions on one benchmark: a finished run with overall figures
-    and files on disk, as a submission has once scored."""
-    from django.utils import timezone
-
-    from scoring.models import Benchmark, ScoringRun, SliceResult
-    from submissions.models import ModelEntry, Submission
+    and files on disk, as a submission has once scored (tests.factories: no judge)."""
     from submissions.services import submission_folder
-    from tests.conftest import judge_config
 
     settings.MEDIA_ROOT = tmp_path / "media"
-    benchmark = Benchmark.objects.create(
-        slug="mmae", kind="mmae", version=1, title="MMAE", sha256="a" * 64,
-        source_name="MMAE-meta.json", audio_root="/x", n_items=4, n_criteria=30)
-    config = judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
+    benchmark = board_benchmark()
 
     def make(name="Model A", *, owner=None, public=True, emr=50.0, status="finished"):
-        owner = owner or author
-        model, _ = ModelEntry.objects.get_or_create(owner=owner, name=name,
-                                                    defaults={"organisation": "Lab"})
-        run = ScoringRun.objects.create(
-            benchmark=benchmark, judge_config=config, audio_root="/x",
-            judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
-            max_attempts=5, status=status, status_times={status: timezone.now().isoformat()})
-        SliceResult.objects.create(run=run, dimension="overall", bucket="", n=4,
-                                   values={"n": 4, "IFR": 60.0, "CR": 70.0, "EMR": emr})
-        submission = Submission.objects.create(
-            owner=owner, model=model, benchmark=benchmark, public=public, status="queued",
-            current_run=run, coverage=1.0)
-        submission.runs.add(run)
+        submission = scored_submission(benchmark, owner or author, name,
+                                       {("overall", ""): (60.0, 70.0, emr)}, public=public,
+                                       status=status)
         folder = submission_folder(submission)
         (folder / "audio").mkdir(parents=True)
         (folder / "audio" / "s1.wav").write_bytes(b"RIFF")

@@ -19,10 +19,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def client_and_worker(tmp_path, worker_factory, settings, author, simulator_factory):
+def client_and_worker(tmp_path, worker_factory, settings, author, thread_simulator_factory):
     settings.MEDIA_ROOT = tmp_path / "media"
     ports = free_ports(2)
-    simulator_factory("--latency-ms", "5", ports=ports)
+    thread_simulator_factory(ports=ports, latency_ms=5)
     start = worker_factory(ports, SCORING_BATCH_ITEMS="2")
     start()
     client = APIClient()

@@ -19,14 +19,16 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def sim(small_bench, simulator_factory):
-    sim = simulator_factory("--latency-ms", "1")
+def sim(small_bench, thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
     judge_config(sim.urls, benchmark=small_bench["benchmark"])
     return sim
 
 
 @pytest.fixture
-def scored(make_submission):
+def score_as(make_submission):
+    """`score_as(user, public=False, name=None)`: an upload of the small bench's files,
+    validated and scored here."""
     def score(user, *, public=False, name=None):
         submission = make_submission(user, public=public, name=name)
         assert submission_validate(submission.pk) is True
@@ -38,37 +40,37 @@ def scored(make_submission):
     return score
 
 
-def counted(sim, scored, user, **options) -> tuple[Submission, int]:
+def counted(sim, score_as, user, **options) -> tuple[Submission, int]:
     """A submission of `user` scored, and how many judge queries its scoring sent."""
     before = sim.completions()
-    submission = scored(user, **options)
+    submission = score_as(user, **options)
     return submission, sim.completions() - before
 
 
 def test_a_second_authors_identical_upload_sends_every_query_to_the_judge(
-        sim, scored, author, other_author):
-    first = scored(author)
+        sim, score_as, author, other_author):
+    first = score_as(author)
     assert first.current_run.total_queries > 0
-    second, asked = counted(sim, scored, other_author)
+    second, asked = counted(sim, score_as, other_author)
     run = second.current_run
     assert asked == run.total_queries == first.current_run.total_queries
     assert not run.answers.filter(cached=True).exists()
 
 
-def test_a_hidden_public_submission_is_not_a_source_either(sim, scored, author, other_author):
-    first = scored(author, public=True)
+def test_a_hidden_public_submission_is_not_a_source_either(sim, score_as, author, other_author):
+    first = score_as(author, public=True)
     Submission.objects.filter(pk=first.pk).update(hidden=True)
-    second, asked = counted(sim, scored, other_author)
+    second, asked = counted(sim, score_as, other_author)
     assert asked == second.current_run.total_queries > 0
 
 
 @pytest.fixture
-def same_outputs(sim, scored, author, other_author):
+def same_outputs(sim, score_as, author, other_author):
     """The author's public submission scored, then another author's upload of the very same
     files scored: every answer of the second is a copy from the first; then the first made
     private again, so those copies come from a run the second author may not see."""
-    first = scored(author, public=True)
-    second, asked = counted(sim, scored, other_author)
+    first = score_as(author, public=True)
+    second, asked = counted(sim, score_as, other_author)
     run = second.current_run
     assert asked == 0
     assert run.answers.filter(cached=True).count() == run.total_queries > 0
@@ -109,9 +111,9 @@ def test_they_are_shown_once_the_source_is_published(client, same_outputs, other
     assert api_cache_hits(client, same_outputs["second"]) == total
 
 
-def test_an_authors_own_private_answers_are_reused_and_shown(client, sim, scored, author):
-    scored(author)
-    again, asked = counted(sim, scored, author, name="Model B")
+def test_an_authors_own_private_answers_are_reused_and_shown(client, sim, score_as, author):
+    score_as(author)
+    again, asked = counted(sim, score_as, author, name="Model B")
     run = again.current_run
     assert asked == 0
     client.force_login(author)

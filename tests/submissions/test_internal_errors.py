@@ -260,11 +260,12 @@ def test_retry_is_post_only(client, staff, failed_validation):
 
 
 @pytest.fixture
-def judged(small_bench, simulator_factory, settings):
+def bench_judge(small_bench, thread_simulator_factory, settings):
+    """A judge simulator as the small bench's current config, batches of two items."""
     settings.SCORING_BATCH_ITEMS = 2  # 6 samples: 3 batches
     settings.SCORING_MAX_CLAIMS = 2
     settings.SCORING_CLAIM_AHEAD_SECONDS = 0  # each batch by its own task, in order
-    sim = simulator_factory("--latency-ms", "1")
+    sim = thread_simulator_factory(latency_ms=1)
     judge_config(sim.urls, benchmark=small_bench["benchmark"])
     return sim
 
@@ -300,7 +301,7 @@ def score(run_id: int) -> None:
 
 
 def test_a_batch_that_keeps_breaking_fails_on_our_side_and_a_retry_resumes_it(
-        judged, author, staff, make_submission, monkeypatch, settings):
+        bench_judge, author, staff, make_submission, monkeypatch, settings):
     submission = queued_submission(author, make_submission)
     run = submission.current_run
     broken = RunBatch.objects.get(run=run, index=2).id
@@ -325,7 +326,7 @@ def test_a_batch_that_keeps_breaking_fails_on_our_side_and_a_retry_resumes_it(
     assert 0 < kept < run.total_queries  # the other batches' answers
 
     monkeypatch.setattr(query_loop, "_batch_open", real_open)
-    asked = judged.completions()
+    asked = bench_judge.completions()
     monkeypatch.setattr(moderation, "broker_check", lambda: None)
     moderation.submission_retry_failed(actor=staff, submission=submission,
                                        reason="database back")
@@ -336,12 +337,12 @@ def test_a_batch_that_keeps_breaking_fails_on_our_side_and_a_retry_resumes_it(
     score(run.id)
     run.refresh_from_db()
     assert run.status == "finished"
-    assert judged.completions() - asked == run.total_queries - kept  # only batch 2 asked
-    assert overall(run.id) == reference_figures(submission, judged)
+    assert bench_judge.completions() - asked == run.total_queries - kept  # only batch 2 asked
+    assert overall(run.id) == reference_figures(submission, bench_judge)
 
 
 def test_an_aggregation_that_breaks_twice_finishes_after_retries(
-        judged, author, make_submission, monkeypatch, settings):
+        bench_judge, author, make_submission, monkeypatch, settings):
     settings.SCORING_AGGREGATE_RETRIES = 3
     settings.SCORING_AGGREGATE_RETRY_SECONDS = 10
     submission = queued_submission(author, make_submission)
@@ -352,11 +353,11 @@ def test_an_aggregation_that_breaks_twice_finishes_after_retries(
     run = ScoringRun.objects.get(id=submission.current_run_id)
     assert injected.calls == 3 and waits == [10, 30]
     assert run.status == "finished" and mail.outbox == []
-    assert overall(run.id) == reference_figures(submission, judged)
+    assert overall(run.id) == reference_figures(submission, bench_judge)
 
 
 def test_an_aggregation_that_keeps_breaking_fails_on_our_side_then_the_sweeper_resumes_it(
-        judged, author, staff, make_submission, monkeypatch, settings,
+        bench_judge, author, staff, make_submission, monkeypatch, settings,
         django_capture_on_commit_callbacks):
     settings.SCORING_AGGREGATE_RETRIES = 1
     settings.SUBMISSION_RETRY_AFTER_SECONDS = 0

@@ -43,10 +43,10 @@ def waiting_without_answers(submission_id, stack, seconds=5):
 
 @pytest.mark.parametrize("fault", ["another model", "a key we do not send"])
 def test_a_misconfigured_judge_delays_the_run_which_finishes_once_the_judge_is_fixed(
-        stack, simulator_factory, fault):
-    broken = ("--model", "Qwen2-Audio-7B-Instruct") if fault == "another model" else \
-        ("--api-key", "the-judges-key")
-    sim = simulator_factory("--latency-ms", "5", *broken, ports=stack["ports"])
+        stack, thread_simulator_factory, fault):
+    broken = {"model": "Qwen2-Audio-7B-Instruct"} if fault == "another model" else \
+        {"api_key": "the-judges-key"}
+    sim = thread_simulator_factory(stack["ports"], latency_ms=5, **broken)
     stack["worker"]()
     submission_id = upload(stack)
     wait_for(lambda: state(submission_id) in ("queued", "scoring"), 60, "the run to queue",
@@ -60,7 +60,7 @@ def test_a_misconfigured_judge_delays_the_run_which_finishes_once_the_judge_is_f
     assert "staff alert" in log  # config.alerts logs each alert it sends
 
     sim.stop()  # the operator restarts the judge, set up right
-    simulator_factory("--latency-ms", "5", ports=stack["ports"])
+    thread_simulator_factory(ports=stack["ports"], latency_ms=5)
     wait_for(lambda: state(submission_id) == "finished", 180, "the run to finish",
              stack["log"])
     run = check_finished(stack, submission_id)
@@ -70,10 +70,9 @@ def test_a_misconfigured_judge_delays_the_run_which_finishes_once_the_judge_is_f
 
 
 def test_a_judge_refusing_every_query_never_publishes_and_a_rescore_once_fixed_does(
-        stack, simulator_factory, staff, author):
+        stack, thread_simulator_factory, staff, author):
     # The outputs are 0.5 s: this judge's encoder cache takes 0.1 s at most.
-    sim = simulator_factory("--latency-ms", "5", "--max-audio-seconds", "0.1",
-                            ports=stack["ports"])
+    sim = thread_simulator_factory(ports=stack["ports"], latency_ms=5, max_audio_seconds=0.1)
     stack["worker"]()
     quota_before = quota_left(author)
     submission_id = upload(stack)
@@ -88,7 +87,7 @@ def test_a_judge_refusing_every_query_never_publishes_and_a_rescore_once_fixed_d
     assert detail["status"] == "failed"
 
     sim.stop()
-    simulator_factory("--latency-ms", "5", ports=stack["ports"])
+    thread_simulator_factory(ports=stack["ports"], latency_ms=5)
     client = APIClient()
     client.force_authenticate(staff)
     response = client.post(f"/api/submissions/{submission_id}/rescore/",
@@ -103,9 +102,9 @@ def test_a_judge_refusing_every_query_never_publishes_and_a_rescore_once_fixed_d
 
 
 def test_refusals_under_the_share_publish_with_their_count_on_the_board(
-        stack, simulator_factory, worker_factory):
+        stack, thread_simulator_factory, worker_factory):
     # Rubrics that name an input and the output send two audios: this judge takes one.
-    simulator_factory("--latency-ms", "5", "--max-audios", "1", ports=stack["ports"])
+    thread_simulator_factory(ports=stack["ports"], latency_ms=5, max_audios=1)
     stack["worker"] = worker_factory(stack["ports"], SCORING_BATCH_ITEMS="3",
                                      SCORING_MAX_REFUSED_SHARE="0.99")
     stack["worker"]()
@@ -125,8 +124,8 @@ def test_refusals_under_the_share_publish_with_their_count_on_the_board(
 
 
 def test_an_output_longer_than_the_judge_takes_is_refused_at_validation(
-        stack, simulator_factory):
-    sim = simulator_factory("--latency-ms", "5", ports=stack["ports"])
+        stack, thread_simulator_factory):
+    sim = thread_simulator_factory(ports=stack["ports"], latency_ms=5)
     config = judge_config_current(stack["benchmark"])
     JudgeConfig.objects.filter(id=config.id).update(max_audio_seconds=0.25)
     stack["worker"]()
@@ -142,9 +141,9 @@ def test_an_output_longer_than_the_judge_takes_is_refused_at_validation(
 
 
 def test_a_retry_once_the_judge_is_fixed_asks_the_refused_queries_again(
-        demo_set, simulator_factory):
+        demo_set, thread_simulator_factory):
     ports = free_ports(2)
-    sim = simulator_factory("--latency-ms", "1", "--max-audio-seconds", "0.1", ports=ports)
+    sim = thread_simulator_factory(ports=ports, latency_ms=1, max_audio_seconds=0.1)
     _, run = demo_run(demo_set, sim.urls)
     worker = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
     for batch in run.batches.order_by("index"):
@@ -153,7 +152,7 @@ def test_a_retry_once_the_judge_is_fixed_asks_the_refused_queries_again(
     run.refresh_from_db()
     assert run.status == "failed" and run.refused_queries == run.total_queries
     sim.stop()
-    simulator_factory("--latency-ms", "1", ports=ports)
+    thread_simulator_factory(ports=ports, latency_ms=1)
     assert runs.run_retry(run.id) is True
     assert not Answer.objects.filter(run=run).exists()  # every refusal is asked again
     run = score_run(run)

@@ -16,8 +16,9 @@ def stack(pipeline_stack):
     return pipeline_stack
 
 
-def test_a_worker_killed_mid_run_costs_one_batch_and_the_run_finishes(stack, simulator_factory):
-    simulator_factory("--latency-ms", "150", "--slots", "4", ports=stack["ports"])
+def test_a_worker_killed_mid_run_costs_one_batch_and_the_run_finishes(
+        stack, thread_simulator_factory):
+    thread_simulator_factory(ports=stack["ports"], latency_ms=150, slots=4)
     worker = stack["worker"]()
     submission_id = upload(stack)
     wait_for(lambda: state(submission_id) == "scoring"
@@ -38,7 +39,7 @@ def test_a_worker_killed_mid_run_costs_one_batch_and_the_run_finishes(stack, sim
 
 
 def test_the_fleet_down_for_a_while_delays_the_run_which_then_finishes(stack,
-                                                                      simulator_factory):
+                                                                      thread_simulator_factory):
     stack["worker"]()
     submission_id = upload(stack)
     wait_for(lambda: state(submission_id) in ("queued", "scoring"), 60, "the run to queue",
@@ -47,7 +48,7 @@ def test_the_fleet_down_for_a_while_delays_the_run_which_then_finishes(stack,
     run = Submission.objects.get(id=submission_id).current_run
     assert ScoringRun.objects.get(id=run.id).status in ("queued", "scoring")
     assert Answer.objects.filter(run=run).count() == 0
-    simulator_factory("--latency-ms", "20", "--slots", "8", ports=stack["ports"])
+    thread_simulator_factory(ports=stack["ports"], latency_ms=20, slots=8)
     wait_for(lambda: state(submission_id) == "finished", 180, "the run to finish",
              stack["log"])
     check_finished(stack, submission_id)
@@ -55,7 +56,7 @@ def test_the_fleet_down_for_a_while_delays_the_run_which_then_finishes(stack,
 
 
 def test_a_validation_broken_on_our_side_fails_then_the_sweeper_retries_it_to_the_end(
-        stack, worker_factory, simulator_factory, tmp_path):
+        stack, worker_factory, thread_simulator_factory, tmp_path):
     (tmp_path / "not-a-folder").write_text("")  # its storage unusable: every write fails
     broken = worker_factory(stack["ports"], SCORING_BATCH_ITEMS="3",
                             MEDIA_ROOT=str(tmp_path / "not-a-folder" / "media"),
@@ -72,7 +73,7 @@ def test_a_validation_broken_on_our_side_fails_then_the_sweeper_retries_it_to_th
     assert "retry: Retry in 1s" in stack["log"].read_text()  # tried twice, a second apart
     broken.stop()
 
-    simulator_factory("--latency-ms", "5", "--slots", "8", ports=stack["ports"])
+    thread_simulator_factory(ports=stack["ports"], latency_ms=5, slots=8)
     worker_factory(stack["ports"], SCORING_BATCH_ITEMS="3", SUBMISSION_RETRY_AFTER_SECONDS="1",
                    SUBMISSION_VALIDATION_SWEEP_SECONDS="1")()  # the fault is gone
     wait_for(lambda: state(submission_id) == "finished", 120, "the retry to finish",
@@ -82,8 +83,8 @@ def test_a_validation_broken_on_our_side_fails_then_the_sweeper_retries_it_to_th
 
 
 def test_a_rescore_runs_on_the_rescoring_queue_and_the_board_switches_when_it_ends(
-        stack, simulator_factory, staff):
-    sim = simulator_factory("--latency-ms", "5", "--slots", "8", ports=stack["ports"])
+        stack, thread_simulator_factory, staff):
+    sim = thread_simulator_factory(ports=stack["ports"], latency_ms=5, slots=8)
     stack["worker"]()
     submission_id = upload(stack)
     wait_for(lambda: state(submission_id) == "finished", 120, "the first run", stack["log"])
@@ -105,9 +106,9 @@ def test_a_rescore_runs_on_the_rescoring_queue_and_the_board_switches_when_it_en
 
 
 def test_progress_counts_queries_as_they_are_answered_within_one_batch(
-        stack, simulator_factory, worker_factory):
+        stack, thread_simulator_factory, worker_factory):
     """The whole run in one batch: its progress and ETA still move while it is scored."""
-    simulator_factory("--latency-ms", "100", "--slots", "2", ports=stack["ports"])
+    thread_simulator_factory(ports=stack["ports"], latency_ms=100, slots=2)
     worker_factory(stack["ports"], SCORING_BATCH_ITEMS="100")()
     submission_id = upload(stack)
     seen = []

@@ -28,9 +28,9 @@ def kill_other_connections() -> int:
 
 
 def test_database_connections_killed_mid_run_cost_one_batch_and_strand_nothing(
-        pipeline_stack, simulator_factory, worker_factory):
+        pipeline_stack, thread_simulator_factory, worker_factory):
     stack = pipeline_stack
-    simulator_factory("--latency-ms", "80", "--slots", "4", ports=stack["ports"])
+    thread_simulator_factory(ports=stack["ports"], latency_ms=80, slots=4)
     # A stranded batch would wait for the sweeper (60 s) and a poisoned connection for the
     # judge's timeout (30 s): both far above what a clean retry takes.
     start = worker_factory(stack["ports"], SCORING_BATCH_ITEMS="3", SCORING_STALE_SECONDS="60",
@@ -73,9 +73,10 @@ def test_a_batch_failure_is_handled_on_a_new_connection_when_ours_was_killed(dem
     assert (batch.status, batch.claims) == ("pending", 1)
 
 
-def test_a_cancel_stops_the_queries_in_flight_within_seconds(pipeline_stack, simulator_factory):
+def test_a_cancel_stops_the_queries_in_flight_within_seconds(pipeline_stack,
+                                                             thread_simulator_factory):
     stack = pipeline_stack
-    sim = simulator_factory("--latency-ms", "300", "--slots", "4", ports=stack["ports"])
+    sim = thread_simulator_factory(ports=stack["ports"], latency_ms=300, slots=4)
     stack["worker"]()
     submission_id = upload(stack)
     wait_for(lambda: answers_of(submission_id) >= 20, 90, "scoring to be under way",

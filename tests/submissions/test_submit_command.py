@@ -65,9 +65,9 @@ def submit(url, key, *args, files=None):
 
 @pytest.mark.integration
 def test_it_uploads_and_follows_the_submission_to_its_figures(
-        live_server, bench, key, settings, simulator_factory, worker_factory):
+        live_server, bench, key, settings, thread_simulator_factory, worker_factory):
     ports = free_ports(2)
-    simulator_factory("--latency-ms", "5", ports=ports)
+    thread_simulator_factory(ports=ports, latency_ms=5)
     worker_factory(ports)()
     out, err = submit(live_server.url, key, "--poll-seconds", "0.3", "--timeout", "60",
                       "--public", "--organisation", "Lab", files=bench)

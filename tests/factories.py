@@ -1,0 +1,50 @@
+"""Rows of scored submissions built directly, as `seed_board` builds its synthetic ones: no judge
+and no simulator, for the tests that read a finished run rather than make one. The tests that
+really score (upload, validation, scoring, board) are in tests/submissions/test_pipeline*.py,
+tests/scoring/test_runs.py and the modules that judge once per module (module_db)."""
+
+from django.utils import timezone
+
+from scoring.boards import board_changed
+from scoring.models import Benchmark, ScoringRun, SliceResult
+from submissions.models import ModelEntry, Submission
+from tests.conftest import judge_config
+
+
+def board_benchmark(**fields) -> Benchmark:
+    """An MMAE benchmark row with no items, and its current judge config (whose endpoint
+    nothing listens on: nothing is judged)."""
+    benchmark = Benchmark.objects.create(**{
+        "slug": "mmae", "kind": "mmae", "version": 1, "title": "MMAE", "sha256": "a" * 64,
+        "source_name": "MMAE-meta.json", "audio_root": "/x", "n_items": 4, "n_criteria": 30,
+        **fields})
+    judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
+    return benchmark
+
+
+def scored_submission(benchmark: Benchmark, owner, name: str, figures: dict, *,
+                      public=True, status="finished", intervals=None, coverage=1.0,
+                      changed=False, **model_fields) -> Submission:
+    """A submission of `owner`'s model `name` (made on first use, with `model_fields`) whose
+    run under the benchmark's current config is `status`, with `figures`: {(dimension,
+    bucket): (IFR, CR, EMR)} and `intervals`: {(dimension, bucket): {metric: (lo, hi)}}.
+    With `changed`, the board is told, as a run finishing tells it."""
+    model, _ = ModelEntry.objects.get_or_create(owner=owner, name=name, defaults={
+        "organisation": "Lab", **model_fields})
+    run = ScoringRun.objects.create(
+        benchmark=benchmark, judge_config=benchmark.judge_config, audio_root="/x",
+        judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
+        max_attempts=5, status=status, status_times={status: timezone.now().isoformat()})
+    for (dimension, bucket), (ifr, cr, emr) in figures.items():
+        bounds = (intervals or {}).get((dimension, bucket), {})
+        SliceResult.objects.create(
+            run=run, dimension=dimension, bucket=bucket, n=4,
+            values={"n": 4, "IFR": ifr, "CR": cr, "EMR": emr},
+            intervals={m: [lo, hi] for m, (lo, hi) in bounds.items()})
+    submission = Submission.objects.create(
+        owner=owner, model=model, benchmark=benchmark, public=public, status="queued",
+        current_run=run, coverage=coverage)
+    submission.runs.add(run)
+    if changed:
+        board_changed(benchmark.id)
+    return submission
