@@ -1,16 +1,16 @@
 from django.urls import path
 
-from leaderboard import api, explorer, item_views, media_views, views
+from leaderboard import api, explorer, history_views, item_views, media_views, views
 
 app_name = "leaderboard"
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("b/<slug:slug>/", views.board, name="board"),
-    path("b/<slug:slug>/v/<int:version>/", views.board_snapshot, name="board-snapshot"),
-    path("b/<slug:slug>/v/<int:version>/items.parquet", views.board_snapshot_items,
+    path("b/<slug:slug>/v/<int:version>/", history_views.board_snapshot, name="board-snapshot"),
+    path("b/<slug:slug>/v/<int:version>/items.parquet", history_views.board_snapshot_items,
          name="board-snapshot-items"),
-    path("b/<slug:slug>/changelog/", views.changelog, name="changelog"),
+    path("b/<slug:slug>/changelog/", history_views.changelog, name="changelog"),
     path("submissions/<int:pk>/", views.submission_status, name="submission-status"),
     path("submissions/<int:pk>/progress/", views.submission_progress,
          name="submission-progress"),

@@ -6,25 +6,19 @@ from pathlib import Path
 import plotly
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.cache import patch_cache_control
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET, require_safe
+from django.views.decorators.http import require_GET
 
-from audit.forms import ChangelogForm
-from audit.selectors import changelog_events, changelog_rows, changelog_subjects
 from leaderboard import (
     charts,
-    datasets,
     model_pages,
     rank_ranges,
     responses,
     selectors,
-    snapshots,
 )
 from leaderboard import compare as comparison
 from leaderboard import state as board_state
@@ -36,20 +30,22 @@ from leaderboard.forms import (
     dimension_choices,
     normalised,
 )
-from leaderboard.models import BoardSnapshot
 from scoring.kinds import get_kind
 from scoring.kinds.base import Section
 from submissions import selectors as submission_selectors
 
 BOARD_PAGE_ROWS = 100
-SNAPSHOT_MAX_AGE = 365 * 86400  # a cited board never changes
+
+
 PIVOT_PAGE_ROWS = 50
+
 
 # plotly.js adds its stylesheet as <style> elements (and a heatmap's colour bar sets style
 # attributes), with no way to give them a nonce: the pages that draw charts allow inline
 # styles. Scripts stay 'self' only, and images, fonts and requests may not leave the site,
 # so an injected style could neither run code nor send anything out.
 draws_charts = csp_update({"style-src": [UNSAFE_INLINE]})
+
 
 def board_metrics(kind) -> list:
     """The kind's metrics in the board's column order: the one that ranks first, then the
@@ -175,8 +171,6 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
         "chart_metric": y,
     }
 
-
-# --- plotly.js, model pages, pivots and comparisons ------------------------------------------
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -443,9 +437,6 @@ def scoring(request, slug):
         "judge_configs": selectors.judge_figures_by_config(benchmark)})
 
 
-# --- a submission's status page (its author's and staff's) ------------------------------
-
-
 def _detail_context(request, pk):
     submission = submission_selectors.submission_get(user=request.user, pk=pk, write=True)
     kind = get_kind(submission.benchmark.kind)
@@ -467,71 +458,3 @@ def submission_status(request, pk):
 def submission_progress(request, pk):
     """The live part of the status page, polled by htmx while the submission is active."""
     return render(request, "submissions/_progress.html", _detail_context(request, pk))
-
-
-# --- a benchmark's public changelog ----------------------------------------------------
-
-CHANGELOG_PAGE_SIZE = 50
-
-
-@require_GET
-def changelog(request, slug):
-    """A benchmark's public changelog: the audit events marked public for it (flags with their
-    reasons, hidden and deleted submissions, rescoring, judge config changes); events about
-    private submissions, quota overrides and authors' own choices are never marked public."""
-    benchmark = board_state.benchmark_current(slug)
-    if benchmark is None:
-        raise Http404("no such benchmark")
-    form = ChangelogForm(request.GET)
-    if not form.is_valid():
-        return render(request, "audit/changelog.html",
-                      {"benchmark": benchmark, "form": form, "rows": []}, status=400)
-    page = Paginator(changelog_events(slug), CHANGELOG_PAGE_SIZE) \
-        .get_page(form.cleaned_data["page"] or 1)
-    return render(request, "audit/changelog.html", {
-        "benchmark": benchmark, "form": form, "page": page,
-        "rows": changelog_rows(page.object_list, withheld=submission_selectors.withheld(
-            changelog_subjects(page.object_list)))})
-
-
-# --- a citable snapshot of a board -------------------------------------------------------
-
-
-@require_safe
-def board_snapshot(request, slug, version):
-    """The board as it was at a board version a visitor cited: immutable, so cached for good
-    (leaderboard.snapshots)."""
-    snapshot = snapshots.snapshot_get(slug, version)
-    if snapshot is None:
-        raise Http404(f"board version {version} of {slug!r} was not kept: a version is kept "
-                      "once cited while it is the board's current one")
-    kind = get_kind(snapshot.benchmark.kind)
-    # The figures that decide the rank first, so that a phone shows them before it scrolls.
-    keys = [*kind.ranking, *(k for k in kind.metric_keys if k not in kind.ranking)]
-    metrics = [kind.metric(key) for key in keys]
-    rows = [{**row, "figures": [
-        (m.format(row.get(m.key)), None if row.get(f"{m.key}_lo") is None else
-         (m.format(row[f"{m.key}_lo"]), m.format(row[f"{m.key}_hi"]))) for m in metrics]}
-        for row in snapshot.rows]
-    current = board_state.benchmark_current(slug)
-    response = render(request, "leaderboard/snapshot.html", {
-        "snapshot": snapshot, "benchmark": snapshot.benchmark, "kind": kind,
-        "metrics": metrics, "rows": rows,
-        "changed_since": current is None or current.board_version != version})
-    patch_cache_control(response, public=True, max_age=SNAPSHOT_MAX_AGE, immutable=True)
-    return response
-
-
-@require_safe
-def board_snapshot_items(request, slug, version):
-    """The snapshot's items dataset, as it was (Parquet)."""
-    snapshot = BoardSnapshot.objects.filter(benchmark__slug=slug, board_version=version) \
-        .order_by("-benchmark__version").first()
-    if snapshot is None:
-        raise Http404("no such snapshot")
-    response = HttpResponse(bytes(snapshot.items), content_type=datasets.FORMATS["parquet"])
-    response["Content-Disposition"] = (f'attachment; filename="{slug}-v'
-                                       f'{snapshot.benchmark.version}-board{version}'
-                                       '-items.parquet"')
-    patch_cache_control(response, public=True, max_age=SNAPSHOT_MAX_AGE, immutable=True)
-    return response

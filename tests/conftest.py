@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from config.celery import app as celery_app
 from judge.simulator import SimulatorConfig, serve
 from scoring import synthetic
+from scoring.kinds import simulated_replies
 from tests.servers import database_url_named, free_ports, redis_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,7 +139,8 @@ class ThreadSimulator(_SimulatorUrls):
         self._error: BaseException | None = None
         started = threading.Event()
         self._thread = threading.Thread(
-            target=self._run, args=(SimulatorConfig(**{"record": True, **config}), started),
+            target=self._run, args=(SimulatorConfig(**{
+                "record": True, "replies": simulated_replies(), **config}), started),
             name="judge-simulator", daemon=True)
         self._thread.start()
         started.wait(timeout=30)

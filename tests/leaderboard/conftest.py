@@ -165,6 +165,8 @@ def chat_pair(db, tmp_path, author, simulator_factory):
         made.append(submission)
     return benchmark, made
 
+
+@pytest.fixture
 def served(demo_set, author):
     """A public submission of system A (2 samples without output) whose run has finished."""
     benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],

@@ -55,13 +55,8 @@ class Command(BaseCommand):
         numbers = range(start, start + options["submissions"])
         chunks = [numbers[i:i + CHUNK] for i in range(0, len(numbers), CHUNK)]
         init = (benchmark.kind, samples, options["seed"], options["resamples"])
-        # Forked: the drawing processes only compute (they never touch the database, and leave
-        # through os._exit, so this process's connection is neither used nor closed there).
-        processes = get_context("fork").Pool(options["processes"], initializer=_start,
-                                             initargs=init)
-        with processes as pool, \
-                tqdm(total=len(numbers), unit="submission") as bar:
-            for drawn in pool.imap(_draw, chunks):
+        with tqdm(total=len(numbers), unit="submission") as bar:
+            for drawn in _drawn(chunks, init, options["processes"]):
                 _store(benchmark, kind, config, items, user, drawn, seed=options["seed"])
                 bar.update(len(drawn))
         board_changed(benchmark.id)
@@ -70,6 +65,18 @@ class Command(BaseCommand):
 
 
 _drawing: dict = {}
+
+
+def _drawn(chunks: list[range], init: tuple, processes: int):
+    """Each chunk's drawn figures, in order: in this process when asked for one, else in
+    forked processes, which only compute (they never touch the database, and leave through
+    os._exit, so this process's connection is neither used nor closed there)."""
+    if processes == 1:
+        _start(*init)
+        yield from map(_draw, chunks)
+        return
+    with get_context("fork").Pool(processes, initializer=_start, initargs=init) as pool:
+        yield from pool.imap(_draw, chunks)
 
 
 def _start(kind_name: str, samples: list, seed: int, resamples: int) -> None:
