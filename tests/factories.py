@@ -48,3 +48,21 @@ def scored_submission(benchmark: Benchmark, owner, name: str, figures: dict, *,
     if changed:
         board_changed(benchmark.id)
     return submission
+
+
+def seeded_board(root, *, items: int, submissions: int, seed: int, slug: str = "mmae",
+                 synthetic: bool = False) -> Benchmark:
+    """An MMAE benchmark of `items` synthetic samples under `root`, and `submissions` public
+    representatives drawn by `seed_board` (per-item results, slices and vectors, in this
+    process): the benchmark as it is then."""
+    from django.core.management import call_command
+
+    from scoring.services import benchmark_import
+    from scoring.synthetic import write_benchmark
+
+    meta = write_benchmark(root, items, seed=seed)
+    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=root, slug=slug,
+                                    synthetic=synthetic)
+    call_command("seed_board", "--benchmark", slug, "--submissions", str(submissions),
+                 "--resamples", "20", "--processes", "1")
+    return Benchmark.objects.get(pk=benchmark.pk)

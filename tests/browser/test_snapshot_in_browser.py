@@ -3,12 +3,9 @@ figures, and nothing scrolls the page sideways (the table scrolls in its own box
 Screenshots: artifacts/screenshots/snapshot-<width>.png."""
 
 import pytest
-from django.core.management import call_command
 
-from scoring.models import Benchmark
-from scoring.services import benchmark_import
-from scoring.synthetic import write_benchmark
 from tests.browser.conftest import SCREENSHOTS
+from tests.factories import seeded_board
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
               pytest.mark.timeout(120)]
@@ -17,13 +14,8 @@ WIDTHS = {"desktop": (1366, 900), "phone": (390, 844)}
 
 @pytest.fixture
 def cited(tmp_path):
-    root = tmp_path / "bench"
-    write_benchmark(root, 6, seed=5)
-    benchmark, _ = benchmark_import(kind="mmae", path=root / "MMAE-meta.json",
-                                    audio_root=root, slug="mmae", synthetic=True)
-    call_command("seed_board", "--benchmark", "mmae", "--submissions", "5", "--processes", "1",
-                 "--resamples", "20")
-    return Benchmark.objects.get(pk=benchmark.pk).board_version
+    return seeded_board(tmp_path / "bench", items=6, submissions=5, seed=5,
+                        synthetic=True).board_version
 
 
 @pytest.mark.parametrize("device", WIDTHS)

@@ -5,26 +5,18 @@ import io
 
 import pandas as pd
 import pytest
-from django.core.management import call_command
 
 from leaderboard.models import BoardSnapshot
 from scoring.boards import board_changed
-from scoring.models import Benchmark
-from scoring.services import benchmark_import
-from scoring.synthetic import write_benchmark
 from submissions.models import Submission
+from tests.factories import seeded_board
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def seeded(db, tmp_path):
-    meta = write_benchmark(tmp_path / "b", 6, seed=4)
-    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "b",
-                                    slug="mmae")
-    call_command("seed_board", "--benchmark", "mmae", "--submissions", "3",
-                 "--resamples", "20", "--processes", "1")
-    return Benchmark.objects.get(pk=benchmark.pk)
+    return seeded_board(tmp_path / "b", items=6, submissions=3, seed=4)
 
 
 def test_the_board_links_its_permalink_and_the_items(client, seeded):

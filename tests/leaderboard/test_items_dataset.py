@@ -7,7 +7,6 @@ import json
 
 import pandas as pd
 import pytest
-from django.core.management import call_command
 
 from scoring.boards import board_changed
 from scoring.kinds import get_kind
@@ -15,6 +14,7 @@ from scoring.models import Item, ItemBucket, ItemResult
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark
 from submissions.models import Submission
+from tests.factories import seeded_board
 
 pytestmark = pytest.mark.django_db
 URL = "/api/leaderboards/seeded/items/"
@@ -22,12 +22,7 @@ URL = "/api/leaderboards/seeded/items/"
 
 @pytest.fixture
 def seeded(db, tmp_path):
-    meta = write_benchmark(tmp_path / "b", 8, seed=1)
-    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "b",
-                                    slug="seeded")
-    call_command("seed_board", "--benchmark", "seeded", "--submissions", "3",
-                 "--resamples", "20", "--processes", "1")
-    return benchmark
+    return seeded_board(tmp_path / "b", items=8, submissions=3, seed=1, slug="seeded")
 
 
 def body(response) -> bytes:

@@ -5,13 +5,11 @@ a hidden submission's files and a private one's stay theirs and staff's (404 to 
 import json
 
 import pytest
-from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from scoring.services import benchmark_import
-from scoring.synthetic import write_benchmark
 from submissions.models import Submission
 from tests.conftest import CAST_PASSWORD
+from tests.factories import seeded_board
 
 FILES = ("results.jsonl", "per_sample.json", "taxonomy.json")
 
@@ -19,10 +17,7 @@ FILES = ("results.jsonl", "per_sample.json", "taxonomy.json")
 @pytest.fixture
 def published(db, tmp_path):
     """A public submission with a finished run's per-item results (seed_board's)."""
-    meta = write_benchmark(tmp_path / "b", 4, seed=3)
-    benchmark_import(kind="mmae", path=meta, audio_root=tmp_path / "b", slug="mmae")
-    call_command("seed_board", "--benchmark", "mmae", "--submissions", "1",
-                 "--resamples", "10", "--processes", "1")
+    seeded_board(tmp_path / "b", items=4, submissions=1, seed=3)
     return Submission.objects.select_related("owner").get()
 
 
