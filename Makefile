@@ -20,17 +20,23 @@ run: $(STAMP)
 
 # The suite runs on PostgreSQL (as in production) and Redis: throwaway servers of its own
 # (tests/servers.py, which also brings the loopback interface up in a fresh network namespace),
-# or the ones TEST_DATABASE_URL and TEST_REDIS_URL name.
+# or the ones TEST_DATABASE_URL and TEST_REDIS_URL name. In TEST_WORKERS processes
+# (pytest-xdist; 0 runs it in this one): most of the integration tests wait on workers, judges
+# and browsers, so more processes than cores still help; each free worker takes the next test.
+TEST_WORKERS ?= 4
+FAST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python -m tests.servers $(BIN)/pytest
+	$(BIN)/python -m tests.servers $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 # Every test that starts no process (no simulator, worker, server, browser or manage.py
 # subprocess: those are marked `integration`, tests/conftest.py): the quick check while working.
+# These keep a core busy, so one process a core.
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m tests.servers $(BIN)/pytest -m "not integration"
+	$(BIN)/python -m tests.servers $(BIN)/pytest -m "not integration" -n $(FAST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

