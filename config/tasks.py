@@ -60,4 +60,5 @@ class RowTask(TransactionAwareTask):
         """Put the row back where a retry finds it (nothing by default)."""
 
     def gave_up(self, row_id: int, tries: int, why: str) -> None:
-        raise NotImplementedError
+        """Turn the failure into the row's state (each subclass says how)."""
+        raise NotImplementedError(f"{type(self).__name__} must say what giving up does")

@@ -81,7 +81,8 @@ class KindFiguresOut(serializers.Serializer):
     figures_before: str | None = None
 
     def figure_fields(self, kind: Kind) -> dict[str, serializers.Field]:
-        raise NotImplementedError
+        """The kind's figure fields of this row (each subclass names which)."""
+        raise NotImplementedError(f"{type(self).__name__} must name its figure fields")
 
     def get_fields(self):
         fields = super().get_fields()
