@@ -210,7 +210,7 @@ def reference_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL
 
 def baseline_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL,
                   bucket: str = "") -> list[dict]:
-    """The calibration baselines (Identity, Noise) scored here under the board's judge config,
+    """The calibration baselines (Identity, Noise and the battery) scored here under the board's judge config,
     on the slice: shown on the board, marked diagnostic, never ranked."""
     bucket = bucket if dimension != OVERALL else ""
     return [{"model": run.label, "reference": "diagnostic", "note": "",
@@ -269,7 +269,7 @@ def licences(benchmark: Benchmark) -> list[str]:
 
 
 def diagnostic_rows(benchmark: Benchmark) -> list[dict]:
-    """The calibration baselines (Identity, Noise) scored under the benchmark's current judge
+    """The calibration baselines (Identity, Noise and the battery) scored under the benchmark's current judge
     config, latest finished run of each, beside the paper's row of the same name."""
     latest = _latest_baselines(benchmark)
     if not latest:

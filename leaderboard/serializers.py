@@ -172,7 +172,7 @@ class DiagnosticOut(KindFiguresOut):
     """A calibration baseline scored here (Identity returns each input unchanged, Noise white
     noise), shown on the board marked diagnostic, never ranked."""
 
-    model = serializers.CharField(help_text="Identity or Noise")
+    model = serializers.CharField(help_text="Identity, Noise, Silence, Reversed or Shuffled")
     diagnostic = serializers.SerializerMethodField(help_text="always true: not a submission")
     n = serializers.IntegerField(source="n_samples", allow_null=True)
     judge = serializers.CharField()

@@ -54,8 +54,10 @@ def by_hand(samples, recorded):
 def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_verdicts(
         bench, demo_set, staff):
     benchmark, sim = bench
-    identity, noise = baselines_create(actor=staff, benchmark=benchmark)
-    assert (identity.label, noise.label) == ("Identity", "Noise")
+    made = baselines_create(actor=staff, benchmark=benchmark)
+    # No public system yet: Shuffled has nothing to shuffle and is left out.
+    assert [run.label for run in made] == ["Identity", "Noise", "Silence", "Reversed"]
+    identity = made[0]
     assert identity.outputs == {item.key: item.media[0] for item in benchmark.items.all()}
     assert identity.audio_root == benchmark.audio_root  # the inputs themselves, unchanged
     score_run(identity)
@@ -69,7 +71,7 @@ def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_ver
 def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
         bench, demo_set, staff, client):
     benchmark, sim = bench
-    identity, noise = baselines_create(actor=staff, benchmark=benchmark)
+    identity, noise, *_ = baselines_create(actor=staff, benchmark=benchmark)
     for key, path in list(noise.outputs.items())[:3]:
         item = benchmark.items.get(key=key)
         made = soundfile.info(str(baseline_folder(benchmark) / path))
@@ -91,7 +93,9 @@ def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
     assert "Calibration: diagnostic baselines" in body and body.count("badge diagnostic") == 4
     assert body.count('<tr class="reference diagnostic">') == 2
     event = AuditEvent.objects.get(action="baseline")
-    assert event.after["runs"] == {"Identity": identity.id, "Noise": noise.id}
+    assert {k: event.after["runs"][k] for k in ("Identity", "Noise")} == {
+        "Identity": identity.id, "Noise": noise.id}
+    assert event.after["skipped"] == {"Shuffled": "no public system has outputs to shuffle"}
     assert event.public and event.actor == staff
 
 
