@@ -210,8 +210,9 @@ def reference_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL
 
 def baseline_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL,
                   bucket: str = "") -> list[dict]:
-    """The calibration baselines (Identity, Noise and the battery) scored here under the board's judge config,
-    on the slice: shown on the board, marked diagnostic, never ranked."""
+    """The calibration baselines (Identity, Noise and the battery) scored here under the
+    board's judge config, on the slice: shown on the board, marked diagnostic, never
+    ranked."""
     bucket = bucket if dimension != OVERALL else ""
     return [{"model": run.label, "reference": "diagnostic", "note": "",
              "scope": f"scored here by {run.judge_name}", "source": "",
@@ -269,8 +270,9 @@ def licences(benchmark: Benchmark) -> list[str]:
 
 
 def diagnostic_rows(benchmark: Benchmark) -> list[dict]:
-    """The calibration baselines (Identity, Noise and the battery) scored under the benchmark's current judge
-    config, latest finished run of each, beside the paper's row of the same name."""
+    """The calibration baselines (Identity, Noise and the battery) scored under the
+    benchmark's current judge config, latest finished run of each, beside the paper's row of
+    the same name."""
     latest = _latest_baselines(benchmark)
     if not latest:
         return []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import soundfile
+
 from scoring import media
 from scoring.kinds.files import resolve_audio
 from scoring.models import Benchmark, ScoringRun
