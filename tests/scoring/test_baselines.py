@@ -10,23 +10,11 @@ from leaderboard.models import ReferenceFigure, ReferenceResult
 from leaderboard.selectors import diagnostic_rows
 from scoring.baselines import BaselineError, baseline_folder, baselines_create
 from scoring.models import SliceResult
-from scoring.services import benchmark_import
-from tests.conftest import CAST_PASSWORD, judge_config, score_run
+from tests.conftest import CAST_PASSWORD, score_run
 
 pytestmark = pytest.mark.django_db
 
 IF = "Instruction Following"
-
-
-@pytest.fixture
-def bench(demo_set, settings, tmp_path, thread_simulator_factory):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.SCORING_BATCH_ITEMS = 5
-    sim = thread_simulator_factory(latency_ms=1)
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae", synthetic=True)
-    judge_config(sim.urls, benchmark=benchmark)
-    return benchmark, sim
 
 
 def by_hand(samples, recorded):
