@@ -142,6 +142,9 @@ class BoardRowOut(KindFiguresOut):
                                        "null for published results")
     judge_config = serializers.CharField()
     date = IsoDateTime()
+    attempts = serializers.IntegerField(help_text="submissions the model's author made to "
+                                        "this benchmark and had scored, public and private, "
+                                        "deleted ones included")
     flag = OptionalText(help_text="staff's public reason")
 
     class Meta:
