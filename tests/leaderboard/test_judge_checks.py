@@ -13,7 +13,7 @@ from leaderboard.judge_checks import battery, checks_context, kendall_tau, rank_
 from scoring.battery import EXPECTED, Expected
 from scoring.models import ScoringRun, SliceResult
 from tests.conftest import judge_config
-from tests.factories import board_benchmark, scored_submission
+from tests.factories import board_benchmark, rescored, scored_submission
 
 pytestmark = pytest.mark.django_db
 
@@ -120,19 +120,6 @@ def test_the_interval_is_the_bootstrap_of_tau_over_resampled_rows():
     assert (lo, hi) == pytest.approx((np.percentile(taus, 2.5), np.percentile(taus, 97.5)))
     assert lo <= kendall_tau(a, b) <= hi
     assert judge_checks.tau_interval(a, b, resamples=300, seed=8) == (lo, hi)
-
-
-def rescored(submission, config, figures):
-    """A finished run of `submission` under `config` with overall `figures` (IFR, CR, EMR)."""
-    ifr, cr, emr = figures
-    run = ScoringRun.objects.create(
-        benchmark=submission.benchmark, judge_config=config, audio_root="/x",
-        judge_model="judge", prompt_sha256="p" * 64, rounds=3, max_attempts=5,
-        purpose=ScoringRun.Purpose.RESCORE, status="finished")
-    SliceResult.objects.create(run=run, dimension="overall", bucket="", n=4,
-                               values={"IFR": ifr, "CR": cr, "EMR": emr})
-    submission.runs.add(run)
-    return run
 
 
 def test_two_configs_rank_agreement_counts_the_shared_public_rows(author, other_author):
