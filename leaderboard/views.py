@@ -65,12 +65,13 @@ def columns(kind) -> list[tuple[str, str, str]]:
             ("organisation", "Organisation", ""),
             ("coverage", "Coverage", "Share of the items with an output; the others score 0"),
             ("date", "Date", "When the submission was uploaded"),
-            ("attempts", "Attempts", ATTEMPTS)]
+            ("attempts", "Tries", ATTEMPTS)]
 
 
 # Why the column is there: README, "Attempts disclosed".
-ATTEMPTS = ("Submissions the model's author made to this benchmark and had scored, public "
-            "and private, deleted ones included: the variants tried, not only the one shown")
+ATTEMPTS = ("Attempts: submissions the model's author made to this benchmark and had "
+            "scored, public and private, deleted ones included: the variants tried, not "
+            "only the one shown")
 
 
 def home(request):

@@ -32,7 +32,7 @@ def cell(body: str, model: str) -> str:
 
 def test_the_board_api_and_csv_count_every_scored_attempt(client, attempts_board):
     body = client.get("/b/mmae/").content.decode()
-    assert "Attempts" in body and (cell(body, "Echo Editor"), cell(body, "Other")) == ("3", "1")
+    assert "Tries" in body and (cell(body, "Echo Editor"), cell(body, "Other")) == ("3", "1")
     rows = {r["model"]: r["attempts"] for r in client.get("/api/leaderboards/mmae/").json()[
         "rows"]}
     assert rows == {"Echo Editor": 3, "Other": 1}
