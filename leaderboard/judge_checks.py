@@ -94,7 +94,7 @@ def _taus(sign_a: np.ndarray, sign_b: np.ndarray, weights: np.ndarray) -> np.nda
     """tau-b for each row of weights (R x n): pairs weighted by w_i w_j; the copies of one
     item drawn several times are pairs tied on both sides."""
     def pairs(matrix):  # sum over i < j of w_i w_j matrix[i, j], per replicate
-        return np.einsum("ri,ij,rj->r", weights, matrix, weights) / 2
+        return ((weights @ matrix) * weights).sum(axis=1) / 2
 
     total = weights.sum(axis=1)
     n0 = total * (total - 1) / 2
