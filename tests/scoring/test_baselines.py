@@ -1,6 +1,8 @@
 """Calibration baselines: Identity and Noise scored under the current judge config, checked
 against a hand computation from the simulator's own record of its verdicts."""
 
+import io
+
 import pytest
 import soundfile
 from django.core.management import CommandError, call_command
@@ -96,7 +98,10 @@ def test_baselines_in_progress_are_not_queued_twice(bench, staff):
 
 
 def test_the_command_and_the_staff_button_queue_baselines(bench, staff, author, client):
-    call_command("score_baselines", "--benchmark", "mmae", "--actor", "staff")
+    out = io.StringIO()
+    call_command("score_baselines", "--benchmark", "mmae", "--actor", "staff", stdout=out)
+    assert "Silence (run" in out.getvalue() and "Reversed (run" in out.getvalue()
+    assert "Shuffled not queued: no public system has outputs to shuffle" in out.getvalue()
     with pytest.raises(CommandError, match="being scored already"):
         call_command("score_baselines", "--benchmark", "mmae")
     with pytest.raises(CommandError, match="no staff user 'author'"):
