@@ -74,7 +74,8 @@ class SubmissionForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if not data.get("predictions") and not data.get("audio"):
+        # A file refused by its own field's check was given all the same.
+        if not any(data.get(name) or name in self.errors for name in ("predictions", "audio")):
             raise forms.ValidationError("Upload a predictions file and an archive of the "
                                         "edited audio, or one archive holding both.")
         return data

@@ -20,7 +20,7 @@ def quota_left(user, now: datetime | None = None) -> dict:
     the next one is possible (`next_at`: None when per_day is 0)."""
     now = now or timezone.now()
     mine = Submission.objects.filter(owner=user)
-    counted = list(mine.counting_for_quota().filter(created_at__gte=now - WINDOW)
+    counted = list(mine.counting_for_quota().filter(created_at__gt=now - WINDOW)
                    .order_by("created_at").values_list("created_at", flat=True))
     in_flight = mine.in_flight().count()
     override = QuotaOverride.objects.filter(user=user).first()
@@ -42,10 +42,13 @@ def quota_left(user, now: datetime | None = None) -> dict:
 
 def _next_at(counted: list[datetime], per_day: int) -> datetime | None:
     """When the window holds one fewer than per_day: once enough of the oldest uploads in it
-    are 24 hours old. None while one is possible now, or never (per_day 0)."""
+    are 24 hours old, to the next whole second (as the page shows it, and from which an
+    upload is let through). None while one is possible now, or never (per_day 0)."""
     if per_day <= 0 or len(counted) < per_day:
         return None
-    return counted[len(counted) - per_day] + WINDOW
+    moment = counted[len(counted) - per_day] + WINDOW
+    return moment.replace(microsecond=0) + timedelta(seconds=1) if moment.microsecond \
+        else moment
 
 
 def quota_problems(left: dict) -> list[str]:
