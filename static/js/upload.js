@@ -28,9 +28,9 @@
 // (submissions/file_checks.py, submissions/names.py) when it changes and again before the
 // upload starts, so that a file in the wrong field is said beside it at once rather than
 // after a long upload. The server's checks stay the ones that count.
-const uploadChecks = (function () {
-  const form = document.getElementById("upload-form");
-  if (!form) return null;
+// A function, not a global constant: after a refused upload the page is written anew into the
+// same window (below), and this script runs again there.
+function uploadChecks(form) {
   const archiveSuffixes = form.dataset.archiveSuffixes.split(" ");
   const predictionSuffixes = form.dataset.predictionsSuffixes.split(" ");
   // A zip's member header or (empty) end record, gzip's magic number: as file_checks.py.
@@ -106,7 +106,7 @@ const uploadChecks = (function () {
       return ok.every(Boolean);
     });
   };
-})();
+}
 
 // Send the upload form with XMLHttpRequest so the page can show upload progress; the server
 // answers with the status page (after a redirect) or with the form and its errors. Nothing
@@ -117,9 +117,10 @@ const uploadChecks = (function () {
   const box = document.getElementById("upload-progress");
   const bar = box.querySelector("progress");
   const label = box.querySelector(".label");
+  const checked = uploadChecks(form);
   form.addEventListener("submit", function (event) {
     event.preventDefault();
-    uploadChecks().then(function (ok) { if (ok) send(); });
+    checked().then(function (ok) { if (ok) send(); });
   });
   function send() {
     const request = new XMLHttpRequest();
