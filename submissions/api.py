@@ -35,6 +35,7 @@ from submissions.services import (
     METADATA_FIELDS,
     submission_cancel,
     submission_create,
+    upload_file_problems,
 )
 
 
@@ -87,6 +88,21 @@ class SubmissionListCreateApi(APIView):
             slug = self.initial_data.get("benchmark")
             return selectors.benchmark_latest(slug) if isinstance(slug, str) else None
 
+        def every_problem(self) -> dict:
+            """Its own errors and, for a benchmark that exists, what the service would refuse
+            of the files and options that passed them (a predictions file's lines), which it
+            is not asked once these are refused: one answer names every problem."""
+            errors = {field: list(found) for field, found in self.errors.items()}
+            benchmark = self._benchmark()
+            if benchmark is None:
+                return errors
+            given = {name: None if name in errors else self.initial_data.get(name) or None
+                     for name in ("predictions", "audio", "align")}
+            found = upload_file_problems(
+                benchmark=benchmark, predictions=given["predictions"], archive=given["audio"],
+                options={"align": given["align"] in self.fields["align"].TRUE_VALUES})
+            return {**errors, **{k: v for k, v in found.items() if k not in errors}}
+
     def get_throttles(self):
         """Uploads also count against the `uploads` rate (THROTTLE_UPLOAD); listing does not."""
         throttles = super().get_throttles()
@@ -107,7 +123,8 @@ class SubmissionListCreateApi(APIView):
         if verification_needed(request.user):
             raise PermissionDenied(verification_problem(request))
         serializer = self.SubmissionInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        if not serializer.is_valid():
+            raise serializers.ValidationError(serializer.every_problem())
         data = serializer.validated_data
         # A broker that cannot be reached raises BrokerUnavailable: 503 (config.api).
         submission = submission_create(

@@ -16,6 +16,7 @@ from submissions.models import Submission
 from submissions.moderation import QUOTA_MAX
 from submissions.names import NAME_MAX_LENGTH, name_clean
 from submissions.rescoring import RescoreFilter, rescorable_configs
+from submissions.services import upload_file_problems
 
 REASON = {"max_length": 1000, "widget": forms.Textarea(attrs={"rows": 2})}
 STATES = [("", "any state"), *[(s, s) for s in (
@@ -78,7 +79,20 @@ class SubmissionForm(forms.Form):
         if not any(data.get(name) or name in self.errors for name in ("predictions", "audio")):
             raise forms.ValidationError("Upload a predictions file and an archive of the "
                                         "edited audio, or one archive holding both.")
+        if self.errors and data.get("benchmark"):
+            self._add_file_problems(data)
         return data
+
+    def _add_file_problems(self, data: dict) -> None:
+        """Refused already, the upload is not sent to the service, which would tell what else
+        is wrong with its files (a predictions file's lines): ask it here, so that one answer
+        shows every problem."""
+        found = upload_file_problems(
+            benchmark=data["benchmark"], predictions=data.get("predictions"),
+            archive=data.get("audio"), options={k: data.get(k) for k in self.OPTIONS})
+        for field, messages in found.items():
+            if field not in self.errors:
+                self.add_error(field, messages)
 
     def clean_benchmark(self):
         return selectors.benchmark_latest(self.cleaned_data["benchmark"])

@@ -158,6 +158,18 @@ def _claim_name(*, user, benchmark: Benchmark, name: str) -> None:
             "look alike count as the same)"]}, code="conflict")
 
 
+def upload_file_problems(*, benchmark: Benchmark, predictions: UploadedFile | None,
+                         archive: UploadedFile | None, options: dict) -> dict[str, list[str]]:
+    """What the benchmark refuses of an upload's files and options, by field: the kind's
+    rules, each file's first look, then the predictions file read through. The doors call it
+    too when their own fields are refused, so that one answer names every problem."""
+    problems = _merged(_kind_problems(benchmark, predictions, archive, options),
+                       _file_problems(benchmark, predictions, archive))
+    if predictions is not None and not problems:
+        problems = _merged({"predictions": _check_predictions(predictions, benchmark)})
+    return problems
+
+
 def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
                       public: bool, predictions: UploadedFile | None,
                       archive: UploadedFile | None, options: dict | None = None) -> Submission:
@@ -168,20 +180,17 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     if quota:
         raise ServiceError(quota, code="quota")
     options = {k: v for k, v in (options or {}).items() if v}
-    names = _name_problems(model_name, metadata)
-    model_name = name_normalise(model_name)
-    metadata = {**metadata, **{k: name_normalise(metadata[k]) for k in NAME_FIELDS
-                               if k in metadata}}
-    problems = _merged(_kind_problems(benchmark, predictions, archive, options),
-                       _file_problems(benchmark, predictions, archive))
+    problems = _merged(_name_problems(model_name, metadata),
+                       upload_file_problems(benchmark=benchmark, predictions=predictions,
+                                            archive=archive, options=options))
     if predictions is None and archive is None and not problems:
         problems["__all__"] = ["upload a predictions file and an archive of the edited audio, "
                                "or one archive holding both"]
-    if predictions is not None and not problems:
-        problems["predictions"] = _check_predictions(predictions, benchmark)
-    problems = _merged(names, problems)
     if problems:
         raise ServiceError(problems)  # by field, for the page to show each beside its own
+    model_name = name_normalise(model_name)
+    metadata = {**metadata, **{k: name_normalise(metadata[k]) for k in NAME_FIELDS
+                               if k in metadata}}
     broker_check()  # a validation that cannot be queued: refuse before storing anything
     folder = None
     try:

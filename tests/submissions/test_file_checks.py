@@ -177,6 +177,14 @@ def test_the_services_problems_with_a_file_show_beside_that_file(page, small_ben
     assert not form.non_field_errors()
 
 
+def test_a_refused_name_does_not_hide_what_is_wrong_in_the_predictions(page, small_bench):
+    bad = SimpleUploadedFile("submission.jsonl", b'{"id": "zz", "audio_path": "a.wav"}\n')
+    response = page(small_bench, model_name=LONG_NAME, predictions=bad)
+    assert response.context["form"].errors == {
+        "model_name": ["Name is 250 characters; the limit is 200"],
+        "predictions": ["submission.jsonl line 1: unknown id 'zz' (not in the benchmark)"]}
+
+
 def test_a_name_taken_by_another_author_shows_beside_the_name(page, small_bench,
                                                               make_submission, other_author):
     make_submission(other_author, name="Editor")
@@ -225,6 +233,31 @@ def test_the_api_names_every_problem_in_one_answer(api, small_bench):
         "the output files (a predictions file goes under Predictions)",
         "organisation: Organisation is 201 characters; the limit is 200",
         "link: Enter a valid URL."]}
+
+
+def test_the_api_reads_the_predictions_through_even_when_a_field_is_refused(api, small_bench):
+    bad = SimpleUploadedFile("submission.jsonl", b'{"id": "zz", "audio_path": "a.wav"}\n')
+    response = api(model_name=LONG_NAME, link="ftp:/x",
+                   **files(small_bench, predictions=bad))
+    assert response.status_code == 400
+    assert response.json() == {"errors": [
+        "model_name: Name is 250 characters; the limit is 200",
+        "link: Enter a valid URL.",
+        "predictions: submission.jsonl line 1: unknown id 'zz' (not in the benchmark)"]}
+
+
+def test_the_api_says_an_option_a_board_does_not_read_beside_a_refused_field(api, tmp_path,
+                                                                           settings):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    benchmark_import(kind="airbench-chat", path=write(tmp_path / "Chat_meta.json", chat_meta()),
+                     audio_root=None, slug="air-bench-chat")
+    response = api(benchmark="air-bench-chat", model_name="", align="true",
+                   predictions=SimpleUploadedFile("answers.jsonl", b'{"uniq_id": 0, '
+                                                  b'"response": "A"}\n'))
+    assert response.status_code == 400
+    assert response.json() == {"errors": ["model_name: This field may not be blank.",
+                                          "align: option 'align' does not apply to "
+                                          "air-bench-chat"]}
 
 
 def test_the_api_refuses_an_archive_as_predictions_by_its_bytes(api, small_bench):
