@@ -46,6 +46,14 @@ function uploadChecks(form) {
       return magic.some(function (m) { return m.every(function (b, i) { return head[i] === b; }); });
     });
   }
+  // Where a benchmark's outputs are text there is no Output audio to send an archive to.
+  function archiveMessage() {
+    const audio = form.querySelector("[data-file-check=audio]");
+    const option = form.querySelector("[data-kind-choice]").selectedOptions[0];
+    if (!audio || !audio.hidden || !option) return form.dataset.archiveMessage;
+    return "this is an archive: " + option.value + " takes " + option.dataset.help +
+      ", no archive";
+  }
   function tooLarge(file, field) {
     const limit = Number(field.dataset.maxBytes);
     return file.size > limit ? [file.name + ": " + file.size + " bytes is above the limit of " +
@@ -56,7 +64,7 @@ function uploadChecks(form) {
     if (!file || field.hidden) return Promise.resolve([]);
     return opensAsArchive(file).then(function (archive) {
       if (field.dataset.fileCheck === "predictions") {
-        return archive || endsWith(file.name, archiveSuffixes) ? [form.dataset.archiveMessage]
+        return archive || endsWith(file.name, archiveSuffixes) ? [archiveMessage()]
           : tooLarge(file, field);
       }
       if (archive) return tooLarge(file, field);

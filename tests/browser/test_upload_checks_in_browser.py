@@ -5,6 +5,7 @@ the form, and a spent quota disables the form and says when the next upload is p
 Screenshots: artifacts/screenshots/upload-checks-<width>-<step>.png."""
 
 import json
+import re
 import zipfile
 from datetime import timedelta
 
@@ -19,6 +20,7 @@ from submissions.models import ModelEntry, Submission
 from submissions.quota import quota_left, quota_problems
 from tests.browser.conftest import SCREENSHOTS
 from tests.conftest import CAST_PASSWORD
+from tests.submissions.test_airbench_uploads import chat_meta, write
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.django_db(transaction=True), pytest.mark.timeout(90)]
@@ -123,6 +125,27 @@ def test_a_file_in_the_wrong_field_is_said_before_anything_is_sent(
         page.get_by_role("button", name="Upload").click()
         expect(page.get_by_label("Predictions")).to_be_focused()
         assert len(posts) == 1
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_a_board_of_text_answers_says_it_takes_no_archive(browser, live_server, author, files,
+                                                          tmp_path, device):
+    benchmark_import(kind="airbench-chat", path=write(tmp_path / "Chat_meta.json", chat_meta()),
+                     audio_root=None, slug="air-bench-chat")
+    width, height = WIDTHS[device]
+    context, page, posts = open_upload_page(browser, live_server, width, height)
+    try:
+        page.get_by_label("Benchmark").select_option("air-bench-chat")
+        expect(page.get_by_label("Output audio")).to_be_hidden()
+        page.get_by_label("Model name").fill("Listener")
+        page.get_by_label("Predictions").set_input_files(files["archive"])
+        expect(beside(page, "Predictions")).to_have_text(re.compile(
+            r"^this is an archive: air-bench-chat takes a predictions file .*, no archive$"))
+        page.get_by_role("button", name="Upload").click()
+        assert posts == []
+        fits(page, width, "text-board")
     finally:
         context.close()
 
