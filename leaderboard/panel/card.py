@@ -85,7 +85,9 @@ def _rated(kind, task: PanelTask, judge: bool, answers: list) -> figures.Rated:
 
 
 def _config_block(benchmark, kind, entry, tasks, answers, verdicts) -> dict:
-    rated = {pk: _rated(kind, tasks[pk], judge, answers[pk]) for pk, judge in verdicts.items()}
+    # In task order: the bootstrap's draws then depend on nothing but the data and the seed.
+    rated = {pk: _rated(kind, tasks[pk], judge, answers[pk])
+             for pk, judge in sorted(verdicts.items())}
     current = entry["config_id"] == benchmark.judge_config_id
     block = {"judge_config": entry["config"], "current": current,
              "simulated": entry["simulated"], "runs": entry["runs"],
