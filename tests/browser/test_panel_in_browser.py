@@ -1,0 +1,76 @@
+"""The listening page in Chromium at a desktop's width and a phone's: the choices stay locked
+until each audio was played through (timeupdate), then an answer goes to the panel API and
+the next task loads; nothing scrolls sideways and the Content-Security-Policy blocks nothing.
+Screenshots: artifacts/screenshots/panel-<width>-<step>.png."""
+
+import pytest
+from playwright.sync_api import expect
+
+from leaderboard.models import PanelAnswer, PanelAssignment
+from leaderboard.panel.services import labels, options
+from tests.browser.conftest import SCREENSHOTS
+from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS
+from tests.conftest import CAST_PASSWORD
+from tests.leaderboard.panel.conftest import panel_board, raters  # noqa: F401 - fixtures
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser,
+              pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+WIDTHS = {"desktop": (1366, 900), "phone": (390, 844)}
+
+
+def log_in(page, username: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(CAST_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("button", name="Log out")).to_be_attached()
+
+
+def fits(page, width: int) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    boxes = page.evaluate("""() => [...document.querySelectorAll(
+        '#panel-task audio, #panel-task button, .panel-option, #panel-question')]
+        .map(el => el.getBoundingClientRect().right)""")
+    assert boxes and max(boxes) <= width
+
+
+def shot(page, width: int, step: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"panel-{width}-{step}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
+        page, panel_board, author, raters, device):  # noqa: F811 - fixtures
+    width, height = WIDTHS[device]
+    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
+    rater, = raters(1)
+    page.set_viewport_size({"width": width, "height": height})
+    page.add_init_script(RECORD_VIOLATIONS)
+    log_in(page, rater.username)
+    page.goto("/b/mmae/panel/")
+    expect(page.locator("#panel-task")).to_be_visible()
+    expect(page.locator(".panel-option input").first).to_be_disabled()
+    expect(page.locator("#panel-submit")).to_be_disabled()
+    fits(page, width)
+    shot(page, width, "locked")
+
+    assignment = PanelAssignment.objects.select_related("task__criterion").get(rater=rater)
+    right = next(n for n, (position, _) in enumerate(options(assignment)) if position == 0)
+    for button in page.locator(".panel-play").all():
+        button.click()
+    expect(page.locator(".panel-option input").first).to_be_enabled(timeout=10_000)
+    page.locator(".panel-option input").nth(right).check()
+    expect(page.locator("#panel-submit")).to_be_enabled()
+    fits(page, width)
+    shot(page, width, "unlocked")
+    page.locator("#panel-submit").click()
+    expect(page.locator("#panel-status")).to_have_text("Listen to each audio, then choose.")
+    expect(page.locator(".panel-option input").first).to_be_disabled()  # the next, locked
+
+    answer = PanelAnswer.objects.get(rater=rater)
+    assert answer.task_id == assignment.task_id and answer.right
+    assert all(seconds >= 0.49 for seconds in answer.listened.values())
+    assert set(answer.listened) == set(labels(assignment))
+    assert page.evaluate("window.__violations") == []
