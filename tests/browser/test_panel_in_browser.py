@@ -74,3 +74,41 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
     assert all(seconds >= 0.49 for seconds in answer.listened.values())
     assert set(answer.listened) == set(labels(assignment))
     assert page.evaluate("window.__violations") == []
+
+
+def answer_all(benchmark, people) -> None:
+    """Each rater answers every task they are given (right when the task id is even)."""
+    from leaderboard.panel.drawing import panel_next
+    from leaderboard.panel.services import panel_answer
+
+    for rater in people:
+        for _ in range(6):
+            assignment = panel_next(benchmark=benchmark, rater=rater)
+            if assignment is None:
+                break
+            shown = options(assignment)
+            pick = next(n for n, (position, _) in enumerate(shown)
+                        if (position == 0) == (assignment.task_id % 2 == 0))
+            panel_answer(rater=rater, task_id=assignment.task_id, choice="ABCDEFG"[pick],
+                         listened={label: 0.5 for label in labels(assignment)})
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_the_judge_card_fits_and_links_its_disagreements(
+        page, panel_board, author, other_author, raters, device):  # noqa: F811 - fixtures
+    width, height = WIDTHS[device]
+    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
+    panel_board.scored("Other", other_author, lambda item, criterion: criterion.index % 2)
+    answer_all(panel_board.benchmark, raters(4))
+    page.set_viewport_size({"width": width, "height": height})
+    page.add_init_script(RECORD_VIOLATIONS)
+    page.goto("/b/mmae/judge/")
+    expect(page.locator(".human-figures").first).to_be_visible()
+    links = page.locator(".disagreements a")
+    assert links.count() >= 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shot(page, width, "judge-card")
+    links.first.click()
+    expect(page.locator("h1")).to_be_visible()
+    assert "/b/mmae/i/" in page.url
+    assert page.evaluate("window.__violations") == []
