@@ -2,6 +2,8 @@
 one, a confirmed address, a removed rater no more), the listening rule, and how tasks are
 drawn (PANEL_RATERS_PER_TASK raters, answered tasks first, strata balanced, repeats)."""
 
+import random
+
 import pytest
 from allauth.account.models import EmailAddress
 from rest_framework.throttling import SimpleRateThrottle
@@ -56,18 +58,26 @@ def test_a_task_shows_its_rubric_shuffled_choices_and_audio_but_no_vote(
     assert client.get(task["audio"]["output"]).status_code == 200
 
 
+def shuffled(rater_id: int, task_id: int, options: list[str]) -> list[str]:
+    order = list(range(len(options)))
+    random.Random(f"panel:{rater_id}:{task_id}").shuffle(order)
+    return [options[i] for i in order]
+
+
 def test_choices_are_shuffled_per_rater_and_stable(client, panel_board, author, raters):
     panel_board.scored("Echo", author)
     people = raters(3)
-    orders = {}
     for rater in people:
         task = next_task(client, rater).json()
-        orders[rater.pk] = [c["text"] for c in task["choices"]]
         assert next_task(client, rater).json()["choices"] == task["choices"]
+        spec = Criterion.objects.get(item__key=task["item"], index=task["rubric"]).spec
+        assert [c["text"] for c in task["choices"]] == shuffled(
+            rater.pk, task["task"], [spec["right"], *spec["wrong"]])
         assert answer(client, task).status_code == 201
     first = PanelTask.objects.get()
     assert PanelAnswer.objects.filter(task=first).count() == 3  # the same task to all three
-    assert len({tuple(order) for order in orders.values()}) > 1
+    # The seed tells raters apart: some of them see another order.
+    assert len({tuple(shuffled(r, first.pk, list("abc"))) for r in range(1, 20)}) > 1
 
 
 def test_an_author_is_never_given_their_own_submission(client, panel_board, author,
