@@ -112,3 +112,24 @@ def test_the_judge_card_fits_and_links_its_disagreements(
     expect(page.locator("h1")).to_be_visible()
     assert "/b/mmae/i/" in page.url
     assert page.evaluate("window.__violations") == []
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_the_staff_raters_page_fits_and_removes_a_rater(page, panel_board, author, staff,
+                                                        raters, device):  # noqa: F811
+    width, height = WIDTHS[device]
+    panel_board.scored("Echo", author)
+    people = raters(2)
+    answer_all(panel_board.benchmark, people)
+    page.set_viewport_size({"width": width, "height": height})
+    log_in(page, staff.username)
+    page.goto("/staff/panel/raters/")
+    rows = page.locator("#raters tbody tr")
+    expect(rows).to_have_count(2)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shot(page, width, "staff-raters")
+    rows.first.get_by_label("Reason").fill("answers at random")
+    rows.first.get_by_role("button", name="Remove with their answers").click()
+    expect(page.locator("#removals li")).to_have_count(1)
+    assert not PanelAnswer.objects.filter(rater=people[0]).exists()
+    assert PanelAnswer.objects.filter(rater=people[1]).exists()
