@@ -115,8 +115,8 @@ def test_the_judge_card_fits_and_links_its_disagreements(
 
 
 @pytest.mark.parametrize("device", WIDTHS)
-def test_the_staff_raters_page_fits_and_removes_a_rater(page, panel_board, author, staff,
-                                                        raters, device):  # noqa: F811
+def test_the_staff_raters_page_fits_and_removes_a_rater(
+        page, panel_board, author, staff, raters, device):  # noqa: F811 - fixtures
     width, height = WIDTHS[device]
     panel_board.scored("Echo", author)
     people = raters(2)
