@@ -13,7 +13,7 @@ from leaderboard.panel import figures
 from leaderboard.panel.drawing import PANEL_KINDS
 from leaderboard.selectors import judge_figures_by_config
 from scoring.kinds import get_kind
-from scoring.models import Benchmark, ItemResult, ScoringRun
+from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun
 from submissions.models import Submission
 
 # The rubric's category is a dimension of the card besides the kind's own.
@@ -50,15 +50,14 @@ def _rated_tasks(benchmark: Benchmark) -> tuple[dict[int, PanelTask], dict[int, 
 def _verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
     """judge config id -> task id -> the rubric's score in the submission's latest finished
     run under that config (no verdict where the output was missing)."""
-    latest: dict[tuple[int, int], tuple] = {}
+    latest: dict[tuple[int, int], tuple] = {}  # (submission, config) -> (created, run)
     for run_id, config_id, submission_id, created in ScoringRun.objects.filter(
             submissions__id__in={t.submission_id for t in tasks.values()},
             status=ScoringRun.Status.FINISHED).values_list(
                 "id", "judge_config_id", "submissions__id", "created_at"):
         key = (submission_id, config_id)
-        if key not in latest or (created, run_id) > latest[key][1:]:
-            latest[key] = (run_id, created, run_id)
-    run_of = {key: found[0] for key, found in latest.items()}
+        latest[key] = max(latest.get(key, (created, run_id)), (created, run_id))
+    run_of = {key: run_id for key, (_, run_id) in latest.items()}
     results = {(run, item): values for run, item, values in ItemResult.objects.filter(
         run_id__in=set(run_of.values()), missing=False,
         item_id__in={t.criterion.item_id for t in tasks.values()})
@@ -107,8 +106,6 @@ def _config_block(benchmark, kind, entry, tasks, answers, verdicts) -> dict:
 
 def _seed(config_id: int) -> int:
     """Intervals are seeded by the judge config's seed, as the board's are by its run's."""
-    from scoring.models import JudgeConfig
-
     return JudgeConfig.objects.filter(id=config_id).values_list("seed", flat=True).first() or 0
 
 

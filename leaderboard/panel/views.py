@@ -30,7 +30,7 @@ def panel(request, slug):
         problem = services.rater_problem(request.user)
     return render(request, "leaderboard/panel.html", {
         "benchmark": benchmark, "problem": problem,
-        "min_listen": settings.PANEL_MIN_LISTEN_SECONDS}, status=200)
+        "min_listen": settings.PANEL_MIN_LISTEN_SECONDS})
 
 
 def _share(value) -> str:
