@@ -346,8 +346,9 @@ def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:
             run__benchmark__slug=benchmark.slug, run__status=ScoringRun.Status.FINISHED,
             dimension=OVERALL).values_list("run__judge_config_id", "run__judge_config__name",
                                            "run__simulated", "values")):
-        entry = totals.setdefault(config_id, {"config": name, "runs": 0, "simulated": False,
-                                              "judged": 0, "sums": {}})
+        entry = totals.setdefault(config_id, {"config": name, "config_id": config_id,
+                                              "runs": 0, "simulated": False, "judged": 0,
+                                              "sums": {}})
         entry["runs"] += 1
         entry["simulated"] |= simulated
         judged = values.get("judged") or 0
@@ -355,11 +356,13 @@ def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:
         for m in kind.judge_figures:
             if values.get(m.key) is not None:
                 entry["sums"][m.key] = entry["sums"].get(m.key, 0.0) + values[m.key] * judged
-    return [{**entry, "figures": [(m.label, m.format(entry["sums"][m.key] / entry["judged"]
-                                                     if entry["judged"] and m.key in
-                                                     entry["sums"] else None), m.definition)
-                                  for m in kind.judge_figures]}
-            for entry in totals.values()]
+    for entry in totals.values():
+        entry["values"] = {m.key: entry["sums"][m.key] / entry["judged"]
+                           if entry["judged"] and m.key in entry["sums"] else None
+                           for m in kind.judge_figures}
+        entry["figures"] = [(m.label, m.format(entry["values"][m.key]), m.definition)
+                            for m in kind.judge_figures]
+    return list(totals.values())
 
 
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
