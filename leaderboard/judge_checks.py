@@ -175,15 +175,20 @@ def _number(value, digits: int = 2) -> str:
 def checks_context(benchmark: Benchmark, judge_config: JudgeConfig | None = None) -> dict:
     """What templates/leaderboard/_judge_checks.html shows, formatted here: the battery's
     rows and each pair of configs' rank agreement."""
+    return checks_shown(battery(benchmark, judge_config), rank_agreement(benchmark))
+
+
+def checks_shown(battery_rows: list[dict], pairs: list[dict]) -> dict:
+    """checks_context from rows already read (the judge card's)."""
     battery_rows = [{**row, "measured_text": _number(row["measured"]),
                      "interval_text": "[{}, {}]".format(*map(_number, row["interval"]))
                      if row["interval"] else "",
                      "band_text": f"{_number(row['expected'])} ± {_number(row['tolerance'])}",
                      "verdict_class": row["verdict"].replace(" ", "-")}
-                    for row in battery(benchmark, judge_config)]
+                    for row in battery_rows]
     agreement = [{**pair, "tau_text": _number(pair["tau"], 3),
                   "interval_text": f"[{_number(pair['tau_lo'], 3)}, "
                                    f"{_number(pair['tau_hi'], 3)}]"
                   if pair["tau_lo"] is not None else ""}
-                 for pair in rank_agreement(benchmark)]
+                 for pair in pairs]
     return {"battery": battery_rows, "agreement": agreement}

@@ -8,10 +8,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.urls import reverse
 
+from leaderboard import judge_checks, responses
 from leaderboard.models import PanelAnswer, PanelTask
 from leaderboard.panel import figures
 from leaderboard.panel.drawing import PANEL_KINDS
 from leaderboard.selectors import judge_figures_by_config
+from leaderboard.state import board_stamp
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun
 from submissions.models import Submission
@@ -21,8 +23,10 @@ CATEGORY = "category"
 
 
 def judge_card(benchmark: Benchmark) -> dict:
-    """The card's body, as the API gives it. H5's robustness battery and rank agreement
-    across configs join it under "battery" and "rank_agreement" (leaderboard.judge_checks)."""
+    """The card's body, as the API gives it: the panel, each config's figures, the
+    robustness battery of the board's config and the rank agreement across configs
+    (leaderboard.judge_checks; the latter made once per board state, its bootstrap growing
+    with the square of the rows)."""
     kind = get_kind(benchmark.kind)
     tasks, answers = _rated_tasks(benchmark) if kind.name in PANEL_KINDS else ({}, {})
     verdicts = _verdicts(tasks)
@@ -30,7 +34,11 @@ def judge_card(benchmark: Benchmark) -> dict:
                              verdicts.get(entry["config_id"], {}))
                for entry in judge_figures_by_config(benchmark)]
     configs.sort(key=lambda c: (not c["current"], c["judge_config"]))
-    return {"benchmark": benchmark.slug, "panel": _panel(benchmark, kind), "configs": configs}
+    return {"benchmark": benchmark.slug, "panel": _panel(benchmark, kind), "configs": configs,
+            "battery": judge_checks.battery(benchmark),
+            "rank_agreement": responses.fragment(
+                "rank-agreement", state=board_stamp(benchmark), parts=(benchmark.id,),
+                render=lambda: judge_checks.rank_agreement(benchmark))}
 
 
 def _rated_tasks(benchmark: Benchmark) -> tuple[dict[int, PanelTask], dict[int, list]]:

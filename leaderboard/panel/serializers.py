@@ -100,7 +100,47 @@ class PanelOut(serializers.Serializer):
     min_listen_seconds = serializers.FloatField()
 
 
+class BatteryRowOut(serializers.Serializer):
+    row = serializers.CharField(help_text="the diagnostic row: Identity, Noise, Silence, "
+                                          "Reversed or Shuffled")
+    figure = serializers.CharField(help_text="the kind's figure, e.g. IFR")
+    measured = serializers.FloatField(allow_null=True, help_text="what the judge gave; null "
+                                                                 "before the row is scored")
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True,
+                                     help_text="its bootstrap 95% interval")
+    expected = serializers.FloatField(help_text="the figure an honest judge gives")
+    tolerance = serializers.FloatField()
+    why = serializers.CharField()
+    verdict = serializers.ChoiceField(choices=["as expected", "uncertain", "deviates",
+                                               "not scored"])
+    run = serializers.IntegerField(allow_null=True)
+    judge_config = serializers.CharField()
+    simulated = serializers.BooleanField()
+    missing = serializers.IntegerField(help_text="items the row has no output for")
+
+
+class RankChangeOut(serializers.Serializer):
+    submission = serializers.IntegerField()
+    model = serializers.CharField()
+    rank_a = serializers.IntegerField()
+    rank_b = serializers.IntegerField()
+
+
+class RankAgreementOut(serializers.Serializer):
+    config_a = serializers.CharField()
+    config_b = serializers.CharField()
+    n = serializers.IntegerField(help_text="public submissions both configs scored")
+    tau = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b of the rankings")
+    tau_lo = serializers.FloatField(allow_null=True)
+    tau_hi = serializers.FloatField(allow_null=True)
+    changes = RankChangeOut(many=True, help_text="rows whose rank differs, most moved first")
+
+
 class JudgeCardOut(serializers.Serializer):
     benchmark = serializers.CharField()
     panel = PanelOut()
     configs = ConfigCardOut(many=True)
+    battery = BatteryRowOut(many=True, help_text="the robustness battery under the board's "
+                                                 "judge config")
+    rank_agreement = RankAgreementOut(many=True, help_text="each pair of judge configs that "
+                                                           "scored the same public submissions")

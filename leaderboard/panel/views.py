@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import ServiceError
 from config.staff import staff_only
+from leaderboard import judge_checks
 from leaderboard.models import PanelRemoval
 from leaderboard.panel import card, drawing, services
 from leaderboard.views import _benchmark_or_404
@@ -77,7 +78,8 @@ def judge(request, slug):
     return render(request, "leaderboard/judge.html", {
         "benchmark": benchmark, "kind": kind, "panel": panel_figures,
         "self_consistency": _share(panel_figures["self_consistency"]),
-        "configs": [_config_shown(kind, c) for c in body["configs"]]})
+        "configs": [_config_shown(kind, c) for c in body["configs"]],
+        "checks": judge_checks.checks_shown(body["battery"], body["rank_agreement"])})
 
 
 @staff_only

@@ -169,3 +169,23 @@ def test_the_partial_shows_the_battery_and_the_changed_rows(author):
     assert 'class="verdict-deviates"' in body and 'class="verdict-not-scored"' in body
     assert "Kendall's tau -1.000" in body
     assert body.count("/s/") == 2  # Model 0 and Model 2 swap; Model 1 keeps its rank
+
+
+def test_the_judge_card_carries_the_battery_and_the_rank_agreement(client, author):
+    benchmark = board_benchmark()
+    second = judge_config(["http://127.0.0.1:9"], seed=42)
+    baseline(benchmark, "Silence", {"IFR": 31.0, "CR": 4.0, "EMR": 0.0},
+             {"IFR": (25.0, 37.0)})
+    for number, (mine, theirs) in enumerate(((30.0, 10.0), (20.0, 20.0), (10.0, 30.0))):
+        submission = scored_submission(benchmark, author, f"Model {number}",
+                                       {("overall", ""): (5.0, 5.0, mine)}, changed=True)
+        rescored(submission, second, (5.0, 5.0, theirs))
+    body = client.get(f"/api/leaderboards/{benchmark.slug}/judge/").json()
+    assert by_row(body["battery"])[("Silence", "IFR")]["verdict"] == "deviates"
+    assert [(r["row"], r["figure"]) for r in body["battery"]] == [
+        (r["row"], r["figure"]) for r in battery(benchmark)]
+    [pair] = body["rank_agreement"]
+    assert pair["tau"] == pytest.approx(-1.0) and pair["n"] == 3
+    page = client.get(f"/b/{benchmark.slug}/judge/").content.decode()
+    assert 'id="battery-table"' in page and 'class="verdict-deviates"' in page
+    assert "Kendall's tau -1.000" in page
