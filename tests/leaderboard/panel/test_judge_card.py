@@ -76,7 +76,8 @@ def expected(given, judged, *, seed, keep=lambda task: True):
         "agreement": pytest.approx(observed),
         "agreement_lo": pytest.approx(np.percentile(shares, 2.5)),
         "agreement_hi": pytest.approx(np.percentile(shares, 97.5)),
-        "kappa": pytest.approx((observed - chance) / (1 - chance)),
+        # Undefined (None) when chance agreement is certain: every verdict the same.
+        "kappa": None if chance == 1 else pytest.approx((observed - chance) / (1 - chance)),
         "human_human": pytest.approx(agree / all_pairs),
         "disagreements": {r[0] for r in rubrics if len(r[2]) >= 2
                           and r[2].count(True) != r[2].count(False)
