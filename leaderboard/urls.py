@@ -23,6 +23,8 @@ urlpatterns = [
          name="api-submission-slices"),
     path("s/<int:pk>/", explorer.submission_page, name="submission"),
     path("s/<int:pk>/samples/", explorer.submission_samples, name="submission-samples"),
+    path("s/<int:pk>/samples/<str:item_key>/rubrics/", explorer.submission_rubrics,
+         name="submission-rubrics"),
     path("s/<int:pk>/audio/<str:item_key>/<str:which>", explorer.submission_audio,
          name="submission-audio"),
     path("s/<int:pk>/spectrogram/<str:item_key>/<str:which>.png",
