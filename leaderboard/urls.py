@@ -1,6 +1,14 @@
 from django.urls import path
 
-from leaderboard import api, explorer, history_views, item_views, media_views, views
+from leaderboard import (
+    api,
+    explorer,
+    history_views,
+    item_views,
+    media_views,
+    picker_views,
+    views,
+)
 
 app_name = "leaderboard"
 
@@ -32,6 +40,7 @@ urlpatterns = [
     path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
     path("b/<slug:slug>/compare/", views.compare, name="compare"),
     path("b/<slug:slug>/compare/items/", item_views.compare_items, name="compare-items"),
+    path("b/<slug:slug>/compare/models/", picker_views.compare_models, name="compare-models"),
     path("b/<slug:slug>/i/<str:key>/", item_views.item, name="item"),
     path("b/<slug:slug>/scoring/", views.scoring, name="scoring"),
     path("m/<int:model_id>/", views.model, name="model"),
