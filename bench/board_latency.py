@@ -295,6 +295,18 @@ def sizes(url: str) -> tuple[int, int, int]:
     return plain.status_code, len(plain.content), packed.num_bytes_downloaded
 
 
+def alone(url: str, requests: int = 30) -> float:
+    """The median time of one request at a time (what a page costs, without the queue that
+    concurrent connections make on shared cores), in ms."""
+    times = []
+    with httpx.Client(timeout=60, headers=BROWSER) as client:
+        for _ in range(requests):
+            started = time.perf_counter()
+            client.get(url)
+            times.append(1000 * (time.perf_counter() - started))
+    return statistics.median(times)
+
+
 def explorer(bench: Bench, base: str, database_url: str) -> None:
     with psycopg.connect(database_url) as conn:
         (pk,) = conn.execute(
@@ -320,7 +332,8 @@ def explorer(bench: Bench, base: str, database_url: str) -> None:
         _, p95, rate, errors, _ = bench.measure(path, headers=BROWSER)
         worst, largest = max(worst, p95), max(largest, packed)
         print(f"  {label:<24} status {status}, {raw:7d} bytes raw, {packed:6d} gzipped, "
-              f"p95 {p95:7.1f} ms, {rate:7.1f} req/s, {errors} errors", flush=True)
+              f"p95 {p95:7.1f} ms, {rate:7.1f} req/s, {errors} errors, one at a time "
+              f"{alone(base + path):5.1f} ms", flush=True)
     print(f"  the slowest page's p95: {worst:.1f} ms (target: under 100 ms); the largest "
           f"gzipped: {largest:,} bytes (target: at most 100 KB)")
 

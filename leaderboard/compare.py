@@ -98,12 +98,14 @@ def picker_needle(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def picker_matches(benchmark: Benchmark, needle: str, *,
-                   limit: int = PICKER_LIMIT) -> tuple[list[dict], int]:
-    """At most `limit` of the board's public representatives whose model or organisation
-    holds `needle` (every one when it is empty): names that start with it first, then the
-    rest, each group in board order; and how many matched in all."""
-    rows = leaderboard_rows(benchmark=benchmark)
+def picker_matches(benchmark: Benchmark, needle: str, *, limit: int = PICKER_LIMIT,
+                   rows: list[dict] | None = None) -> tuple[list[dict], int]:
+    """At most `limit` of the board's public representatives (`rows`: the board's, read
+    when not given) whose model or organisation holds `needle` (every one when it is empty):
+    names that start with it first, then the rest, each group in board order; and how many
+    matched in all."""
+    if rows is None:
+        rows = leaderboard_rows(benchmark=benchmark)
     found = [r for r in rows if not needle or needle in r["model"].casefold()
              or needle in r["organisation"].casefold()]
     found.sort(key=lambda r: not r["model"].casefold().startswith(needle))  # stable: rank
@@ -113,9 +115,11 @@ def picker_matches(benchmark: Benchmark, needle: str, *,
 def picker_choices(benchmark: Benchmark, chosen: list[str], needle: str) -> dict:
     """The picker's boxes: the chosen models first (checked, in the order asked), then the
     search's matches (the board's first models without a search)."""
-    rows = {str(r["model_id"]): r for r in leaderboard_rows(benchmark=benchmark)}
-    picked = [{**_choice(rows[i]), "checked": True} for i in dict.fromkeys(chosen) if i in rows]
-    matches, count = picker_matches(benchmark, needle)
+    rows = leaderboard_rows(benchmark=benchmark)
+    by_id = {str(r["model_id"]): r for r in rows}
+    picked = [{**_choice(by_id[i]), "checked": True} for i in dict.fromkeys(chosen)
+              if i in by_id]
+    matches, count = picker_matches(benchmark, needle, rows=rows)
     taken = {c["id"] for c in picked}
     return {"choices": picked + [{**m, "checked": False} for m in matches
                                  if m["id"] not in taken],
