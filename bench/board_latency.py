@@ -51,12 +51,13 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def hammer(url: str, concurrency: int, seconds: float) -> tuple[list[float], int]:
+async def hammer(url: str, concurrency: int, seconds: float,
+                 headers=None) -> tuple[list[float], int]:
     latencies: list[float] = []
     errors = 0
     deadline = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+    async with httpx.AsyncClient(limits=limits, timeout=30, headers=headers) as client:
         async def one():
             nonlocal errors
             while time.monotonic() < deadline:
@@ -78,18 +79,20 @@ end
 """
 
 
-def wrk(url: str, concurrency: int, seconds: float, script: Path):
+def wrk(url: str, concurrency: int, seconds: float, script: Path, headers=None):
     """(p50 ms, p95 ms, requests/s, errors, requests) measured by wrk with one thread."""
     command = ["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(seconds))}s",
                "-s", str(script), url]
+    for name, value in (headers or {}).items():
+        command[1:1] = ["-H", f"{name}: {value}"]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     p50, p95, requests, errors, micros = out.split("RESULT")[1].split()[:5]
     return (float(p50), float(p95), int(requests) / (int(micros) / 1e6), int(errors),
             int(requests))
 
 
-def python_client(url: str, concurrency: int, seconds: float, script=None):
-    latencies, errors = asyncio.run(hammer(url, concurrency, seconds))
+def python_client(url: str, concurrency: int, seconds: float, script=None, headers=None):
+    latencies, errors = asyncio.run(hammer(url, concurrency, seconds, headers))
     return (statistics.median(latencies), percentile(latencies, 0.95),
             len(latencies) / seconds, errors, len(latencies))
 
@@ -134,9 +137,9 @@ class Bench:
         self.script = work / "report.lua"
         self.script.write_text(WRK_SCRIPT)
 
-    def measure(self, path: str, seconds: float | None = None):
+    def measure(self, path: str, seconds: float | None = None, headers=None):
         run = (self.base + path, self.args.concurrency, seconds or self.args.seconds)
-        return MEASURE(*run, self.script)
+        return MEASURE(*run, self.script, headers=headers)
 
     def table(self, urls: dict[str, str]) -> dict[str, tuple]:
         print(f"{'url':<22} {'bytes':>8} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} "
@@ -280,6 +283,30 @@ def board_urls(base: str) -> dict[str, str]:
     }
 
 
+# What a browser sends: the explorer's pages are gzipped for it (leaderboard.compression).
+BROWSER = {"Accept-Encoding": "gzip, deflate, br"}
+
+
+def sizes(url: str) -> tuple[int, int, int]:
+    """(status, bytes as sent without compression, bytes as sent gzipped) of one URL."""
+    plain = httpx.get(url, timeout=60, headers={"Accept-Encoding": "identity"})
+    packed = httpx.get(url, timeout=60, headers=BROWSER)
+    assert packed.content == plain.content, url
+    return plain.status_code, len(plain.content), packed.num_bytes_downloaded
+
+
+def alone(url: str, requests: int = 30) -> float:
+    """The median time of one request at a time (what a page costs, without the queue that
+    concurrent connections make on shared cores), in ms."""
+    times = []
+    with httpx.Client(timeout=60, headers=BROWSER) as client:
+        for _ in range(requests):
+            started = time.perf_counter()
+            client.get(url)
+            times.append(1000 * (time.perf_counter() - started))
+    return statistics.median(times)
+
+
 def explorer(bench: Bench, base: str, database_url: str) -> None:
     with psycopg.connect(database_url) as conn:
         (pk,) = conn.execute(
@@ -288,22 +315,27 @@ def explorer(bench: Bench, base: str, database_url: str) -> None:
     html = httpx.get(f"{base}/s/{pk}/", timeout=60)
     assert html.status_code == 200, html.status_code
     last = -(-bench.args.explorer_items // EXPLORER_PAGE_SIZE)
-    pages = {"explorer, page 1": f"/s/{pk}/samples/",
+    pages = {"explorer, whole page": f"/s/{pk}/",
+             "explorer, page 1": f"/s/{pk}/samples/",
              "explorer, middle page": f"/s/{pk}/samples/?page={last // 2}",
              "explorer, last page": f"/s/{pk}/samples/?page={last}",
              "explorer, failed only": f"/s/{pk}/samples/?failed=on&page=20",
-             "explorer, a search": f"/s/{pk}/samples/?q=question+12"}
+             "explorer, a search": f"/s/{pk}/samples/?q=question+12",
+             "a sample's table": f"/s/{pk}/samples/12/rubrics/"}
     print(f"\nexplorer of a {bench.args.explorer_items}-item foundation submission "
-          f"({bench.args.concurrency} connections, {bench.args.seconds:g} s per URL):")
-    bench.measure(pages["explorer, page 1"], seconds=2)  # every worker thread started
-    worst = 0.0
+          f"({bench.args.concurrency} connections, {bench.args.seconds:g} s per URL, "
+          f"Accept-Encoding: gzip as a browser sends it):")
+    bench.measure(pages["explorer, page 1"], seconds=2, headers=BROWSER)  # threads started
+    worst, largest = 0.0, 0
     for label, path in pages.items():
-        response = httpx.get(base + path, timeout=60)
-        _, p95, rate, errors, _ = bench.measure(path)
-        worst = max(worst, p95)
-        print(f"  {label:<24} status {response.status_code}, {len(response.content):7d} "
-              f"bytes, p95 {p95:7.1f} ms, {rate:7.1f} req/s, {errors} errors", flush=True)
-    print(f"  the slowest page's p95: {worst:.1f} ms (target: under 200 ms)")
+        status, raw, packed = sizes(base + path)
+        _, p95, rate, errors, _ = bench.measure(path, headers=BROWSER)
+        worst, largest = max(worst, p95), max(largest, packed)
+        print(f"  {label:<24} status {status}, {raw:7d} bytes raw, {packed:6d} gzipped, "
+              f"p95 {p95:7.1f} ms, {rate:7.1f} req/s, {errors} errors, one at a time "
+              f"{alone(base + path):5.1f} ms", flush=True)
+    print(f"  the slowest page's p95: {worst:.1f} ms (target: under 100 ms); the largest "
+          f"gzipped: {largest:,} bytes (target: at most 100 KB)")
 
 
 def memory(bench: Bench, server: subprocess.Popen) -> None:

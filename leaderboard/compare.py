@@ -7,7 +7,7 @@ from itertools import combinations
 
 from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.model_pages import _labels, _slice_order
-from leaderboard.selectors import metric_figures
+from leaderboard.selectors import leaderboard_rows, metric_figures
 from leaderboard.state import (
     representatives,
 )
@@ -86,3 +86,60 @@ def pairwise(submissions: list[Submission]) -> list[dict]:
         pairs.append({"a": labels[a.model_id], "a_id": a.model_id, "b": labels[b.model_id],
                       "b_id": b.model_id, "n": len(common), "EM": em, "rubric": rubric})
     return pairs
+
+
+# --- the picker ----------------------------------------------------------------------------
+
+PICKER_LIMIT = 20  # models a search shows: a board of 10,000 must not list them all
+
+
+def picker_needle(text: str) -> str:
+    """A search as the picker matches it: spaces collapsed, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def picker_matches(benchmark: Benchmark, needle: str, *, limit: int = PICKER_LIMIT,
+                   rows: list[dict] | None = None) -> tuple[list[dict], int]:
+    """At most `limit` of the board's public representatives (`rows`: the board's, read
+    when not given) whose model or organisation holds `needle` (every one when it is empty):
+    names that start with it first, then the rest, each group in board order; and how many
+    matched in all."""
+    if rows is None:
+        rows = leaderboard_rows(benchmark=benchmark)
+    found = [r for r in rows if not needle or needle in r["model"].casefold()
+             or needle in r["organisation"].casefold()]
+    found.sort(key=lambda r: not r["model"].casefold().startswith(needle))  # stable: rank
+    return [_choice(r) for r in found[:limit]], len(found)
+
+
+def picker_choices(benchmark: Benchmark, chosen: list[str], needle: str) -> dict:
+    """The picker's boxes: the chosen models first (checked, in the order asked), then the
+    search's matches (the board's first models without a search)."""
+    rows = leaderboard_rows(benchmark=benchmark)
+    by_id = {str(r["model_id"]): r for r in rows}
+    picked = [{**_choice(by_id[i]), "checked": True} for i in dict.fromkeys(chosen)
+              if i in by_id]
+    matches, count = picker_matches(benchmark, needle, rows=rows)
+    taken = {c["id"] for c in picked}
+    return {"choices": picked + [{**m, "checked": False} for m in matches
+                                 if m["id"] not in taken],
+            "note": picker_note(needle, len(matches), count)}
+
+
+def picker_note(needle: str, shown: int, count: int) -> str:
+    """What the picker says of a search's matches (the endpoint sends it too)."""
+    quoted = f"\u201c{needle}\u201d"
+    if not count:
+        return f"No model matches {quoted}." if needle else "No scored public submission yet."
+    if count > shown:
+        return (f"{shown} of the {count} models matching {quoted}" if needle else
+                f"The board\u2019s first {shown} of {count} models") + ": search for the others."
+    if needle:
+        verb = "model matches" if count == 1 else "models match"
+        return f"{count} {verb} {quoted}."
+    return ""
+
+
+def _choice(row: dict) -> dict:
+    return {"id": row["model_id"], "model": row["model"],
+            "organisation": row["organisation"], "rank": row["rank"]}

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_safe
 from django_htmx.http import push_url
 
 from leaderboard import explorer_selectors as selectors
+from leaderboard.compression import validated
 from leaderboard.forms import ExplorerForm
 from leaderboard.spectrogram_selectors import spectrograms_annotate
 from scoring.kinds import get_kind
@@ -57,7 +58,10 @@ def submission_page(request, pk):
     context = _explorer(request, submission)
     context["figures"] = selectors.submission_figures(submission)
     status = 400 if context["explorer"] is None else 200
-    return render(request, "leaderboard/submission.html", context, status=status)
+    response = render(request, "leaderboard/submission.html", context, status=status)
+    # The whole page is compressed for anonymous visitors only (who see only published
+    # submissions): a signed-in visitor's holds a CSRF token (leaderboard.compression).
+    return validated(request, response, secret_free=not request.user.is_authenticated)
 
 
 @require_safe
@@ -66,11 +70,33 @@ def submission_samples(request, pk):
     submission = submission_get(user=request.user, pk=pk)
     context = _explorer(request, submission)
     if context["explorer"] is None:
-        return render(request, "leaderboard/_samples.html", context, status=400)
-    response = render(request, "leaderboard/_samples.html", context)
-    if request.htmx:
+        response = render(request, "leaderboard/_samples.html", context, status=400)
+    else:
+        response = render(request, "leaderboard/_samples.html", context)
+    if request.htmx and context["explorer"] is not None:
         push_url(response, context["page_url"] + context["explorer"]["here"])
-    return response
+    return validated(request, response, vary=("HX-Request",),
+                     secret_free=selectors.published(submission, request.user))
+
+
+@require_safe
+def submission_rubrics(request, pk, item_key):
+    """What a sample's <details> opens: its rubrics' votes (or judge replies), fetched by
+    static/js/rubrics.js as a fragment (HX-Request), else a page of its own for a browser
+    without scripts, where the sample's summary links."""
+    submission = submission_get(user=request.user, pk=pk)
+    sample = selectors.sample_detail(submission=submission, item_key=item_key)
+    if sample is None:
+        raise Http404("no such item")
+    context = {"submission": submission, "s": sample,
+               "kind": get_kind(submission.benchmark.kind)}
+    if request.htmx:
+        response = render(request, sample["detail_template"], context)
+    else:
+        response = render(request, "leaderboard/sample_rubrics.html", context)
+    return validated(request, response, vary=("HX-Request",),
+                     secret_free=(bool(request.htmx) or not request.user.is_authenticated)
+                     and selectors.published(submission, request.user))
 
 
 @require_safe

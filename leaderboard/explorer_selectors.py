@@ -11,13 +11,14 @@ from pathlib import Path
 
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from scoring import media
 from scoring.aggregation import answer_groups
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.kinds.files import resolve_audio
 from scoring.models import (
+    Answer,
     Criterion,
     Item,
     ItemBucket,
@@ -187,11 +188,12 @@ def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> InOrde
 
 
 def explorer_page(*, submission: Submission, query: ExplorerQuery) -> dict:
-    """One page of items matching the query, each with its audio, figures and every judge
-    answer, as the kind shows an item.
+    """One page of items matching the query, each with its audio, figures and how many judge
+    answers it has, as the kind shows an item; the answers themselves are read when a
+    sample's table is opened (`sample_detail`), the page's bulk before they were.
 
     A few queries whatever the page size and the benchmark's size: the count of matching
-    items, the page's items, their criteria, results and answers.
+    items, the page's items, their criteria, results and answer counts.
     """
     run = submission.current_run
     kind = get_kind(submission.benchmark.kind)
@@ -204,22 +206,52 @@ def explorer_page(*, submission: Submission, query: ExplorerQuery) -> dict:
     rows = [ItemRow(id=i, key=k, dimensions=d, content=c, media=tuple(m))
             for i, k, d, c, m in page.object_list]
     return {"page": page, "count": paginator.count, "num_pages": paginator.num_pages,
-            "samples": _samples(kind, submission, rows, run),
+            "samples": _samples(kind, submission, rows, run, with_answers=False),
             "item_noun": kind.item_noun, "run_finished": finished_run(submission) is not None}
 
 
+def sample_detail(*, submission: Submission, item_key: str) -> dict | None:
+    """One sample with every judge answer (for MMAE every rubric's votes), for the table a
+    sample's <details> opens; None when the benchmark has no such item."""
+    found = (Item.objects.filter(benchmark_id=submission.benchmark_id, key=item_key)
+             .values_list(*ITEM_FIELDS).first())
+    if found is None:
+        return None
+    i, k, d, c, m = found
+    row = ItemRow(id=i, key=k, dimensions=d, content=c, media=tuple(m))
+    kind = get_kind(submission.benchmark.kind)
+    return _samples(kind, submission, [row], submission.current_run, with_answers=True)[0]
+
+
+def published(submission: Submission, user) -> bool:
+    """Whether everyone may see the submission (SubmissionQuerySet.PUBLISHED), so that what
+    its pages show is no secret of anyone's. An anonymous visitor found it through
+    submission_get, which finds nothing else for one: no query then."""
+    return (not user.is_authenticated
+            or Submission.objects.published().filter(pk=submission.pk).exists())
+
+
+def _answer_counts(run: ScoringRun, ids: list[int]) -> dict[int, int]:
+    return dict(Answer.objects.filter(run=run, criterion__item_id__in=ids)
+                .values("criterion__item_id").annotate(n=Count("id"))
+                .values_list("criterion__item_id", "n"))
+
+
 def _samples(kind: Kind, submission: Submission, rows: list[ItemRow],
-             run: ScoringRun | None) -> list[dict]:
+             run: ScoringRun | None, *, with_answers: bool) -> list[dict]:
     ids = [r.id for r in rows]
     criteria: dict[int, list[dict]] = {}
     for item_id, *fields in (Criterion.objects.filter(item_id__in=ids).order_by("item_id", "index")
                              .values_list("item_id", *CRITERION_FIELDS)):
         criteria.setdefault(item_id, []).append(dict(zip(CRITERION_FIELDS, fields, strict=True)))
-    results, answers = {}, {}
+    results, answers, counts = {}, {}, {}
     if run is not None:
         results = {r["item_id"]: r for r in ItemResult.objects.filter(run=run, item_id__in=ids)
                    .values("item_id", *RESULT_COLUMNS)}
-        answers = dict(answer_groups(run, ids))
+        if with_answers:
+            answers = dict(answer_groups(run, ids))
+        else:
+            counts = _answer_counts(run, ids)
     playable = bool(submission.benchmark.audio_root)
     samples = []
     for row in rows:
@@ -233,6 +265,8 @@ def _samples(kind: Kind, submission: Submission, rows: list[ItemRow],
             [found[k] for k in sorted(found)], output)
         sample.update({
             "key": row.key, "template": kind.explorer_template,
+            "detail_template": kind.explorer_detail_template,
+            "n_answers": len(found) if with_answers else counts.get(row.id, 0),
             "inputs": [f"input{n}" for n in range(1, len(row.media) + 1)] if playable else [],
             "missing_reason": "" if output is not None or run is None
             else run.missing.get(row.key, ""),

@@ -1,6 +1,14 @@
 from django.urls import path
 
-from leaderboard import api, explorer, history_views, item_views, media_views, views
+from leaderboard import (
+    api,
+    explorer,
+    history_views,
+    item_views,
+    media_views,
+    picker_views,
+    views,
+)
 from leaderboard.panel import api as panel_api
 from leaderboard.panel import views as panel_views
 
@@ -25,6 +33,8 @@ urlpatterns = [
          name="api-submission-slices"),
     path("s/<int:pk>/", explorer.submission_page, name="submission"),
     path("s/<int:pk>/samples/", explorer.submission_samples, name="submission-samples"),
+    path("s/<int:pk>/samples/<str:item_key>/rubrics/", explorer.submission_rubrics,
+         name="submission-rubrics"),
     path("s/<int:pk>/audio/<str:item_key>/<str:which>", explorer.submission_audio,
          name="submission-audio"),
     path("s/<int:pk>/spectrogram/<str:item_key>/<str:which>.png",
@@ -32,6 +42,7 @@ urlpatterns = [
     path("b/<slug:slug>/pivot/", views.pivot, name="pivot"),
     path("b/<slug:slug>/compare/", views.compare, name="compare"),
     path("b/<slug:slug>/compare/items/", item_views.compare_items, name="compare-items"),
+    path("b/<slug:slug>/compare/models/", picker_views.compare_models, name="compare-models"),
     path("b/<slug:slug>/i/<str:key>/", item_views.item, name="item"),
     path("b/<slug:slug>/scoring/", views.scoring, name="scoring"),
     path("b/<slug:slug>/panel/", panel_views.panel, name="panel"),

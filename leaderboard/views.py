@@ -356,7 +356,7 @@ def compare(request, slug):
     # Keyed and rendered as the canonical query: every spelling of one comparison is one
     # cached page, and one bootstrap.
     chosen = CompareForm.canonical(request.GET)
-    needle = " ".join(request.GET.get("q", "").split()).lower()[:100]
+    needle = comparison.picker_needle(request.GET.get("q", ""))[:100]
     asked = QueryDict(mutable=True)
     asked.update({"models": chosen, "q": needle})
     return responses.shared(
@@ -371,13 +371,7 @@ def _compare_page(request, benchmark, needle: str):
     chosen = form.data["models"].split(",")
     kind = get_kind(benchmark.kind)
     context = {"benchmark": benchmark, "form": form, "errors": [], "kind": kind,
-               "search": needle,
-               "choices": [(r["model_id"], r["model"], r["organisation"],
-                            str(r["model_id"]) in chosen)
-                           for r in selectors.leaderboard_rows(benchmark=benchmark)
-                           if str(r["model_id"]) in chosen or not needle
-                           or needle.lower() in r["model"].lower()
-                           or needle.lower() in r["organisation"].lower()]}
+               "search": needle, "picker": comparison.picker_choices(benchmark, chosen, needle)}
     if not form.data["models"].strip():  # nothing chosen yet: the picker
         return render(request, "leaderboard/compare.html", context)
     if not form.is_valid():

@@ -80,3 +80,56 @@ def seeded_board(root, *, items: int, submissions: int, seed: int, slug: str = "
     call_command("seed_board", "--benchmark", slug, "--submissions", str(submissions),
                  "--resamples", "20", "--processes", "1")
     return Benchmark.objects.get(pk=benchmark.pk)
+
+
+REASON_WORDS = (
+    "the output keeps the original speaker but the requested edit is audible after the first "
+    "second where a dog barks twice and the background hum drops noticeably while the music "
+    "bed stays level compared with input one the timbre is slightly brighter and a short click "
+    "remains near the end so the removal is partial yet most of the target sound is gone"
+).split()
+
+
+def judged_submission(benchmark: Benchmark, owner, name: str, *, public=True, seed=0,
+                      reason_chars=240) -> Submission:
+    """A submission of `owner`'s model `name` with an output for every item of an imported
+    MMAE `benchmark`, each rubric voted three times as a judge would (its choices shuffled,
+    mostly right, a reason of about `reason_chars` characters of varied words, as Qwen3-Omni
+    writes them), aggregated as the pipeline aggregates: answers, per-item results, slices."""
+    import random
+
+    from scoring import aggregation
+    from scoring.models import Answer
+
+    rng = random.Random(seed)
+    items = list(benchmark.items.prefetch_related("criteria").order_by("position"))
+    config = benchmark.judge_config
+    run = ScoringRun.objects.create(
+        benchmark=benchmark, judge_config=config, audio_root="/x",
+        outputs={i.key: f"{i.key}.wav" for i in items}, judge_model=config.judge_model,
+        prompt_sha256=config.prompt_sha256, rounds=3, max_attempts=5, status="aggregating")
+    answers = []
+    for criterion in (c for item in items for c in item.criteria.all()):
+        for round_ in range(3):
+            choices = [criterion.spec["right"], *criterion.spec["wrong"]]
+            rng.shuffle(choices)
+            right = "ABCDEFGH"[choices.index(criterion.spec["right"])]
+            choice = right if rng.random() < 0.8 else rng.choice("ABCDEFGH"[:len(choices)])
+            words = []
+            while sum(len(w) + 1 for w in words) < reason_chars:
+                words.append(rng.choice(REASON_WORDS))
+            answers.append(Answer(
+                run=run, criterion=criterion, round=round_, choices=choices, choice=choice,
+                reason=" ".join(words).capitalize() + ".", raw="{}", attempts=1,
+                verdict={"correct_letter": right, "correct": choice == right}))
+    Answer.objects.bulk_create(answers)
+    ScoringRun.objects.filter(id=run.id).update(total_queries=len(answers))
+    assert aggregation.run_aggregate(run.id)
+    model, _ = ModelEntry.objects.get_or_create(owner=owner, name=name,
+                                                defaults={"organisation": "Lab"})
+    submission = Submission.objects.create(
+        owner=owner, model=model, benchmark=benchmark, public=public, status="queued",
+        current_run_id=run.id, coverage=1.0)
+    submission.runs.add(run)
+    board_changed(benchmark.id)
+    return submission

@@ -260,6 +260,8 @@ class Kind(abc.ABC):
     # (item_columns), by these names (None: not shown).
     pairwise: ClassVar[tuple[str | None, str | None]] = (None, None)
     explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
+    # What a sample's <details> opens, fetched when opened: every judge answer of an item.
+    explorer_detail_template: ClassVar[str] = "leaderboard/_text_judgments.html"
     # The per-item figures the board's items dataset carries (leaderboard.datasets), by their
     # names in ItemResult.values, with their types: "float", "int", "bool", "string" or
     # "list<int>".

@@ -189,3 +189,32 @@ def served(demo_set, author):
     return {"submission": submission, "run": run, "root": demo_set["root"], "samples": samples,
             "key": first, "url": f"/s/{submission.pk}/audio/{first}/output",
             "bytes": (demo_set["root"] / outputs[first]).read_bytes()}
+
+
+LIGHT_ITEMS = 40
+
+
+@pytest.fixture(scope="module")
+def light_explorer(module_cast, django_db_blocker, tmp_path_factory):
+    """An MMAE benchmark of 40 synthetic samples with the real set's rubrics per sample
+    (17,741 for 2,000: 355 here), each voted three times with a reason of a judge's length
+    (tests.factories.judged_submission), for a public submission and for a private one of
+    the author's, made once for the module: {"public", "private", "keys"}."""
+    from scoring import synthetic
+    from tests.factories import judged_submission
+
+    root = tmp_path_factory.mktemp("light")
+    meta = synthetic.write_meta_with_empty_audio(
+        synthetic.make_meta(LIGHT_ITEMS, seed=11, n_rubrics=round(LIGHT_ITEMS * 17_741 / 2_000)),
+        root / "meta.json", root / "audio")
+    with django_db_blocker.unblock():
+        benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=root / "audio",
+                                        slug="mmae")
+        judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
+        benchmark.refresh_from_db()
+        author = module_cast["author"]
+        return {"public": judged_submission(benchmark, author, "Open Editor", seed=1),
+                "private": judged_submission(benchmark, author, "Secret Editor", seed=2,
+                                             public=False),
+                "keys": list(benchmark.items.order_by("position")
+                             .values_list("key", flat=True))}

@@ -96,6 +96,13 @@ def shown(html: str) -> list[str]:
     return re.findall(r'data-sample="([0-9a-f]{24})"', html)
 
 
+def votes_of(client, submission, key) -> str:
+    """A sample's rubric table as its <details> fetches it when opened."""
+    response = client.get(f"/s/{submission.pk}/samples/{key}/rubrics/", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
 def status_of(client, user, url) -> int:
     client.logout()
     if user is not None:
@@ -146,7 +153,8 @@ def test_an_unfinished_submission_shows_its_owner_the_samples_without_scores(
     html = client.get(f"/s/{submission.pk}/").content.decode()
     assert "Scoring is <span class=\"status status-queued\">queued</span>" in html
     assert shown(html) == keys
-    assert "no votes yet" in html and "missing (scores 0): no prediction" in html
+    assert "missing (scores 0): no prediction" in html
+    assert "no votes yet" in votes_of(client, submission, keys[0])
     assert 'id="slices"' not in html
 
 
@@ -320,7 +328,7 @@ def test_a_multi_round_sample_shows_each_turn(client, judged, keys):
 
 
 def test_every_rubric_shows_its_three_votes_as_presented(client, judged, keys):
-    html = client.get(f"/s/{judged.pk}/samples/?q={keys[0]}").content.decode()
+    html = votes_of(client, judged, keys[0])
     criteria = list(Criterion.objects.filter(item__key=keys[0]).order_by("index"))
     rubrics = re.split(r'<li class="rubric[^"]*" data-rubric="', html)[1:]
     assert len(rubrics) == len(criteria)
@@ -347,7 +355,7 @@ def test_a_failed_query_shows_its_error_instead_of_a_letter(client, judged, keys
     Answer.objects.filter(pk=answer.pk).update(choice=None, reason=None,
                                                verdict={**answer.verdict, "correct": False},
                                                error="timeout after 5 attempts")
-    html = client.get(f"/s/{judged.pk}/samples/?q={keys[0]}").content.decode()
+    html = votes_of(client, judged, keys[0])
     assert 'no answer</span><br><small class="error">timeout after 5 attempts</small>' in html
 
 
@@ -362,7 +370,7 @@ def test_a_missing_output_says_it_scores_zero(client, judged, keys):
 def test_a_page_of_samples_costs_a_fixed_number_of_queries(client, judged,
                                                            django_assert_max_num_queries):
     # submission, the buckets (until cached), the count, the page's items, their results,
-    # rubrics and answers
+    # rubrics and answer counts
     with django_assert_max_num_queries(7):
         response = client.get(f"/s/{judged.pk}/samples/?failed=on")
     assert response.status_code == 200 and len(shown(response.content.decode())) > 5

@@ -196,10 +196,14 @@ def test_the_submission_page_shows_each_items_replies(imported, thread_simulator
         owner=author, model=ModelEntry.objects.create(owner=author, name="Talker"),
         benchmark=benchmark, public=True, status="queued", current_run=run, coverage=5 / 6)
     html = client.get(f"/s/{submission.id}/").content.decode()
-    assert "pass A" in html and "pass B" in html and "Someone speaks." in html
+    assert "Someone speaks." in html and "2 judge replies" in html
+    assert "no response (scores 0 in both passes)" in html
+    # the replies themselves, as the item's <details> fetches them when opened
+    replies = client.get(f"/s/{submission.id}/samples/0/rubrics/", HTTP_HX_REQUEST="true")
+    html = replies.content.decode()
+    assert "pass A" in html and "pass B" in html
     mine = chat_score("What 0?", "Someone speaks.", SIM_SEED)
     assert f"<b>{mine}</b> for the model" in html
-    assert "no response (scores 0 in both passes)" in html
     assert client.get(f"/s/{submission.id}/?dimension=category&bucket=music") \
         .status_code == 200
     files = client.get(f"/submissions/{submission.id}/files/scores.json")

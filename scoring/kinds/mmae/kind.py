@@ -116,6 +116,7 @@ class MMAE(Kind):
     files = ("results.jsonl", "per_sample.json", "taxonomy.json")
     pairwise = ("Exact match (EM)", "Mean rubric score")
     explorer_template = "leaderboard/_mmae_sample.html"
+    explorer_detail_template = "leaderboard/_mmae_rubrics.html"
     versus_template = "leaderboard/_mmae_versus.html"
 
     # --- metadata ------------------------------------------------------------------------

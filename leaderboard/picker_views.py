@@ -1,0 +1,36 @@
+"""The compare page's model search (`/b/<slug>/compare/models/?q=`): at most
+compare.PICKER_LIMIT of the board's public representatives as JSON, for the picker's search
+box (static/js/compare-picker.js). Shared per board state and search like the page itself
+(leaderboard.responses); without scripts the page's own GET form runs the same search."""
+
+from __future__ import annotations
+
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+
+from leaderboard import compare as comparison
+from leaderboard import responses
+from leaderboard import state as board_state
+from leaderboard.views import _benchmark_or_404
+
+MAX_SEARCH = 100  # characters, as the compare page reads its search
+
+
+@require_GET
+def compare_models(request, slug):
+    benchmark = _benchmark_or_404(slug)
+    text = request.GET.get("q", "")
+    if len(text) > MAX_SEARCH:
+        return JsonResponse({"errors": [f"q: a search is at most {MAX_SEARCH} characters "
+                                        f"(got {len(text)})"]}, status=400)
+    needle = comparison.picker_needle(text)
+    return responses.shared(
+        request, state=board_state.board_stamp(benchmark), changed_at=benchmark.board_changed_at,
+        parts=("compare-models", needle), render=lambda: _found(benchmark, needle))
+
+
+def _found(benchmark, needle: str) -> JsonResponse:
+    results, count = comparison.picker_matches(benchmark, needle)
+    return JsonResponse({"q": needle, "count": count, "limit": comparison.PICKER_LIMIT,
+                         "note": comparison.picker_note(needle, len(results), count),
+                         "results": results})

@@ -1,0 +1,135 @@
+"""The explorer's light pages: a sample's rubric table is fetched when opened (a partial behind
+the same access check as the page), pages are gzipped where they hold no secret, each
+encoding with its own ETag.
+
+The data: `light_explorer` (tests/leaderboard/conftest.py), 40 MMAE samples with the real
+set's rubrics per sample, judged for a public and a private submission.
+"""
+
+import gzip
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from scoring.models import Answer, Criterion
+
+GZIP = {"HTTP_ACCEPT_ENCODING": "gzip, deflate, br"}
+FRAGMENT = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def public(light_explorer, db):
+    return light_explorer["public"]
+
+
+@pytest.fixture
+def private(light_explorer, db):
+    return light_explorer["private"]
+
+
+@pytest.fixture
+def keys(light_explorer):
+    """The benchmark's item keys, in order."""
+    return light_explorer["keys"]
+
+
+def rubrics_url(submission, key) -> str:
+    return f"/s/{submission.pk}/samples/{key}/rubrics/"
+
+
+def body(response) -> str:
+    data = response.content
+    if response.get("Content-Encoding") == "gzip":
+        data = gzip.decompress(data)
+    return data.decode()
+
+
+# --- the page carries tallies, the partial the votes ----------------------------------
+
+
+def test_a_page_of_20_samples_is_under_100_kb_gzipped_with_real_rubric_counts(client, public,
+                                                                             keys):
+    page = client.get(f"/s/{public.pk}/", **GZIP)
+    assert page.status_code == 200 and page["Content-Encoding"] == "gzip"
+    html = body(page)
+    assert len(re.findall(r'<article class="sample"', html)) == 20
+    assert len(page.content) < 100_000, len(page.content)
+    # What the page held before its tables were fetched on opening: the same samples with
+    # every table in them, far over the target even gzipped.
+    tables = [body(client.get(rubrics_url(public, k), **FRAGMENT)) for k in keys[:20]]
+    assert sum(t.count('class="vote ') for t in tables) == 3 * Criterion.objects.filter(
+        item__key__in=keys[:20]).count()
+    assert len(html) + sum(map(len, tables)) > 3 * len(html)
+    assert 'class="vote ' not in html  # no vote is in the page itself
+
+
+def test_each_samples_summary_tallies_its_rubrics_and_links_its_table(client, public, keys):
+    html = client.get(f"/s/{public.pk}/?q={keys[3]}").content.decode()
+    criteria = Criterion.objects.filter(item__key=keys[3]).count()
+    url = rubrics_url(public, keys[3])
+    assert f'<details class="rubrics" data-rubrics="{url}">' in html
+    assert re.search(rf'<summary><a class="rubrics-link" href="{url}">{criteria} rubrics: '
+                     r'\d+ passed', html)
+    assert "js/rubrics.js" in html
+
+
+def test_the_partial_holds_every_rubric_with_its_three_votes(client, public, keys):
+    html = body(client.get(rubrics_url(public, keys[0]), **FRAGMENT))
+    criteria = list(Criterion.objects.filter(item__key=keys[0]).order_by("index"))
+    assert re.findall(r'data-rubric="(\d+)"', html) == [str(c.index) for c in criteria]
+    assert re.findall(r'data-vote="(\d)"', html) == ["0", "1", "2"] * len(criteria)
+    answer = Answer.objects.filter(run=public.current_run, criterion=criteria[0]).first()
+    assert answer.reason in html
+    assert "<html" not in html  # a fragment, for the <details>
+
+
+def test_without_scripts_the_partial_is_a_page_of_its_own(client, public, keys):
+    html = client.get(rubrics_url(public, keys[0])).content.decode()
+    assert "<html" in html and "every judge answer" in html
+    assert f'href="/s/{public.pk}/?q={keys[0]}#sample-{keys[0]}"' in html
+    assert len(re.findall(r'data-vote="\d"', html)) == 3 * Criterion.objects.filter(
+        item__key=keys[0]).count()
+
+
+def test_an_unknown_item_is_a_404(client, public):
+    assert client.get(rubrics_url(public, "no-such-item"), **FRAGMENT).status_code == 404
+
+
+def test_the_partial_answers_get_and_head_only(client, public, keys):
+    assert client.post(rubrics_url(public, keys[0])).status_code == 405
+    assert client.head(rubrics_url(public, keys[0])).status_code == 200
+
+
+# --- who sees the partial --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fragment", [True, False])
+def test_a_private_submissions_partial_is_its_author_and_staffs_only(
+        client, private, keys, author, other_author, staff, fragment):
+    url, headers = rubrics_url(private, keys[0]), FRAGMENT if fragment else {}
+    assert client.get(url, **headers).status_code == 404  # anonymous
+    client.force_login(other_author)
+    assert client.get(url, **headers).status_code == 404
+    for user in (author, staff):
+        client.force_login(user)
+        response = client.get(url, **headers)
+        assert response.status_code == 200 and "data-vote" in response.content.decode()
+
+
+def test_a_published_submissions_partial_is_anyones(client, public, keys, other_author):
+    assert client.get(rubrics_url(public, keys[0]), **FRAGMENT).status_code == 200
+    client.force_login(other_author)
+    assert client.get(rubrics_url(public, keys[0]), **FRAGMENT).status_code == 200
+
+
+def test_a_partial_of_an_unknown_submission_is_a_404(client, db):
+    assert client.get("/s/999999/samples/x/rubrics/", **FRAGMENT).status_code == 404
+
+
+def test_a_page_reads_no_answer_rows_but_counts_them(client, public):
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(f"/s/{public.pk}/samples/").status_code == 200
+    answers = [q["sql"] for q in queries.captured_queries if "scoring_answer" in q["sql"]]
+    assert len(answers) == 1 and "COUNT(" in answers[0]  # counted, never read
