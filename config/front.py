@@ -121,6 +121,10 @@ class Kept:
     not_modified: list[tuple[str, str]] | None = None
 
 
+# What a kept response costs beyond its body (its headers and keys): so that responses without
+# a body (a 304 under many spellings of a query) are bounded too.
+ENTRY_BYTES = 2048
+
 # Request headers that the front answers by itself, or never answers.
 PASSED_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE")
 
@@ -131,7 +135,8 @@ class Front:
     def __init__(self, app, *, clock=time.monotonic):
         self.app, self.clock = app, clock
         self.kept: OrderedDict[tuple, Kept] = OrderedDict()  # least recently used first
-        self.varies: dict[tuple, tuple[str, ...]] = {}  # the other headers a URL varies on
+        # Per URL: the other headers its response varies on, and how many variants are kept.
+        self.varies: dict[tuple, list] = {}
         self.size = 0
         self.versions: dict[int, int] = {}
         self.learnt_at: float | None = None
@@ -162,7 +167,7 @@ class Front:
         if varies is None:
             return None
         return (base, takes_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")),
-                tuple(environ.get(name, "") for name in varies))
+                tuple(environ.get(name, "") for name in varies[0]))
 
     def _answer(self, key: tuple, environ) -> tuple[str, list, bytes] | None:
         with self._lock:
@@ -242,22 +247,39 @@ class Front:
                        for name in _names(named.get("vary", ""))
                        if name not in ("cookie", "accept-encoding"))
         with self._lock:
-            self.varies[base] = varies
+            found = self.varies.get(base)
+            if found is None or found[0] != varies:  # a new URL, or its Vary changed
+                for key in [k for k in self.kept if k[0] == base] if found else ():
+                    self._drop(key)
+                self.varies[base] = [varies, 0]
             key = self._key(base, environ)
             kept = self.kept.get(key)
             if kept is None or kept.boards != note.boards or kept.etag != note.etag:
-                kept = Kept(note.boards, note.etag, self.clock() + note.keep_seconds)
+                if kept is None:
+                    self.varies[base][1] += 1
+                    self.size += ENTRY_BYTES
+                else:  # another state's: replaced
+                    self.size -= len(kept.body)
+                kept = self.kept[key] = Kept(note.boards, note.etag,
+                                             self.clock() + note.keep_seconds)
             if status.startswith("304"):
                 kept.not_modified = list(headers)
             else:
-                self.size -= len(kept.body)
+                self.size += len(body) - len(kept.body)
                 kept.status, kept.headers, kept.body = status, list(headers), body
-                self.size += len(body)
-            self.kept[key] = kept
             self.kept.move_to_end(key)
             while self.kept and self.size > settings.FRONT_MAX_BYTES:
-                _, dropped = self.kept.popitem(last=False)
-                self.size -= len(dropped.body)
+                self._drop(next(iter(self.kept)))
+
+    def _drop(self, key: tuple) -> None:
+        """Forget a kept response (the lock held), and its URL once none of it is kept."""
+        dropped = self.kept.pop(key)
+        self.size -= ENTRY_BYTES + len(dropped.body)
+        counted = self.varies.get(key[0])
+        if counted is not None:
+            counted[1] -= 1
+            if counted[1] <= 0:
+                del self.varies[key[0]]
 
 
 def _no_write(data: bytes) -> None:
@@ -269,7 +291,7 @@ def _base(environ) -> tuple:
     proxy = settings.SECURE_PROXY_SSL_HEADER[0] if getattr(
         settings, "SECURE_PROXY_SSL_HEADER", None) else None
     return (environ.get("wsgi.url_scheme"), environ.get(proxy) if proxy else None,
-            environ.get("HTTP_HOST", "").lower(), environ.get("SERVER_NAME"),
+            environ.get("HTTP_HOST", ""), environ.get("SERVER_NAME"),
             environ.get("SERVER_PORT"), environ.get("SCRIPT_NAME", ""),
             environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
 

@@ -14,7 +14,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections, connection
 from django.test.utils import CaptureQueriesContext
 
-from config.front import Front, publish, version_key
+from config.front import ENTRY_BYTES, Front, publish, version_key
 from leaderboard import rank_ranges
 from scoring.boards import board_changed
 from tests.concurrent import redis_cache  # noqa: F401 - a fixture
@@ -308,10 +308,11 @@ def test_a_response_that_sets_a_cookie_or_names_a_nonce_is_never_kept(settings, 
 def test_kept_responses_stay_under_the_bound(front, django_app, board, settings):
     urls = ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound"]
     sizes = [len(call(django_app, url).body) for url in urls]
-    settings.FRONT_MAX_BYTES = max(sizes) + 10  # room for one of them only
+    settings.FRONT_MAX_BYTES = max(sizes) + ENTRY_BYTES + 10  # room for one of them only
     for url in urls:
         call(front, url)
-    assert front.size == sizes[1] and len(front.kept) == 1
+    assert len(front.kept) == 1 and front.size == sizes[1] + ENTRY_BYTES
+    assert len(front.varies) == 1  # nor is the URL it was kept under
     assert queries(front, urls[0]) > 0  # the least recently used went
 
 
@@ -325,3 +326,11 @@ def test_a_published_version_only_rises(cache, request, settings):
     assert caches["default"].get(version_key(7)) == 5
     publish({7: 6})
     assert caches["default"].get(version_key(7)) == 6
+
+
+def test_gunicorn_serves_the_front_around_django():
+    """`make run` and docker/ serve config.wsgi (config/run.py, docker/Dockerfile)."""
+    from config import wsgi
+
+    assert isinstance(wsgi.application, Front)
+    assert isinstance(wsgi.application.app, WSGIHandler)
