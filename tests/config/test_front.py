@@ -334,3 +334,44 @@ def test_gunicorn_serves_the_front_around_django():
 
     assert isinstance(wsgi.application, Front)
     assert isinstance(wsgi.application.app, WSGIHandler)
+
+
+def test_the_versions_are_read_at_most_once_a_second(front, board, clock, monkeypatch):
+    from django.core.cache import caches
+    default = caches["default"]
+    reads = []
+    real = default.get_many
+    monkeypatch.setattr(default, "get_many", lambda keys: reads.append(keys) or real(keys))
+    call(front, "/b/mmae/")
+    for _ in range(20):
+        call(front, "/b/mmae/")
+        clock.now += 0.04  # 20 requests over 0.8 s
+    assert len(reads) == 1
+    clock.now += 0.25  # a second after the read
+    call(front, "/b/mmae/")
+    assert len(reads) == 2
+
+
+def test_versions_learnt_from_redis_pass_a_change_on(front, board, clock, redis_cache,  # noqa: F811
+                                                     django_capture_on_commit_callbacks,
+                                                     django_assert_num_queries):
+    benchmark, _ = board
+    publish({benchmark.id: benchmark.board_version})  # into Redis, as the board's change did
+    call(front, "/b/mmae/")
+    with django_assert_num_queries(0):
+        before = call(front, "/b/mmae/")
+    with django_capture_on_commit_callbacks(execute=True):
+        board_changed(benchmark.id)
+    clock.now += 1
+    assert call(front, "/b/mmae/").header("ETag") != before.header("ETag")
+
+
+def test_with_redis_unreachable_django_answers(front, board, clock, settings):
+    from tests.servers import free_ports
+    (port,) = free_ports(1)
+    settings.CACHES = {**settings.CACHES, "default": {
+        "BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": f"redis://127.0.0.1:{port}/0",
+        "OPTIONS": {"socket_connect_timeout": 0.2}}}
+    first = call(front, "/b/mmae/")
+    assert first.status == 200
+    assert queries(front, "/b/mmae/") > 0  # no version known: never answered by the front
