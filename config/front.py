@@ -190,13 +190,16 @@ class Front:
         """Whether each board's version is still the one given, as read from the cache at
         most LEARN_SECONDS ago."""
         now = self.clock()
-        if self.learnt_at is None or now - self.learnt_at >= LEARN_SECONDS \
-                or any(b not in self.versions for b in boards):
-            with self._learning:
-                if self.learnt_at is None or now - self.learnt_at >= LEARN_SECONDS \
-                        or any(b not in self.versions for b in boards):
+        if self._stale(now):
+            with self._learning:  # one thread reads; the others wait for what it read
+                if self._stale(now):
                     self._learn(now, boards)
         return all(self.versions.get(b) == v for b, v in boards.items())
+
+    def _stale(self, now: float) -> bool:
+        # Also while Redis is down: a version it cannot give is read again a second later,
+        # not on every request (each would wait for the connection's timeout).
+        return self.learnt_at is None or now - self.learnt_at >= LEARN_SECONDS
 
     def _learn(self, now: float, boards: dict[int, int]) -> None:
         with self._lock:
