@@ -1,19 +1,25 @@
-"""Latency of the board's pages and read API at 1,000 and 10,000 submissions, against a static
-file from the same server in the same run; a visit right after a board changes (cold cache);
-the explorer of a full-size AIR-Bench foundation set; the web processes' memory over 100,000
-board requests.
+"""Latency of the board's pages and read API at 1,000 and 10,000 submissions, each against a
+static file of the same size from the same server in the same run, for anonymous and signed-in
+visitors; a visit right after a board changes (cold cache); the explorer of a full-size
+AIR-Bench foundation set; the web processes' memory over 100,000 board requests.
 
-Seeds a scratch PostgreSQL database with a synthetic MMAE benchmark and scored submissions
-(`seed_board`), with no planner statistics at all (autovacuum is off on its tables and nothing
-runs ANALYZE: a freshly seeded database must be as fast as an analysed one), serves the site
-with gunicorn (2 workers x 4 threads, as `make run`, cache in Redis), and for each URL sends
-requests from C concurrent connections for S seconds with wrk (Debian's `wrk`, a C load
-generator, so the client takes little of the 2 cores; a Python client is the fallback),
-printing p50 and p95 latency, requests per second, and p95 as a ratio of the static file's.
+As production runs it: seeds a scratch PostgreSQL database with a synthetic MMAE benchmark and
+scored submissions (`seed_board`), with no planner statistics at all (autovacuum is off on its
+tables and nothing runs ANALYZE: a freshly seeded database must be as fast as an analysed
+one), starts a Celery worker, which stores the rank ranges whenever the board changes (the
+bench waits for them), and serves the site with gunicorn (2 workers x 4 threads, as `make
+run`, config.wsgi with its front, caches in Redis). Each page's bytes, as a client that takes
+no gzip gets them, are copied into a static file served by whitenoise from the same server
+(which then starts again, as whitenoise reads its files at start-up). For each URL, the page
+and then its static file get requests from C concurrent connections for S seconds with wrk
+(Debian's `wrk`, a C load generator, so the client takes little of the 2 cores; a Python
+client is the fallback), printing p50 and p95 latency, requests per second, and the page's
+p95 as a ratio of its static file's; signed in, both requests carry a session cookie.
 
     .venv/bin/python bench/board_latency.py [--submissions 1000 10000] [--seconds 10]
         [--concurrency 8] [--memory-requests 100000] [--explorer-items 24700]
-        [--only explorer] [--redis-url redis://127.0.0.1:6379/13]
+        [--only explorer] [--no-front] [--redis-url redis://127.0.0.1:6379/13]
+        [--response-cache-url redis://127.0.0.1:6379/14]
 """
 
 import argparse
@@ -52,7 +58,7 @@ def percentile(values, q):
 
 
 async def hammer(url: str, concurrency: int, seconds: float,
-                 headers=None) -> tuple[list[float], int]:
+                 headers: dict) -> tuple[list[float], int]:
     latencies: list[float] = []
     errors = 0
     deadline = time.monotonic() + seconds
@@ -79,20 +85,19 @@ end
 """
 
 
-def wrk(url: str, concurrency: int, seconds: float, script: Path, headers=None):
+def wrk(url: str, concurrency: int, seconds: float, script: Path, headers: dict):
     """(p50 ms, p95 ms, requests/s, errors, requests) measured by wrk with one thread."""
     command = ["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(seconds))}s",
-               "-s", str(script), url]
-    for name, value in (headers or {}).items():
-        command[1:1] = ["-H", f"{name}: {value}"]
+               "-s", str(script), *(f"-H{k}: {v}" for k, v in headers.items()), url]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     p50, p95, requests, errors, micros = out.split("RESULT")[1].split()[:5]
     return (float(p50), float(p95), int(requests) / (int(micros) / 1e6), int(errors),
             int(requests))
 
 
-def python_client(url: str, concurrency: int, seconds: float, script=None, headers=None):
-    latencies, errors = asyncio.run(hammer(url, concurrency, seconds, headers))
+def python_client(url: str, concurrency: int, seconds: float, script, headers: dict):
+    latencies, errors = asyncio.run(hammer(url, concurrency, seconds,
+                                           {"Accept-Encoding": "identity", **headers}))
     return (statistics.median(latencies), percentile(latencies, 0.95),
             len(latencies) / seconds, errors, len(latencies))
 
@@ -136,40 +141,76 @@ class Bench:
         self.database_url = database_url
         self.script = work / "report.lua"
         self.script.write_text(WRK_SCRIPT)
+        self.server: subprocess.Popen | None = None
+        self.ratios: dict[tuple[int, str], dict[str, float]] = {}
 
-    def measure(self, path: str, seconds: float | None = None, headers=None):
+    def measure(self, path: str, seconds: float | None = None, headers: dict | None = None):
         run = (self.base + path, self.args.concurrency, seconds or self.args.seconds)
-        return MEASURE(*run, self.script, headers=headers)
+        return MEASURE(*run, self.script, headers or {})
 
-    def table(self, urls: dict[str, str]) -> dict[str, tuple]:
-        print(f"{'url':<22} {'bytes':>8} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} "
-              f"{'errors':>6} {'p95/static':>10}")
-        results = {}
+    def serve(self) -> None:
+        """(Re)start gunicorn, which config.wsgi's front and whitenoise's file list start
+        afresh with."""
+        _scratch.stop_group(self.server)
+        self.server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",
+             f"127.0.0.1:{self.args.port}", "--workers", "2", "--threads", "4"],
+            env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        _scratch.wait_http([f"{self.base}/b/mmae/"], timeout=120, process=self.server)
+
+    def same_size_files(self, urls: dict[str, str]) -> dict[str, str]:
+        """For each page, a static file of its bytes as wrk gets them (no gzip asked), served
+        by whitenoise once the server starts again."""
+        folder = Path(self.env["STATIC_ROOT"]) / "bench"
+        folder.mkdir(parents=True, exist_ok=True)
+        files = {}
         for label, path in urls.items():
-            warm = httpx.get(self.base + path, timeout=60)  # also warms the cache
-            size = len(warm.content)
+            page = httpx.get(self.base + path, timeout=120,
+                             headers={"Accept-Encoding": "identity"})
+            if page.status_code != 200:
+                print(f"{label}: status {page.status_code}: {page.text[:300]}")
+            name = "".join(c if c.isalnum() else "-" for c in label) + ".html"
+            (folder / name).write_bytes(page.content)
+            files[label] = f"/static/bench/{name}"
+        self.serve()
+        return files
+
+    def table(self, size: int, who: str, urls: dict[str, str], files: dict[str, str],
+              headers: dict) -> None:
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"\n{who}, {size} submissions (load average {load}):")
+        print(f"{'url':<24} {'bytes':>8} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} "
+              f"{'errors':>6} {'static p95':>10} {'static/s':>8} {'p95 ratio':>9}")
+        for label, path in urls.items():
+            warm = httpx.get(self.base + path, timeout=120, headers=headers)  # warms caches
             if warm.status_code != 200:
                 print(f"{label}: status {warm.status_code}: {warm.text[:300]}")
-            results[label] = (size, *self.measure(path))
-            size, p50, p95, rate, errors, _ = results[label]
-            ratio = p95 / results["static file"][2]
-            print(f"{label:<22} {size:8d} {p50:8.1f} {p95:8.1f} {rate:8.1f} {errors:6d} "
-                  f"{ratio:10.2f}", flush=True)
-        return results
+            size_bytes = len(httpx.get(self.base + files[label], timeout=60).content)
+            self.measure(path, seconds=1, headers=headers)  # every worker thread has it
+            p50, p95, rate, errors, _ = self.measure(path, headers=headers)
+            _, s95, srate, serrors, _ = self.measure(files[label], headers=headers)
+            ratio = p95 / s95
+            self.ratios.setdefault((size, label), {})[who] = ratio
+            print(f"{label:<24} {size_bytes:8d} {p50:8.1f} {p95:8.1f} {rate:8.1f} "
+                  f"{errors + serrors:6d} {s95:10.1f} {srate:8.1f} {ratio:9.2f}", flush=True)
 
-    def bump(self) -> None:
-        """What scoring.boards.board_changed does when a submission is published."""
-        with psycopg.connect(self.database_url, autocommit=True) as conn:
-            conn.execute("UPDATE scoring_benchmark SET board_version = board_version + 1, "
-                         "board_changed_at = now() WHERE slug = 'mmae'")
+    def summary(self) -> None:
+        print("\np95 as a ratio of a same-size static file's (targets: anonymous at most "
+              "1.0, signed in at most 3.0):")
+        print(f"{'submissions':>11} {'url':<24} {'anonymous':>9} {'signed in':>9}")
+        for (size, label), found in self.ratios.items():
+            print(f"{size:11d} {label:<24} {found.get('anonymous', float('nan')):9.2f} "
+                  f"{found.get('signed in', float('nan')):9.2f}")
 
     def cold(self, urls: dict[str, str], visits: int) -> None:
         """Each URL's first visit after the board changed (nothing of the new state cached)."""
-        times: dict[str, list[float]] = {label: [] for label in urls if label != "static file"}
-        with httpx.Client(timeout=60) as client:
+        times: dict[str, list[float]] = {label: [] for label in urls}
+        with httpx.Client(timeout=120) as client:
             for _ in range(visits):
                 for label in times:
-                    self.bump()
+                    bump()
+                    time.sleep(1.1)  # the front's reading of the versions is a second old
                     started = time.perf_counter()
                     response = client.get(self.base + urls[label])
                     times[label].append(1000 * (time.perf_counter() - started))
@@ -178,8 +219,43 @@ class Bench:
                               f"{response.text[:300]}")
         print(f"first visit after the board changed (cold cache), {visits} visits each:")
         for label, found in times.items():
-            print(f"  {label:<22} median {statistics.median(found):7.1f} ms, "
+            print(f"  {label:<24} median {statistics.median(found):7.1f} ms, "
                   f"max {max(found):7.1f} ms", flush=True)
+
+
+def bump() -> None:
+    """A board change, as a submission published makes it (scoring.boards.board_changed: the
+    version raised, published to the front, the worker asked for the new ranges)."""
+    from scoring.boards import board_changed
+
+    board_changed(slug="mmae")
+
+
+def wait_for_ranges(timeout: float) -> float:
+    """Seconds until the worker has stored the rank ranges of the board's current state."""
+    from leaderboard.models import RankRanges
+    from leaderboard.state import benchmark_current, board_stamp
+
+    started = time.monotonic()
+    while True:
+        stamp = board_stamp(benchmark_current("mmae"))
+        if set(RankRanges.objects.values_list("state", flat=True)
+               .filter(benchmark__slug="mmae")) == {stamp}:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"no rank ranges for {stamp} after {timeout:g} s")
+        time.sleep(0.5)
+
+
+def signed_in_cookie() -> str:
+    """A session of a user signed in (as a browser that logged in sends it)."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-visitor")
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
 
 
 def main():
@@ -195,23 +271,38 @@ def main():
     parser.add_argument("--explorer-items", type=int, default=24_700)
     parser.add_argument("--port", type=int, default=8790)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/13",
-                        help="a scratch Redis database for the cache (flushed)")
+                        help="a scratch Redis database for the broker and cache (flushed)")
+    parser.add_argument("--response-cache-url", default="",
+                        help="a scratch Redis database for the shared responses (flushed; "
+                             "by default the one after --redis-url's, as the settings say)")
+    parser.add_argument("--ranges-timeout", type=float, default=1800,
+                        help="how long to wait for the worker's rank ranges")
+    parser.add_argument("--no-front", action="store_true",
+                        help="serve everything through Django (FRONT=false), to compare")
     parser.add_argument("--only", choices=("explorer",),
                         help="measure only this part (the explorer: about a minute)")
     args = parser.parse_args()
 
     name, database_url = _scratch.create_database("bench_board")
     work = Path(tempfile.mkdtemp(prefix="board-bench-"))
-    # As in production, the web processes share one cache in Redis (a scratch database).
+    # As in production, the web processes share one cache in Redis (scratch databases).
     redis_url = args.redis_url
-    redis.Redis.from_url(redis_url).flushdb()
+    response_url = args.response_cache_url or redis_url.rsplit("/", 1)[0] + "/" + str(
+        int(redis_url.rsplit("/", 1)[1]) + 1)
+    for url in {redis_url, response_url}:
+        redis.Redis.from_url(url).flushdb()
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": redis_url,
+           "RESPONSE_CACHE_URL": response_url, "DJANGO_SETTINGS_MODULE": "config.settings",
            "VAR_DIR": str(work / "var"), "STATIC_ROOT": str(work / "static"),
-           "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING",
+           "ALLOWED_HOSTS": "127.0.0.1,testserver", "LOG_LEVEL": "WARNING",
+           "FRONT": "false" if args.no_front else "true",
            # One load generator sends thousands of requests a minute: the API's limits (an
            # anonymous caller counts against both, by address) would answer most with 429.
-           "THROTTLE_API_ANON": "off", "THROTTLE_API_USER": "off"}
-    server = None
+           "THROTTLE_API_ANON": "off", "THROTTLE_API_USER": "off",
+           # Signed in, every pivot and compare page counts as a render (leaderboard.responses).
+           "THROTTLE_RENDER": "off"}
+    os.environ.update(env)  # this process's Django: board changes, sessions, the worker's ping
+    bench = worker = None
     try:
         _scratch.migrate(env)
         with psycopg.connect(database_url, autocommit=True) as conn:
@@ -219,6 +310,12 @@ def main():
                                          "WHERE schemaname = 'public'").fetchall():
                 conn.execute(f'ALTER TABLE "{table}" SET (autovacuum_enabled = false)')
         subprocess.run(manage("collectstatic", "--noinput", "-v", "0"), env=env, check=True)
+        import django
+
+        django.setup()
+        from config.celery import app as celery_app
+
+        worker = _scratch.celery_worker(env, 1, work / "worker.log", celery_app)
         meta = synthetic.write_benchmark(work / "bench", args.samples, seed=1)
         subprocess.run(manage("import_mmae", str(meta), "--audio-root", str(work / "bench")),
                        env=env, check=True)
@@ -231,13 +328,12 @@ def main():
                               "--submissions", "1", "--resamples", "20"), env=env, check=True)
         print(f"a foundation submission of {args.explorer_items} items seeded in "
               f"{time.monotonic() - started:.0f} s")
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",
-             f"127.0.0.1:{args.port}", "--workers", "2", "--threads", "4"],
-            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
         base = f"http://127.0.0.1:{args.port}"
         bench = Bench(args, env, base, work, database_url)
+        if args.only:
+            bench.serve()
+        cookie = {"Cookie": signed_in_cookie()}
+        print(f"the front (config.front): {'off' if args.no_front else 'on'}")
         seeded = 0
         for size in [] if args.only else sorted(args.submissions):
             started = time.monotonic()
@@ -247,36 +343,48 @@ def main():
             print(f"\nseeded {size - seeded} submissions in {time.monotonic() - started:.0f} s;"
                   f" planner statistics: {statistics_state(database_url)}")
             seeded = size
-            _scratch.wait_http([f"{base}/b/mmae/"], timeout=120, process=server)
+            print(f"rank ranges stored by the worker {wait_for_ranges(args.ranges_timeout):.0f}"
+                  " s later")
+            bench.serve()
             urls = board_urls(base)
+            files = bench.same_size_files(urls)
             print(f"{size} submissions on the board; {args.concurrency} concurrent "
                   f"connections ({MEASURE.__name__}), {args.seconds:g} s per URL, gunicorn 2 "
                   "workers x 4 threads")
-            bench.table(urls)
+            bench.table(size, "anonymous", urls, files, {})
+            bench.table(size, "signed in", urls, files, cookie)
             bench.cold(urls, args.cold_visits)
-        _scratch.wait_http([f"{base}/b/mmae/"], timeout=120, process=server)
+            print(f"rank ranges of the last change stored "
+                  f"{wait_for_ranges(args.ranges_timeout):.0f} s after the cold visits")
         explorer(bench, base, database_url)
         if args.only:
             return
-        memory(bench, server)
+        bench.summary()
+        memory(bench, bench.server)
         print(f"\nplanner statistics at the end: {statistics_state(database_url)}")
     finally:
-        _scratch.stop_group(server)
-        _scratch.drop_database(name)
-        redis.Redis.from_url(redis_url).flushdb()
+        _scratch.stop_group(bench.server if bench else None)
+        _scratch.stop_group(worker)
+        _scratch.close_and_drop(name)
+        for url in {redis_url, response_url}:
+            redis.Redis.from_url(url).flushdb()
         shutil.rmtree(work, ignore_errors=True)
 
 
 def board_urls(base: str) -> dict[str, str]:
+    from scoring.models import Item
+
     html = httpx.get(f"{base}/b/mmae/", timeout=60).text
-    static = html.split('href="/static/css/')[1].split('"')[0]
     top = html.split('href="/b/mmae/compare/?models=')[1].split('"')[0]
+    model = html.split('href="/m/')[1].split("/")[0]
+    item = Item.objects.filter(benchmark__slug="mmae").order_by("position").first().key
     return {
-        "static file": f"/static/css/{static}",
         "board": "/b/mmae/",
         "slice": "/b/mmae/?dimension=modality&bucket=sound",
         "pivot": "/b/mmae/pivot/?dimension=modality&metric=EMR",
         "compare (top two)": f"/b/mmae/compare/?models={top}",
+        "model page": f"/m/{model}/",
+        "item page": f"/b/mmae/i/{item}/",
         "API (slice, 100 rows)": "/api/leaderboards/mmae/?dimension=operation"
                                  "&bucket=local/removal",
         "API CSV (1,000 rows)": "/api/leaderboards/mmae/?format=csv&page_size=1000",

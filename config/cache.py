@@ -19,10 +19,28 @@ log = logging.getLogger(__name__)
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
 
 
+# SET unless the key holds a greater integer (Django's RedisSerializer stores ints as such).
+RAISE = """local now = redis.call('GET', KEYS[1])
+if now and tonumber(now) > tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1"""
+
+
 class FailSoftRedisCache(RedisCache):
     def __init__(self, server, params):
         super().__init__(server, params)
         self._empty = DummyCache(server, params)
+
+    def raise_to(self, key: str, value: int, timeout: int) -> None:
+        """Set an integer `key` to `value` unless it holds a greater one, in one step
+        (config.front: two writers that read different board versions leave the greater),
+        for `timeout` seconds."""
+        key = self.make_and_validate_key(key)
+        try:
+            self._cache.get_client(key, write=True).eval(RAISE, 1, key, int(value),
+                                                         int(timeout))
+        except UNREACHABLE as exc:
+            log.error("cache unreachable, raise_to dropped: %s", exc)
 
 
 def _fail_soft(name: str):
@@ -46,3 +64,4 @@ def _fail_soft(name: str):
 for _name in ("add", "get", "set", "touch", "delete", "get_many", "has_key", "incr", "set_many",
               "delete_many", "clear"):
     setattr(FailSoftRedisCache, _name, _fail_soft(_name))
+

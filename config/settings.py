@@ -403,8 +403,7 @@ CACHES = {
     "responses": {**_REDIS_CACHE, "LOCATION": RESPONSE_CACHE_URL} if RESPONSE_CACHE_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "responses",
      "OPTIONS": {"MAX_ENTRIES": env_int("RESPONSE_CACHE_ENTRIES", 300, minimum=1)}},
-    # Each process's own copy of the hottest shared board responses, in front of the default
-    # cache: their keys hold the board's state, so a copy is never stale (leaderboard.responses).
+    # Each process's copy of the hottest shared responses, keyed by state: never stale.
     "process": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
                 "LOCATION": "shared-responses",
                 "OPTIONS": {"MAX_ENTRIES": env_int("BOARD_PROCESS_CACHE_ENTRIES", 200,
@@ -414,9 +413,11 @@ CACHES = {
 # in front that it may serve them to anonymous visitors for this long without asking; then it
 # revalidates (ETag, Last-Modified) and gets 304 while the board has not changed.
 BOARD_SHARED_MAX_AGE = env_int("BOARD_SHARED_MAX_AGE", 30, minimum=0)
-# Fresh renders of the pages that bootstrap or pivot (compare, pivot) per client address;
-# answers from the cache are not counted (leaderboard.responses).
+# Fresh renders of compare and pivot pages per client address (cached answers not counted).
 THROTTLE_RENDER = env_rate("THROTTLE_RENDER", "30/m")
+# Shared pages answered before Django (config/front.py): on where board versions are shared.
+FRONT = env_bool("FRONT", bool(REDIS_URL))
+FRONT_MAX_BYTES = env_int("FRONT_MAX_BYTES", 64 * 1024**2, minimum=0)  # kept per process
 
 # The listening panel (leaderboard.panel): how many raters answer each task, how long a rater
 # must have listened to each audio before answering (or its whole length, if shorter), and
@@ -451,9 +452,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     else {"visibility_timeout": 3600, "queue_order_strategy": "priority"}
 )
 if CELERY_BROKER_URL.startswith("filesystem"):
-    (CELERY_BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
-    (CELERY_BROKER_DIR / "processed").mkdir(parents=True, exist_ok=True)
-    (CELERY_BROKER_DIR / "control").mkdir(parents=True, exist_ok=True)
+    for _folder in ("queue", "processed", "control"):
+        (CELERY_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # Staff rescoring goes to its own queue, so rescoring a whole board never holds up new
 # submissions: workers for new work run `-Q celery` (the default queue above), rescoring

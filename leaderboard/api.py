@@ -116,7 +116,7 @@ class LeaderboardApi(APIView):
             # came from Accept).
             parts=("api", request.scheme, responses.canonical_host(request), renderer.format,
                    "format" in request.query_params, _normal(form).urlencode()),
-            vary=("Accept",),
+            vary=("Accept",), boards=state.final_versions(benchmark, ranged),
             render=lambda: self._respond(request, benchmark, form, query, renderer))
 
     def _respond(self, request, benchmark, form, query, renderer):

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from django.http import Http404
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard import compare as comparison
 from leaderboard import item_pages, responses, selectors
@@ -31,7 +31,7 @@ def _parts(request, names: tuple[str, ...]) -> tuple:
             *(f"{n}={request.GET.get(n, '')}" for n in names))
 
 
-@require_GET
+@require_safe
 def compare_items(request, slug):
     """The items where two models' representatives differ, most different first, a page at
     a time, each with both outputs, figures and verdicts side by side."""
@@ -41,7 +41,8 @@ def compare_items(request, slug):
         request, state=stamp, changed_at=benchmark.board_changed_at,
         parts=("compare-items", *_parts(request, ("dimension", "bucket", "by", "winner",
                                                   "page"))),
-        render=lambda: _compare_items_page(request, benchmark, stamp), costly=True)
+        render=lambda: _compare_items_page(request, benchmark, stamp), costly=True,
+        boards=board_state.versions(benchmark))
 
 
 def _compare_items_page(request, benchmark, stamp: str):
@@ -70,7 +71,7 @@ def _compare_items_page(request, benchmark, stamp: str):
     return render(_asking(request, normal), "leaderboard/compare_items.html", context)
 
 
-@require_GET
+@require_safe
 def item(request, slug, key):
     """One item across every representative on the board, in board order, with the previous
     and next item of the slice it was reached from."""
@@ -79,7 +80,7 @@ def item(request, slug, key):
     return responses.shared(
         request, state=stamp, changed_at=benchmark.board_changed_at,
         parts=("item", key, *_parts(request, ("dimension", "bucket", "page"))[1:]),
-        render=lambda: _item_page(request, benchmark, key))
+        render=lambda: _item_page(request, benchmark, key), boards=board_state.versions(benchmark))
 
 
 def _item_page(request, benchmark, key: str):

@@ -35,6 +35,7 @@ from django.utils.http import http_date
 from django.utils.text import compress_string
 from django_ratelimit.core import get_usage
 
+from config import front
 from config.throttle import too_many_requests
 
 # The state is in the key: an entry outlives its board's state only until this timeout.
@@ -56,11 +57,13 @@ def fragment(name: str, *, state, parts: tuple, render: Callable[[], object]):
 
 def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
            render: Callable[[], HttpResponse], vary: tuple[str, ...] = (),
-           costly: bool = False) -> HttpResponse:
+           costly: bool = False, boards: dict[int, int] | None = None) -> HttpResponse:
     """The response of `render` for a page or API call whose content is fixed by the board
     `state` and `parts` (the normalised, validated query), for the visitor asking. `vary`:
     the request headers besides Cookie and Accept-Encoding that `render` reads; `costly`:
-    a fresh render counts against the client's THROTTLE_RENDER."""
+    a fresh render counts against the client's THROTTLE_RENDER; `boards`: the board versions
+    ({benchmark id: version}) that fix `state` for good, when they do, so that the front
+    (config.front) answers anonymous visitors from the response while they hold."""
     anonymous = not request.user.is_authenticated
     asker = "anonymous" if anonymous else f"user {request.user.pk}"
     digest = hashlib.sha256("|".join(map(str, (state, asker, *parts))).encode()).hexdigest()
@@ -81,6 +84,10 @@ def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
         else:
             patch_cache_control(response, private=True, no_cache=True)
     patch_vary_headers(response, ("Cookie", *vary))
+    if anonymous and boards is not None and response.status_code in (200, 304):
+        front.publish(boards)  # read from the database just now: repairs a lost publication
+        front.mark_shared(request, boards=boards, etag=etag,
+                          keep_seconds=RESPONSE_CACHE_SECONDS)
     return response
 
 
@@ -101,25 +108,8 @@ def _limited(request: HttpRequest, render: Callable[[], HttpResponse]):
 
 
 def accepts_gzip(request: HttpRequest) -> bool:
-    """Whether Accept-Encoding takes gzip (RFC 9110 12.5.3): `gzip` or `x-gzip` with a q
-    above 0, or else `*` with a q above 0; `q=0` means not acceptable."""
-    weights = {}
-    for item in request.headers.get("Accept-Encoding", "").split(","):
-        coding, *params = (part.strip() for part in item.split(";"))
-        weight = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    weight = float(value)
-                except ValueError:
-                    weight = 0.0  # a weight that cannot be read accepts nothing
-        if coding:
-            weights[coding.lower()] = weight
-    for coding in ("gzip", "x-gzip", "*"):
-        if coding in weights:
-            return weights[coding] > 0
-    return False
+    """Whether the request's Accept-Encoding takes gzip, with its q-values (config.front)."""
+    return front.takes_gzip(request.headers.get("Accept-Encoding", ""))
 
 
 def canonical_host(request: HttpRequest) -> str:

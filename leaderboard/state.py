@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Max, Sum
 
 from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
 from scoring.models import Benchmark, JudgeConfig, ScoringRun, SliceResult
@@ -171,12 +170,25 @@ def board_stamp(benchmark: Benchmark) -> str:
     return f"{benchmark.id}:{benchmark.board_version}"
 
 
-def boards_state() -> tuple[str, object]:
+def versions(benchmark: Benchmark) -> dict[int, int]:
+    """The board version a page of `benchmark` is fixed by (leaderboard.responses.shared)."""
+    return {benchmark.id: benchmark.board_version}
+
+
+def final_versions(benchmark: Benchmark, ranged: bool) -> dict[int, int] | None:
+    """The same for a page that shows rank ranges once a worker has stored them: fixed by its
+    version only once they are there (before, a visit must ask whether they are)."""
+    return versions(benchmark) if ranged else None
+
+
+def boards_state() -> tuple[str, object, dict[int, int]]:
     """The state of every board at once (for pages that gather figures across boards, such as
-    a model's), and when the last of them changed: one query over the benchmarks."""
-    found = Benchmark.objects.aggregate(versions=Sum("board_version"), n=Count("id"),
-                                        changed=Max("board_changed_at"))
-    return f"all:{found['n']}:{found['versions']}", found["changed"]
+    a model's), when the last of them changed, and each board's version: one query over the
+    benchmarks."""
+    found = list(Benchmark.objects.values_list("id", "board_version", "board_changed_at"))
+    versions = {pk: version for pk, version, _ in found}
+    changed = max((at for *_, at in found if at is not None), default=None)
+    return f"all:{len(found)}:{sum(versions.values())}", changed, versions
 
 
 def cache_key(prefix: str, *parts) -> str:

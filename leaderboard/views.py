@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard import (
     charts,
@@ -102,7 +102,7 @@ def board(request, slug):
     normal = normalised(form, dimension=board_state.OVERALL, sort="rank", page=1)
     return responses.shared(
         request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
-        parts=("board", normal.urlencode()),
+        parts=("board", normal.urlencode()), boards=board_state.final_versions(benchmark, ranged),
         render=functools.partial(_board_page, _asking(request, normal), form, context,
                                  state=(stamp, ranged)))
 
@@ -193,7 +193,7 @@ def plotly_js_url() -> str:
     return reverse("leaderboard:plotly-js", args=[plotly.__version__])
 
 
-@require_GET
+@require_safe
 def plotly_js(request, version):
     """plotly.js for every chart, under a URL that names the installed plotly's version, so
     browsers may keep it for a year; an old version's URL redirects to the current one."""
@@ -230,16 +230,16 @@ def _errors(form) -> list[str]:
             for field, messages in form.errors.items() for message in messages]
 
 
-@require_GET
+@require_safe
 @draws_charts
 def model(request, model_id):
     """A model's page: its submissions and a board's figures per slice. Anonymous visitors
     share it per state of every board (a model's figures come from several)."""
-    state, changed_at = board_state.boards_state()
+    state, changed_at, versions = board_state.boards_state()
     parts = ("model", model_id, *(f"{name}={request.GET.get(name, '')}"
                                   for name in ModelPageForm.base_fields))
     return responses.shared(request, state=state, changed_at=changed_at, parts=parts,
-                            render=lambda: _model_page(request, model_id))
+                            render=lambda: _model_page(request, model_id), boards=versions)
 
 
 def _model_page(request, model_id):
@@ -284,7 +284,7 @@ def _model_page(request, model_id):
     return render(request, "leaderboard/model.html", context)
 
 
-@require_GET
+@require_safe
 @draws_charts
 def pivot(request, slug):
     benchmark = _benchmark_or_404(slug)
@@ -309,7 +309,8 @@ def pivot(request, slug):
         return render(asking, "leaderboard/pivot.html", context)
 
     return responses.shared(request, state=stamp, changed_at=benchmark.board_changed_at,
-                            parts=("pivot", normal.urlencode()), render=respond, costly=True)
+                            parts=("pivot", normal.urlencode()), render=respond, costly=True,
+                            boards=board_state.versions(benchmark))
 
 
 def _pivot_page(benchmark, data, request) -> dict:
@@ -347,7 +348,7 @@ def _pivot_metric(benchmark, kind, data) -> str:
     return kind.ranking[0]
 
 
-@require_GET
+@require_safe
 def compare(request, slug):
     """Models side by side. With none chosen, a picker (search and choose); with two or more,
     whether each is really apart from the first (paired differences with their intervals and
@@ -361,7 +362,7 @@ def compare(request, slug):
     asked.update({"models": chosen, "q": needle})
     return responses.shared(
         request, state=board_state.board_stamp(benchmark), changed_at=benchmark.board_changed_at,
-        parts=("compare", chosen, needle), costly=True,
+        parts=("compare", chosen, needle), costly=True, boards=board_state.versions(benchmark),
         render=lambda: _compare_page(_asking(request, asked), benchmark, needle))
 
 
@@ -426,7 +427,7 @@ COMMON_SECTIONS = [
 ]
 
 
-@require_GET
+@require_safe
 def scoring(request, slug):
     """How scoring works on this board: the kind's metrics and rules, the judge config that
     scores it, and how intervals, ranks and rank ranges are made."""

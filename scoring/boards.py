@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config import front
 from scoring.models import Benchmark
 
 # The leaderboard's task recomputing a board's rank ranges for its new state (named, since
@@ -21,9 +22,10 @@ REFRESH_TASK = "leaderboard.rank_ranges.refresh_rank_ranges"
 
 def board_changed(*benchmark_ids: int, slug: str = "") -> None:
     """Raise the board version of the benchmarks given (and of every version of `slug`) in one
-    UPDATE; once that commits, a worker is asked for each new state's rank ranges so that no
-    visitor waits for them (should the broker be down, the error is logged and the first
-    visit asks again: leaderboard.rank_ranges.ready)."""
+    UPDATE; once that commits, the new versions are published to the front (config.front),
+    which answers with the new state within a second, and a worker is asked for each new
+    state's rank ranges so that no visitor waits for them (should the broker be down, the
+    error is logged and the first visit asks again: leaderboard.rank_ranges.ready)."""
     if not benchmark_ids and not slug:
         return
     boards = Q(id__in=benchmark_ids) | Q(slug=slug) if slug else Q(id__in=benchmark_ids)
@@ -33,5 +35,7 @@ def board_changed(*benchmark_ids: int, slug: str = "") -> None:
 
 
 def _refresh_ranges(boards: Q) -> None:
-    for pk in Benchmark.objects.filter(boards).values_list("id", flat=True):
+    versions = dict(Benchmark.objects.filter(boards).values_list("id", "board_version"))
+    front.publish(versions)
+    for pk in versions:
         current_app.send_task(REFRESH_TASK, args=[pk])

@@ -1,0 +1,318 @@
+"""The front: shared pages answered to anonymous visitors before Django, from the bytes and
+headers Django sent for them, with no database round trip.
+
+Django marks what may be answered so (`mark_shared`, from leaderboard.responses.shared: a
+response to an anonymous visitor whose content is fixed by the board versions it names). The
+front keeps it whole, as Django's middleware finished it (security headers and CSP
+included), in this process, under the request as it came: the scheme, the host, the path, the
+raw query string, whether the client takes gzip, and the values of the other headers its
+`Vary` names. A query string the front has not seen Django answer is Django's to validate and
+normalise. A later request for the same is answered from what was kept while every board
+version it names is current: the versions are read from the default cache (Redis), where a
+board change publishes them (`publish`, from scoring.boards.board_changed once the change
+commits, and from every render), at most once a second per process, so a change shows within a
+second. A version the cache does not hold (Redis down, the entry evicted) sends the request to
+Django, which publishes it again.
+
+What goes to Django unchanged: any method but GET and HEAD; an Authorization header (an API
+token); any cookie but the CSRF cookie (the session cookie signs a visitor in, the messages
+cookie carries their messages, and any other may be read by some view). The CSRF cookie is
+read by unsafe methods only, and by pages that render a token, which set the cookie in their
+response: a response with Set-Cookie is never kept, nor one that is not public, names a CSP
+nonce (a nonce must not be reused) or varies on `*`. Also If-Match and If-Unmodified-Since,
+and a revalidation (If-None-Match) before this process has seen Django answer one for that
+URL with 304, whose headers it then keeps. Answers from the front are not counted by the
+API's rate limits, as Django's answers from its cache are not counted by THROTTLE_RENDER: they
+cost less than a static file.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.cache import caches
+from django.utils.http import parse_etags
+
+ENVIRON_KEY = "config.front.note"
+
+# How often each process reads the board versions from the cache.
+LEARN_SECONDS = 1.0
+
+# A published version outlives its last publication this long: a lost publication (Redis
+# unreachable when a change committed) is repaired by the next render or the periodic
+# sweep (leaderboard.tasks.refresh_boards), at the latest when the version expires.
+PUBLISHED_SECONDS = 3600
+
+_publishing = threading.Lock()
+
+
+def version_key(benchmark_id: int) -> str:
+    return f"board-version:{benchmark_id}"
+
+
+def publish(versions: dict[int, int]) -> None:
+    """Tell every front the board versions read from the database. A version only rises: two
+    writers that read different versions at once leave the greater."""
+    cache = caches["default"]
+    for benchmark_id, version in versions.items():
+        key = version_key(benchmark_id)
+        if hasattr(cache, "raise_to"):  # Redis: in one step (config.cache)
+            cache.raise_to(key, int(version), PUBLISHED_SECONDS)
+            continue
+        with _publishing:  # a cache of this process only
+            found = cache.get(key)
+            if found is None or found <= version:
+                cache.set(key, int(version), PUBLISHED_SECONDS)
+
+
+@dataclass
+class Note:
+    """What Django says of one response for the front to keep it (in the request's environ)."""
+
+    boards: dict[int, int] | None = None
+    etag: str = ""
+    keep_seconds: float = 0
+
+
+def mark_shared(request, *, boards: dict[int, int], etag: str, keep_seconds: float) -> None:
+    """Say that the response to `request`, an anonymous visitor's, is everyone's while the
+    `boards` ({benchmark id: board version}) stay as they are; its validator is `etag`."""
+    note = request.META.get(ENVIRON_KEY)
+    if note is not None:
+        note.boards, note.etag, note.keep_seconds = dict(boards), etag, keep_seconds
+
+
+def takes_gzip(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding value takes gzip (RFC 9110 12.5.3): `gzip` or `x-gzip` with
+    a q above 0, or else `*` with a q above 0; `q=0` means not acceptable."""
+    weights = {}
+    for item in accept_encoding.split(","):
+        coding, *params = (part.strip() for part in item.split(";"))
+        weight = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    weight = float(value)
+                except ValueError:
+                    weight = 0.0  # a weight that cannot be read accepts nothing
+        if coding:
+            weights[coding.lower()] = weight
+    for coding in ("gzip", "x-gzip", "*"):
+        if coding in weights:
+            return weights[coding] > 0
+    return False
+
+
+@dataclass
+class Kept:
+    """One response as Django sent it, and the 304 it sends on a revalidation once seen."""
+
+    boards: dict[int, int]
+    etag: str
+    until: float
+    status: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    not_modified: list[tuple[str, str]] | None = None
+
+
+# What a kept response costs beyond its body (its headers and keys): so that responses without
+# a body (a 304 under many spellings of a query) are bounded too.
+ENTRY_BYTES = 2048
+
+# Request headers that the front answers by itself, or never answers.
+PASSED_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE")
+
+
+class Front:
+    """The WSGI layer around Django's application (config.wsgi)."""
+
+    def __init__(self, app, *, clock=time.monotonic):
+        self.app, self.clock = app, clock
+        self.kept: OrderedDict[tuple, Kept] = OrderedDict()  # least recently used first
+        # Per URL: the other headers its response varies on, and how many variants are kept.
+        self.varies: dict[tuple, list] = {}
+        self.size = 0
+        self.versions: dict[int, int] = {}
+        self.learnt_at: float | None = None
+        self._lock = threading.Lock()
+        self._learning = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        if not settings.FRONT or not self._eligible(environ):
+            return self.app(environ, start_response)
+        base = _base(environ)
+        key = self._key(base, environ)
+        answer = self._answer(key, environ) if key is not None else None
+        if answer is not None:
+            status, headers, body = answer
+            start_response(status, headers)
+            return [body]
+        return self._through_django(base, environ, start_response)
+
+    def _eligible(self, environ) -> bool:
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            return False
+        if any(name in environ for name in PASSED_HEADERS):
+            return False
+        return _cookies_ignored(environ.get("HTTP_COOKIE", ""))
+
+    def _key(self, base: tuple, environ) -> tuple | None:
+        varies = self.varies.get(base)
+        if varies is None:
+            return None
+        return (base, takes_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")),
+                tuple(environ.get(name, "") for name in varies[0]))
+
+    def _answer(self, key: tuple, environ) -> tuple[str, list, bytes] | None:
+        with self._lock:
+            kept = self.kept.get(key)
+            if kept is not None:
+                self.kept.move_to_end(key)
+        if kept is None or kept.until <= self.clock() or not self._current(kept.boards):
+            return None
+        asked = environ.get("HTTP_IF_NONE_MATCH")
+        if asked is not None and _matches(kept.etag, asked):
+            if kept.not_modified is None:
+                return None  # Django's 304 is not known yet: Django answers, and it is kept
+            return "304 Not Modified", kept.not_modified, b""
+        if not kept.status:
+            return None
+        body = b"" if environ["REQUEST_METHOD"] == "HEAD" else kept.body
+        return kept.status, kept.headers, body
+
+    def _current(self, boards: dict[int, int]) -> bool:
+        """Whether each board's version is still the one given, as read from the cache at
+        most LEARN_SECONDS ago."""
+        now = self.clock()
+        if self._stale(now):
+            with self._learning:  # one thread reads; the others wait for what it read
+                if self._stale(now):
+                    self._learn(now, boards)
+        return all(self.versions.get(b) == v for b, v in boards.items())
+
+    def _stale(self, now: float) -> bool:
+        # Also while Redis is down: a version it cannot give is read again a second later,
+        # not on every request (each would wait for the connection's timeout).
+        return self.learnt_at is None or now - self.learnt_at >= LEARN_SECONDS
+
+    def _learn(self, now: float, boards: dict[int, int]) -> None:
+        with self._lock:
+            watched = {b for kept in self.kept.values() for b in kept.boards} | set(boards)
+        found = caches["default"].get_many([version_key(b) for b in watched])
+        self.versions = {b: found[version_key(b)] for b in watched if version_key(b) in found}
+        self.learnt_at = now
+
+    def _through_django(self, base: tuple, environ, start_response):
+        note = environ[ENVIRON_KEY] = Note()
+        answered = []
+
+        def capture(status, headers, exc_info=None):
+            answered[:] = [status, headers, exc_info]
+            return _no_write
+
+        result = self.app(environ, capture)  # Django's handler starts the response in it
+        status, headers, exc_info = answered
+        if not self._keepable(note, environ, status, headers):
+            start_response(status, headers, exc_info)
+            return result
+        try:
+            body = b"".join(result)
+        finally:
+            if hasattr(result, "close"):
+                result.close()  # Django's request_finished: connections closed
+        self._keep(base, environ, note, status, headers, body)
+        start_response(status, headers)
+        return [body]
+
+    def _keepable(self, note: Note, environ, status: str, headers: list) -> bool:
+        code = status.split(" ", 1)[0]
+        if note.boards is None or code not in ("200", "304") or \
+                (code == "200" and environ["REQUEST_METHOD"] != "GET"):
+            return False
+        named = {name.lower(): value for name, value in headers}
+        return "set-cookie" not in named \
+            and "public" in named.get("cache-control", "") \
+            and "'nonce-" not in named.get("content-security-policy", "") \
+            and "*" not in _names(named.get("vary", ""))
+
+    def _keep(self, base, environ, note: Note, status: str, headers: list, body: bytes):
+        named = {name.lower(): value for name, value in headers}
+        if status.startswith("200") and named.get("content-length") not in (None,
+                                                                           str(len(body))):
+            return
+        varies = tuple(f"HTTP_{name.upper().replace('-', '_')}"
+                       for name in _names(named.get("vary", ""))
+                       if name not in ("cookie", "accept-encoding"))
+        with self._lock:
+            found = self.varies.get(base)
+            if found is None or found[0] != varies:  # a new URL, or its Vary changed
+                for key in [k for k in self.kept if k[0] == base] if found else ():
+                    self._drop(key)
+                self.varies[base] = [varies, 0]
+            key = self._key(base, environ)
+            kept = self.kept.get(key)
+            if kept is None or kept.boards != note.boards or kept.etag != note.etag:
+                if kept is None:
+                    self.varies[base][1] += 1
+                    self.size += ENTRY_BYTES
+                else:  # another state's: replaced
+                    self.size -= len(kept.body)
+                kept = self.kept[key] = Kept(note.boards, note.etag,
+                                             self.clock() + note.keep_seconds)
+            if status.startswith("304"):
+                kept.not_modified = list(headers)
+            else:
+                self.size += len(body) - len(kept.body)
+                kept.status, kept.headers, kept.body = status, list(headers), body
+            self.kept.move_to_end(key)
+            while self.kept and self.size > settings.FRONT_MAX_BYTES:
+                self._drop(next(iter(self.kept)))
+
+    def _drop(self, key: tuple) -> None:
+        """Forget a kept response (the lock held), and its URL once none of it is kept."""
+        dropped = self.kept.pop(key)
+        self.size -= ENTRY_BYTES + len(dropped.body)
+        counted = self.varies.get(key[0])
+        if counted is not None:
+            counted[1] -= 1
+            if counted[1] <= 0:
+                del self.varies[key[0]]
+
+
+def _no_write(data: bytes) -> None:
+    raise RuntimeError("the front takes the body as an iterable, not through write()")
+
+
+def _base(environ) -> tuple:
+    """The request as the front keys it, before the headers its response varies on."""
+    proxy = settings.SECURE_PROXY_SSL_HEADER[0] if getattr(
+        settings, "SECURE_PROXY_SSL_HEADER", None) else None
+    return (environ.get("wsgi.url_scheme"), environ.get(proxy) if proxy else None,
+            environ.get("HTTP_HOST", ""), environ.get("SERVER_NAME"),
+            environ.get("SERVER_PORT"), environ.get("SCRIPT_NAME", ""),
+            environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+
+
+def _names(vary: str) -> list[str]:
+    return [name.strip().lower() for name in vary.split(",") if name.strip()]
+
+
+def _cookies_ignored(header: str) -> bool:
+    """Whether every cookie sent is the CSRF cookie (or none is sent)."""
+    for pair in header.split(";"):
+        name = pair.split("=", 1)[0].strip()
+        if name and name != settings.CSRF_COOKIE_NAME:
+            return False
+    return True
+
+
+def _matches(etag: str, asked: str) -> bool:
+    """If-None-Match as Django compares it (django.utils.cache): weakly, `*` matching."""
+    etags = parse_etags(asked)
+    return etags == ["*"] or etag.removeprefix("W/") in (e.removeprefix("W/") for e in etags)

@@ -1,0 +1,377 @@
+"""The front (config/front.py): anonymous visitors' shared pages answered before Django from the
+bytes and headers Django sent, with no database query; 304 and HEAD; gzip or not by
+Accept-Encoding; a board change passed on within a second; a signed-in visitor's request, a
+query not seen, another method: Django's."""
+
+import gzip
+import io
+import sys
+from dataclasses import dataclass
+
+import pytest
+from django.core import signals
+from django.core.handlers.wsgi import WSGIHandler
+from django.db import close_old_connections, connection
+from django.test.utils import CaptureQueriesContext
+
+from config.front import ENTRY_BYTES, Front, publish, version_key
+from leaderboard import rank_ranges
+from scoring.boards import board_changed
+from tests.concurrent import redis_cache  # noqa: F401 - a fixture
+from tests.factories import board_benchmark, scored_submission
+
+PAGES = ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound",
+         "/b/mmae/pivot/?dimension=modality&metric=EMR", "/b/mmae/compare/",
+         "/api/leaderboards/mmae/", "/api/leaderboards/mmae/?format=csv", "model"]
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
+
+
+def call(app, url: str, *, method: str = "GET", headers: dict | None = None,
+         scheme: str = "http") -> Answer:
+    """`app` called as gunicorn calls it, for `url` with request `headers`."""
+    path, _, query = url.partition("?")
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query,
+               "SCRIPT_NAME": "", "SERVER_NAME": "testserver", "SERVER_PORT": "80",
+               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+               "HTTP_HOST": "testserver", "wsgi.url_scheme": scheme,
+               "wsgi.input": io.BytesIO(b""), "wsgi.errors": sys.stderr,
+               "wsgi.version": (1, 0), "wsgi.multithread": True,
+               "wsgi.multiprocess": True, "wsgi.run_once": False}
+    for name, value in (headers or {}).items():
+        environ[f"HTTP_{name.upper().replace('-', '_')}"] = value
+    started = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        started.update(status=int(status.split()[0]), headers=list(response_headers))
+
+    result = app(environ, start_response)
+    try:
+        body = b"".join(result)
+    finally:
+        if hasattr(result, "close"):
+            result.close()
+    return Answer(started["status"], started["headers"], body)
+
+
+def queries(app, url: str, **options) -> int:
+    """How many database queries answering `url` took (none when the front answered)."""
+    with CaptureQueriesContext(connection) as done:
+        call(app, url, **options)
+    return len(done)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def django_app(db, settings):
+    """Django's WSGI application, as config.wsgi wraps it; its request signals do not close
+    the test's connection (as Django's test client keeps them from doing). HSTS as in
+    production (on HTTPS only)."""
+    settings.FRONT = True
+    settings.SECURE_HSTS_SECONDS = 3600  # read when the middleware is made
+    settings.ALLOWED_HOSTS = ["testserver"]
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield WSGIHandler()
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def front(django_app, clock):
+    return Front(django_app, clock=clock)
+
+
+@pytest.fixture
+def board(db, author, django_capture_on_commit_callbacks):
+    """A board of two models, its rank ranges stored as a worker stores them, and its version
+    published as a board change publishes it."""
+    benchmark = board_benchmark()
+    alpha = scored_submission(benchmark, author, "Alpha", {
+        ("overall", ""): (50.0, 60.0, 30.0), ("modality", "sound"): (1, 2, 3)})
+    scored_submission(benchmark, author, "Beta", {
+        ("overall", ""): (40.0, 70.0, 20.0), ("modality", "sound"): (4, 5, 6)})
+    with django_capture_on_commit_callbacks(execute=True):
+        board_changed(benchmark.id)
+    rank_ranges.refresh(benchmark)
+    benchmark.refresh_from_db()
+    return benchmark, alpha
+
+
+def url_of(url: str, board) -> str:
+    return f"/m/{board[1].model_id}/" if url == "model" else url
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_a_shared_page_is_answered_again_with_no_database_query(
+        url, front, board, django_assert_num_queries):
+    url = url_of(url, board)
+    first = call(front, url)
+    assert first.status == 200
+    with django_assert_num_queries(0):
+        again = call(front, url)
+    assert (again.status, again.headers, again.body) == (first.status, first.headers,
+                                                         first.body)
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("url", PAGES)
+def test_the_fronts_headers_are_djangos(url, scheme, front, django_app, board,
+                                        django_assert_num_queries):
+    """Security headers and CSP included (HSTS on HTTPS): the front answers what Django's
+    middleware made of the same request."""
+    url = url_of(url, board)
+    call(front, url, scheme=scheme)
+    with django_assert_num_queries(0):
+        answered = call(front, url, scheme=scheme)
+    django = call(django_app, url, scheme=scheme)
+    assert sorted(answered.headers) == sorted(django.headers)
+    assert answered.body == django.body
+    names = {name.lower() for name, _ in answered.headers}
+    assert {"content-security-policy", "x-frame-options", "x-content-type-options",
+            "referrer-policy", "cross-origin-opener-policy", "etag", "last-modified",
+            "cache-control", "vary"} <= names
+    assert ("strict-transport-security" in names) == (scheme == "https")
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_a_revalidation_answers_304_as_django_does(url, front, django_app, board,
+                                                   django_assert_num_queries):
+    url = url_of(url, board)
+    etag = call(front, url).header("ETag")
+    learnt = call(front, url, headers={"If-None-Match": etag})  # Django's 304, kept
+    with django_assert_num_queries(0):
+        answered = call(front, url, headers={"If-None-Match": etag})
+    assert answered.status == learnt.status == 304 and answered.body == b""
+    assert sorted(answered.headers) == sorted(learnt.headers)
+    assert sorted(answered.headers) == sorted(
+        call(django_app, url, headers={"If-None-Match": etag}).headers)
+    other = call(front, url, headers={"If-None-Match": '"another"'})
+    assert other.status == 200 and other.body
+
+
+def test_head_answers_the_headers_without_the_body(front, board, django_assert_num_queries):
+    full = call(front, "/b/mmae/")
+    with django_assert_num_queries(0):
+        head = call(front, "/b/mmae/", method="HEAD")
+    assert head.status == 200 and head.body == b""
+    assert head.headers == full.headers
+    assert head.header("Content-Length") == str(len(full.body))
+
+
+@pytest.mark.parametrize("url", ["/b/mmae/", "/api/leaderboards/mmae/"])
+def test_gzip_or_identity_by_accept_encoding(url, front, board, django_assert_num_queries):
+    kinds = {"gzip": "gzip, deflate", "identity": "gzip;q=0, identity", "none": ""}
+    for value in kinds.values():  # each variant once through Django
+        call(front, url, headers={"Accept-Encoding": value})
+    with django_assert_num_queries(0):
+        got = {kind: call(front, url, headers={"Accept-Encoding": value})
+               for kind, value in kinds.items()}
+    assert got["gzip"].header("Content-Encoding") == "gzip"
+    assert got["identity"].header("Content-Encoding") is None
+    assert got["none"].header("Content-Encoding") is None
+    assert gzip.decompress(got["gzip"].body) == got["identity"].body == got["none"].body
+    for answer in got.values():
+        assert "Accept-Encoding" in answer.header("Vary")
+
+
+def test_a_signed_in_visitor_is_answered_by_django_and_never_kept(
+        front, board, client, author, django_assert_num_queries):
+    client.force_login(author)
+    session = f"sessionid={client.cookies['sessionid'].value}; csrftoken=x"
+    signed_in = call(front, "/b/mmae/", headers={"Cookie": session})
+    assert "Log out" in signed_in.body.decode()
+    assert "private" in signed_in.header("Cache-Control")
+    again = call(front, "/b/mmae/", headers={"Cookie": session})
+    assert "Log out" in again.body.decode()  # Django's again, not an anonymous page
+    assert not front.kept  # a signed-in page is never kept
+    anonymous = call(front, "/b/mmae/")
+    assert "Log out" not in anonymous.body.decode() and "Log in" in anonymous.body.decode()
+    assert anonymous.header("ETag") != signed_in.header("ETag")
+    after = call(front, "/b/mmae/", headers={"Cookie": session})  # with a page kept
+    assert "Log out" in after.body.decode()
+
+
+@pytest.mark.parametrize("headers", [{"Authorization": "Token abc"},
+                                     {"Cookie": "messages=abc"}, {"Cookie": "other=1"}])
+def test_a_token_or_a_cookie_django_may_read_goes_to_django(
+        headers, front, board, django_assert_num_queries):
+    call(front, "/api/leaderboards/mmae/")
+    with django_assert_num_queries(0):
+        call(front, "/api/leaderboards/mmae/")
+    answered = call(front, "/api/leaderboards/mmae/", headers=headers)
+    assert answered.status in (200, 401)
+    assert queries(front, "/api/leaderboards/mmae/", headers=headers) > 0
+
+
+def test_the_csrf_cookie_alone_is_answered_by_the_front(front, board,
+                                                        django_assert_num_queries):
+    call(front, "/b/mmae/")
+    with django_assert_num_queries(0):
+        answered = call(front, "/b/mmae/", headers={"Cookie": "csrftoken=abc"})
+    assert answered.status == 200
+
+
+def test_a_board_change_is_passed_on_within_a_second(front, board, clock,
+                                                     django_capture_on_commit_callbacks,
+                                                     django_assert_num_queries):
+    benchmark, _ = board
+    call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR")
+    before = call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR")  # the front's
+    with django_capture_on_commit_callbacks(execute=True):
+        board_changed(benchmark.id)
+    clock.now += 0.5  # the versions were read half a second ago: the old page is current
+    with django_assert_num_queries(0):
+        assert call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR").header(
+            "ETag") == before.header("ETag")
+    clock.now += 0.5
+    after = call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR")
+    assert after.status == 200 and after.header("ETag") != before.header("ETag")
+    with django_assert_num_queries(0):  # the new state's page is kept in turn
+        assert call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR").body == after.body
+
+
+def test_a_version_the_cache_lost_sends_the_request_to_django(front, board, clock):
+    from django.core.cache import caches
+    benchmark, _ = board
+    call(front, "/b/mmae/")
+    caches["default"].delete(version_key(benchmark.id))
+    clock.now += 1
+    call(front, "/b/mmae/")  # Django's, which publishes the version again
+    assert caches["default"].get(version_key(benchmark.id)) == benchmark.board_version
+
+
+def test_a_query_not_seen_and_other_methods_go_to_django(front, board,
+                                                         django_assert_num_queries):
+    call(front, "/b/mmae/")
+    assert queries(front, "/b/mmae/?sort=rank") > 0  # the same page, a spelling not seen
+    with django_assert_num_queries(0):
+        call(front, "/b/mmae/?sort=rank")  # seen now
+    posted = call(front, "/b/mmae/", method="POST")
+    assert posted.status == 403 and b"CSRF" in posted.body  # Django's CSRF check answered
+
+
+def test_a_board_without_its_rank_ranges_is_always_djangos(front, db, author,
+                                                           django_assert_num_queries):
+    benchmark = board_benchmark()
+    scored_submission(benchmark, author, "Alpha", {("overall", ""): (50.0, 60.0, 30.0)},
+                      changed=True)
+    call(front, "/b/mmae/")
+    assert not front.kept  # a worker has yet to store the ranges: each visit asks for them
+
+
+def test_a_response_that_sets_a_cookie_or_names_a_nonce_is_never_kept(settings, clock):
+    settings.FRONT = True
+    from config.front import ENVIRON_KEY
+
+    def app_with(headers):
+        def app(environ, start_response):
+            note = environ[ENVIRON_KEY]
+            note.boards, note.etag, note.keep_seconds = {1: 1}, '"e"', 300
+            start_response("200 OK", [("Cache-Control", "public, max-age=0"),
+                                      ("Content-Length", "2"), *headers])
+            return [b"ok"]
+        return app
+
+    publish({1: 1})
+    for headers in ([("Set-Cookie", "a=b")],
+                    [("Content-Security-Policy", "script-src 'self' 'nonce-abc'")],
+                    [("Vary", "*")]):
+        front = Front(app_with(headers), clock=clock)
+        call(front, "/")
+        assert not front.kept, headers
+    kept = Front(app_with([]), clock=clock)
+    call(kept, "/")
+    assert len(kept.kept) == 1
+
+
+def test_kept_responses_stay_under_the_bound(front, django_app, board, settings):
+    urls = ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound"]
+    sizes = [len(call(django_app, url).body) for url in urls]
+    settings.FRONT_MAX_BYTES = max(sizes) + ENTRY_BYTES + 10  # room for one of them only
+    for url in urls:
+        call(front, url)
+    assert len(front.kept) == 1 and front.size == sizes[1] + ENTRY_BYTES
+    assert len(front.varies) == 1  # nor is the URL it was kept under
+    assert queries(front, urls[0]) > 0  # the least recently used went
+
+
+@pytest.mark.parametrize("cache", ["process", "redis"])
+def test_a_published_version_only_rises(cache, request, settings):
+    if cache == "redis":
+        request.getfixturevalue("redis_cache")
+    from django.core.cache import caches
+    publish({7: 5})
+    publish({7: 3})
+    assert caches["default"].get(version_key(7)) == 5
+    publish({7: 6})
+    assert caches["default"].get(version_key(7)) == 6
+
+
+def test_gunicorn_serves_the_front_around_django():
+    """`make run` and docker/ serve config.wsgi (config/run.py, docker/Dockerfile)."""
+    from config import wsgi
+
+    assert isinstance(wsgi.application, Front)
+    assert isinstance(wsgi.application.app, WSGIHandler)
+
+
+def test_the_versions_are_read_at_most_once_a_second(front, board, clock, monkeypatch):
+    from django.core.cache import caches
+    default = caches["default"]
+    reads = []
+    real = default.get_many
+    monkeypatch.setattr(default, "get_many", lambda keys: reads.append(keys) or real(keys))
+    call(front, "/b/mmae/")
+    for _ in range(20):
+        call(front, "/b/mmae/")
+        clock.now += 0.04  # 20 requests over 0.8 s
+    assert len(reads) == 1
+    clock.now += 0.25  # a second after the read
+    call(front, "/b/mmae/")
+    assert len(reads) == 2
+
+
+def test_versions_learnt_from_redis_pass_a_change_on(front, board, clock, redis_cache,  # noqa: F811
+                                                     django_capture_on_commit_callbacks,
+                                                     django_assert_num_queries):
+    benchmark, _ = board
+    publish({benchmark.id: benchmark.board_version})  # into Redis, as the board's change did
+    call(front, "/b/mmae/")
+    with django_assert_num_queries(0):
+        before = call(front, "/b/mmae/")
+    with django_capture_on_commit_callbacks(execute=True):
+        board_changed(benchmark.id)
+    clock.now += 1
+    assert call(front, "/b/mmae/").header("ETag") != before.header("ETag")
+
+
+def test_with_redis_unreachable_django_answers(front, board, clock, settings):
+    from tests.servers import free_ports
+    (port,) = free_ports(1)
+    settings.CACHES = {**settings.CACHES, "default": {
+        "BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": f"redis://127.0.0.1:{port}/0",
+        "OPTIONS": {"socket_connect_timeout": 0.2}}}
+    first = call(front, "/b/mmae/")
+    assert first.status == 200
+    assert queries(front, "/b/mmae/") > 0  # no version known: never answered by the front
