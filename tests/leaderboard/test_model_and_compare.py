@@ -95,8 +95,9 @@ def test_the_chart_shows_the_chosen_dimension_of_the_table(client, models):
     response = client.get(f"/m/{model_id}/?dimension=modality")
     html = response.content.decode()
     assert "70.00<small> [60.00, 75.00]</small>" in html
-    ifr = figure_data(html, "chart-slices")[0]
+    emr, ifr, _ = figure_data(html, "chart-slices")  # the kind's order: EMR, IFR, CR
     assert (ifr["type"], ifr["x"], ifr["y"]) == ("bar", ["music", "sound"], [70.00, 30.00])
+    assert (emr["name"], emr["y"]) == ("EMR", [40.00, 20.00])
     radar = client.get(f"/m/{model_id}/?dimension=complexity&chart=radar").content.decode()
     ifr = figure_data(radar, "chart-slices")[0]
     assert (ifr["type"], ifr["theta"]) == ("scatterpolar", ["single", "single"])

@@ -184,7 +184,8 @@ def test_the_compare_page_says_who_is_ahead(item_board, client):
     html = client.get(f"/b/mmae/compare/?models={strong.model_id},{weak.model_id}") \
         .content.decode()
     table = html[html.index('id="differences-1"'):]
-    assert "Strong ahead" in table and "not separable" in table
+    assert '<span class="cut name" title="Strong">Strong</span> ahead' in table
+    assert "not separable" in table
     verdicts = table.count('class="verdict verdict-a-ahead"') + \
         table.count('class="verdict verdict-b-ahead"') + \
         table.count('class="verdict verdict-not-separable"')
