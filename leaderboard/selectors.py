@@ -348,7 +348,7 @@ def submission_standing(submission: Submission) -> dict | None:
     values = overall.figures() if overall else {}
     standing = {"figures": [(m.label, m.format(values.get(m.key)), m.definition)
                             for m in kind.metrics],
-                "rank": None, "of": None, "why_not": ""}
+                "rank": None, "rank_range": None, "of": None, "why_not": ""}
     current = benchmark_current(submission.benchmark.slug)
     if not submission.public:
         standing["why_not"] = "private: only you and staff see it"
@@ -364,7 +364,7 @@ def submission_standing(submission: Submission) -> dict | None:
         if mine is None:
             standing["why_not"] = "another submission of the model represents it on the board"
         else:
-            standing.update(rank=mine["rank"], of=len(rows))
+            standing.update(rank=mine["rank"], rank_range=mine["rank_range"], of=len(rows))
     return standing
 
 

@@ -221,3 +221,27 @@ def test_a_page_without_a_chart_allows_nothing_inline(client, three):
     response = client.get(f"/s/{three.submissions.get(model__name='Alpha').pk}/")
     assert response.status_code == 200
     assert_nothing_from_outside(policy(response), inline_styles=False)
+
+
+LONG = "Echo Editor " + "x" * 188  # 200 characters, as long as a model's name may be
+
+
+def test_a_long_name_is_cut_on_the_heatmaps_axis_and_whole_in_its_hover():
+    twins = [{"model": f"{LONG[:-1]}{end}", "cells": [10.0, 20.0], "n": [3, 3]} for end in "ab"]
+    figure = charts.pivot_heatmap({"dimension": "modality", "metric": "EMR",
+                                   "buckets": ["music", "sound"], "rows": twins}, MMAE)
+    ticks = list(figure.layout.yaxis.ticktext)
+    assert ticks == [LONG[:charts.SHORT_NAME_CHARS - 1] + "…"] * 2
+    assert list(figure.data[0].y) == [0, 1]  # two rows, though their ticks read the same
+    hover = figure.data[0].hovertext[1][0]
+    assert hover.startswith("<b>") and hover[3:hover.index("</b>")].replace("<br>", "") \
+        == twins[1]["model"]
+    assert max(len(line) for line in hover.split("<br>")) <= charts.HOVER_LINE_CHARS + 3
+
+
+def test_a_long_name_is_cut_beside_its_point_and_whole_in_its_hover():
+    rows = [{"model": LONG, "model_id": 1, "organisation": "", "rank": 1, "IFR": 40.0,
+             "CR": 50.0, "EMR": 5.0}]
+    trace = scatter(rows).data[0]
+    assert trace.text[0] == LONG[:charts.SHORT_NAME_CHARS - 1] + "…"
+    assert trace.hovertext[0][3:trace.hovertext[0].index("</b>")].replace("<br>", "") == LONG
