@@ -255,6 +255,9 @@ def _model_page(request, model_id):
         return render(request, "leaderboard/model.html", context)
     kind = kinds[data["benchmark"]]
     slices = _with_cells(model_pages.slice_rows(shown.current_run_id, kind), kind)
+    for row in slices:  # each cell with its label, which a phone shows above it
+        row["labelled"] = list(zip((m.label for m in kind.metrics), row["figures"],
+                                   strict=True))
     chosen = [r for r in slices if r["dimension"] == data["dimension"]]
     build = charts.slice_radar if data["chart"] == "radar" else charts.slice_bars
     plotted = tuple(m.key for m in kind.metrics if not m.count)
