@@ -48,7 +48,8 @@ def site(tmp_path, settings, author):
         pk=leaderboard_rows(benchmark=benchmark)[0]["submission"])
     leader.model.name, leader.model.owner = LONG, author
     leader.model.save()
-    Submission.objects.filter(pk=leader.pk).update(owner=author)
+    # Partial too, so that its name carries three badges.
+    Submission.objects.filter(pk=leader.pk).update(owner=author, coverage=0.9)
     board_changed(benchmark.id)  # as a model's details edited raise it
     rank_ranges.refresh(benchmark, replicates=200)
     other = Submission.objects.filter(benchmark=benchmark).exclude(pk=leader.pk).first()
@@ -73,6 +74,15 @@ def fits(page, name: str, width: int) -> None:
     for element in shown:
         assert element["cut"] and element["ellipsis"] == "ellipsis", (name, element)
         assert LONG in element["title"], (name, element)
+
+
+def nothing_spills_from_a_model_cell(page) -> None:
+    """A name's link, badges and byline stay inside their cell, over no figure."""
+    spilling = page.evaluate("""() => [...document.querySelectorAll("#board td.model")]
+        .filter(td => [...td.querySelectorAll("a, .badge, small")].some(el =>
+            el.getBoundingClientRect().right > td.getBoundingClientRect().right + 0.5))
+        .map(td => td.textContent.trim().slice(0, 40))""")
+    assert spilling == []
 
 
 def board_leads_with_the_ranking_figure(page) -> None:
@@ -116,6 +126,8 @@ def test_a_200_character_name_fits_every_page(browser, live_server, site, device
             page.screenshot(path=str(SCREENSHOTS / f"names-{width}-{name}.png"),
                             full_page=True)
             fits(page, name, width)
+            if name == "board":
+                nothing_spills_from_a_model_cell(page)
             if name == "board" and device == "phone":
                 board_leads_with_the_ranking_figure(page)
             if name == "pivot":
