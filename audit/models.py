@@ -18,6 +18,7 @@ class AuditEvent(models.Model):
         QUOTA = "quota"
         ENDPOINT = "endpoint"
         BASELINE = "baseline"
+        PANEL_RATER = "panel_rater"  # a rater removed from the listening panel
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                               on_delete=models.SET_NULL, related_name="+")

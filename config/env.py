@@ -9,7 +9,7 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
-from judge.base_urls import parse_base_urls  # noqa: F401 - settings read it from here
+from judge import base_urls
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -111,3 +111,11 @@ def env_secret_pair(id_name: str, secret_name: str) -> tuple[str, str] | None:
         raise ImproperlyConfigured(f"{missing} is missing: set both {id_name} and "
                                    f"{secret_name}, or neither")
     return (client_id, secret) if client_id else None
+
+
+def parse_base_urls(raw: str, *, name: str = "JUDGE_BASE_URLS") -> list[str]:
+    """judge.base_urls.parse_base_urls, a bad URL being a bad setting."""
+    try:
+        return base_urls.parse_base_urls(raw, name=name)
+    except base_urls.BaseUrlError as exc:
+        raise ImproperlyConfigured(str(exc)) from None

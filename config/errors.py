@@ -8,16 +8,22 @@ from django.core.exceptions import ValidationError
 
 
 class ServiceError(ValidationError):
-    """`problems`: each reason, in words an author or staff member acts on. `code` says why:
-    "invalid" (the input; HTTP 400), "conflict" (the object's state; 409) or "quota" (a limit
-    of the caller's; 429)."""
+    """`problems`: each reason, in words an author or staff member acts on, or a dict of them
+    by the form field they concern ("__all__" for none), so that a page shows each beside its
+    field. `code` says why: "invalid" (the input; HTTP 400), "conflict" (the object's state;
+    409) or "quota" (a limit of the caller's; 429)."""
 
     STATUS = {"invalid": 400, "conflict": 409, "quota": 429}
 
-    def __init__(self, problems: str | list[str], *, code: str = "invalid"):
+    def __init__(self, problems: str | list[str] | dict[str, list[str]], *,
+                 code: str = "invalid"):
         if code not in self.STATUS:
             raise ValueError(f"unknown ServiceError code {code!r}")
-        super().__init__([problems] if isinstance(problems, str) else list(problems))
+        if isinstance(problems, dict):
+            problems = {field: list(found) for field, found in problems.items() if found}
+        elif isinstance(problems, str):
+            problems = [problems]
+        super().__init__(problems if isinstance(problems, dict) else list(problems))
         self.code = code
 
     @property

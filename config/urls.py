@@ -29,6 +29,7 @@ urlpatterns = [
         path("", include("submissions.staff_urls")),
         path("", include("scoring.staff_urls")),
         path("", include("audit.staff_urls")),
+        path("", include("leaderboard.staff_urls")),
     ], "staff"))),
     path("", include("leaderboard.urls")),
 ]

@@ -18,6 +18,7 @@ from leaderboard.state import (
 )
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, ScoringRun, SliceResult
+from submissions.attempts import attempt_dates
 from submissions.models import ModelEntry, Submission
 
 
@@ -105,6 +106,18 @@ def board_standings(featured: dict[str, Submission]) -> list[dict]:
                           "of": sum(1 for r in rows if r["rank"] is not None),
                           "page": position // BOARD_PAGE_ROWS + 1})
     return standings
+
+
+def attempt_rows(entry: ModelEntry, featured: dict[str, Submission]) -> list[dict]:
+    """For each benchmark the page shows, when the model's author uploaded each of their
+    scored attempts on it (public and private, deleted ones included: README, "Attempts
+    disclosed"), oldest first."""
+    rows = []
+    for slug, submission in featured.items():
+        dates = attempt_dates(entry.owner_id, slug)
+        rows.append({"slug": slug, "title": submission.benchmark.title, "count": len(dates),
+                     "dates": [f"{d:%Y-%m-%d}" for d in dates]})
+    return rows
 
 
 def _slice_order(dimension: str, bucket: str, kind: Kind) -> tuple:

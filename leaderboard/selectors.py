@@ -23,9 +23,10 @@ from leaderboard.state import (
 )
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, ScoringRun, SliceResult
+from submissions.attempts import attempts_by_model
 from submissions.models import Submission
 
-SORTS = ("rank", "model", "organisation", "coverage", "date")  # and the kind's metrics
+SORTS = ("rank", "model", "organisation", "coverage", "date", "attempts")  # and the kind's metrics
 TIED = "="  # a row's decided_by when it equals the row above on the whole key
 
 
@@ -121,6 +122,9 @@ def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
     subs = {s.current_run_id: s for s in representatives(benchmark)}
     rows = [_row(subs[f.run_id], f, kind) for f in SliceResult.objects.filter(
         run_id__any=list(subs), dimension=dimension, bucket=bucket)]
+    attempts = attempts_by_model(benchmark.slug, [r["model_id"] for r in rows])
+    for row in rows:
+        row["attempts"] = attempts.get(row["model_id"], 0)
     rank_key = _rank_key(kind, metric)
     keys = [rank_key(r) for r in rows]
     for row, rank in zip(rows, ranking.competition_ranks(keys), strict=True):
@@ -248,14 +252,15 @@ def reference_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL
     rows += baseline_rows(benchmark=benchmark, kind=kind, dimension=dimension, bucket=bucket)
     for row in rows:
         row.update(rank=None, rank_range=None, coverage=None, organisation="",
-                   open_weights=None, licence="")
+                   open_weights=None, licence="", attempts=None)
     return rows
 
 
 def baseline_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL,
                   bucket: str = "") -> list[dict]:
-    """The calibration baselines (Identity, Noise) scored here under the board's judge config,
-    on the slice: shown on the board, marked diagnostic, never ranked."""
+    """The calibration baselines (Identity, Noise and the battery) scored here under the
+    board's judge config, on the slice: shown on the board, marked diagnostic, never
+    ranked."""
     bucket = bucket if dimension != OVERALL else ""
     return [{"model": run.label, "reference": "diagnostic", "note": "",
              "scope": f"scored here by {run.judge_name}", "source": "",
@@ -313,8 +318,9 @@ def licences(benchmark: Benchmark) -> list[str]:
 
 
 def diagnostic_rows(benchmark: Benchmark) -> list[dict]:
-    """The calibration baselines (Identity, Noise) scored under the benchmark's current judge
-    config, latest finished run of each, beside the paper's row of the same name."""
+    """The calibration baselines (Identity, Noise and the battery) scored under the
+    benchmark's current judge config, latest finished run of each, beside the paper's row of
+    the same name."""
     latest = _latest_baselines(benchmark)
     if not latest:
         return []
@@ -384,8 +390,9 @@ def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:
             run__benchmark__slug=benchmark.slug, run__status=ScoringRun.Status.FINISHED,
             dimension=OVERALL).values_list("run__judge_config_id", "run__judge_config__name",
                                            "run__simulated", "values")):
-        entry = totals.setdefault(config_id, {"config": name, "runs": 0, "simulated": False,
-                                              "judged": 0, "sums": {}})
+        entry = totals.setdefault(config_id, {"config": name, "config_id": config_id,
+                                              "runs": 0, "simulated": False, "judged": 0,
+                                              "sums": {}})
         entry["runs"] += 1
         entry["simulated"] |= simulated
         judged = values.get("judged") or 0
@@ -393,11 +400,13 @@ def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:
         for m in kind.judge_figures:
             if values.get(m.key) is not None:
                 entry["sums"][m.key] = entry["sums"].get(m.key, 0.0) + values[m.key] * judged
-    return [{**entry, "figures": [(m.label, m.format(entry["sums"][m.key] / entry["judged"]
-                                                     if entry["judged"] and m.key in
-                                                     entry["sums"] else None), m.definition)
-                                  for m in kind.judge_figures]}
-            for entry in totals.values()]
+    for entry in totals.values():
+        entry["values"] = {m.key: entry["sums"][m.key] / entry["judged"]
+                           if entry["judged"] and m.key in entry["sums"] else None
+                           for m in kind.judge_figures}
+        entry["figures"] = [(m.label, m.format(entry["values"][m.key]), m.definition)
+                            for m in kind.judge_figures]
+    return list(totals.values())
 
 
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:

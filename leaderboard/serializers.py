@@ -142,6 +142,9 @@ class BoardRowOut(KindFiguresOut):
                                        "null for published results")
     judge_config = serializers.CharField()
     date = IsoDateTime()
+    attempts = serializers.IntegerField(help_text="submissions the model's author made to "
+                                        "this benchmark and had scored, public and private, "
+                                        "deleted ones included")
     flag = OptionalText(help_text="staff's public reason")
 
     class Meta:
@@ -172,7 +175,7 @@ class DiagnosticOut(KindFiguresOut):
     """A calibration baseline scored here (Identity returns each input unchanged, Noise white
     noise), shown on the board marked diagnostic, never ranked."""
 
-    model = serializers.CharField(help_text="Identity or Noise")
+    model = serializers.CharField(help_text="Identity, Noise, Silence, Reversed or Shuffled")
     diagnostic = serializers.SerializerMethodField(help_text="always true: not a submission")
     n = serializers.IntegerField(source="n_samples", allow_null=True)
     judge = serializers.CharField()

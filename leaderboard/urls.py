@@ -1,6 +1,8 @@
 from django.urls import path
 
 from leaderboard import api, explorer, history_views, item_views, media_views, views
+from leaderboard.panel import api as panel_api
+from leaderboard.panel import views as panel_views
 
 app_name = "leaderboard"
 
@@ -32,6 +34,13 @@ urlpatterns = [
     path("b/<slug:slug>/compare/items/", item_views.compare_items, name="compare-items"),
     path("b/<slug:slug>/i/<str:key>/", item_views.item, name="item"),
     path("b/<slug:slug>/scoring/", views.scoring, name="scoring"),
+    path("b/<slug:slug>/panel/", panel_views.panel, name="panel"),
+    path("b/<slug:slug>/judge/", panel_views.judge, name="judge"),
+    path("api/panel/<slug:slug>/next/", panel_api.PanelNextApi.as_view(), name="api-panel-next"),
+    path("api/panel/<slug:slug>/tasks/<int:task>/", panel_api.PanelAnswerApi.as_view(),
+         name="api-panel-answer"),
+    path("api/leaderboards/<slug:slug>/judge/", panel_api.JudgeCardApi.as_view(),
+         name="api-judge-card"),
     path("m/<int:model_id>/", views.model, name="model"),
     path("static-plotly-<str:version>.js", views.plotly_js, name="plotly-js"),
 ]

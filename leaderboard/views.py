@@ -57,7 +57,14 @@ def columns(kind) -> list[tuple[str, str, str]]:
             *[(m.key, m.label, m.definition) for m in kind.metrics],
             ("organisation", "Organisation", ""),
             ("coverage", "Coverage", "Share of the items with an output; the others score 0"),
-            ("date", "Date", "When the submission was uploaded")]
+            ("date", "Date", "When the submission was uploaded"),
+            ("attempts", "Tries", ATTEMPTS)]
+
+
+# Why the column is there: README, "Attempts disclosed".
+ATTEMPTS = ("Attempts: submissions the model's author made to this benchmark and had "
+            "scored, public and private, deleted ones included: the variants tried, not "
+            "only the one shown")
 
 
 def home(request):
@@ -243,6 +250,7 @@ def _model_page(request, model_id):
     context = {"entry": entry, "form": form, "errors": [],
                "standings": model_pages.board_standings(featured),
                "submissions": model_pages.submission_rows(submissions),
+               "attempts": model_pages.attempt_rows(entry, featured),
                "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()],
                "dimensions": dimension_choices(next(iter(kinds.values())))
                if kinds else []}

@@ -7,18 +7,23 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import operator
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Count, Max
+from psycopg.types.json import Jsonb
 
 from config.alerts import staff_alert
 from judge.fleet import REFUSED
 from scoring.boards import board_changed
 from scoring.judgments import ANSWER_FIELDS
-from scoring.kinds import Kind, get_kind
+from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import (
     Answer,
+    Criterion,
     Item,
     ItemResult,
     RunVector,
@@ -29,6 +34,11 @@ from scoring.runs import Status, _move, run_fail
 
 log = logging.getLogger(__name__)
 
+# Read as plain values (no model instances): an answer's item, criterion index and round, then
+# its record's fields.
+_ANSWER_VALUES = ("criterion__item", "criterion__index", "round", *ANSWER_FIELDS)
+
+
 def answer_groups(run: ScoringRun, item_ids=None) -> Iterator[tuple[int, dict]]:
     """A run's answers (of `item_ids`' items only, when given) as records, streamed in
     benchmark order: (item id, {(criterion index, round): record}) for each item with
@@ -36,29 +46,30 @@ def answer_groups(run: ScoringRun, item_ids=None) -> Iterator[tuple[int, dict]]:
     answers = Answer.objects.filter(run=run)
     if item_ids is not None:
         answers = answers.filter(criterion__item_id__in=list(item_ids))
-    answers = (answers.select_related("criterion")
-               .order_by("criterion__item__position", "criterion__index", "round"))
+    answers = (answers.order_by("criterion__item__position", "criterion__index", "round")
+               .values_list(*_ANSWER_VALUES))
     if item_ids is None:  # a whole run's, streamed; a few items' (a page) in one round trip
         answers = answers.iterator(chunk_size=5000)
-    for item_id, group in itertools.groupby(answers, key=lambda a: a.criterion.item_id):
-        yield item_id, {(a.criterion.index, a.round): _record_of(a) for a in group}
+    for item_id, group in itertools.groupby(answers, key=operator.itemgetter(0)):
+        yield item_id, {(values[1], values[2]): _record(values) for values in group}
 
 
 def answers_of(run_ids, criterion_ids) -> dict[tuple[int, int], dict]:
     """The answers to these criteria in these runs, in one query read through the index of a
     run's answers: {(run id, item id): {(criterion index, round): record}}."""
     found: dict[tuple[int, int], dict] = {}
-    for answer in (Answer.objects.filter(run_id__in=list(run_ids),
+    for values in (Answer.objects.filter(run_id__in=list(run_ids),
                                          criterion_id__in=list(criterion_ids))
-                   .select_related("criterion")):
-        found.setdefault((answer.run_id, answer.criterion.item_id), {})[
-            (answer.criterion.index, answer.round)] = _record_of(answer)
+                   .values_list("run_id", *_ANSWER_VALUES)):
+        found.setdefault((values[0], values[1]), {})[(values[2], values[3])] = _record(
+            values[1:])
     return found
 
 
-def _record_of(answer: Answer) -> dict:
-    return {"criterion": answer.criterion.index, "round": answer.round,
-            **{name: getattr(answer, name) for name in ANSWER_FIELDS}}
+def _record(values: tuple) -> dict:
+    """An answer's record from its _ANSWER_VALUES."""
+    return {"criterion": values[1], "round": values[2],
+            **dict(zip(ANSWER_FIELDS, values[3:], strict=True))}
 
 
 def run_aggregate(run_id: int) -> bool:
@@ -78,18 +89,17 @@ def run_aggregate(run_id: int) -> bool:
     if len(refused) > settings.SCORING_MAX_REFUSED_SHARE * run.total_queries:
         _refused_fail(run, refused)
         return False
-    items = list(Item.objects.filter(benchmark=run.benchmark).prefetch_related("criteria")
-                 .order_by("position"))
-    rows = [kind.item_result(kind.from_rows(item.as_rows()), run.outputs.get(item.key),
-                             answers.get(item.id, {})) for item in items]
-    results = [item_result_row(kind, run=run, item=item, position=item.position,
-                               missing=row["missing"], **kind.item_columns(row))
+    items = benchmark_items(run.benchmark_id, kind)
+    rows = [kind.item_result(item.read, run.outputs.get(item.key), answers.get(item.id, {}))
+            for item in items]
+    results = [{"run_id": run.id, "item_id": item.id, "position": item.position,
+                "missing": row["missing"], **kind.item_columns(row)}
                for item, row in zip(items, rows, strict=True)]
     slices = _slices(run, kind.summarize(rows), kind.intervals(rows, seed=run.seed))
     with transaction.atomic():
         ItemResult.objects.filter(run=run).delete()
         SliceResult.objects.filter(run=run).delete()
-        ItemResult.objects.bulk_create(results, batch_size=1000)
+        item_results_store(kind, results)
         SliceResult.objects.bulk_create(slices, batch_size=1000)
         run_vector_store(run, kind, rows)
         _move(run.id, [Status.AGGREGATING], Status.FINISHED, refused_queries=len(refused))
@@ -115,9 +125,64 @@ def _refused_fail(run: ScoringRun, refused: list[dict]) -> None:
                     key=f"run-refused:{run.id}")
 
 
-def item_result_row(kind: Kind, **columns) -> ItemResult:
-    """An ItemResult of these columns, with whether the explorer counts it as failed."""
-    return ItemResult(failed=kind.failed(columns), **columns)
+@dataclass(frozen=True)
+class KindItem:
+    id: int
+    key: str
+    position: int
+    read: object  # the item as its kind reads it (Kind.from_rows)
+
+
+# Each benchmark's items as its kind reads them, kept by this process between runs (a worker
+# aggregates many runs of one benchmark): benchmark id -> (stamp, items).
+_ITEMS: dict[int, tuple[tuple, list[KindItem]]] = {}
+
+
+def benchmark_items(benchmark_id: int, kind: Kind) -> list[KindItem]:
+    """A benchmark's items in position order, read from plain values once per process and
+    read again only when its items or criteria change (their count or newest id)."""
+    stamp = (*Item.objects.filter(benchmark_id=benchmark_id).aggregate(
+        n_items=Count("id", distinct=True), last_item=Max("id"), n_criteria=Count("criteria"),
+        last_criterion=Max("criteria__id")).values(), kind.name)
+    kept = _ITEMS.get(benchmark_id)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    criteria: dict[int, list[dict]] = collections.defaultdict(list)
+    for item_id, index, category, question, spec in (
+            Criterion.objects.filter(item__benchmark_id=benchmark_id).order_by("index")
+            .values_list("item_id", "index", "category", "question", "spec")):
+        criteria[item_id].append({"index": index, "category": category, "question": question,
+                                  "spec": spec})
+    items = [KindItem(id=id_, key=key, position=position, read=kind.from_rows(ItemRows(
+                 key=key, dimensions=dimensions, content=content, media=media,
+                 criteria=criteria[id_])))
+             for id_, key, position, dimensions, content, media in (
+                 Item.objects.filter(benchmark_id=benchmark_id).order_by("position")
+                 .values_list("id", "key", "position", "dimensions", "content", "media"))]
+    _ITEMS[benchmark_id] = (stamp, items)
+    return items
+
+
+# ItemResult's columns as item_results_store takes them.
+ITEM_RESULT_COLUMNS = ("run_id", "item_id", "missing", "values", "passed", "score", "failed",
+                       "position")
+
+
+def item_results_store(kind: Kind, results: list[dict]) -> None:
+    """Per-item results (dicts of ITEM_RESULT_COLUMNS but `failed`, which the kind decides:
+    whether the explorer counts the item as failed): one COPY on PostgreSQL, bulk_create
+    elsewhere."""
+    rows = [{**columns, "failed": kind.failed(columns)} for columns in results]
+    if connection.vendor != "postgresql":
+        ItemResult.objects.bulk_create([ItemResult(**row) for row in rows], batch_size=2000)
+        return
+    fields = [ItemResult._meta.get_field(name.removesuffix("_id")).column
+              for name in ITEM_RESULT_COLUMNS]
+    statement = f"COPY {ItemResult._meta.db_table} ({', '.join(fields)}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row([Jsonb(row[name]) if name == "values" else row[name]
+                            for name in ITEM_RESULT_COLUMNS])
 
 
 def run_vector_store(run: ScoringRun, kind: Kind, rows: list[dict]) -> None:

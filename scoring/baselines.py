@@ -1,9 +1,12 @@
-"""Calibration baselines: the paper's diagnostic systems, scored by this deployment's judge.
+"""Calibration baselines: the paper's diagnostic systems and the robustness battery, scored by
+this deployment's judge.
 
 Identity returns each sample's first input audio unchanged; Noise returns seeded white noise of
 the input's length and sample rate. Scored under the benchmark's current judge config, their
 figures sit beside the paper's own Identity and Noise rows (SPEC section 7), so a judge
-deployment can be checked against the paper.
+deployment can be checked against the paper. The battery (scoring.battery) adds Silence (all
+zeros of the input's length), Reversed (the input backwards) and Shuffled (a public system's
+outputs, each given to another item), each with the figure an honest judge should give.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from tqdm import tqdm
 from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
+from scoring import battery
+from scoring.battery import IDENTITY, NOISE, REVERSED, SHUFFLED, SILENCE
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
@@ -27,8 +32,7 @@ from scoring.models import Benchmark, ScoringRun
 from scoring.runs import run_create
 from scoring.tasks import enqueue_run
 
-IDENTITY, NOISE = "Identity", "Noise"
-BASELINES = (IDENTITY, NOISE)
+BASELINES = (IDENTITY, NOISE, SILENCE, REVERSED, SHUFFLED)
 
 
 class BaselineError(ServiceError):
@@ -66,10 +70,35 @@ def write_noise(benchmark: Benchmark, *, seed: int = 0, progress: bool = False
     return outputs
 
 
+def _inputs_runs(benchmark: Benchmark, identity: dict[str, str], seed: int,
+                 progress: bool) -> list[tuple[str, str, dict, dict]]:
+    """(label, audio root, outputs, missing) of the baselines made from the inputs."""
+    folder = baseline_folder(benchmark)
+    made = [(IDENTITY, benchmark.audio_root, identity, {}),
+            (NOISE, str(folder), write_noise(benchmark, seed=seed, progress=progress), {})]
+    for label, make in ((SILENCE, battery.silence), (REVERSED, battery.reversed_samples)):
+        outputs = battery.write_from_inputs(benchmark, identity,
+                                            folder / f"{label.lower()}-{seed}", make)
+        made.append((label, str(folder), outputs, {}))
+    return made
+
+
+def _shuffled_run(benchmark: Benchmark, seed: int) -> tuple[str, str, dict, dict] | None:
+    """Shuffled's (label, root, outputs, missing), None when no public system has outputs."""
+    source = battery.public_source(benchmark)
+    if source is None:
+        return None
+    outputs, missing = battery.write_shuffled(
+        benchmark, source, baseline_folder(benchmark) / f"shuffled-{seed}", seed=seed)
+    return SHUFFLED, str(baseline_folder(benchmark)), outputs, missing
+
+
 def baselines_create(*, actor, benchmark: Benchmark, reason: str = "",
                      progress: bool = False) -> list[ScoringRun]:
-    """Identity and Noise runs under the benchmark's current judge config, queued on the
-    rescoring queue; audited. A baseline already in progress under that config is refused."""
+    """The calibration baselines (BASELINES) under the benchmark's current judge config,
+    queued on the rescoring queue; audited. A baseline already in progress under that config
+    is refused. Shuffled is left out, and the audit record says why, while no public
+    system has outputs to shuffle."""
     if not get_kind(benchmark.kind).calibration_baselines:
         raise BaselineError("calibration baselines (the input returned unchanged, white noise) "
                             f"do not apply to {benchmark.kind} benchmarks")
@@ -83,19 +112,21 @@ def baselines_create(*, actor, benchmark: Benchmark, reason: str = "",
     identity = identity_outputs(benchmark)
     if not identity:
         raise BaselineError(f"{benchmark} has no sample with an input audio")
-    noise = write_noise(benchmark, seed=config.seed, progress=progress)
+    planned = _inputs_runs(benchmark, identity, config.seed, progress)
+    shuffled = _shuffled_run(benchmark, config.seed)
+    skipped = {} if shuffled else {SHUFFLED: "no public system has outputs to shuffle"}
     made = []
     with transaction.atomic():
-        for label, root, outputs in ((IDENTITY, benchmark.audio_root, identity),
-                                     (NOISE, str(baseline_folder(benchmark)), noise)):
-            run = run_create(benchmark=benchmark, audio_root=root, outputs=outputs, missing={},
-                             config=config, purpose=ScoringRun.Purpose.BASELINE, label=label)
+        for label, root, outputs, missing in planned + ([shuffled] if shuffled else []):
+            run = run_create(benchmark=benchmark, audio_root=root, outputs=outputs,
+                             missing=missing, config=config,
+                             purpose=ScoringRun.Purpose.BASELINE, label=label)
             enqueue_run(run.id)
             made.append(run)
         board_changed(slug=benchmark.slug)
         audit_record(actor=actor, action=AuditEvent.Action.BASELINE, obj=benchmark,
                      after={"runs": {run.label: run.id for run in made},
-                            "judge_config": config.name},
+                            "judge_config": config.name, "skipped": skipped},
                      reason=reason or "calibration baselines", benchmark_slug=benchmark.slug,
                      public=True)
     return made

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.fleet import REFUSED, JudgeFleet
-from scoring.jobs import JobFeed, ask_jobs
+from scoring.jobs import ask_jobs
 from scoring.kinds import ItemRows, Kind, file_sha256, get_kind
 from scoring.kinds.base import answer_record
 from scoring.kinds.files import read_text, resolve_audio
@@ -125,22 +125,14 @@ def plan_jobs(plan_: Plan, config: ScoreConfig) -> Iterator:
                                    input_path=lambda path: str(resolve_audio(root, path)))
 
 
-def _feed_jobs(jobs: Iterator, answered: dict, feed: JobFeed,
-               loop: asyncio.AbstractEventLoop) -> int:
-    """Build the jobs in this thread, handing those without an answer to the query loop a
-    few at a time as they are made (the first queries leave while the rest are built);
-    return how many the plan has in all."""
-    count, chunk, size = 0, [], 1
+def _pending(jobs: Iterator, answered: dict, counted: list[int]) -> Iterator:
+    """The jobs without an answer, built one item at a time as the query loop takes them
+    (in the loop's thread: a builder thread beside it took the GIL from the loop while the first
+    queries were out); counted[0] is how many the plan has so far."""
     for job in jobs:
-        count += 1
+        counted[0] += 1
         if (job.item, job.criterion, job.round) not in answered:
-            chunk.append(job)
-        if len(chunk) >= size:
-            loop.call_soon_threadsafe(feed.put, chunk)
-            chunk, size = [], 64
-    loop.call_soon_threadsafe(feed.put, chunk)
-    loop.call_soon_threadsafe(feed.close)
-    return count
+            yield job
 
 
 def read_answers(path: Path) -> dict[tuple, dict]:
@@ -249,8 +241,9 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
     _write_json(out / RUN, run)
     results_path = out / RESULTS
     answers = read_answers(results_path)
-    # The total is known once every job is built, a moment after the first queries leave.
-    tracker = progress(len(answers), None) if progress else None
+    tracker = progress(len(answers), kind.job_count(
+        plan_.items, plan_.outputs, rounds=kind.rounds, options=config.options)
+    ) if progress else None
     failed = 0
     queries = 0
 
@@ -282,19 +275,16 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
                     raise JudgeRefused(
                         "no judge endpoint can serve these queries, so none was sent:\n"
                         + "\n".join(f"  {url}: {why}" for url, why in wrong.items()))
-                feed = JobFeed(low_water=fleet.capacity)
-                asking = asyncio.create_task(ask_jobs(feed, fleet, on_answer))
+                counted = [0]
                 try:
-                    queries = await asyncio.to_thread(
-                        _feed_jobs, plan_jobs(plan_, config), dict(answers), feed,
-                        asyncio.get_running_loop())
-                    if tracker is not None:
-                        tracker.total = queries
-                        tracker.refresh()
-                    await asking
+                    await ask_jobs(_pending(plan_jobs(plan_, config), dict(answers), counted),
+                                   fleet, on_answer)
                 finally:
-                    asking.cancel()
+                    queries = counted[0]
                     run["fleet"] = fleet.summary()
+                if tracker is not None and tracker.total != queries:
+                    tracker.total = queries
+                    tracker.refresh()
 
         try:
             asyncio.run(main())

@@ -130,8 +130,8 @@ def judge_config_new(request):
 @staff_only
 @require_POST
 def baselines(request):
-    """One action of the rescore page: the Identity and Noise baselines, scored under the
-    benchmark's current config."""
+    """One action of the rescore page: the calibration baselines (scoring.baselines), scored
+    under the benchmark's current config."""
     form = BaselinesForm(request.POST)
     benchmark = form.is_valid() and Benchmark.objects.filter(
         slug=form.cleaned_data["benchmark"]).order_by("-version").first()

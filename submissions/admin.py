@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.db import models
 
 from config.admin import ReadOnlyAdmin, name_column
-from submissions.models import ModelEntry, QuotaOverride, Submission
+from submissions.models import DeletedAttempt, ModelEntry, QuotaOverride, Submission
 
 
 @admin.register(ModelEntry)
@@ -39,3 +39,12 @@ class QuotaOverrideAdmin(ReadOnlyAdmin):
     list_display = ("user", "per_day", "in_flight", "set_by", "updated_at")
     search_fields = ("user__username", "reason")
     list_select_related = ("user", "set_by")
+
+
+@admin.register(DeletedAttempt)
+class DeletedAttemptAdmin(ReadOnlyAdmin):
+    """Written when staff delete a scored submission: its author's attempt count keeps it."""
+
+    list_display = ("submission_id", "owner", "benchmark", "submitted_at", "deleted_at")
+    search_fields = ("=submission_id", "owner__username", "benchmark__slug")
+    list_select_related = ("owner", "benchmark")

@@ -18,8 +18,13 @@ from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
 from submissions import moderation, selectors
+from submissions.file_checks import (
+    archive_file_problems,
+    predictions_file_problems,
+    takes_archive,
+)
 from submissions.models import Submission
-from submissions.names import name_clean
+from submissions.names import NAME_MAX_LENGTH, name_clean
 from submissions.serializers import (
     SubmissionCreatedSerializer,
     SubmissionDetailSerializer,
@@ -30,6 +35,7 @@ from submissions.services import (
     METADATA_FIELDS,
     submission_cancel,
     submission_create,
+    upload_file_problems,
 )
 
 
@@ -39,10 +45,12 @@ class SubmissionListCreateApi(APIView):
 
     class SubmissionInputSerializer(serializers.Serializer):
         benchmark = serializers.SlugField()
-        model_name = serializers.CharField(max_length=200)
+        # Names are measured once normalised (submissions.names), as the board stores them.
+        model_name = serializers.CharField(help_text=f"at most {NAME_MAX_LENGTH} characters")
         predictions = serializers.FileField(required=False)
         audio = serializers.FileField(required=False)
-        organisation = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        organisation = serializers.CharField(required=False, allow_blank=True,
+                                             help_text=f"at most {NAME_MAX_LENGTH} characters")
         link = serializers.URLField(required=False, allow_blank=True)
         parameters = serializers.CharField(max_length=50, required=False, allow_blank=True)
         licence = serializers.CharField(max_length=100, required=False, allow_blank=True)
@@ -63,7 +71,37 @@ class SubmissionListCreateApi(APIView):
             return name_clean(value, field="model name")
 
         def validate_organisation(self, value):
-            return name_clean(value, field="organisation", required=False)
+            return name_clean(value, field="organisation", required=False,
+                              label="Organisation")
+
+        # Each field is checked whatever the others hold, so that one answer names every
+        # problem; the benchmark is looked up again since its validated value is not at hand.
+        def validate_predictions(self, upload):
+            return _checked(upload, predictions_file_problems(upload, self._benchmark()))
+
+        def validate_audio(self, upload):
+            if not takes_archive(self._benchmark()):
+                return upload  # refused by the service, naming the benchmark
+            return _checked(upload, archive_file_problems(upload))
+
+        def _benchmark(self):
+            slug = self.initial_data.get("benchmark")
+            return selectors.benchmark_latest(slug) if isinstance(slug, str) else None
+
+        def every_problem(self) -> dict:
+            """Its own errors and, for a benchmark that exists, what the service would refuse
+            of the files and options that passed them (a predictions file's lines), which it
+            is not asked once these are refused: one answer names every problem."""
+            errors = {field: list(found) for field, found in self.errors.items()}
+            benchmark = self._benchmark()
+            if benchmark is None:
+                return errors
+            given = {name: None if name in errors else self.initial_data.get(name) or None
+                     for name in ("predictions", "audio", "align")}
+            found = upload_file_problems(
+                benchmark=benchmark, predictions=given["predictions"], archive=given["audio"],
+                options={"align": given["align"] in self.fields["align"].TRUE_VALUES})
+            return {**errors, **{k: v for k, v in found.items() if k not in errors}}
 
     def get_throttles(self):
         """Uploads also count against the `uploads` rate (THROTTLE_UPLOAD); listing does not."""
@@ -85,7 +123,8 @@ class SubmissionListCreateApi(APIView):
         if verification_needed(request.user):
             raise PermissionDenied(verification_problem(request))
         serializer = self.SubmissionInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        if not serializer.is_valid():
+            raise serializers.ValidationError(serializer.every_problem())
         data = serializer.validated_data
         # A broker that cannot be reached raises BrokerUnavailable: 503 (config.api).
         submission = submission_create(
@@ -130,6 +169,12 @@ class SubmissionDetailApi(APIView):
                                              **serializer.validated_data)
         return Response(SubmissionSerializer(
             selectors.submission_get(user=request.user, pk=pk, write=True)).data)
+
+
+def _checked(upload, problems: list[str]):
+    if problems:
+        raise serializers.ValidationError(problems)
+    return upload
 
 
 def _detail(submission):

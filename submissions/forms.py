@@ -4,10 +4,19 @@ from django.contrib.auth import get_user_model
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions import selectors
+from submissions.file_checks import (
+    ARCHIVE_SUFFIXES,
+    PREDICTIONS_SUFFIXES,
+    archive_file_problems,
+    page_limits,
+    predictions_file_problems,
+    takes_archive,
+)
 from submissions.models import Submission
 from submissions.moderation import QUOTA_MAX
-from submissions.names import name_clean
+from submissions.names import NAME_MAX_LENGTH, name_clean
 from submissions.rescoring import RescoreFilter, rescorable_configs
+from submissions.services import upload_file_problems
 
 REASON = {"max_length": 1000, "widget": forms.Textarea(attrs={"rows": 2})}
 STATES = [("", "any state"), *[(s, s) for s in (
@@ -16,8 +25,9 @@ STATES = [("", "any state"), *[(s, s) for s in (
 
 class SubmissionForm(forms.Form):
     benchmark = forms.ChoiceField()
-    model_name = forms.CharField(max_length=200, label="Model name")
-    organisation = forms.CharField(max_length=200, required=False)
+    # Names are measured once normalised (submissions.names), as the board stores them.
+    model_name = forms.CharField(label="Model name")
+    organisation = forms.CharField(required=False)
     link = forms.URLField(required=False, label="Paper or code link", assume_scheme="https")
     parameters = forms.CharField(max_length=50, required=False, label="Parameter count",
                                  help_text="e.g. 7B")
@@ -32,20 +42,27 @@ class SubmissionForm(forms.Form):
                   "option by the judge, with the official alignment prompt.")
     predictions = forms.FileField(
         required=False, label="Predictions",
+        widget=forms.ClearableFileInput(attrs={"accept": ",".join(PREDICTIONS_SUFFIXES)}),
         help_text="The chosen benchmark's predictions file (for audio outputs, optional if "
                   "the archive holds it).")
     audio = forms.FileField(
         required=False, label="Output audio",
+        widget=forms.ClearableFileInput(attrs={"accept": ",".join((*ARCHIVE_SUFFIXES, ".gz"))}),
         help_text=".zip or .tar.gz of the output WAV/FLAC files, or one archive holding both "
                   "them and the predictions file")
 
     # Fields that only some benchmark kinds read: an archive of output files, and each
     # upload option (Kind.options). The page shows the chosen benchmark's only.
     OPTIONS = ("align",)
+    # Text fields with a limit, and the word their message begins with.
+    MEASURED = {"model_name": "Name", "organisation": "Organisation",
+                "parameters": "Parameter count", "licence": "Licence"}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["benchmark"].choices = selectors.benchmark_choices()
+        for name, label in self.MEASURED.items():
+            _measured(self.fields[name], label)
 
     def benchmark_kinds(self) -> list[dict]:
         """What each benchmark's kind takes, for the page's script (data attributes)."""
@@ -58,10 +75,24 @@ class SubmissionForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if not data.get("predictions") and not data.get("audio"):
+        # A file refused by its own field's check was given all the same.
+        if not any(data.get(name) or name in self.errors for name in ("predictions", "audio")):
             raise forms.ValidationError("Upload a predictions file and an archive of the "
                                         "edited audio, or one archive holding both.")
+        if self.errors and data.get("benchmark"):
+            self._add_file_problems(data)
         return data
+
+    def _add_file_problems(self, data: dict) -> None:
+        """Refused already, the upload is not sent to the service, which would tell what else
+        is wrong with its files (a predictions file's lines): ask it here, so that one answer
+        shows every problem."""
+        found = upload_file_problems(
+            benchmark=data["benchmark"], predictions=data.get("predictions"),
+            archive=data.get("audio"), options={k: data.get(k) for k in self.OPTIONS})
+        for field, messages in found.items():
+            if field not in self.errors:
+                self.add_error(field, messages)
 
     def clean_benchmark(self):
         return selectors.benchmark_latest(self.cleaned_data["benchmark"])
@@ -71,7 +102,37 @@ class SubmissionForm(forms.Form):
 
     def clean_organisation(self):
         return name_clean(self.cleaned_data["organisation"], field="organisation",
-                          required=False)
+                          required=False, label="Organisation")
+
+    def clean_predictions(self):
+        upload = self.cleaned_data["predictions"]
+        if upload:
+            _raise_any(predictions_file_problems(upload, self.cleaned_data.get("benchmark")))
+        return upload
+
+    def clean_audio(self):
+        upload = self.cleaned_data["audio"]
+        if upload and takes_archive(self.cleaned_data.get("benchmark")):
+            _raise_any(archive_file_problems(upload))
+        return upload
+
+    def page_limits(self) -> dict:
+        return page_limits()
+
+
+def _measured(field: forms.CharField, label: str) -> None:
+    """A text over its limit is refused saying by how much. The browser's maxlength would cut
+    a pasted one short without a word: the page's script says it instead (upload.js)."""
+    field.widget.attrs.pop("maxlength", None)
+    field.widget.attrs["data-max-length"] = field.max_length or NAME_MAX_LENGTH
+    field.widget.attrs["data-label"] = label
+    field.error_messages["max_length"] = (f"{label} is %(show_value)d characters; the limit "
+                                          "is %(limit_value)d")
+
+
+def _raise_any(problems: list[str]) -> None:
+    if problems:
+        raise forms.ValidationError(problems)
 
 
 class VisibilityForm(forms.Form):

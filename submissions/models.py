@@ -168,6 +168,29 @@ class Submission(models.Model):
         self.status_times = {**self.status_times, status: timezone.now().isoformat()}
 
 
+class DeletedAttempt(models.Model):
+    """A scored submission that staff deleted, kept so that its author's attempt count on
+    the benchmark (submissions.attempts) never falls: the board discloses every scored
+    attempt, public or private, and deleting one must not withdraw it."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="+")
+    benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT, related_name="+")
+    # The deleted submission's id: one record per submission, however often it is asked.
+    submission_id = models.PositiveIntegerField(unique=True)
+    submitted_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # Serves counting an author's attempts per benchmark.
+            models.Index(fields=["owner", "benchmark"], name="deletedattempt_owner_bench"),
+        ]
+
+    def __str__(self):
+        return f"deleted submission {self.submission_id} of {self.owner_id}"
+
+
 class QuotaOverride(models.Model):
     """A user's own upload limits, set by staff in place of SUBMISSIONS_PER_DAY and
     SUBMISSIONS_IN_FLIGHT (None keeps the site's limit)."""

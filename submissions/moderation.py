@@ -19,6 +19,7 @@ from config.errors import ServiceError
 from scoring import media
 from scoring.boards import board_changed
 from scoring.models import ScoringRun
+from submissions.attempts import attempt_keep
 from submissions.models import ModelEntry, QuotaOverride, Submission
 from submissions.services import submission_folder, submission_retry
 
@@ -153,6 +154,7 @@ def submission_delete(*, actor, submission: Submission, reason: str) -> dict:
         _record(actor=actor, action=Action.DELETION, submission=row, before=before,
                 after={}, reason=reason, public=row.public)
         folder = submission_folder(row)
+        attempt_keep(row)  # its author's attempt count must not fall with it
         row.delete()
         ScoringRun.objects.filter(pk__in=runs).delete()
         transaction.on_commit(lambda: media.folder_delete(folder))

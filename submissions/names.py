@@ -40,10 +40,29 @@ def name_problem(value: str, *, field: str, required: bool = True) -> str | None
             "removed")
 
 
-def name_clean(value: str, *, field: str, required: bool = True) -> str:
+# What the columns of a model's name and organisation hold (submissions.models.ModelEntry).
+NAME_MAX_LENGTH = 200
+
+
+def length_problem(value: str, *, label: str, limit: int = NAME_MAX_LENGTH) -> str | None:
+    """A value over its limit is refused saying by how much, never cut to fit."""
+    if len(value) <= limit:
+        return None
+    return f"{label} is {len(value)} characters; the limit is {limit}"
+
+
+def name_fault(value: str, *, field: str, required: bool = True,
+               label: str = "Name") -> str | None:
+    """Why a given name cannot be taken: nothing left of it once normalised, or too long
+    once normalised (as the board stores it); None if it can."""
+    return name_problem(value, field=field, required=required) \
+        or length_problem(name_normalise(value), label=label)
+
+
+def name_clean(value: str, *, field: str, required: bool = True, label: str = "Name") -> str:
     """The normalised name, for a form's or a serializer's field (both take Django's
-    ValidationError, naming the field, when none is left)."""
-    problem = name_problem(value, field=field, required=required)
+    ValidationError, naming the field, when name_fault finds one)."""
+    problem = name_fault(value, field=field, required=required, label=label)
     if problem:
         raise ValidationError(problem)
     return name_normalise(value)

@@ -29,11 +29,16 @@ from scoring.kinds import get_kind
 from scoring.kinds.files import PredictionError, text_stream
 from scoring.models import Benchmark, Item, ScoringRun
 from scoring.tasks import SpectrogramTask, enqueue_run
-from submissions.models import ModelEntry, QuotaOverride, Submission
-from submissions.names import name_normalise, name_problem, name_skeletons
+from submissions.file_checks import (
+    archive_file_problems,
+    predictions_file_problems,
+    takes_archive,
+)
+from submissions.models import ModelEntry, Submission
+from submissions.names import name_fault, name_normalise, name_skeletons
 from submissions.notifications import submission_notify
+from submissions.quota import quota_left, quota_problems
 from submissions.validation import (
-    MAX_PREDICTIONS_BYTES,
     limits_for,
     predictions_problem,
     validate_responses,
@@ -46,36 +51,8 @@ METADATA_FIELDS = ("organisation", "link", "parameters", "licence", "open_weight
                    "description")
 
 
-def quota_left(user) -> dict:
-    """What the user may still submit: today (rolling 24 h) and at once, under the site's
-    limits or the user's own (QuotaOverride, set by staff)."""
-    mine = Submission.objects.filter(owner=user)
-    today = mine.counting_for_quota().filter(
-        created_at__gte=timezone.now() - timedelta(days=1)).count()
-    in_flight = mine.in_flight().count()
-    override = QuotaOverride.objects.filter(user=user).first()
-    per_day = settings.SUBMISSIONS_PER_DAY if override is None or override.per_day is None \
-        else override.per_day
-    at_once = settings.SUBMISSIONS_IN_FLIGHT if override is None or override.in_flight is None \
-        else override.in_flight
-    return {
-        "per_day": per_day,
-        "today": max(0, per_day - today),
-        "in_flight_limit": at_once,
-        "in_flight": max(0, at_once - in_flight),
-        "overridden": override is not None,
-    }
-
-
 def _quota_problems(user) -> list[str]:
-    left = quota_left(user)
-    problems = []
-    if left["today"] <= 0:
-        problems.append(f"daily quota reached: {left['per_day']} submissions in 24 hours")
-    if left["in_flight"] <= 0:
-        problems.append(f"{left['in_flight_limit']} submission(s) are still being scored; "
-                        "wait for one to finish")
-    return problems
+    return quota_problems(quota_left(user))
 
 
 def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[str]:
@@ -118,18 +95,28 @@ def _upload_name(upload: UploadedFile, fallback: str) -> str:
     return safe or fallback
 
 
-def _kind_problems(benchmark: Benchmark, predictions, archive, options: dict) -> list[str]:
-    """What the benchmark's kind refuses: options it does not read, and for outputs that
-    come inside the predictions file, an archive or no predictions file."""
+def _kind_problems(benchmark: Benchmark, predictions, archive, options: dict) -> dict:
+    """What the benchmark's kind refuses, by field: options it does not read, and for
+    outputs that come inside the predictions file, an archive or no predictions file."""
     kind = get_kind(benchmark.kind)
-    problems = [f"option {name!r} does not apply to {benchmark.slug}"
-                for name, value in options.items() if value and name not in kind.options]
+    problems = {name: [f"option {name!r} does not apply to {benchmark.slug}"]
+                for name, value in options.items() if value and name not in kind.options}
     if kind.outputs.files:
         return problems
     if archive is not None:
-        problems.append(f"{benchmark.slug} takes {kind.outputs.help} only, no archive")
+        problems["audio"] = [f"{benchmark.slug} takes {kind.outputs.help} only, no archive"]
     if predictions is None:
-        problems.append(f"{benchmark.slug} needs {kind.outputs.help}")
+        problems["predictions"] = [f"{benchmark.slug} needs {kind.outputs.help}"]
+    return problems
+
+
+def _file_problems(benchmark: Benchmark, predictions, archive) -> dict:
+    """Each file's faults seen from its name and first bytes (submissions.file_checks); an
+    archive a benchmark does not take is refused by _kind_problems alone."""
+    problems = {"predictions": predictions_file_problems(predictions, benchmark)
+                if predictions is not None else []}
+    if archive is not None and takes_archive(benchmark):
+        problems["audio"] = archive_file_problems(archive)
     return problems
 
 
@@ -137,11 +124,20 @@ def _kind_problems(benchmark: Benchmark, predictions, archive, options: dict) ->
 NAME_FIELDS = ("organisation",)
 
 
-def _name_problems(model_name: str, metadata: dict) -> list[str]:
-    problems = [name_problem(model_name, field="model name"),
-                *(name_problem(metadata[k], field=k, required=False)
-                  for k in NAME_FIELDS if k in metadata)]
-    return [problem for problem in problems if problem]
+def _name_problems(model_name: str, metadata: dict) -> dict:
+    problems = {"model_name": name_fault(model_name, field="model name"),
+                **{k: name_fault(metadata[k], field=k, required=False, label=k.capitalize())
+                   for k in NAME_FIELDS if k in metadata}}
+    return {field: [problem] for field, problem in problems.items() if problem}
+
+
+def _merged(*found: dict) -> dict[str, list[str]]:
+    """Problems by field, from several checks, keeping each field's in order."""
+    merged: dict[str, list[str]] = {}
+    for problems in found:
+        for field, messages in problems.items():
+            merged.setdefault(field, []).extend(messages)
+    return {field: messages for field, messages in merged.items() if messages}
 
 
 def _claim_name(*, user, benchmark: Benchmark, name: str) -> None:
@@ -157,8 +153,21 @@ def _claim_name(*, user, benchmark: Benchmark, name: str) -> None:
     others = ModelEntry.objects.filter(submissions__benchmark__slug=benchmark.slug) \
         .exclude(owner=user).values_list("name", flat=True).distinct()
     if any(skeletons & name_skeletons(other) for other in others):
-        raise ServiceError([f"the name '{name}' is taken on this benchmark by another author "
-                            "(names that look alike count as the same)"], code="conflict")
+        raise ServiceError({"model_name": [
+            f"the name '{name}' is taken on this benchmark by another author (names that "
+            "look alike count as the same)"]}, code="conflict")
+
+
+def upload_file_problems(*, benchmark: Benchmark, predictions: UploadedFile | None,
+                         archive: UploadedFile | None, options: dict) -> dict[str, list[str]]:
+    """What the benchmark refuses of an upload's files and options, by field: the kind's
+    rules, each file's first look, then the predictions file read through. The doors call it
+    too when their own fields are refused, so that one answer names every problem."""
+    problems = _merged(_kind_problems(benchmark, predictions, archive, options),
+                       _file_problems(benchmark, predictions, archive))
+    if predictions is not None and not problems:
+        problems = _merged({"predictions": _check_predictions(predictions, benchmark)})
+    return problems
 
 
 def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
@@ -171,26 +180,17 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     if quota:
         raise ServiceError(quota, code="quota")
     options = {k: v for k, v in (options or {}).items() if v}
-    names = _name_problems(model_name, metadata)
+    problems = _merged(_name_problems(model_name, metadata),
+                       upload_file_problems(benchmark=benchmark, predictions=predictions,
+                                            archive=archive, options=options))
+    if predictions is None and archive is None and not problems:
+        problems["__all__"] = ["upload a predictions file and an archive of the edited audio, "
+                               "or one archive holding both"]
+    if problems:
+        raise ServiceError(problems)  # by field, for the page to show each beside its own
     model_name = name_normalise(model_name)
     metadata = {**metadata, **{k: name_normalise(metadata[k]) for k in NAME_FIELDS
                                if k in metadata}}
-    problems = _kind_problems(benchmark, predictions, archive, options)
-    if predictions is None and archive is None and not problems:
-        problems.append("upload a predictions file and an archive of the edited audio, or "
-                        "one archive holding both")
-    for upload in (predictions, archive):
-        if upload is not None and upload.size > settings.SUBMISSION_MAX_UPLOAD_BYTES:
-            problems.append(f"{Path(upload.name).name}: {upload.size} bytes is above the "
-                            f"limit of {settings.SUBMISSION_MAX_UPLOAD_BYTES}")
-    if predictions is not None and predictions.size > MAX_PREDICTIONS_BYTES:
-        problems.append(f"{Path(predictions.name).name}: {predictions.size} bytes is above the "
-                        f"limit of {MAX_PREDICTIONS_BYTES} for a predictions file")
-    if predictions is not None and not problems:
-        problems.extend(_check_predictions(predictions, benchmark))
-    problems = [*names, *problems]
-    if problems:
-        raise ServiceError(problems)
     broker_check()  # a validation that cannot be queued: refuse before storing anything
     folder = None
     try:

@@ -10,9 +10,9 @@ from config.throttle import limit_posts
 from submissions import selectors
 from submissions.api import file_response
 from submissions.forms import SubmissionForm
+from submissions.quota import quota_shown
 from submissions.services import (
     METADATA_FIELDS,
-    quota_left,
     submission_cancel,
     submission_create,
 )
@@ -26,7 +26,7 @@ def submission_list(request):
         submission.headline = headlines.get(submission.id)
     return render(request, "submissions/list.html", {
         "submissions": submissions,
-        "quota": quota_left(request.user),
+        "quota": quota_shown(request.user),
     })
 
 
@@ -47,14 +47,14 @@ def upload(request):
                 options={"align": data["align"]},
             )
         except ServiceError as exc:
-            form.add_error(None, exc)
+            form.add_error(None, exc)  # by field where the service names one
         except BrokerUnavailable as exc:
             form.add_error(None, str(exc))
             status, retry_after = 503, exc.retry_after
         else:
             return redirect("leaderboard:submission-status", pk=submission.pk)
     response = render(request, "submissions/upload.html",
-                      {"form": form, "quota": quota_left(request.user)}, status=status)
+                      {"form": form, "quota": quota_shown(request.user)}, status=status)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response

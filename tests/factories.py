@@ -50,6 +50,20 @@ def scored_submission(benchmark: Benchmark, owner, name: str, figures: dict, *,
     return submission
 
 
+def rescored(submission: Submission, config, figures: tuple) -> ScoringRun:
+    """Another finished run of `submission`, under `config`, with overall `figures` (IFR,
+    CR, EMR), as a rescore that finished leaves it."""
+    ifr, cr, emr = figures
+    run = ScoringRun.objects.create(
+        benchmark=submission.benchmark, judge_config=config, audio_root="/x",
+        judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
+        max_attempts=5, purpose=ScoringRun.Purpose.RESCORE, status="finished")
+    SliceResult.objects.create(run=run, dimension="overall", bucket="", n=4,
+                               values={"IFR": ifr, "CR": cr, "EMR": emr})
+    submission.runs.add(run)
+    return run
+
+
 def seeded_board(root, *, items: int, submissions: int, seed: int, slug: str = "mmae",
                  synthetic: bool = False) -> Benchmark:
     """An MMAE benchmark of `items` synthetic samples under `root`, and `submissions` public

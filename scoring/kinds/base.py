@@ -365,6 +365,13 @@ class Kind(abc.ABC):
         """The judge queries of the items that have an output. `output_path(output)` and
         `input_path(media)` give absolute paths of audio to inline."""
 
+    def job_count(self, items: Sequence, outputs: dict[str, str], *, rounds: int,
+                  options: dict) -> int | None:
+        """How many queries `jobs` gives for these items, without building them (the `score`
+        command's progress bar and ETA from its start); None when it cannot say so
+        cheaply."""
+        return None
+
     # --- aggregation -------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -58,12 +58,13 @@ def test_staff_rescore_after_a_dry_run_and_queue_the_baselines(page, screenshot,
     page.get_by_label("Type the benchmark's slug to confirm").first.fill("mmae")
     page.get_by_role("button", name="Rescore 1 submission(s)").click()
     expect(page.locator(".notice")).to_contain_text("1 rescoring run(s) queued")
-    page.get_by_role("button", name="Score Identity and Noise").click()
+    page.get_by_role("button", name="Score the calibration baselines").click()
     expect(page.locator(".notice")).to_contain_text("calibration baselines queued")
     expect(page.locator("table.board")).to_contain_text("baseline: Identity")
     screenshot("queued")
     assert ScoringRun.objects.filter(purpose="rescore").count() == 1
-    assert ScoringRun.objects.filter(purpose="baseline").count() == 2
+    # Identity, Noise and the battery (Shuffled from the one public submission).
+    assert ScoringRun.objects.filter(purpose="baseline").count() == 5
     assert sorted(AuditEvent.objects.values_list("action", flat=True)) == ["baseline",
                                                                           "rescore"]
 

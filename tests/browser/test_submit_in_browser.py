@@ -180,8 +180,8 @@ def test_a_predictions_file_with_an_unknown_id_is_refused_on_the_upload_page(
     page.get_by_label("Output audio").set_input_files(demo["archive"])
     page.get_by_role("button", name="Upload").click()
 
-    errors = page.locator("#upload-errors")
-    expect(errors).to_contain_text("unknown id 'no-such-sample'")
+    errors = page.locator(".field", has=page.get_by_label("Predictions")).locator(".errorlist")
+    expect(errors.first).to_contain_text("unknown id 'no-such-sample'")
     assert page.url.endswith("/submit/")
     expect(page.get_by_label("Model name")).to_have_value("Careless Model")
     expect(page.get_by_role("button", name="Upload")).to_be_enabled()

@@ -1,6 +1,8 @@
 """Who submitted a row, in Chromium at a desktop's width (1366 px) and a phone's (390 px): the
 "by" line sits under the model's name inside its cell, the column stays as narrow as before,
-and nothing scrolls the page sideways. Screenshots: artifacts/screenshots/by-<width>.png."""
+the attempts column (each author's scored submissions) is reached inside the table's own
+scroller, and nothing scrolls the page sideways. Screenshots:
+artifacts/screenshots/by-<width>.png and by-<width>-attempts.png."""
 
 import pytest
 from allauth.socialaccount.models import SocialAccount
@@ -40,6 +42,20 @@ def board(tmp_path, django_user_model):
     board_changed(benchmark.id)
 
 
+def attempts_seen(page) -> dict:
+    """The table's scroller turned to its far right: the attempts cells' texts, and where
+    their header and the scroller lie (the header must be inside it, not clipped)."""
+    return page.evaluate("""() => {
+        const scroller = document.querySelector("#board").closest(".scroll");
+        scroller.scrollLeft = scroller.scrollWidth;
+        const header = document.querySelector("#board th.col-attempts");
+        return {cells: [...document.querySelectorAll("#board td.attempts")]
+                    .map(td => td.textContent.trim()),
+                header: header.getBoundingClientRect().toJSON(),
+                scroller: scroller.getBoundingClientRect().toJSON()};
+    }""")
+
+
 @pytest.mark.parametrize("device", WIDTHS)
 def test_the_submitter_shows_under_the_name_in_a_narrow_column(board, browser, live_server,
                                                                device):
@@ -57,10 +73,17 @@ def test_the_submitter_shows_under_the_name_in_a_narrow_column(board, browser, l
         scroll, inner = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"by-{width}.png"), full_page=True)
+        attempts = attempts_seen(page)
+        page.screenshot(path=str(SCREENSHOTS / f"by-{width}-attempts.png"), full_page=True)
+        scroll_after, _ = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
     finally:
         context.close()
-    assert scroll <= inner, f"the board scrolls sideways at {width} px"
+    assert scroll <= inner and scroll_after <= inner, f"the board scrolls sideways at {width} px"
     assert len(cells) == 6
+    # seed_board's user owns five of the models; the lab's author made one attempt.
+    assert sorted(attempts["cells"]) == ["1", "5", "5", "5", "5", "5"], attempts
+    assert attempts["header"]["left"] >= attempts["scroller"]["left"] - 1, attempts
+    assert attempts["header"]["right"] <= attempts["scroller"]["right"] + 1, attempts
     texts = sorted(c["text"] for c in cells)
     assert texts[0] == ("by a-rather-long-username-of-a-lab verified, Example Audio Research "
                         "Laboratory")

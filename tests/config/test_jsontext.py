@@ -1,6 +1,7 @@
 """Reading JSON and JSONL that people send (scoring/jsontext.py)."""
 
 import json
+import random
 
 import pytest
 
@@ -43,6 +44,36 @@ class TestLoads:
 
         with pytest.raises(ValueError, match="NaN is not JSON"):
             jsontext.loads("[NaN]", parse_constant=strict)
+
+
+class TestQuickDepthCheck:
+    """`_shallow` lets a text through without the token scan only when the scan would too."""
+
+    def test_it_never_passes_what_the_scan_refuses(self):
+        rng = random.Random(7)
+        passed = 0
+        for _ in range(20_000):
+            text = "".join(rng.choice('[]{}"a\\') for _ in range(rng.randint(0, 160)))
+            if jsontext._shallow(text):
+                passed += 1
+                jsontext._check_depth(text)  # raises if the quick check was wrong
+        assert passed > 100  # the quick path is taken, not only the scan
+
+    def test_strings_with_escaped_quotes_and_brackets_are_cut(self):
+        text = json.dumps({"a": '\\"[[[' * 100, "b": ["x\\", "]]]"]})
+        assert jsontext._shallow(text)
+
+    def test_depth_past_the_limit_goes_to_the_scan(self):
+        depth = jsontext.MAX_DEPTH + 1
+        assert not jsontext._shallow("[" * depth + "]" * depth)
+        assert jsontext._shallow("[" * (depth - 1) + "]" * (depth - 1))
+
+    def test_unbalanced_brackets_go_to_the_scan(self):
+        assert not jsontext._shallow("]][[" + "[]" * 40)
+
+    def test_an_unterminated_string_before_deep_brackets_is_an_error_not_a_crash(self):
+        with pytest.raises(json.JSONDecodeError):
+            jsontext.loads('["x' + DEEP)
 
 
 class TestLines:

@@ -22,7 +22,7 @@ from tests.leaderboard.test_airbench_board import (  # noqa: F401 (a fixture)
 
 # GET operations answering JSON; any other one must be added here to be checked.
 READ_API = {"leaderboard", "benchmarks", "model", "submissions_slices", "submissions_list",
-            "submissions_detail"}
+            "submissions_detail", "judge_card", "panel_next"}
 
 
 def closed(schema: dict, node: dict) -> dict:
@@ -110,6 +110,12 @@ def test_every_read_body_is_what_its_schema_describes(client, boards, author):
         ("/api/submissions/{id}/slices/", client, "/api/submissions/999999/slices/", 404),
         ("/api/submissions/", mine, "/api/submissions/", 200),
         ("/api/submissions/{id}/", mine, f"/api/submissions/{alpha.id}/", 200),
+        # With panel answers and a task's body: tests/leaderboard/panel/test_api_bodies.py.
+        ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/mmae/judge/", 200),
+        ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/air-bench-chat/judge/",
+         200),
+        ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/nope/judge/", 404),
+        ("/api/panel/{slug}/next/", mine, "/api/panel/air-bench-chat/next/", 404),
     ]
     bodies = {}
     for path, who, url, status in calls:

@@ -1,6 +1,8 @@
 """Calibration baselines: Identity and Noise scored under the current judge config, checked
 against a hand computation from the simulator's own record of its verdicts."""
 
+import io
+
 import pytest
 import soundfile
 from django.core.management import CommandError, call_command
@@ -10,23 +12,11 @@ from leaderboard.models import ReferenceFigure, ReferenceResult
 from leaderboard.selectors import diagnostic_rows
 from scoring.baselines import BaselineError, baseline_folder, baselines_create
 from scoring.models import SliceResult
-from scoring.services import benchmark_import
-from tests.conftest import CAST_PASSWORD, judge_config, score_run
+from tests.conftest import CAST_PASSWORD, score_run
 
 pytestmark = pytest.mark.django_db
 
 IF = "Instruction Following"
-
-
-@pytest.fixture
-def bench(demo_set, settings, tmp_path, thread_simulator_factory):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.SCORING_BATCH_ITEMS = 5
-    sim = thread_simulator_factory(latency_ms=1)
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae", synthetic=True)
-    judge_config(sim.urls, benchmark=benchmark)
-    return benchmark, sim
 
 
 def by_hand(samples, recorded):
@@ -54,8 +44,10 @@ def by_hand(samples, recorded):
 def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_verdicts(
         bench, demo_set, staff):
     benchmark, sim = bench
-    identity, noise = baselines_create(actor=staff, benchmark=benchmark)
-    assert (identity.label, noise.label) == ("Identity", "Noise")
+    made = baselines_create(actor=staff, benchmark=benchmark)
+    # No public system yet: Shuffled has nothing to shuffle and is left out.
+    assert [run.label for run in made] == ["Identity", "Noise", "Silence", "Reversed"]
+    identity = made[0]
     assert identity.outputs == {item.key: item.media[0] for item in benchmark.items.all()}
     assert identity.audio_root == benchmark.audio_root  # the inputs themselves, unchanged
     score_run(identity)
@@ -69,7 +61,7 @@ def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_ver
 def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
         bench, demo_set, staff, client):
     benchmark, sim = bench
-    identity, noise = baselines_create(actor=staff, benchmark=benchmark)
+    identity, noise, *_ = baselines_create(actor=staff, benchmark=benchmark)
     for key, path in list(noise.outputs.items())[:3]:
         item = benchmark.items.get(key=key)
         made = soundfile.info(str(baseline_folder(benchmark) / path))
@@ -91,7 +83,9 @@ def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
     assert "Calibration: diagnostic baselines" in body and body.count("badge diagnostic") == 4
     assert body.count('<tr class="reference diagnostic">') == 2
     event = AuditEvent.objects.get(action="baseline")
-    assert event.after["runs"] == {"Identity": identity.id, "Noise": noise.id}
+    assert {k: event.after["runs"][k] for k in ("Identity", "Noise")} == {
+        "Identity": identity.id, "Noise": noise.id}
+    assert event.after["skipped"] == {"Shuffled": "no public system has outputs to shuffle"}
     assert event.public and event.actor == staff
 
 
@@ -104,7 +98,10 @@ def test_baselines_in_progress_are_not_queued_twice(bench, staff):
 
 
 def test_the_command_and_the_staff_button_queue_baselines(bench, staff, author, client):
-    call_command("score_baselines", "--benchmark", "mmae", "--actor", "staff")
+    out = io.StringIO()
+    call_command("score_baselines", "--benchmark", "mmae", "--actor", "staff", stdout=out)
+    assert "Silence (run" in out.getvalue() and "Reversed (run" in out.getvalue()
+    assert "Shuffled not queued: no public system has outputs to shuffle" in out.getvalue()
     with pytest.raises(CommandError, match="being scored already"):
         call_command("score_baselines", "--benchmark", "mmae")
     with pytest.raises(CommandError, match="no staff user 'author'"):

@@ -111,8 +111,10 @@ def test_an_upload_above_the_size_limit_is_refused(api, small_bench, settings):
     settings.SUBMISSION_MAX_UPLOAD_BYTES = 100
     response = api.post("/api/submissions/", payload(small_bench), format="multipart")
     assert response.status_code == 400
-    assert response.json()["errors"][0].startswith("submission.jsonl: ")
-    assert "above the limit of 100" in response.json()["errors"][0]
+    sizes = [len(small_bench["jsonl"]), len(small_bench["zip"])]
+    assert response.json()["errors"] == [  # both files named in one answer
+        f"predictions: submission.jsonl: {sizes[0]} bytes is above the limit of 100",
+        f"audio: audio.zip: {sizes[1]} bytes is above the limit of 100"]
 
 
 def test_the_quota_is_a_429(api, small_bench, settings):

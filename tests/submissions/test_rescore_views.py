@@ -162,7 +162,7 @@ def test_the_baselines_button_shows_for_a_kind_that_has_them(client, staff, kind
     judge_config(["http://127.0.0.1:9"], benchmark=benchmark, kind=kind)
     client.force_login(staff)
     body = client.get("/staff/rescore/?benchmark=bench").content.decode()
-    assert ("Score Identity and Noise" in body) is offered
+    assert ("Score the calibration baselines" in body) is offered
 
 
 def test_the_rescore_api_tells_its_non_staff_owner_why(finished, author):

@@ -7,14 +7,14 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from config.errors import ServiceError
-from submissions import services
+from submissions import file_checks, services
 from submissions.models import ModelEntry, Submission
 from submissions.services import submission_fail_validation, submission_validate
 
 
 def test_a_predictions_file_above_its_limit_is_refused_before_it_is_read(
         author, make_submission, monkeypatch):
-    monkeypatch.setattr(services, "MAX_PREDICTIONS_BYTES", 10)
+    monkeypatch.setattr(file_checks, "MAX_PREDICTIONS_BYTES", 10)
     monkeypatch.setattr(services, "_check_predictions",
                         lambda *a: pytest.fail("the file must not be read"))
     with pytest.raises(ServiceError, match="is above the limit of 10 for a predictions"):
@@ -68,7 +68,7 @@ def test_the_quota_is_checked_again_under_the_authors_lock(author, make_submissi
 
 def test_failing_a_rejected_submission_again_deletes_nothing_else(author, make_submission,
                                                                   small_bench):
-    rejected = make_submission(author, archive=b"not an archive")
+    rejected = make_submission(author, archive=b"PK\x03\x04 but not an archive")
     submission_validate(rejected.id)
     other = make_submission(author, name="Other")
     kept = list((settings.MEDIA_ROOT / "submissions" / str(other.id)).rglob("*"))

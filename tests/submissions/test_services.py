@@ -90,11 +90,15 @@ def test_a_predictions_file_with_bad_json_is_refused_naming_the_line(author, mak
 
 def test_the_daily_quota_refuses_and_says_so(author, make_submission, settings):
     settings.SUBMISSIONS_PER_DAY = 1
-    make_submission(author)
+    first = make_submission(author)
+    created = (timezone.now() - timedelta(hours=1)).replace(microsecond=250_000)
+    Submission.objects.filter(pk=first.pk).update(created_at=created)
     with pytest.raises(ServiceError) as info:
         make_submission(author)
     assert info.value.code == "quota"
-    assert info.value.problems == ["daily quota reached: 1 submissions in 24 hours"]
+    again = created + timedelta(days=1, microseconds=750_000)  # to the next whole second
+    assert info.value.problems == ["daily quota reached: 1 submissions in 24 hours; the next "
+                                   f"upload is possible at {again:%Y-%m-%d %H:%M:%S} UTC"]
     assert Submission.objects.count() == 1
 
 

@@ -36,7 +36,7 @@ def test_a_rejected_submission_offers_no_make_public(client, make_submission, au
     from submissions.models import Submission
     from submissions.services import submission_validate
 
-    submission = make_submission(author, archive=b"not an archive")
+    submission = make_submission(author, archive=b"PK\x03\x04 but not an archive")
     submission_validate(submission.pk)
     assert Submission.objects.get(pk=submission.pk).status == "rejected"
     html = login(client, author).get(f"/submissions/{submission.pk}/").content.decode()

@@ -130,6 +130,19 @@ def test_an_unreachable_url_is_said_so(bench, key):
         submit(url, key, files=bench)
 
 
+def test_files_in_each_others_places_are_refused_naming_both(live_server, bench, key, queue):
+    with pytest.raises(CommandError) as caught:
+        submit(live_server.url, key, "--organisation", "O" * 201,
+               files={"predictions": bench["audio"], "audio": bench["predictions"]})
+    name = bench["predictions"].name
+    assert str(caught.value).splitlines()[1:] == [
+        "  predictions: this is an archive: choose it under Output audio",
+        f"  audio: {name} is not an archive: Output audio takes a .zip or .tar.gz of the "
+        "output files (a predictions file goes under Predictions)",
+        "  organisation: Organisation is 201 characters; the limit is 200"]
+    assert not Submission.objects.exists()
+
+
 def test_the_daily_quota_is_reported(live_server, bench, key, settings, queue):
     settings.SUBMISSIONS_PER_DAY = 0
     with pytest.raises(CommandError) as caught:
@@ -143,7 +156,7 @@ def test_a_rejected_submission_prints_each_error_and_fails(live_server, bench, k
     # Validation runs in the server's request thread, after the upload's commit.
     monkeypatch.setattr(validate_submission, "delay", validate_submission)
     broken = tmp_path / "broken.zip"
-    broken.write_bytes(b"not a zip archive")
+    broken.write_bytes(b"PK\x03\x04 but not a zip archive")  # passes the upload's first look
     with pytest.raises(CommandError) as caught:
         submit(live_server.url, key, "--poll-seconds", "0.1", "--timeout", "20",
                files={**bench, "audio": broken})
@@ -168,6 +181,7 @@ def test_a_large_file_streams_in_small_reads(live_server, bench, key, queue, tmp
     monkeypatch.setattr(submit_command.ProgressFile, "read", spy)
     large = tmp_path / "large.zip"
     with open(large, "wb") as handle:
+        handle.write(b"PK\x03\x04")  # a zip's first bytes, as the upload checks
         handle.truncate(50 * MB)
     tracemalloc.start()  # traces the live server's thread too
     try:

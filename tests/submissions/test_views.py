@@ -28,7 +28,8 @@ def test_the_upload_page_needs_a_login(client, small_bench):
 def test_the_upload_page_shows_the_quota_and_benchmarks(logged_in, small_bench, settings):
     settings.SUBMISSIONS_PER_DAY = 3
     html = logged_in.get("/submit/").content.decode()
-    assert "<strong>3</strong> of 3 submissions left" in html
+    assert "<strong>0 of 3</strong> uploads used in the last 24 hours (<strong>3</strong> " \
+        "left)" in html
     assert '<option value="mmae" data-files="1" data-options=""' in html
 
 
@@ -74,7 +75,7 @@ def test_the_quota_shows_on_the_form(logged_in, small_bench, settings):
 
 def test_a_rejected_submission_shows_its_report_and_stops_polling(logged_in, small_bench,
                                                                   author, make_submission):
-    submission = make_submission(author, archive=b"not an archive")
+    submission = make_submission(author, archive=b"PK\x03\x04 but not an archive")
     submission_validate(submission.id)
     page = logged_in.get(f"/submissions/{submission.id}/progress/").content.decode()
     assert 'id="state">rejected<' in page

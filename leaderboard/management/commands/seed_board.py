@@ -1,20 +1,19 @@
-import json
 import os
 import random
 from multiprocessing import get_context
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from tqdm import tqdm
 
 from leaderboard.state import benchmark_current
-from scoring.aggregation import _slices
+from scoring.aggregation import _slices, item_results_store
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import Item, ItemResult, RunVector, ScoringRun, SliceResult
+from scoring.models import Item, RunVector, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
 SEED_USER = "synthetic-board"
@@ -133,23 +132,10 @@ def _store(benchmark, kind, config, items, user, drawn: list[dict], *, seed: int
         for s, run in zip(submissions, runs, strict=True)])
 
 
-ITEM_COLUMNS = ("run", "item", "missing", "values", "passed", "score", "failed", "position")
-
-
 def _item_results(kind, runs, items, drawn: list[dict]) -> None:
-    """Every per-item result of the chunk: one COPY on PostgreSQL, bulk_create elsewhere."""
-    rows = ((run.id, item.id, False, c["values"], c["passed"], c["score"],
-             kind.failed({"missing": False, **c}), item.position)
-            for run, d in zip(runs, drawn, strict=True)
-            for item, c in zip(items, d["columns"], strict=True))
-    if connection.vendor != "postgresql":
-        ItemResult.objects.bulk_create([ItemResult(**dict(zip(
-            ("run_id", "item_id", *ITEM_COLUMNS[2:]), row, strict=True))) for row in rows],
-            batch_size=2000)
-        return
-    fields = [ItemResult._meta.get_field(name).column for name in ITEM_COLUMNS]
-    statement = f"COPY {ItemResult._meta.db_table} ({', '.join(fields)}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for run, item, missing, values, passed, score, failed, position in rows:
-            copy.write_row((run, item, missing, json.dumps(values), passed, score, failed,
-                            position))
+    """Every per-item result of the chunk, in one COPY on PostgreSQL."""
+    item_results_store(kind, [
+        {"run_id": run.id, "item_id": item.id, "missing": False, "position": item.position,
+         **columns}
+        for run, d in zip(runs, drawn, strict=True)
+        for item, columns in zip(items, d["columns"], strict=True)])

@@ -112,6 +112,10 @@ class Chat(AirBench):
                     fields=functools.partial(_fields, round_=round_)))
         return jobs
 
+    def job_count(self, items: Sequence[airbench.ChatItem], outputs: dict[str, str], *,
+                  rounds: int, options: dict) -> int:
+        return sum(item.uniq_id in outputs for item in items) * airbench.CHAT_ROUNDS
+
     def item_result(self, item: airbench.ChatItem, output: str | None,
                     answers: dict[tuple[int, int], dict]) -> dict:
         scores = [(answers.get((0, k)) or {}).get("score") for k in range(airbench.CHAT_ROUNDS)]

@@ -93,6 +93,13 @@ class Foundation(AirBench):
                 fields=functools.partial(_fields, item=item)))
         return jobs
 
+    def job_count(self, items: Sequence[airbench.FoundationItem], outputs: dict[str, str], *,
+                  rounds: int, options: dict) -> int:
+        if not options.get("align"):
+            return 0
+        return sum(outputs.get(item.uniq_id) is not None
+                   and airbench.extract_letter(outputs[item.uniq_id]) is None for item in items)
+
     def item_result(self, item: airbench.FoundationItem, output: str | None,
                     answers: dict[tuple[int, int], dict]) -> dict:
         aligned = (answers.get((0, 0)) or {}).get("choice")

@@ -188,6 +188,10 @@ class MMAE(Kind):
                         fields=functools.partial(_fields, query=query)))
         return jobs
 
+    def job_count(self, items: Sequence[mmae.Sample], outputs: dict[str, str], *,
+                  rounds: int, options: dict) -> int:
+        return sum(len(sample.rubrics) for sample in items if sample.id in outputs) * rounds
+
     # --- aggregation -----------------------------------------------------------------------
 
     def item_result(self, sample: mmae.Sample, output: str | None,

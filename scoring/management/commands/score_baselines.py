@@ -2,14 +2,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.commands import staff_actor
 from config.errors import ServiceError
-from scoring.baselines import baselines_create
+from scoring.baselines import BASELINES, baselines_create
 from scoring.models import Benchmark
 
 
 class Command(BaseCommand):
     help = ("Queue the calibration baselines of an MMAE benchmark (Identity: each input "
-            "unchanged; Noise: white noise of the input's length) under its current judge "
-            "config; the board shows them beside the paper's own.")
+            "unchanged; Noise: white noise of the input's length; the battery: Silence, Reversed, "
+            "Shuffled) under its current judge config; the board shows them beside the "
+            "paper's own.")
 
     def add_arguments(self, parser):
         parser.add_argument("--benchmark", required=True, help="the benchmark's slug")
@@ -29,3 +30,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         self.stdout.write("queued " + ", ".join(f"{run.label} (run {run.id}, "
                                                 f"{run.total_queries} queries)" for run in made))
+        for label in BASELINES:
+            if label not in {run.label for run in made}:
+                self.stdout.write(f"{label} not queued: no public system has outputs to "
+                                  "shuffle")

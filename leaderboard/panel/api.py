@@ -1,0 +1,73 @@
+"""The panel API (a signed-in rater with a confirmed address) and the judge card's read API."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.serializers import error_responses
+from config.throttle import ScopedThrottle
+from leaderboard import state
+from leaderboard.panel import card, drawing, services
+from leaderboard.panel.serializers import AnswerIn, AnswerOut, JudgeCardOut, TaskOut
+
+
+def _panel_benchmark(slug: str):
+    benchmark = state.benchmark_current(slug)
+    if benchmark is None or benchmark.kind not in drawing.PANEL_KINDS:
+        raise NotFound(f"no listening panel on {slug!r}")
+    return benchmark
+
+
+def _rater(request):
+    problem = services.rater_problem(request.user)
+    if problem:
+        raise PermissionDenied(problem)
+    return request.user
+
+
+class PanelNextApi(APIView):
+    """GET /api/panel/<slug>/next/: the rater's next task; 204 when none is left for them."""
+
+    @extend_schema(operation_id="panel_next", responses={
+        200: TaskOut, 204: None, **error_responses(401, 403, 404)})
+    def get(self, request, slug):
+        benchmark = _panel_benchmark(slug)
+        assignment = drawing.panel_next(benchmark=benchmark, rater=_rater(request))
+        if assignment is None:
+            return Response(status=204)
+        return Response(TaskOut(services.task_payload(assignment)).data)
+
+
+class PanelAnswerApi(APIView):
+    """POST /api/panel/<slug>/tasks/<task>/: answer it, after listening to each audio."""
+
+    throttle_scope = "panel"
+
+    def get_throttles(self):
+        return [*super().get_throttles(), ScopedThrottle()]
+
+    @extend_schema(operation_id="panel_answer", request=AnswerIn, responses={
+        201: AnswerOut, **error_responses(400, 401, 403, 404, 409, 429)})
+    def post(self, request, slug, task):
+        _panel_benchmark(slug)
+        rater = _rater(request)
+        data = request.data if isinstance(request.data, dict) else {}
+        answer = services.panel_answer(rater=rater, task_id=task, choice=data.get("choice"),
+                                       listened=data.get("listened"))
+        return Response(AnswerOut(answer).data, status=201)
+
+
+class JudgeCardApi(APIView):
+    """GET /api/leaderboards/<slug>/judge/: the judge card."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="judge_card", responses={200: JudgeCardOut,
+                                                         **error_responses(404)})
+    def get(self, request, slug):
+        benchmark = state.benchmark_current(slug)
+        if benchmark is None:
+            raise NotFound(f"no benchmark {slug!r}")
+        return Response(JudgeCardOut(card.judge_card(benchmark)).data)

@@ -1,0 +1,164 @@
+"""The judge card (`/b/<slug>/judge/` and its API): per judge config, how its verdicts agree
+with the listening panel's (leaderboard.panel.figures), its vote unanimity or position bias,
+and the rubrics where judge and people disagree. Only public representatives' tasks count:
+a submission made private or hidden since leaves every figure."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.urls import reverse
+
+from leaderboard import judge_checks, responses
+from leaderboard.models import PanelAnswer, PanelTask
+from leaderboard.panel import figures
+from leaderboard.panel.drawing import PANEL_KINDS
+from leaderboard.selectors import judge_figures_by_config
+from leaderboard.state import board_stamp
+from scoring.kinds import get_kind
+from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun
+from submissions.models import Submission
+
+# The rubric's category is a dimension of the card besides the kind's own.
+CATEGORY = "category"
+
+
+def judge_card(benchmark: Benchmark) -> dict:
+    """The card's body, as the API gives it: the panel, each config's figures, the
+    robustness battery of the board's config and the rank agreement across configs
+    (leaderboard.judge_checks; the latter made once per board state, its bootstrap growing
+    with the square of the rows)."""
+    kind = get_kind(benchmark.kind)
+    tasks, answers = _rated_tasks(benchmark) if kind.name in PANEL_KINDS else ({}, {})
+    verdicts = _verdicts(tasks)
+    configs = [_config_block(benchmark, kind, entry, tasks, answers,
+                             verdicts.get(entry["config_id"], {}))
+               for entry in judge_figures_by_config(benchmark)]
+    configs.sort(key=lambda c: (not c["current"], c["judge_config"]))
+    return {"benchmark": benchmark.slug, "panel": _panel(benchmark, kind), "configs": configs,
+            "battery": judge_checks.battery(benchmark),
+            "rank_agreement": responses.fragment(
+                "rank-agreement", state=board_stamp(benchmark), parts=(benchmark.id,),
+                render=lambda: judge_checks.rank_agreement(benchmark))}
+
+
+def _rated_tasks(benchmark: Benchmark) -> tuple[dict[int, PanelTask], dict[int, list]]:
+    """Tasks of published submissions with at least one first answer, and those answers as
+    (rater, right) per task; repeats only measure self-consistency."""
+    answers: dict[int, list[tuple[int, bool]]] = {}
+    for task_id, rater_id, right in (PanelAnswer.objects.filter(
+            task__benchmark=benchmark, repeat=False,
+            task__submission__in=Submission.objects.published())
+            .order_by("id").values_list("task_id", "rater_id", "right")):
+        answers.setdefault(task_id, []).append((rater_id, right))
+    tasks = PanelTask.objects.filter(id__in=list(answers)).select_related(
+        "criterion__item", "submission__model")
+    return {t.id: t for t in tasks}, answers
+
+
+def _verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
+    """judge config id -> task id -> the rubric's score in the submission's latest finished
+    run under that config (no verdict where the output was missing)."""
+    latest: dict[tuple[int, int], tuple] = {}  # (submission, config) -> (created, run)
+    for run_id, config_id, submission_id, created in ScoringRun.objects.filter(
+            submissions__id__in={t.submission_id for t in tasks.values()},
+            status=ScoringRun.Status.FINISHED).values_list(
+                "id", "judge_config_id", "submissions__id", "created_at"):
+        key = (submission_id, config_id)
+        latest[key] = max(latest.get(key, (created, run_id)), (created, run_id))
+    run_of = {key: run_id for key, (_, run_id) in latest.items()}
+    results = {(run, item): values for run, item, values in ItemResult.objects.filter(
+        run_id__in=set(run_of.values()), missing=False,
+        item_id__in={t.criterion.item_id for t in tasks.values()})
+        .values_list("run_id", "item_id", "values")}
+    by_submission: dict[int, list[PanelTask]] = {}
+    for task in tasks.values():
+        by_submission.setdefault(task.submission_id, []).append(task)
+    verdicts: dict[int, dict[int, bool]] = {}
+    for (submission_id, config_id), run_id in run_of.items():
+        for task in by_submission.get(submission_id, []):
+            values = results.get((run_id, task.criterion.item_id))
+            if values is not None:
+                verdicts.setdefault(config_id, {})[task.id] = bool(
+                    values["rubric_scores"][task.criterion.index])
+    return verdicts
+
+
+def _rated(kind, task: PanelTask, judge: bool, answers: list) -> figures.Rated:
+    dims = task.criterion.item.dimensions
+    buckets = {CATEGORY: [task.criterion.category],
+               **{d: kind.buckets(d, dims) for d in kind.dimension_keys}}
+    return figures.Rated(judge=judge, rights=tuple(r for _, r in answers),
+                         raters=tuple(rater for rater, _ in answers), buckets=buckets)
+
+
+def _config_block(benchmark, kind, entry, tasks, answers, verdicts) -> dict:
+    # In task order: the bootstrap's draws then depend on nothing but the data and the seed.
+    rated = {pk: _rated(kind, tasks[pk], judge, answers[pk])
+             for pk, judge in sorted(verdicts.items())}
+    current = entry["config_id"] == benchmark.judge_config_id
+    block = {"judge_config": entry["config"], "current": current,
+             "simulated": entry["simulated"], "runs": entry["runs"],
+             "vote_unanimity": entry["values"].get("agreement"),
+             "position_bias": entry["values"].get("position_bias"),
+             "human": None, "disagreements": []}
+    if kind.name in PANEL_KINDS:
+        seed = _seed(entry["config_id"])
+        block["human"] = figures.human(list(rated.values()), seed=seed,
+                                       dimensions=(CATEGORY, *kind.dimension_keys))
+        block["disagreements"] = [_disagreement(benchmark, tasks[pk], r)
+                                  for pk, r in sorted(rated.items())
+                                  if figures.is_counted(r)
+                                  and figures.human_verdict(r.rights) != r.judge]
+    return block
+
+
+def _seed(config_id: int) -> int:
+    """Intervals are seeded by the judge config's seed, as the board's are by its run's."""
+    return JudgeConfig.objects.filter(id=config_id).values_list("seed", flat=True).first() or 0
+
+
+def _disagreement(benchmark, task: PanelTask, rated: figures.Rated) -> dict:
+    item = task.criterion.item
+    return {"task": task.id, "submission": task.submission_id,
+            "model": task.submission.model.name, "item": item.key,
+            "rubric": task.criterion.index, "category": task.criterion.category,
+            "question": task.criterion.question,
+            "human": figures.human_verdict(rated.rights), "judge": rated.judge,
+            "right_answers": sum(rated.rights), "answers": len(rated.rights),
+            "url": reverse("leaderboard:item", args=[benchmark.slug, item.key])}
+
+
+def _panel(benchmark, kind) -> dict:
+    """The panel as a whole: its size and the raters' self-consistency (repeats)."""
+    if kind.name not in PANEL_KINDS:
+        return {"open": False, "tasks": 0, "answers": 0, "raters": 0, "repeats": 0,
+                "self_consistency": None, "raters_per_task": settings.PANEL_RATERS_PER_TASK,
+                "min_listen_seconds": settings.PANEL_MIN_LISTEN_SECONDS}
+    rows = rater_rows(benchmark)
+    pairs = [pair for row in rows for pair in row["pairs"]]
+    return {"open": True,
+            "tasks": PanelTask.objects.filter(benchmark=benchmark).count(),
+            "answers": sum(row["answers"] for row in rows),
+            "raters": len(rows), "repeats": len(pairs),
+            "self_consistency": figures.self_consistency(pairs),
+            "raters_per_task": settings.PANEL_RATERS_PER_TASK,
+            "min_listen_seconds": settings.PANEL_MIN_LISTEN_SECONDS}
+
+
+def rater_rows(benchmark: Benchmark | None = None) -> list[dict]:
+    """Each rater's answers, repeats and self-consistency (the chosen option's text, first
+    answer against the repeat), on one benchmark or all; for the card and the staff page."""
+    answers = PanelAnswer.objects.all() if benchmark is None \
+        else PanelAnswer.objects.filter(task__benchmark=benchmark)
+    by_rater: dict[int, dict] = {}
+    for rater_id, username, task_id, repeat, chosen in answers.order_by("id").values_list(
+            "rater_id", "rater__username", "task_id", "repeat", "chosen"):
+        row = by_rater.setdefault(rater_id, {"rater": rater_id, "username": username,
+                                             "answers": 0, "first": {}, "second": {}})
+        row["answers"] += 1
+        row["second" if repeat else "first"][task_id] = chosen
+    for row in by_rater.values():
+        row["pairs"] = [(row["first"][t], c) for t, c in row["second"].items()
+                        if t in row["first"]]
+        row["self_consistency"] = figures.self_consistency(row["pairs"])
+    return sorted(by_rater.values(), key=lambda r: r["username"])

@@ -1,0 +1,146 @@
+"""Output serializers of the panel and judge card API: the responses, as the schema shows."""
+
+from rest_framework import serializers
+
+
+class ChoiceOut(serializers.Serializer):
+    letter = serializers.CharField()
+    text = serializers.CharField()
+
+
+class TaskOut(serializers.Serializer):
+    task = serializers.IntegerField()
+    submission = serializers.IntegerField()
+    item = serializers.CharField()
+    rubric = serializers.IntegerField(help_text="the rubric's index in its item")
+    instruction = serializers.CharField(help_text="the editing instruction the system got")
+    question = serializers.CharField()
+    choices = ChoiceOut(many=True, help_text="shuffled for this rater, the same every time")
+    audio = serializers.DictField(child=serializers.CharField(),
+                                  help_text="audio label (output, input1, ...) -> its URL")
+    listen = serializers.DictField(
+        child=serializers.FloatField(),
+        help_text="audio label -> seconds to listen before answering: the audio's length, "
+                  "or PANEL_MIN_LISTEN_SECONDS when it is longer")
+
+
+class AnswerIn(serializers.Serializer):
+    choice = serializers.CharField(help_text="the letter chosen, as the task showed it")
+    listened = serializers.DictField(child=serializers.FloatField(),
+                                     help_text="audio label -> seconds heard")
+
+
+class AnswerOut(serializers.Serializer):
+    task = serializers.IntegerField(source="task_id")
+    choice = serializers.CharField(source="letter")
+    answered_at = serializers.DateTimeField()
+
+
+def _share(help_text: str):
+    return serializers.FloatField(allow_null=True, help_text=help_text)
+
+
+class HumanBlockOut(serializers.Serializer):
+    rubrics = serializers.IntegerField(
+        help_text="rubrics with 2 or more human answers and a majority (ties left out)")
+    answers = serializers.IntegerField(help_text="first answers to these rubrics")
+    raters = serializers.IntegerField()
+    agreement = _share("share (0-1) of the counted rubrics where the raters' majority and "
+                       "the judge's verdict match")
+    agreement_lo = _share("bootstrap 95% interval over rubrics, low end")
+    agreement_hi = _share("bootstrap 95% interval over rubrics, high end")
+    kappa = _share("Cohen's kappa of the two verdicts over the counted rubrics")
+    kappa_lo = _share("bootstrap 95% interval of kappa, low end")
+    kappa_hi = _share("bootstrap 95% interval of kappa, high end")
+    human_human = _share("agreeing pairs over all pairs of answers to the same rubric, "
+                         "ties included: the ceiling a judge can be held to")
+
+
+class HumanOut(HumanBlockOut):
+    by = serializers.DictField(
+        child=serializers.DictField(child=HumanBlockOut()),
+        help_text="dimension (category, and the benchmark's own) -> bucket -> figures")
+
+
+class DisagreementOut(serializers.Serializer):
+    task = serializers.IntegerField()
+    submission = serializers.IntegerField()
+    model = serializers.CharField()
+    item = serializers.CharField()
+    rubric = serializers.IntegerField()
+    category = serializers.CharField()
+    question = serializers.CharField()
+    human = serializers.BooleanField(help_text="the raters' majority: the right choice or not")
+    judge = serializers.BooleanField(help_text="the rubric's score (the judge's 3-vote majority)")
+    right_answers = serializers.IntegerField()
+    answers = serializers.IntegerField()
+    url = serializers.CharField(help_text="the item page, where both verdicts are heard")
+
+
+class ConfigCardOut(serializers.Serializer):
+    judge_config = serializers.CharField()
+    current = serializers.BooleanField(help_text="the config the board is scored under")
+    simulated = serializers.BooleanField()
+    runs = serializers.IntegerField()
+    vote_unanimity = _share("percent of rubrics whose votes chose the same option in every "
+                            "round (MMAE), over all the config's runs")
+    position_bias = _share("AIR-Bench chat: mean score in pass A minus pass B")
+    human = HumanOut(allow_null=True, help_text="null where the benchmark has no panel")
+    disagreements = DisagreementOut(many=True)
+
+
+class PanelOut(serializers.Serializer):
+    open = serializers.BooleanField(help_text="whether the benchmark has a listening panel")
+    tasks = serializers.IntegerField()
+    answers = serializers.IntegerField()
+    raters = serializers.IntegerField()
+    repeats = serializers.IntegerField(help_text="tasks a rater answered twice")
+    self_consistency = _share("share of repeats answered with the same option")
+    raters_per_task = serializers.IntegerField()
+    min_listen_seconds = serializers.FloatField()
+
+
+class BatteryRowOut(serializers.Serializer):
+    row = serializers.CharField(help_text="the diagnostic row: Identity, Noise, Silence, "
+                                          "Reversed or Shuffled")
+    figure = serializers.CharField(help_text="the kind's figure, e.g. IFR")
+    measured = serializers.FloatField(allow_null=True, help_text="what the judge gave; null "
+                                                                 "before the row is scored")
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True,
+                                     help_text="its bootstrap 95% interval")
+    expected = serializers.FloatField(help_text="the figure an honest judge gives")
+    tolerance = serializers.FloatField()
+    why = serializers.CharField()
+    verdict = serializers.ChoiceField(choices=["as expected", "uncertain", "deviates",
+                                               "not scored"])
+    run = serializers.IntegerField(allow_null=True)
+    judge_config = serializers.CharField()
+    simulated = serializers.BooleanField()
+    missing = serializers.IntegerField(help_text="items the row has no output for")
+
+
+class RankChangeOut(serializers.Serializer):
+    submission = serializers.IntegerField()
+    model = serializers.CharField()
+    rank_a = serializers.IntegerField()
+    rank_b = serializers.IntegerField()
+
+
+class RankAgreementOut(serializers.Serializer):
+    config_a = serializers.CharField()
+    config_b = serializers.CharField()
+    n = serializers.IntegerField(help_text="public submissions both configs scored")
+    tau = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b of the rankings")
+    tau_lo = serializers.FloatField(allow_null=True)
+    tau_hi = serializers.FloatField(allow_null=True)
+    changes = RankChangeOut(many=True, help_text="rows whose rank differs, most moved first")
+
+
+class JudgeCardOut(serializers.Serializer):
+    benchmark = serializers.CharField()
+    panel = PanelOut()
+    configs = ConfigCardOut(many=True)
+    battery = BatteryRowOut(many=True, help_text="the robustness battery under the board's "
+                                                 "judge config")
+    rank_agreement = RankAgreementOut(many=True, help_text="each pair of judge configs that "
+                                                           "scored the same public submissions")

@@ -1,0 +1,113 @@
+"""The panel's pages: the listening page (`/b/<slug>/panel/`, whose script talks to the
+panel API), the judge card (`/b/<slug>/judge/`) and the staff page of raters."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from config.errors import ServiceError
+from config.staff import staff_only
+from leaderboard import judge_checks
+from leaderboard.models import PanelRemoval
+from leaderboard.panel import card, drawing, services
+from leaderboard.views import _benchmark_or_404
+from scoring.kinds import get_kind
+
+
+@require_GET
+def panel(request, slug):
+    """The listening page: its script asks for a task, plays its audio and unlocks the
+    choices once each audio was heard long enough (static/js/panel.js)."""
+    benchmark = _benchmark_or_404(slug)
+    problem = None
+    if not request.user.is_authenticated:
+        problem = "sign in to rate"
+    elif benchmark.kind not in drawing.PANEL_KINDS:
+        problem = "this benchmark has no listening panel: its questions are not multiple choice"
+    else:
+        problem = services.rater_problem(request.user)
+    return render(request, "leaderboard/panel.html", {
+        "benchmark": benchmark, "problem": problem,
+        "min_listen": settings.PANEL_MIN_LISTEN_SECONDS})
+
+
+def _share(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _kappa(value) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _shown(block: dict) -> dict:
+    """One set of human figures as the card shows them: formatted, intervals beside."""
+    def bounds(name, fmt):
+        lo, hi = block[f"{name}_lo"], block[f"{name}_hi"]
+        return None if lo is None else f"{fmt(lo)} to {fmt(hi)}"
+
+    return {"rubrics": block["rubrics"], "answers": block["answers"], "raters": block["raters"],
+            "agreement": _share(block["agreement"]),
+            "agreement_interval": bounds("agreement", _share),
+            "kappa": _kappa(block["kappa"]), "kappa_interval": bounds("kappa", _kappa),
+            "human_human": _share(block["human_human"])}
+
+
+def _config_shown(kind, config: dict) -> dict:
+    human = config["human"]
+    by = [] if human is None else [
+        {"dimension": kind.dimension_label(d) if d != card.CATEGORY else "rubric category",
+         "rows": [{"bucket": b, **_shown(figures)} for b, figures in buckets.items()]}
+        for d, buckets in human["by"].items() if buckets]
+    return {**config, "shown": None if human is None else _shown(human), "by": by,
+            "unanimity": "–" if config["vote_unanimity"] is None
+            else f"{config['vote_unanimity']:.1f}%",
+            "bias": "–" if config["position_bias"] is None
+            else f"{config['position_bias']:+.2f}"}
+
+
+@require_GET
+def judge(request, slug):
+    """The judge card: for each judge config, how it agrees with the listening panel."""
+    benchmark = _benchmark_or_404(slug)
+    kind = get_kind(benchmark.kind)
+    body = card.judge_card(benchmark)
+    panel_figures = body["panel"]
+    return render(request, "leaderboard/judge.html", {
+        "benchmark": benchmark, "kind": kind, "panel": panel_figures,
+        "self_consistency": _share(panel_figures["self_consistency"]),
+        "configs": [_config_shown(kind, c) for c in body["configs"]],
+        "checks": judge_checks.checks_shown(body["battery"], body["rank_agreement"])})
+
+
+@staff_only
+@require_GET
+def staff_raters(request):
+    return _staff_raters_page(request, errors=[])
+
+
+def _staff_raters_page(request, *, errors: list[str], status: int = 200):
+    """Every rater: answers, repeats and self-consistency, with a removal form."""
+    removed = set(PanelRemoval.objects.values_list("rater_id", flat=True))
+    rows = [{**row, "self_consistency": _share(row["self_consistency"]),
+             "repeats": len(row["pairs"]), "removed": row["rater"] in removed}
+            for row in card.rater_rows()]
+    return render(request, "leaderboard/staff_raters.html", {
+        "rows": rows, "errors": errors,
+        "removals": PanelRemoval.objects.select_related("rater", "removed_by")
+        .order_by("-removed_at")}, status=status)
+
+
+@staff_only
+@require_POST
+def staff_rater_remove(request, user_id):
+    """Remove a rater and their answers (audited); refused without a reason."""
+    rater = get_object_or_404(get_user_model(), pk=user_id)
+    try:
+        services.panel_rater_remove(actor=request.user, rater=rater,
+                                    reason=request.POST.get("reason", ""))
+    except ServiceError as error:
+        return _staff_raters_page(request, errors=error.problems, status=error.status)
+    return redirect("staff:panel-raters")

@@ -1,0 +1,139 @@
+// The listening panel (/b/<slug>/panel/): ask the panel API for a task, play its audio, count
+// how long each audio was really heard (timeupdate while playing, never a seek), and unlock
+// the choices once every audio was heard for the seconds the task asks (its length, or the
+// panel's minimum when longer). The server checks the same rule again.
+
+(() => {
+  const root = document.getElementById("panel");
+  if (!root) {
+    return;
+  }
+  const status = document.getElementById("panel-status");
+  const box = document.getElementById("panel-task");
+  const audioBox = document.getElementById("panel-audio");
+  const fieldset = document.getElementById("panel-choices");
+  const options = document.getElementById("panel-options");
+  const submit = document.getElementById("panel-submit");
+  const error = document.getElementById("panel-error");
+  const form = document.getElementById("panel-form");
+  // A jump of the play head longer than this between two timeupdate events is a seek.
+  const MAX_STEP = 1.5;
+  // What the server forgives of a sum of play-head steps (floating-point rounding).
+  const SLACK = 0.01;
+  let task = null;
+  let heard = {};
+
+  const csrf = () => form.querySelector("input[name=csrfmiddlewaretoken]").value;
+
+  function unlockIfHeard() {
+    const ready = Object.keys(task.listen).every((label) => heard[label] + SLACK >= task.listen[label]);
+    fieldset.disabled = !ready;
+    submit.disabled = !ready || !form.querySelector("input[name=choice]:checked");
+    document.querySelectorAll(".panel-heard").forEach((note) => {
+      const label = note.dataset.label;
+      const done = heard[label] + SLACK >= task.listen[label];
+      note.textContent = done ? "heard" : `heard ${heard[label].toFixed(1)} of ${task.listen[label].toFixed(1)} s`;
+    });
+  }
+
+  function player(label, url) {
+    const wrap = document.createElement("div");
+    wrap.className = "panel-player";
+    const name = document.createElement("strong");
+    name.textContent = label;
+    const audio = document.createElement("audio");
+    audio.controls = true;
+    audio.preload = "auto";
+    audio.src = url;
+    audio.dataset.label = label;
+    const play = document.createElement("button");
+    play.type = "button";
+    play.className = "panel-play";
+    play.textContent = `Play ${label}`;
+    play.addEventListener("click", () => audio.play());
+    const note = document.createElement("small");
+    note.className = "panel-heard";
+    note.dataset.label = label;
+    let last = null;
+    audio.addEventListener("playing", () => { last = audio.currentTime; });
+    audio.addEventListener("seeking", () => { last = null; });
+    const count = (now) => {
+      if (last !== null) {
+        const step = now - last;
+        if (step > 0 && step <= MAX_STEP) {
+          heard[label] += step;
+        }
+      }
+      last = now;
+      unlockIfHeard();
+    };
+    audio.addEventListener("timeupdate", () => { if (!audio.paused) count(audio.currentTime); });
+    audio.addEventListener("ended", () => { count(audio.duration); last = null; });
+    wrap.append(name, " ", play, " ", audio, " ", note);
+    return wrap;
+  }
+
+  function show(found) {
+    task = found;
+    heard = {};
+    document.getElementById("panel-instruction").textContent = task.instruction;
+    document.getElementById("panel-question").textContent = task.question;
+    audioBox.replaceChildren(...Object.entries(task.audio).map(([label, url]) => {
+      heard[label] = 0;
+      return player(label, url);
+    }));
+    options.replaceChildren(...task.choices.map((choice) => {
+      const label = document.createElement("label");
+      label.className = "panel-option";
+      const input = document.createElement("input");
+      input.type = "radio";
+      input.name = "choice";
+      input.value = choice.letter;
+      input.addEventListener("change", unlockIfHeard);
+      label.append(input, ` ${choice.letter}. ${choice.text}`);
+      return label;
+    }));
+    error.hidden = true;
+    status.textContent = "Listen to each audio, then choose.";
+    box.hidden = false;
+    unlockIfHeard();
+  }
+
+  async function next() {
+    box.hidden = true;
+    status.textContent = "Loading a task…";
+    const response = await fetch(root.dataset.next, {credentials: "same-origin",
+                                                     headers: {Accept: "application/json"}});
+    if (response.status === 204) {
+      status.textContent = "No task is left for you on this benchmark: thank you.";
+      return;
+    }
+    const body = await response.json();
+    if (!response.ok) {
+      status.textContent = body.errors.join(" ");
+      return;
+    }
+    show(body);
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const chosen = form.querySelector("input[name=choice]:checked");
+    const url = root.dataset.answer.replace(/\/0\/$/, `/${task.task}/`);
+    const response = await fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-CSRFToken": csrf(),
+                Accept: "application/json"},
+      body: JSON.stringify({choice: chosen.value, listened: heard})});
+    if (response.status === 201) {
+      status.textContent = "Answer saved.";
+      next();
+      return;
+    }
+    const body = await response.json();
+    error.textContent = body.errors.join(" ");
+    error.hidden = false;
+  });
+
+  next();
+})();

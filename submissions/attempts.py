@@ -1,0 +1,60 @@
+"""Attempts disclosed: how many submissions an author made to a benchmark, public and
+private, scored to the end (a finished run), and when.
+
+Providers who test many private variants and publish the best overstate what a board shows
+("The Leaderboard Illusion", arXiv 2504.20879). Each board row and model page therefore says
+how many scored attempts the model's author made on the benchmark (every version of its
+slug, every model of theirs), and the author cannot lower it: making one private or staff
+hiding it leaves the row counted, and a deletion leaves a DeletedAttempt in its place.
+Rejected uploads and those that failed on our side were never scored and do not count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+from django.db.models import Count
+
+from scoring.models import ScoringRun
+from submissions.models import DeletedAttempt, ModelEntry, Submission
+
+
+def _scored(slug: str):
+    """The benchmark's submissions with a finished run (their first scoring or a rescore)."""
+    return Submission.objects.filter(benchmark__slug=slug,
+                                     runs__status=ScoringRun.Status.FINISHED)
+
+
+def attempt_counts(slug: str) -> Counter:
+    """owner id -> their scored attempts on the benchmark, deleted ones included."""
+    counts = Counter(dict(_scored(slug).order_by().values("owner_id")
+                          .annotate(n=Count("id", distinct=True)).values_list("owner_id", "n")))
+    counts.update(dict(DeletedAttempt.objects.filter(benchmark__slug=slug).order_by()
+                       .values("owner_id").annotate(n=Count("id"))
+                       .values_list("owner_id", "n")))
+    return counts
+
+
+def attempts_by_model(slug: str, model_ids: list[int]) -> dict[int, int]:
+    """model id -> its author's scored attempts on the benchmark (what a board row shows)."""
+    counts = attempt_counts(slug)
+    return {pk: counts[owner] for pk, owner in
+            ModelEntry.objects.filter(id__in=model_ids).values_list("id", "owner_id")}
+
+
+def attempt_dates(owner_id: int, slug: str) -> list[datetime]:
+    """When each of the author's scored attempts on the benchmark was uploaded, oldest
+    first, deleted ones included."""
+    kept = set(_scored(slug).filter(owner_id=owner_id).values_list("id", "created_at"))
+    gone = DeletedAttempt.objects.filter(owner_id=owner_id, benchmark__slug=slug) \
+        .values_list("submitted_at", flat=True)
+    return sorted([created for _, created in kept] + list(gone))
+
+
+def attempt_keep(submission: Submission) -> None:
+    """Before a submission is deleted: if it was scored, its attempt stays counted."""
+    if submission.runs.filter(status=ScoringRun.Status.FINISHED).exists():
+        DeletedAttempt.objects.get_or_create(submission_id=submission.pk, defaults={
+            "owner_id": submission.owner_id, "benchmark_id": submission.benchmark_id,
+            "submitted_at": submission.created_at})

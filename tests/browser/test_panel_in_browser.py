@@ -1,0 +1,135 @@
+"""The listening page in Chromium at a desktop's width and a phone's: the choices stay locked
+until each audio was played through (timeupdate), then an answer goes to the panel API and
+the next task loads; nothing scrolls sideways and the Content-Security-Policy blocks nothing.
+Screenshots: artifacts/screenshots/panel-<width>-<step>.png."""
+
+import pytest
+from playwright.sync_api import expect
+
+from leaderboard.models import PanelAnswer, PanelAssignment
+from leaderboard.panel.services import labels, options
+from tests.browser.conftest import SCREENSHOTS
+from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS
+from tests.conftest import CAST_PASSWORD
+from tests.leaderboard.panel.conftest import panel_board, raters  # noqa: F401 - fixtures
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser,
+              pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+
+WIDTHS = {"desktop": (1366, 900), "phone": (390, 844)}
+
+
+def log_in(page, username: str) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(CAST_PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("button", name="Log out")).to_be_attached()
+
+
+def fits(page, width: int) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    boxes = page.evaluate("""() => [...document.querySelectorAll(
+        '#panel-task audio, #panel-task button, .panel-option, #panel-question')]
+        .map(el => el.getBoundingClientRect().right)""")
+    assert boxes and max(boxes) <= width
+
+
+def shot(page, width: int, step: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"panel-{width}-{step}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
+        page, panel_board, author, raters, device):  # noqa: F811 - fixtures
+    width, height = WIDTHS[device]
+    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
+    rater, = raters(1)
+    page.set_viewport_size({"width": width, "height": height})
+    page.add_init_script(RECORD_VIOLATIONS)
+    log_in(page, rater.username)
+    page.goto("/b/mmae/panel/")
+    expect(page.locator("#panel-task")).to_be_visible()
+    expect(page.locator(".panel-option input").first).to_be_disabled()
+    expect(page.locator("#panel-submit")).to_be_disabled()
+    fits(page, width)
+    shot(page, width, "locked")
+
+    assignment = PanelAssignment.objects.select_related("task__criterion").get(rater=rater)
+    right = next(n for n, (position, _) in enumerate(options(assignment)) if position == 0)
+    for button in page.locator(".panel-play").all():
+        button.click()
+    expect(page.locator(".panel-option input").first).to_be_enabled(timeout=10_000)
+    page.locator(".panel-option input").nth(right).check()
+    expect(page.locator("#panel-submit")).to_be_enabled()
+    fits(page, width)
+    shot(page, width, "unlocked")
+    page.locator("#panel-submit").click()
+    expect(page.locator("#panel-status")).to_have_text("Listen to each audio, then choose.")
+    expect(page.locator(".panel-option input").first).to_be_disabled()  # the next, locked
+
+    answer = PanelAnswer.objects.get(rater=rater)
+    assert answer.task_id == assignment.task_id and answer.right
+    assert all(seconds >= 0.49 for seconds in answer.listened.values())
+    assert set(answer.listened) == set(labels(assignment))
+    assert page.evaluate("window.__violations") == []
+
+
+def answer_all(benchmark, people) -> None:
+    """Each rater answers every task they are given (right when the task id is even)."""
+    from leaderboard.panel.drawing import panel_next
+    from leaderboard.panel.services import panel_answer
+
+    for rater in people:
+        for _ in range(6):
+            assignment = panel_next(benchmark=benchmark, rater=rater)
+            if assignment is None:
+                break
+            shown = options(assignment)
+            pick = next(n for n, (position, _) in enumerate(shown)
+                        if (position == 0) == (assignment.task_id % 2 == 0))
+            panel_answer(rater=rater, task_id=assignment.task_id, choice="ABCDEFG"[pick],
+                         listened={label: 0.5 for label in labels(assignment)})
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_the_judge_card_fits_and_links_its_disagreements(
+        page, panel_board, author, other_author, raters, device):  # noqa: F811 - fixtures
+    width, height = WIDTHS[device]
+    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
+    panel_board.scored("Other", other_author, lambda item, criterion: criterion.index % 2)
+    answer_all(panel_board.benchmark, raters(4))
+    page.set_viewport_size({"width": width, "height": height})
+    page.add_init_script(RECORD_VIOLATIONS)
+    page.goto("/b/mmae/judge/")
+    expect(page.locator(".human-figures").first).to_be_visible()
+    links = page.locator(".disagreements a")
+    assert links.count() >= 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shot(page, width, "judge-card")
+    links.first.click()
+    expect(page.locator("h1")).to_be_visible()
+    assert "/b/mmae/i/" in page.url
+    assert page.evaluate("window.__violations") == []
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_the_staff_raters_page_fits_and_removes_a_rater(
+        page, panel_board, author, staff, raters, device):  # noqa: F811 - fixtures
+    width, height = WIDTHS[device]
+    panel_board.scored("Echo", author)
+    people = raters(2)
+    answer_all(panel_board.benchmark, people)
+    page.set_viewport_size({"width": width, "height": height})
+    log_in(page, staff.username)
+    page.goto("/staff/panel/raters/")
+    rows = page.locator("#raters tbody tr")
+    expect(rows).to_have_count(2)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    shot(page, width, "staff-raters")
+    rows.first.get_by_label("Reason").fill("answers at random")
+    rows.first.get_by_role("button", name="Remove with their answers").click()
+    expect(page.locator("#removals li")).to_have_count(1)
+    assert not PanelAnswer.objects.filter(rater=people[0]).exists()
+    assert PanelAnswer.objects.filter(rater=people[1]).exists()

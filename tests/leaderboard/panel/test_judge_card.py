@@ -1,0 +1,178 @@
+"""The judge card's figures against a count made here from what each rater answered and what
+each run scored: agreement, kappa, human-human agreement and their bootstrap intervals, per
+judge config and per bucket; a removed rater's answers and a private submission's tasks leave
+every figure."""
+
+import numpy as np
+import pytest
+
+from leaderboard.models import PanelTask
+from leaderboard.panel.services import panel_rater_remove
+from scoring.models import Criterion
+from tests.conftest import judge_config
+from tests.leaderboard.panel.conftest import heard, letter
+
+CARD = "/api/leaderboards/mmae/judge/"
+
+
+def judge_a(item, criterion):
+    return int(criterion.index % 2 == 0)
+
+
+def judge_b(item, criterion):
+    return int(item.position % 2 == 1)
+
+
+def judge_a_other_config(item, criterion):
+    return 1
+
+
+def rate(client, raters, *, per_rater=8):
+    """Each rater answers up to `per_rater` tasks, right or wrong by a fixed plan; the
+    answers as {task id: [(rater id, right)]}."""
+    given: dict[int, list] = {}
+    for n, rater in enumerate(raters):
+        client.force_login(rater)
+        for k in range(per_rater):
+            response = client.get("/api/panel/mmae/next/")
+            if response.status_code == 204:
+                break
+            task = response.json()
+            right = (task["task"] * 7 + n * 3 + k) % 5 < 3
+            text = Criterion.objects.get(item__key=task["item"], index=task["rubric"]).spec["right"]
+            assert client.post(f"/api/panel/mmae/tasks/{task['task']}/", {
+                "choice": letter(task, text, right=right), "listened": heard(task)},
+                content_type="application/json").status_code == 201
+            given.setdefault(task["task"], []).append((rater.pk, right))
+    return given
+
+
+def expected(given, judged, *, seed, keep=lambda task: True):
+    """The human figures counted by hand: judged(task) -> the judge's verdict or None."""
+    rubrics = []
+    for task_id in sorted(given):
+        task = PanelTask.objects.select_related("criterion__item").get(pk=task_id)
+        judge = judged(task)
+        if judge is None or not keep(task):
+            continue
+        rubrics.append((task_id, bool(judge), [right for _, right in given[task_id]],
+                        {rater for rater, _ in given[task_id]}))
+    pairs, agree, all_pairs = [], 0, 0
+    for _, judge, rights, _ in rubrics:
+        yes, no = rights.count(True), rights.count(False)
+        all_pairs += len(rights) * (len(rights) - 1) // 2
+        agree += yes * (yes - 1) // 2 + no * (no - 1) // 2
+        if len(rights) >= 2 and yes != no:
+            pairs.append((yes > no, judge))
+    h = np.array([p[0] for p in pairs], dtype=float)
+    j = np.array([p[1] for p in pairs], dtype=float)
+    draws = np.random.default_rng(seed).integers(0, len(pairs), size=(1000, len(pairs)))
+    shares = (h[draws] == j[draws]).mean(axis=1)
+    observed = (h == j).mean()
+    chance = h.mean() * j.mean() + (1 - h.mean()) * (1 - j.mean())
+    return {
+        "rubrics": len(pairs), "answers": sum(len(r[2]) for r in rubrics),
+        "raters": len(set().union(*(r[3] for r in rubrics))),
+        "agreement": pytest.approx(observed),
+        "agreement_lo": pytest.approx(np.percentile(shares, 2.5)),
+        "agreement_hi": pytest.approx(np.percentile(shares, 97.5)),
+        "kappa": pytest.approx((observed - chance) / (1 - chance)),
+        "human_human": pytest.approx(agree / all_pairs),
+        "disagreements": {r[0] for r in rubrics if len(r[2]) >= 2
+                          and r[2].count(True) != r[2].count(False)
+                          and (r[2].count(True) > r[2].count(False)) != r[1]},
+    }
+
+
+def check(config_card, wanted):
+    human = config_card["human"]
+    for key in ("rubrics", "answers", "raters", "agreement", "agreement_lo", "agreement_hi",
+                "kappa", "human_human"):
+        assert human[key] == wanted[key], key
+    assert {d["task"] for d in config_card["disagreements"]} == wanted["disagreements"]
+
+
+@pytest.fixture
+def rated_board(client, panel_board, author, other_author, raters):
+    a = panel_board.scored("Alpha", author, judge_a)
+    b = panel_board.scored("Beta", other_author, judge_b)
+    second = judge_config(["http://127.0.0.1:9"], seed=99)
+    a.runs.add(panel_board.run("Alpha-rescored", judge_a_other_config, config=second))
+    people = raters(5)
+    given = rate(client, people)
+
+    def judged(task, *, config="current"):
+        scores = {"current": {a.pk: judge_a, b.pk: judge_b},
+                  "second": {a.pk: judge_a_other_config}}[config]
+        score = scores.get(task.submission_id)
+        return None if score is None else score(task.criterion.item, task.criterion)
+
+    return {"a": a, "b": b, "second": second, "raters": people, "given": given,
+            "judged": judged, "config": panel_board.config}
+
+
+def test_the_card_counts_agreement_kappa_and_human_pairs_per_config(client, rated_board):
+    card = client.get(CARD).json()
+    current, other = card["configs"]
+    assert current["current"] and current["judge_config"] == rated_board["config"].name
+    assert not other["current"] and other["judge_config"] == rated_board["second"].name
+    wanted = expected(rated_board["given"], rated_board["judged"],
+                      seed=rated_board["config"].seed)
+    assert wanted["rubrics"] >= 5 and wanted["disagreements"]  # the plan makes both kinds
+    check(current, wanted)
+    check(other, expected(rated_board["given"],
+                          lambda t: rated_board["judged"](t, config="second"),
+                          seed=rated_board["second"].seed))
+    assert current["vote_unanimity"] == 75.0 and current["position_bias"] is None
+    first = current["disagreements"][0]
+    assert first["url"] == f"/b/mmae/i/{first['item']}/"
+    assert card["panel"]["answers"] == sum(len(v) for v in rated_board["given"].values())
+
+
+def test_the_card_counts_each_bucket_alike(client, rated_board):
+    human = client.get(CARD).json()["configs"][0]["human"]
+    assert set(human["by"]) == {"category", "complexity", "complexity_group", "modality",
+                                "granularity", "operation"}
+    for category, figures in human["by"]["category"].items():
+        wanted = expected(rated_board["given"], rated_board["judged"],
+                          seed=rated_board["config"].seed,
+                          keep=lambda t, c=category: t.criterion.category == c)
+        for key in ("rubrics", "answers", "human_human"):
+            assert figures[key] == wanted[key], (category, key)
+        if wanted["rubrics"]:
+            assert figures["agreement"] == wanted["agreement"]
+
+
+def test_a_removed_raters_answers_leave_every_figure(client, rated_board, staff):
+    removed = rated_board["raters"][0]
+    panel_rater_remove(actor=staff, rater=removed, reason="answers at random")
+    given = {task: [(r, right) for r, right in answers if r != removed.pk]
+             for task, answers in rated_board["given"].items()}
+    given = {task: answers for task, answers in given.items() if answers}
+    card = client.get(CARD).json()
+    check(card["configs"][0], expected(given, rated_board["judged"],
+                                       seed=rated_board["config"].seed))
+    assert card["panel"]["raters"] == 4
+    assert card["panel"]["answers"] == sum(len(v) for v in given.values())
+
+
+def test_a_submission_made_private_leaves_the_card(client, rated_board):
+    b = rated_board["b"]
+    b.public = False
+    b.save(update_fields=["public"])
+    card = client.get(CARD).json()
+    check(card["configs"][0], expected(rated_board["given"], rated_board["judged"],
+                                       seed=rated_board["config"].seed,
+                                       keep=lambda t: t.submission_id != b.pk))
+    assert all(d["submission"] != b.pk for d in card["configs"][0]["disagreements"])
+    assert "Beta" not in client.get("/b/mmae/judge/").content.decode()
+
+
+def test_the_card_page_shows_the_figures_and_links_each_disagreement(client, rated_board):
+    card = client.get(CARD).json()
+    page = client.get("/b/mmae/judge/").content.decode()
+    human = card["configs"][0]["human"]
+    assert f"{100 * human['agreement']:.1f}%" in page
+    assert f"{human['kappa']:.2f}" in page
+    for d in card["configs"][0]["disagreements"]:
+        assert f'href="{d["url"]}"' in page

@@ -1,0 +1,261 @@
+"""The listening panel's API: who may rate what (never their own submission, never a private
+one, a confirmed address, a removed rater no more), the listening rule, and how tasks are
+drawn (PANEL_RATERS_PER_TASK raters, answered tasks first, strata balanced, repeats)."""
+
+import random
+
+import pytest
+from allauth.account.models import EmailAddress
+from rest_framework.throttling import SimpleRateThrottle
+
+from audit.models import AuditEvent
+from leaderboard.models import PanelAnswer, PanelAssignment, PanelTask
+from scoring.models import Criterion
+from tests.leaderboard.panel.conftest import SECONDS, heard, letter
+
+NEXT = "/api/panel/mmae/next/"
+
+
+def answer_url(task_id: int) -> str:
+    return f"/api/panel/mmae/tasks/{task_id}/"
+
+
+def right_text(task: dict) -> str:
+    return Criterion.objects.get(item__key=task["item"], index=task["rubric"]).spec["right"]
+
+
+def next_task(client, user):
+    client.force_login(user)
+    return client.get(NEXT)
+
+
+def answer(client, task: dict, *, right=True, listened=None):
+    return client.post(answer_url(task["task"]), {
+        "choice": letter(task, right_text(task), right=right),
+        "listened": heard(task) if listened is None else listened},
+        content_type="application/json")
+
+
+def test_a_task_shows_its_rubric_shuffled_choices_and_audio_but_no_vote(
+        client, panel_board, author, raters):
+    submission = panel_board.scored("Echo", author)
+    rater, = raters(1)
+    response = next_task(client, rater)
+    assert response.status_code == 200
+    task = response.json()
+    assert set(task) == {"task", "submission", "item", "rubric", "instruction", "question",
+                         "choices", "audio", "listen"}
+    assert task["submission"] == submission.pk
+    criterion = Criterion.objects.get(item__key=task["item"], index=task["rubric"])
+    assert task["question"] == criterion.question
+    assert sorted(c["text"] for c in task["choices"]) == sorted(
+        [criterion.spec["right"], *criterion.spec["wrong"]])
+    assert [c["letter"] for c in task["choices"]] == list("ABCD"[:len(task["choices"])])
+    assert task["audio"]["output"] == f"/s/{submission.pk}/audio/{task['item']}/output"
+    assert task["listen"] == {label: pytest.approx(SECONDS) for label in task["audio"]}
+    assert "vote" not in response.content.decode() and "correct" not in task
+    assert client.get(NEXT).json() == task  # the open task again, in the same order
+    assert client.get(task["audio"]["output"]).status_code == 200
+
+
+def shuffled(rater_id: int, task_id: int, options: list[str]) -> list[str]:
+    order = list(range(len(options)))
+    random.Random(f"panel:{rater_id}:{task_id}").shuffle(order)
+    return [options[i] for i in order]
+
+
+def test_choices_are_shuffled_per_rater_and_stable(client, panel_board, author, raters):
+    panel_board.scored("Echo", author)
+    people = raters(3)
+    for rater in people:
+        task = next_task(client, rater).json()
+        assert next_task(client, rater).json()["choices"] == task["choices"]
+        spec = Criterion.objects.get(item__key=task["item"], index=task["rubric"]).spec
+        assert [c["text"] for c in task["choices"]] == shuffled(
+            rater.pk, task["task"], [spec["right"], *spec["wrong"]])
+        assert answer(client, task).status_code == 201
+    first = PanelTask.objects.get()
+    assert PanelAnswer.objects.filter(task=first).count() == 3  # the same task to all three
+    # The seed tells raters apart: some of them see another order.
+    assert len({tuple(shuffled(r, first.pk, list("abc"))) for r in range(1, 20)}) > 1
+
+
+def test_an_author_is_never_given_their_own_submission(client, panel_board, author,
+                                                      other_author):
+    panel_board.scored("Mine", author)
+    assert next_task(client, author).status_code == 204
+    theirs = panel_board.scored("Theirs", other_author)
+    seen = set()
+    for _ in range(12):
+        task = next_task(client, author).json()
+        seen.add(task["submission"])
+        assert answer(client, task).status_code == 201
+    assert seen == {theirs.pk}
+
+
+def test_an_author_cannot_answer_a_task_of_their_own_submission(client, panel_board, author,
+                                                               other_author, raters):
+    panel_board.scored("Mine", author)
+    rater, = raters(1)
+    task = next_task(client, rater).json()
+    client.force_login(author)
+    assert answer(client, task).status_code == 404
+    assert not PanelAnswer.objects.exists()
+
+
+def test_a_private_submission_is_never_shown(client, panel_board, author, other_author,
+                                             raters):
+    panel_board.scored("Public", author)
+    private = panel_board.scored("Private", other_author, public=False)
+    rater, = raters(1)
+    for _ in range(10):
+        task = next_task(client, rater).json()
+        assert task["submission"] != private.pk
+        assert answer(client, task).status_code == 201
+    client.force_login(rater)
+    assert client.get(f"/s/{private.pk}/audio/{task['item']}/output").status_code == 404
+
+
+def test_a_task_of_a_submission_made_private_leaves_the_panel(client, panel_board, author,
+                                                              raters):
+    submission = panel_board.scored("Echo", author)
+    rater, other = raters(2)
+    task = next_task(client, rater).json()
+    submission.public = False
+    submission.save(update_fields=["public"])
+    assert answer(client, task).status_code == 404
+    assert next_task(client, other).status_code == 204
+    assert not PanelAnswer.objects.exists()
+
+
+def test_a_rater_needs_a_confirmed_address_and_a_visitor_a_log_in(client, panel_board, author,
+                                                                   raters):
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    assert client.get(NEXT).status_code == 401
+    EmailAddress.objects.filter(user=rater).update(verified=False)
+    response = next_task(client, rater)
+    assert response.status_code == 403
+    assert "confirm your email address" in response.json()["errors"][0]
+
+
+def test_an_answer_needs_each_audio_heard_long_enough(client, panel_board, author, raters,
+                                                      settings):
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    task = next_task(client, rater).json()
+    short = {label: SECONDS - 0.1 for label in task["audio"]}
+    response = answer(client, task, listened=short)
+    assert response.status_code == 400
+    assert any("audio 'output' heard for 0.4 s" in e for e in response.json()["errors"])
+    response = answer(client, task, listened={})
+    assert response.status_code == 400
+    assert all(any(repr(label) in e for e in response.json()["errors"]) for label in task["audio"])
+    assert not PanelAnswer.objects.exists()
+    assert answer(client, task).status_code == 201
+    assert answer(client, task).status_code == 409
+
+
+def test_a_long_audio_needs_only_the_panel_minimum(client, panel_board, author, raters,
+                                                   settings):
+    settings.PANEL_MIN_LISTEN_SECONDS = 0.3
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    task = next_task(client, rater).json()
+    assert list(task["listen"].values()) == [pytest.approx(0.3)] * len(task["audio"])
+    assert answer(client, task, listened={k: 0.25 for k in task["audio"]}).status_code == 400
+    assert answer(client, task, listened={k: 0.3 for k in task["audio"]}).status_code == 201
+
+
+def test_a_bad_answer_names_its_problem(client, panel_board, author, raters):
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    task = next_task(client, rater).json()
+    response = client.post(answer_url(task["task"]), {"choice": "Z", "listened": heard(task)},
+                           content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["errors"][0].startswith("choice: 'Z' is not one of the letters A")
+    response = client.post(answer_url(task["task"]),
+                           {"choice": "A", "listened": {**heard(task), "input9": 3}},
+                           content_type="application/json")
+    assert response.status_code == 400
+    assert "no audio 'input9'" in response.json()["errors"][0]
+    assert client.post(answer_url(999999), {"choice": "A", "listened": {}},
+                       content_type="application/json").status_code == 404
+    assert not PanelAnswer.objects.exists()
+
+
+def test_each_task_goes_to_its_raters_answered_ones_first(client, panel_board, author, raters,
+                                                          settings):
+    settings.PANEL_RATERS_PER_TASK = 2
+    panel_board.scored("Echo", author)
+    first, second, third = raters(3)
+    task = next_task(client, first).json()
+    assert answer(client, task).status_code == 201
+    assert next_task(client, second).json()["task"] == task["task"]  # answered: offered first
+    other = next_task(client, third).json()
+    assert other["task"] != task["task"]  # its two seats are taken
+    assert PanelAssignment.objects.filter(task_id=task["task"]).count() == 2
+
+
+def test_new_tasks_are_drawn_across_strata(client, panel_board, author, raters):
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    strata = {(c.category, c.item.dimensions["modality"], c.item.dimensions["complexity"])
+              for c in Criterion.objects.select_related("item")}
+    for _ in range(len(strata)):
+        assert answer(client, next_task(client, rater).json()).status_code == 201
+    drawn = [(t.category, t.modality, t.complexity) for t in PanelTask.objects.all()]
+    assert sorted(drawn) == sorted(strata)  # one task in each stratum before any second
+
+
+def test_a_rater_is_asked_an_answered_task_again(client, panel_board, author, raters,
+                                                 settings):
+    settings.PANEL_REPEAT_EVERY = 3
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    tasks = []
+    for _ in range(3):
+        tasks.append(next_task(client, rater).json())
+        assert answer(client, tasks[-1]).status_code == 201
+    again = next_task(client, rater).json()
+    assert again == tasks[0]  # the oldest, shown exactly as before
+    assert answer(client, again, right=False).status_code == 201
+    assert PanelAnswer.objects.get(rater=rater, repeat=True).task_id == tasks[0]["task"]
+    assert next_task(client, rater).json()["task"] not in {t["task"] for t in tasks}
+    card = client.get("/api/leaderboards/mmae/judge/").json()
+    assert card["panel"]["repeats"] == 1 and card["panel"]["self_consistency"] == 0.0
+
+
+def test_staff_remove_a_rater_and_their_answers_audited(client, panel_board, author, raters,
+                                                        staff):
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    assert answer(client, next_task(client, rater).json()).status_code == 201
+    client.force_login(author)
+    url = f"/staff/panel/raters/{rater.pk}/remove/"
+    assert client.post(url, {"reason": "spam"}).status_code == 404  # staff only
+    client.force_login(staff)
+    page = client.post(url, {"reason": ""})
+    assert page.status_code == 400 and PanelAnswer.objects.filter(rater=rater).exists()
+    assert client.post(url, {"reason": "answers at random"}).status_code == 302
+    assert not PanelAnswer.objects.filter(rater=rater).exists()
+    event = AuditEvent.objects.get(action=AuditEvent.Action.PANEL_RATER)
+    assert event.before == {"rater": "rater1", "answers": 1}
+    assert event.reason == "answers at random" and event.actor == staff
+    response = next_task(client, rater)
+    assert response.status_code == 403 and "removed" in response.json()["errors"][0]
+    client.force_login(staff)
+    assert "rater1" in client.get("/staff/panel/raters/").content.decode()
+
+
+def test_answers_are_rate_limited(client, panel_board, author, raters, monkeypatch):
+    # DRF reads its rates once, at import: set them on the throttle class.
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES",
+                        {"anon": None, "user": None, "uploads": None, "panel": "1/h"})
+    panel_board.scored("Echo", author)
+    rater, = raters(1)
+    assert answer(client, next_task(client, rater).json()).status_code == 201
+    response = answer(client, next_task(client, rater).json())
+    assert response.status_code == 429
+    assert "Too many requests" in response.json()["errors"][0]

@@ -1,0 +1,65 @@
+"""The attempts column: each board row, its API row and CSV line, and the model page say how
+many scored submissions the model's author made to the benchmark, private ones included."""
+
+import csv
+import io
+import re
+
+import pytest
+
+from submissions.moderation import submission_delete
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def attempts_board(board, author, other_author):
+    """Echo Editor's author tried twice in private (once under another model's name) before
+    the public row; the other author submitted once."""
+    benchmark, scored = board
+    scored("Echo Editor (draft)", (70.0, 70.0, 30.0), public=False)
+    hidden = scored("Echo Editor", (60.0, 60.0, 20.0), public=False)
+    echo = scored("Echo Editor", (50.0, 60.0, 10.0))
+    scored("Other", (40.0, 50.0, 5.0), owner=other_author)
+    return benchmark, echo, hidden
+
+
+def cell(body: str, model: str) -> str:
+    """The attempts cell of a model's row on the board page."""
+    row = next(r for r in body.split("<tr")[1:] if f"<bdi>{model}</bdi></a>" in r)
+    return re.search(r'<td class="num attempts">([^<]*)</td>', row).group(1)
+
+
+def test_the_board_api_and_csv_count_every_scored_attempt(client, attempts_board):
+    body = client.get("/b/mmae/").content.decode()
+    assert "Tries" in body and (cell(body, "Echo Editor"), cell(body, "Other")) == ("3", "1")
+    rows = {r["model"]: r["attempts"] for r in client.get("/api/leaderboards/mmae/").json()[
+        "rows"]}
+    assert rows == {"Echo Editor": 3, "Other": 1}
+    lines = list(csv.DictReader(io.StringIO(
+        client.get("/api/leaderboards/mmae/?format=csv").content.decode())))
+    assert {line["model"]: line["attempts"] for line in lines} == {"Echo Editor": "3",
+                                                                   "Other": "1"}
+
+
+def test_sorting_by_attempts_puts_the_most_tried_first(client, attempts_board):
+    body = client.get("/b/mmae/?sort=attempts").content.decode()
+    assert body.index("<bdi>Echo Editor</bdi>") < body.index("<bdi>Other</bdi>")
+
+
+def test_deleting_a_private_attempt_leaves_the_count(client, attempts_board, staff):
+    _, _, hidden = attempts_board
+    submission_delete(actor=staff, submission=hidden, reason="the author asked")
+    body = client.get("/b/mmae/").content.decode()
+    assert cell(body, "Echo Editor") == "3"
+    rows = client.get("/api/leaderboards/mmae/").json()["rows"]
+    assert {r["model"]: r["attempts"] for r in rows}["Echo Editor"] == 3
+
+
+def test_the_model_page_lists_when_each_attempt_was_made(client, attempts_board):
+    _, echo, hidden = attempts_board
+    body = client.get(f"/m/{echo.model_id}/").content.decode()
+    day = echo.created_at.strftime("%Y-%m-%d")  # all three were made today
+    assert f"MMAE</strong>: 3 attempts, uploaded {day}, {day}, {day}</li>" in body
+    # The private drafts are counted and dated, never named or linked.
+    assert "Echo Editor (draft)" not in body and f"/s/{hidden.pk}/" not in body
