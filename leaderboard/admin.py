@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from config.admin import name_column
 from leaderboard.models import ReferenceFigure, ReferenceResult
 
 
@@ -13,7 +14,8 @@ class ReferenceFigureInline(admin.TabularInline):
 class ReferenceResultAdmin(admin.ModelAdmin):
     """A paper's published figures (`manage.py load_reference_results`), shown as reported."""
 
-    list_display = ("model", "benchmark_slug", "scope", "n_samples", "source", "loaded_at")
+    list_display = ("model_name", "benchmark_slug", "scope", "n_samples", "source", "loaded_at")
     list_filter = ("benchmark_slug",)
     search_fields = ("model", "source", "note")
     inlines = [ReferenceFigureInline]
+    model_name = name_column("model", description="model")

@@ -8,6 +8,7 @@ static/js/charts.js, and embed each figure with `to_html`.
 from __future__ import annotations
 
 import json
+import textwrap
 from html import escape as html_escape
 
 import plotly.graph_objects as go
@@ -85,11 +86,20 @@ def _label(text: str) -> str:
 
 
 LABELLED_POINTS = 5  # the board's scatter names its top rows beside their points
-POINT_LABEL_CHARS = 24
+# A name beside a point or on an axis is cut to this many characters (a model's name may have
+# 200, which would squeeze a heatmap's cells to nothing); the hover holds it whole.
+SHORT_NAME_CHARS = 24
+HOVER_LINE_CHARS = 48  # a long name wraps in a hover, which plotly never wraps itself
 
 
 def _short(name: str) -> str:
-    return name if len(name) <= POINT_LABEL_CHARS else name[:POINT_LABEL_CHARS - 1] + "…"
+    return name if len(name) <= SHORT_NAME_CHARS else name[:SHORT_NAME_CHARS - 1] + "…"
+
+
+def _whole(name: str) -> str:
+    """A name for a hover: whole, escaped, in lines short enough for a phone's screen."""
+    return "<br>".join(_label(line) for line in textwrap.wrap(name, HOVER_LINE_CHARS)) \
+        or _label(name)
 
 
 def value_range(values: list, scale: float) -> list[float] | None:
@@ -107,7 +117,7 @@ def metric_scatter(rows: list[dict], *, x: str, y: str, kind) -> go.Figure:
     """Metric y against metric x, one point per board row that has both, with intervals
     where there are any; the hover lists every metric of the row, as the table shows it."""
     shown = [r for r in rows if r[x] is not None and r[y] is not None]
-    hover = [f"<b>{_label(r['model'])}</b>"
+    hover = [f"<b>{_whole(r['model'])}</b>"
              + (f" ({_label(r['organisation'])})" if r["organisation"] else "")
              + f"<br>rank {r['rank']}"
              + "".join(f"<br>{_label(m.label)} {_text(m, r[m.key], r.get(f'{m.key}_interval'))}"
@@ -198,20 +208,21 @@ def slice_radar(rows: list[dict], metrics: tuple[str, ...], kind) -> go.Figure:
 
 def pivot_heatmap(pivot: dict, kind) -> go.Figure:
     """A pivot (selectors.pivot) as a heatmap: models down, buckets across, as in its table,
-    figures formatted as the table formats them."""
+    figures formatted as the table formats them. Rows sit at 0, 1, 2... with each model's
+    name, cut short, as its tick label: two names cut to the same text stay two rows."""
     rows, buckets = pivot["rows"], pivot["buckets"]
     metric = kind.metric(pivot["metric"])
     z = [r["cells"] for r in rows]
-    labels = [_label(r["model"]) for r in rows]
+    positions = list(range(len(rows)))
     text = [["" if v is None else metric.format(v) for v in r["cells"]] for r in rows]
-    hover = [[f"<b>{_label(r['model'])}</b><br>{_label(b)} (n={n if n is not None else '–'})"
+    hover = [[f"<b>{_whole(r['model'])}</b><br>{_label(b)} (n={n if n is not None else '–'})"
               f"<br>{_label(metric.label)} {metric.format(v)}"
               for b, v, n in zip(buckets, r["cells"], r["n"], strict=True)] for r in rows]
     fixed = value_range([v for r in rows for v in r["cells"]],
                         kind.scale if not metric.count else max(1, *(
                             v for r in rows for v in r["cells"] if v is not None)))
     trace = go.Heatmap(
-        z=z, x=[_label(b) for b in buckets], y=labels, text=text, texttemplate="%{text}",
+        z=z, x=[_label(b) for b in buckets], y=positions, text=text, texttemplate="%{text}",
         hovertext=hover, hoverinfo="text", colorscale="Blues", xgap=1, ygap=1,
         **({"zmin": fixed[0], "zmax": fixed[1]} if fixed else {}),
         colorbar={"title": {"text": f"{metric.label} ({pivot.get('unit', '%')})"},
@@ -220,5 +231,6 @@ def pivot_heatmap(pivot: dict, kind) -> go.Figure:
         height=max(260, 90 + 30 * len(rows) + (60 if len(buckets) > 6 else 0)),
         xaxis=_axis("", side="top", tickangle=-30 if len(buckets) > 6 else 0,
                     showgrid=False),
-        yaxis=_axis("", autorange="reversed", showgrid=False),
+        yaxis=_axis("", autorange="reversed", showgrid=False, zeroline=False, tickmode="array",
+                    tickvals=positions, ticktext=[_label(_short(r["model"])) for r in rows]),
         margin={"l": 20, "r": 20, "t": 90 if len(buckets) > 6 else 40, "b": 20}))

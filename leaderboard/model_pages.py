@@ -8,10 +8,12 @@ from django.http import Http404
 
 from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.selectors import (
+    board_table,
     metric_figures,
 )
 from leaderboard.state import (
     OVERALL,
+    benchmark_current,
     representatives,
 )
 from scoring.kinds import Kind, get_kind
@@ -78,6 +80,32 @@ def featured_submissions(submissions: list[Submission]) -> dict[str, Submission]
                                                          -s.created_at.timestamp())):
         featured.setdefault(submission.benchmark.slug, submission)
     return featured
+
+
+BOARD_PAGE_ROWS = 100  # the rows of a board page (leaderboard.views pages by it)
+
+
+def board_standings(featured: dict[str, Submission]) -> list[dict]:
+    """Where the model stands on each board it is on: its rank, its rank range (None until
+    the board has them), how many rows are ranked, and the board page that holds its row.
+    A featured submission that is not the board's row of the model (private, hidden, on an
+    older version) stands nowhere."""
+    standings = []
+    for slug, submission in featured.items():
+        current = benchmark_current(slug)
+        if current is None or current.id != submission.benchmark_id:
+            continue
+        rows = board_table(benchmark=current)  # as the board lists them, references inline
+        position = next((i for i, r in enumerate(rows)
+                         if r["rank"] is not None and r["submission"] == submission.id), None)
+        if position is None:
+            continue
+        row = rows[position]
+        standings.append({"slug": slug, "title": current.title, "rank": row["rank"],
+                          "range": row["rank_range"],
+                          "of": sum(1 for r in rows if r["rank"] is not None),
+                          "page": position // BOARD_PAGE_ROWS + 1})
+    return standings
 
 
 def attempt_rows(entry: ModelEntry, featured: dict[str, Submission]) -> list[dict]:

@@ -39,6 +39,17 @@ def competition_ranks(keys: list[tuple]) -> list[int]:
     return ranks
 
 
+def deciders(keys: list[tuple]) -> list[int | None]:
+    """For sort keys in rank order: the position of the first figure on which each key
+    differs from the one before it, the figure that placed its row; None for the first row
+    and for a row equal to the one before on the whole key (it shares its rank)."""
+    found: list[int | None] = [None] if keys else []
+    for before, key in zip(keys, keys[1:], strict=False):
+        found.append(next((i for i, (a, b) in enumerate(zip(before, key, strict=True))
+                           if a != b), None))
+    return found
+
+
 def _replicate_ranks(columns: list[np.ndarray]) -> np.ndarray:
     """Competition ranks (R x M) from key columns (each R x M, higher is better) compared
     in order, exact to 1e-9, NaN last."""

@@ -27,6 +27,7 @@ from submissions.attempts import attempts_by_model
 from submissions.models import Submission
 
 SORTS = ("rank", "model", "organisation", "coverage", "date", "attempts")  # and the kind's metrics
+TIED = "="  # a row's decided_by when it equals the row above on the whole key
 
 
 def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
@@ -130,6 +131,10 @@ def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
         row["rank"] = rank
     order = sorted(range(len(rows)), key=lambda i: (keys[i], rows[i]["model"].lower()))
     rows = [rows[i] for i in order]
+    names = _key_metrics(kind, metric)
+    places = ranking.deciders([keys[i] for i in order])
+    for position, (row, place) in enumerate(zip(rows, places, strict=True)):
+        row["decided_by"] = names[place] if place is not None else TIED if position else None
     _last_ranked = (key, time.monotonic(), rows)
     return rows
 
@@ -145,6 +150,45 @@ def _rank_key(kind: Kind, metric: str | None):
     if metric is None:
         return kind.rank_key
     return lambda figures: kind.sort_key(metric, figures)
+
+
+def _key_metrics(kind: Kind, metric: str | None) -> tuple[str, ...]:
+    """The metric of each position of the ranking key (_rank_key)."""
+    return kind.ranking if metric is None else (metric, *kind.ranking)
+
+
+def ranked_by(kind: Kind, query: BoardQuery) -> str:
+    """The board's ranking rule in words, as a sort by a figure changes it."""
+    metric = _ranked_metric(kind, query)
+    if metric is None:
+        return kind.ranking_text
+    return f"Ranked by {kind.label(metric)}, then by the board's rule " \
+           f"({', '.join(kind.label(m) for m in kind.ranking)})"
+
+
+def separation(kind: Kind, rows: list[dict], query: BoardQuery) -> str:
+    """Which figures of the ranking key separated the ranked rows, in words ("EMR separates 3
+    rows; where EMR ties, IFR separates 6 rows"): each row's `decided_by` is the figure that
+    placed it below the row ranked above it."""
+    names = list(dict.fromkeys(_key_metrics(kind, _ranked_metric(kind, query))))
+    counts = {m: sum(1 for r in rows if r.get("decided_by") == m) for m in names}
+    last = max((i for i, m in enumerate(names) if counts[m]), default=-1)
+    parts = []
+    for i, metric in enumerate(names[:last + 1]):
+        tied = " and ".join(kind.label(m) for m in names[:i])
+        n = counts[metric]
+        parts.append((f"where {tied} tie{'' if i > 1 else 's'}, " if tied else "")
+                     + f"{kind.label(metric)} separates {_rows(n) if n else 'no row'}")
+    shared = sum(1 for r in rows if r.get("decided_by") == TIED)
+    if shared:
+        parts.append(f"{_rows(shared)} equal{'s' if shared == 1 else ''} the row above on "
+                     "every figure and share" + ("s" if shared == 1 else "") + " its rank")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def _rows(n: int) -> str:
+    return f"{n} row{'s' if n != 1 else ''}"
 
 
 def _filtered(rows: list[dict], query: BoardQuery) -> list[dict]:
@@ -310,7 +354,7 @@ def submission_standing(submission: Submission) -> dict | None:
     values = overall.figures() if overall else {}
     standing = {"figures": [(m.label, m.format(values.get(m.key)), m.definition)
                             for m in kind.metrics],
-                "rank": None, "of": None, "why_not": ""}
+                "rank": None, "rank_range": None, "of": None, "why_not": ""}
     current = benchmark_current(submission.benchmark.slug)
     if not submission.public:
         standing["why_not"] = "private: only you and staff see it"
@@ -326,7 +370,7 @@ def submission_standing(submission: Submission) -> dict | None:
         if mine is None:
             standing["why_not"] = "another submission of the model represents it on the board"
         else:
-            standing.update(rank=mine["rank"], of=len(rows))
+            standing.update(rank=mine["rank"], rank_range=mine["rank_range"], of=len(rows))
     return standing
 
 

@@ -34,7 +34,7 @@ from scoring.kinds import get_kind
 from scoring.kinds.base import Section
 from submissions import selectors as submission_selectors
 
-BOARD_PAGE_ROWS = 100
+BOARD_PAGE_ROWS = model_pages.BOARD_PAGE_ROWS
 
 
 PIVOT_PAGE_ROWS = 50
@@ -47,21 +47,14 @@ PIVOT_PAGE_ROWS = 50
 draws_charts = csp_update({"style-src": [UNSAFE_INLINE]})
 
 
-def board_metrics(kind) -> list:
-    """The kind's metrics in the board's column order: the one that ranks first, then the
-    others, so that a phone's first screen shows rank, model and the figure that ranks
-    them."""
-    lead = kind.metric(kind.ranking[0])
-    return [lead, *[m for m in kind.metrics if m is not lead]]
-
-
 def columns(kind) -> list[tuple[str, str, str]]:
     """The board's sortable columns (key, label, one-line definition): the metrics beside the
-    model, then its details."""
+    model in the kind's order (the ranking's first, so that a phone's first screen shows rank,
+    model and the figures that rank them), then its details."""
     return [("rank", "Rank", "Competition rank by the board's ranking rule; in brackets the "
              "rank range of the paired bootstrap (2.5th to 97.5th percentile)"),
             ("model", "Model", ""),
-            *[(m.key, m.label, m.definition) for m in board_metrics(kind)],
+            *[(m.key, m.label, m.definition) for m in kind.metrics],
             ("organisation", "Organisation", ""),
             ("coverage", "Coverage", "Share of the items with an output; the others score 0"),
             ("date", "Date", "When the submission was uploaded"),
@@ -146,10 +139,13 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
     kind = get_kind(benchmark.kind)
     table = selectors.board_table(benchmark=benchmark, query=query)
     rows, paging = _page(table, page, BOARD_PAGE_ROWS)
-    _with_cells(rows, kind, board_metrics(kind))
+    _with_cells(rows, kind)
     judge_columns = kind.judge_figures if query.judge else ()
     for row in rows:
         row["judge_cells"] = [m.format(row.get(m.key)) for m in judge_columns]
+        decided = row.get("decided_by")
+        row["decided_cell"] = kind.metric_keys.index(decided) \
+            if decided in kind.metric_keys else None
     ranked = [r for r in rows if r["rank"] is not None]
     y = chart or charts.separating_metric(kind, ranked)
     x = next((m for m in (kind.chart_axes[0], *kind.metric_keys)
@@ -168,6 +164,9 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
         "benchmark_slug": benchmark.slug,
         "slice_label": kind.dimension_label(query.dimension),
         "slice_n": next((r["n"] for r in ranked), None),
+        "ranked_by": selectors.ranked_by(kind, query),
+        "separation": selectors.separation(kind, [r for r in table if r["rank"] is not None],
+                                           query),
         "simulated": any(r.get("simulated") for r in rows),
         "references": sum(1 for r in rows if r["rank"] is None),
         "has_intervals": any(f[1] for row in rows for f in row["figures"]),
@@ -217,11 +216,11 @@ def _benchmark_or_404(slug):
     return benchmark
 
 
-def _with_cells(rows: list[dict], kind, metrics=None) -> list[dict]:
-    """Each row's figure cells in display order: (formatted value, interval, is a count)."""
+def _with_cells(rows: list[dict], kind) -> list[dict]:
+    """Each row's figure cells in the kind's order: (formatted value, interval, is a
+    count)."""
     for row in rows:
-        row["figures"] = [m.cell(row[m.key], row[f"{m.key}_interval"])
-                          for m in metrics or kind.metrics]
+        row["figures"] = [m.cell(row[m.key], row[f"{m.key}_interval"]) for m in kind.metrics]
     return rows
 
 
@@ -249,6 +248,7 @@ def _model_page(request, model_id):
     kinds = {slug: get_kind(s.benchmark.kind) for slug, s in featured.items()}
     form = ModelPageForm(request.GET, kinds=kinds)
     context = {"entry": entry, "form": form, "errors": [],
+               "standings": model_pages.board_standings(featured),
                "submissions": model_pages.submission_rows(submissions),
                "attempts": model_pages.attempt_rows(entry, featured),
                "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()],
@@ -263,6 +263,9 @@ def _model_page(request, model_id):
         return render(request, "leaderboard/model.html", context)
     kind = kinds[data["benchmark"]]
     slices = _with_cells(model_pages.slice_rows(shown.current_run_id, kind), kind)
+    for row in slices:  # each cell with its label, which a phone shows above it
+        row["labelled"] = list(zip((m.label for m in kind.metrics), row["figures"],
+                                   strict=True))
     chosen = [r for r in slices if r["dimension"] == data["dimension"]]
     build = charts.slice_radar if data["chart"] == "radar" else charts.slice_bars
     plotted = tuple(m.key for m in kind.metrics if not m.count)

@@ -1,19 +1,21 @@
 from django.contrib import admin
 from django.db import models
 
-from config.admin import ReadOnlyAdmin
+from config.admin import ReadOnlyAdmin, name_column
 from submissions.models import DeletedAttempt, ModelEntry, QuotaOverride, Submission
 
 
 @admin.register(ModelEntry)
 class ModelEntryAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "organisation", "parameters", "licence", "open_weights",
-                    "created_at")
+    list_display = ("shown_name", "owner", "shown_organisation", "parameters", "licence",
+                    "open_weights", "created_at")
     list_filter = ("open_weights",)
     search_fields = ("name", "organisation", "owner__username")
     list_select_related = ("owner",)
     raw_id_fields = ("owner",)
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    shown_name = name_column("name", description="name")
+    shown_organisation = name_column("organisation", description="organisation")
 
 
 @admin.register(Submission)
@@ -21,12 +23,13 @@ class SubmissionAdmin(ReadOnlyAdmin):
     """Its state is the pipeline's, and visibility, moderation and deletion go through the
     staff pages, which record a reason in the audit log."""
 
-    list_display = ("id", "model", "owner", "benchmark", "status", "public", "hidden",
+    list_display = ("id", "model_name", "owner", "benchmark", "status", "public", "hidden",
                     "representative", "coverage", "created_at")
     list_filter = ("status", "public", "hidden", "representative")
     search_fields = ("=id", "model__name", "owner__username", "benchmark__slug")
     list_select_related = ("model", "owner", "benchmark")
     date_hierarchy = "created_at"
+    model_name = name_column("model.name", description="model")
 
 
 @admin.register(QuotaOverride)

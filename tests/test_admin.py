@@ -201,3 +201,24 @@ def test_a_changelist_costs_the_same_queries_for_one_row_or_many(client, world, 
     for url in urls:
         with django_assert_max_num_queries(counts[url]) as captured:
             assert client.get(url).status_code == 200
+
+
+LONG = "Echo Editor " + "x" * 188  # 200 characters, as long as a model's name may be
+
+
+def test_long_names_are_cut_in_the_changelists_and_whole_in_their_title(client, world,
+                                                                        superuser):
+    submission = world
+    submission.model.name = LONG
+    submission.model.save()
+    ReferenceResult.objects.update(model=LONG)
+    AuditEvent.objects.create(actor_name="staff", action="flag", object_type="submission",
+                              object_id=str(submission.pk), object_repr=LONG, reason="x")
+    client.force_login(superuser)
+    shown = f'<span class="cut-name" title="{LONG}">{LONG[:39]}…</span>'
+    for model in (ModelEntry, Submission, ReferenceResult, AuditEvent):
+        meta = model._meta
+        html = client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")) \
+            .content.decode()
+        assert shown in html, model.__name__
+        assert f">{LONG}<" not in html, model.__name__

@@ -236,6 +236,9 @@ class Kind(abc.ABC):
     # The calibration baselines (scoring.baselines: Identity returns each item's first input,
     # Noise white noise of its length) make sense for it: audio outputs made from audio inputs.
     calibration_baselines: ClassVar[bool] = False
+    # The figures in the one order every page, table, chart, export and email lists them:
+    # the ranking key's metrics first, in its order (so a phone's first screen shows the
+    # figures that rank), then the others.
     metrics: ClassVar[tuple[Metric, ...]]
     # Figures of the judge rather than of the model (its agreement with itself, its bias),
     # kept on every slice beside the metrics, with "judged": how many answers they cover.

@@ -19,12 +19,13 @@
     input.name = "models";
     input.value = String(result.id);
     const name = document.createElement("span");
-    name.className = "name";
-    name.title = result.model;
+    name.className = "cut name";
+    label.title = result.organisation ? `${result.model} (${result.organisation})` : result.model;
     name.textContent = result.model;
     label.append(input, " ", name);
     if (result.organisation) {
       const organisation = document.createElement("small");
+      organisation.className = "cut";
       organisation.textContent = result.organisation;
       label.append(" ", organisation);
     }

@@ -73,7 +73,7 @@ def test_a_visitor_reads_the_chat_board_a_slice_and_an_items_replies(page, chat_
     expected = [r["model"] for r in selectors.leaderboard_rows(benchmark=benchmark)]
 
     page.goto("/b/air-bench-chat/")
-    models = page.locator("#board tbody td.model > a:first-child")
+    models = page.locator("#board tbody td.model a.name")
     expect(models).to_have_count(2)
     assert models.all_text_contents() == expected
     expect(page.locator("#board thead")).to_contain_text("pass A")
@@ -134,7 +134,7 @@ def foundation_board(tmp_path, author, thread_simulator_factory):
 
 def test_the_foundation_board_ranks_by_strict_accuracy_per_task(page, foundation_board):
     page.goto("/b/air-bench-foundation/")
-    models = page.locator("#board tbody td.model > a:first-child")
+    models = page.locator("#board tbody td.model a.name")
     assert models.all_text_contents() == ["Steady", "Guesser"]
     expect(page.locator("#board thead")).to_contain_text("acc (parsed)")
     expect(page.locator("#board tbody")).to_contain_text("Qwen-Audio-Turbo")

@@ -125,7 +125,7 @@ def shoot(page, step: str):
 
 
 def board_models(page) -> list[str]:
-    return page.locator("#board tbody td.model > a:first-child").all_text_contents()
+    return page.locator("#board tbody td.model a.name").all_text_contents()
 
 
 def expected_models(benchmark, dimension="overall", bucket="") -> list[str]:

@@ -159,7 +159,7 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
             if name == "compare":  # whether the two are apart, per figure and slice
                 expect(page.locator("#differences-1 .verdict").first).to_be_visible()
             if name == "scoring":
-                expect(page.locator("#metrics dt").first).to_have_text("IFR")
+                expect(page.locator("#metrics dt").first).to_have_text("EMR")  # the kind's order
             if name == "submission":  # htmx swaps the explorer's list under the policy
                 spectrograms_fit(page, width)
                 with page.expect_response(re.compile(r"/samples/\?")) as partial:

@@ -56,8 +56,8 @@ def test_the_scatter_plots_the_rows_with_their_intervals_as_whiskers(three):
     assert list(trace.error_x.arrayminus) == [5.0, 10.0, None]
     assert list(trace.error_y.array) == [5.0, 8.0, None]
     assert list(trace.error_y.arrayminus) == [5.0, 8.0, None]
-    assert trace.hovertext[1].startswith("<b>Beta</b> (Acme)<br>rank 2<br>IFR 40.00 [30.00, "
-                                         "41.00]")
+    assert trace.hovertext[1].startswith("<b>Beta</b> (Acme)<br>rank 2<br>EMR 20.00 [12.00, "
+                                         "28.00]<br>IFR 40.00 [30.00, 41.00]")
     assert list(trace.customdata) == [r["model_id"] for r in rows]
 
 
@@ -83,8 +83,9 @@ def test_names_show_as_written_quotes_included(board):
     assert trace.hovertext[0].startswith("<b>Echo \"Pro\" it's &lt;v2&gt; &amp; co</b>")
     assert trace.text[0] == "Echo \"Pro\" it's &lt;v2&gt; &amp; …"
     heatmap = charts.pivot_heatmap({"rows": [{"model": 'A "b"', "cells": [1.0], "n": [3]}],
-                                    "buckets": ['x "y"'], "metric": "IFR"}, MMAE).data[0]
-    assert list(heatmap.y) == ['A "b"'] and list(heatmap.x) == ['x "y"']
+                                    "buckets": ['x "y"'], "metric": "IFR"}, MMAE)
+    assert list(heatmap.layout.yaxis.ticktext) == ['A "b"']
+    assert list(heatmap.data[0].x) == ['x "y"']
     assert "&quot;" not in json.dumps(heatmap.to_plotly_json())
 
 
@@ -114,7 +115,7 @@ def test_the_board_page_loads_plotly_once_and_links_the_new_pages(client, three)
     assert html.count(f'<script src="/static-plotly-{plotly.__version__}.js"></script>') == 1
     alpha = three.submissions.get(model__name="Alpha").model_id
     beta = three.submissions.get(model__name="Beta").model_id
-    assert f'<a href="/m/{alpha}/"><bdi>Alpha</bdi></a>' in html
+    assert f'<a class="cut name" href="/m/{alpha}/" title="Alpha"><bdi>Alpha</bdi></a>' in html
     assert 'href="/b/mmae/pivot/"' in html
     assert f'href="/b/mmae/compare/?models={alpha},{beta}"' in html
 
@@ -146,9 +147,12 @@ def test_the_heatmap_holds_the_pivot_cells_top_down():
     pivot = {"dimension": "modality", "metric": "EMR", "buckets": ["music", "sound"],
              "rows": [{"model": "A", "cells": [10.0, None], "n": [3, None]},
                       {"model": "B<i>", "cells": [5.5, 7.25], "n": [3, 4]}]}
-    trace = charts.pivot_heatmap(pivot, MMAE).data[0]
+    figure = charts.pivot_heatmap(pivot, MMAE)
+    trace = figure.data[0]
     assert [list(r) for r in trace.z] == [[10.0, None], [5.5, 7.25]]
-    assert list(trace.y) == ["A", "B&lt;i&gt;"] and list(trace.x) == ["music", "sound"]
+    assert list(trace.y) == [0, 1] and list(trace.x) == ["music", "sound"]
+    assert list(figure.layout.yaxis.tickvals) == [0, 1]
+    assert list(figure.layout.yaxis.ticktext) == ["A", "B&lt;i&gt;"]
     # Formatted as the pivot's table formats EMR.
     assert [list(r) for r in trace.text] == [["10.00", ""], ["5.50", "7.25"]]
     assert charts.pivot_heatmap(pivot, MMAE).layout.yaxis.autorange == "reversed"
@@ -217,3 +221,27 @@ def test_a_page_without_a_chart_allows_nothing_inline(client, three):
     response = client.get(f"/s/{three.submissions.get(model__name='Alpha').pk}/")
     assert response.status_code == 200
     assert_nothing_from_outside(policy(response), inline_styles=False)
+
+
+LONG = "Echo Editor " + "x" * 188  # 200 characters, as long as a model's name may be
+
+
+def test_a_long_name_is_cut_on_the_heatmaps_axis_and_whole_in_its_hover():
+    twins = [{"model": f"{LONG[:-1]}{end}", "cells": [10.0, 20.0], "n": [3, 3]} for end in "ab"]
+    figure = charts.pivot_heatmap({"dimension": "modality", "metric": "EMR",
+                                   "buckets": ["music", "sound"], "rows": twins}, MMAE)
+    ticks = list(figure.layout.yaxis.ticktext)
+    assert ticks == [LONG[:charts.SHORT_NAME_CHARS - 1] + "…"] * 2
+    assert list(figure.data[0].y) == [0, 1]  # two rows, though their ticks read the same
+    hover = figure.data[0].hovertext[1][0]
+    assert hover.startswith("<b>") and hover[3:hover.index("</b>")].replace("<br>", "") \
+        == twins[1]["model"]
+    assert max(len(line) for line in hover.split("<br>")) <= charts.HOVER_LINE_CHARS + 3
+
+
+def test_a_long_name_is_cut_beside_its_point_and_whole_in_its_hover():
+    rows = [{"model": LONG, "model_id": 1, "organisation": "", "rank": 1, "IFR": 40.0,
+             "CR": 50.0, "EMR": 5.0}]
+    trace = scatter(rows).data[0]
+    assert trace.text[0] == LONG[:charts.SHORT_NAME_CHARS - 1] + "…"
+    assert trace.hovertext[0][3:trace.hovertext[0].index("</b>")].replace("<br>", "") == LONG

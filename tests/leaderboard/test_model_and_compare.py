@@ -95,8 +95,9 @@ def test_the_chart_shows_the_chosen_dimension_of_the_table(client, models):
     response = client.get(f"/m/{model_id}/?dimension=modality")
     html = response.content.decode()
     assert "70.00<small> [60.00, 75.00]</small>" in html
-    ifr = figure_data(html, "chart-slices")[0]
+    emr, ifr, _ = figure_data(html, "chart-slices")  # the kind's order: EMR, IFR, CR
     assert (ifr["type"], ifr["x"], ifr["y"]) == ("bar", ["music", "sound"], [70.00, 30.00])
+    assert (emr["name"], emr["y"]) == ("EMR", [40.00, 20.00])
     radar = client.get(f"/m/{model_id}/?dimension=complexity&chart=radar").content.decode()
     ifr = figure_data(radar, "chart-slices")[0]
     assert (ifr["type"], ifr["theta"]) == ("scatterpolar", ["single", "single"])
@@ -269,3 +270,25 @@ def test_an_empty_compare_page_is_a_model_picker_with_search(client, trio):
     assert f'value="{a.model_id}"' in found
     none = client.get("/b/mmae/compare/?q=zzz-nothing").content.decode()
     assert "No model matches" in none
+
+
+def test_the_model_page_shows_its_rank_on_the_board_it_stands_on(client, models, board):
+    _, scored = board
+    scored("Better", (90.0, 90.0, 90.0))
+    html = client.get(f"/m/{models['public'].model_id}/").content.decode()
+    assert 'Rank <strong>2</strong> of 2 on the <a href="/b/mmae/">MMAE board</a>' in html
+    assert "(range" not in html  # no ranges computed yet: none shown
+
+
+def test_a_model_off_the_board_shows_no_rank(client, models, other_author):
+    login(client, other_author)  # the owner of "Secret", whose only submission is private
+    html = client.get(f"/m/{models['secret'].model_id}/").content.decode()
+    assert 'id="board-rank' not in html
+
+
+def test_a_long_name_is_cut_in_the_heading_and_whole_in_its_title(client, models):
+    model = models["public"].model
+    model.name = "Echo Editor " + "x" * 188
+    model.save()
+    html = client.get(f"/m/{model.id}/").content.decode()
+    assert f'<h1 class="model-title"><span class="cut name" title="{model.name}">' in html

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from leaderboard.model_pages import pivot
-from tests.leaderboard.test_charts import figure_data
+from tests.leaderboard.test_charts import figure_data, figure_spec
 
 
 @pytest.fixture
@@ -68,7 +68,9 @@ def test_the_page_shows_the_same_numbers_in_the_table_and_the_heatmap(client, bo
     (trace,) = figure_data(html, "chart-pivot")
     assert trace["z"] == [r["cells"] for r in response.context["table"]["rows"]] == [
         [80.0, 40.0, None], [None, 45.0, 20.0], [65.0, None, None]]
-    assert trace["y"] == ["Alpha", "Beta", "Gamma"]
+    assert trace["y"] == [0, 1, 2]
+    assert figure_spec(html, "chart-pivot")["layout"]["yaxis"]["ticktext"] == [
+        "Alpha", "Beta", "Gamma"]
     assert trace["x"] == ["music", "sound", "speech"]
 
 

@@ -184,7 +184,8 @@ def test_the_compare_page_says_who_is_ahead(item_board, client):
     html = client.get(f"/b/mmae/compare/?models={strong.model_id},{weak.model_id}") \
         .content.decode()
     table = html[html.index('id="differences-1"'):]
-    assert "Strong ahead" in table and "not separable" in table
+    assert '<span class="cut name" title="Strong">Strong</span> ahead' in table
+    assert "not separable" in table
     verdicts = table.count('class="verdict verdict-a-ahead"') + \
         table.count('class="verdict verdict-b-ahead"') + \
         table.count('class="verdict verdict-not-separable"')
@@ -194,3 +195,21 @@ def test_the_compare_page_says_who_is_ahead(item_board, client):
 def _figure(submission, metric):
     return SliceResult.objects.get(run=submission.current_run, dimension="overall") \
         .values[metric]
+
+
+def test_deciders_name_the_first_figure_on_which_each_key_differs_from_the_one_before():
+    keys = [(-5.0, -40.0), (-5.0, -30.0), (-5.0, -30.0), (-2.0, -90.0)]
+    assert ranking.deciders(keys) == [None, 1, None, 0]
+    assert ranking.deciders([]) == [] and ranking.deciders([(-1.0,)]) == [None]
+
+
+def test_the_model_page_shows_its_rank_and_rank_range_and_links_the_board(item_board, client):
+    benchmark, scored, _ = item_board
+    scored("Strong", clear_gap(0.9))
+    weak = scored("Weak", clear_gap(0.1))
+    rank_ranges.refresh(benchmark, replicates=200)
+    html = client.get(f"/m/{weak.model_id}/").content.decode()
+    line = html[html.index('id="board-rank-mmae"'):]
+    line = line[:line.index("</p>")]
+    assert "Rank <strong>2</strong>" in line and "(range 2&ndash;2)" in line
+    assert "of 2 on the" in line and 'href="/b/mmae/"' in line

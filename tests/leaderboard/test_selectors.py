@@ -1,9 +1,14 @@
 """Board selectors against figures worked out by hand."""
 
+import re
+
 import pytest
 
-from leaderboard.selectors import BoardQuery, leaderboard_rows
+from leaderboard.selectors import TIED, BoardQuery, leaderboard_rows, ranked_by, separation
 from leaderboard.state import representatives
+from scoring.kinds import get_kind
+
+MMAE = get_kind("mmae")
 
 
 def ranked(benchmark, **query):
@@ -72,3 +77,65 @@ def test_any_column_sorts(board, sort, descending, order):
     rows = leaderboard_rows(benchmark=benchmark, query=BoardQuery(sort=sort,
                                                                   descending=descending))
     assert [r["model"] for r in rows] == order
+
+
+# --- which figure separated the rows -----------------------------------------------------
+
+
+def test_each_row_names_the_figure_that_placed_it_below_the_row_above(board):
+    benchmark, scored = board  # figures as (IFR, CR, EMR)
+    scored("A", (50.0, 60.0, 30.0))
+    scored("B", (40.0, 60.0, 30.0))  # EMR equal to A's: IFR places it
+    scored("C", (40.0, 50.0, 30.0))  # EMR and IFR equal to B's: CR
+    scored("D", (40.0, 50.0, 30.0))  # equal to C on every figure: its rank
+    scored("E", (90.0, 90.0, 10.0))  # a lower EMR
+    rows = leaderboard_rows(benchmark=benchmark)
+    assert [(r["model"], r["rank"], r["decided_by"]) for r in rows] == [
+        ("A", 1, None), ("B", 2, "IFR"), ("C", 3, "CR"), ("D", 3, TIED), ("E", 5, "EMR")]
+    assert separation(MMAE, rows, BoardQuery()) == (
+        "EMR separates 1 row; where EMR ties, IFR separates 1 row; where EMR and IFR tie, CR "
+        "separates 1 row; 1 row equals the row above on every figure and shares its rank.")
+
+
+def test_a_figure_equal_on_every_row_is_said_to_separate_none(board):
+    benchmark, scored = board
+    for name, ifr in (("A", 70.0), ("B", 60.0), ("C", 50.0)):
+        scored(name, (ifr, 50.0, 0.0))
+    rows = leaderboard_rows(benchmark=benchmark)
+    assert separation(MMAE, rows, BoardQuery()) == \
+        "EMR separates no row; where EMR ties, IFR separates 2 rows."
+
+
+def test_a_sort_by_a_figure_ranks_and_separates_by_it_first(board):
+    benchmark, scored = board
+    scored("A", (50.0, 60.0, 30.0))
+    scored("B", (40.0, 70.0, 30.0))
+    scored("C", (40.0, 70.0, 20.0))
+    query = BoardQuery(sort="CR")
+    rows = leaderboard_rows(benchmark=benchmark, query=query)
+    assert [(r["model"], r["decided_by"]) for r in rows] == [
+        ("B", None), ("C", "EMR"), ("A", "CR")]
+    assert separation(MMAE, rows, query) == \
+        "CR separates 1 row; where CR ties, EMR separates 1 row."
+    assert ranked_by(MMAE, query) == "Ranked by CR, then by the board's rule (EMR, IFR, CR)"
+    assert ranked_by(MMAE, BoardQuery()) == MMAE.ranking_text
+
+
+def test_one_row_or_none_needs_no_separation(board):
+    benchmark, scored = board
+    assert separation(MMAE, [], BoardQuery()) == ""
+    scored("A", (50.0, 60.0, 30.0))
+    assert separation(MMAE, leaderboard_rows(benchmark=benchmark), BoardQuery()) == ""
+
+
+def test_the_board_page_says_it_and_marks_each_rows_deciding_cell(client, board):
+    benchmark, scored = board
+    scored("A", (50.0, 60.0, 30.0))
+    scored("B", (40.0, 60.0, 30.0))
+    html = client.get("/b/mmae/").content.decode()
+    assert "EMR separates no row; where EMR ties, IFR separates 1 row." in html
+    table = html[html.index('id="board"'):]
+    second = table[table.index(">B</bdi>"):]
+    second = second[:second.index("</tr>")]
+    cells = re.findall(r'<td class="num([^"]*)"', second)
+    assert cells[:3] == [" lead-metric", " decided", ""]  # EMR, IFR (decided), CR

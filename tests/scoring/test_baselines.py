@@ -75,7 +75,7 @@ def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
     rows = {row["model"]: row for row in diagnostic_rows(benchmark)}
     assert set(rows) == {"Identity", "Noise"} and rows["Identity"]["simulated"]
     ours = SliceResult.objects.get(run=identity, dimension="overall")
-    ifr = rows["Identity"]["figures"][0]
+    ifr = rows["Identity"]["figures"][1]  # EMR, IFR, CR: the kind's order
     assert ifr == ("IFR", ours.values["IFR"], 27.37, pytest.approx(ours.values["IFR"] - 27.37))
     assert rows["Noise"]["figures"][0][2] is None  # no paper row loaded for Noise here
     body = client.get("/b/mmae/").content.decode()

@@ -196,7 +196,8 @@ def test_the_author_makes_a_submission_private_from_its_page(client, scored, aut
     submission = scored()
     client.force_login(author)
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
-    assert "Make private" in page and "Represent Model A on the board" in page
+    assert "Make private" in page
+    assert 'Represent <span class="cut name">Model A</span> on the board' in page
     response = client.post(f"/submissions/{submission.pk}/visibility/", {"public": "false"},
                            follow=True)
     assert f"submission {submission.pk} is now private" in response.content.decode()

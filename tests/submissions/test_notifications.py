@@ -49,7 +49,7 @@ def test_a_finished_submission_emails_its_author_the_link_and_overall_figures(qu
     assert email.to == ["author@example.com"]
     assert email.subject == f"Submission {queued.id} (Model A on mmae) is scored"
     assert f"{settings.SITE_URL}/submissions/{queued.id}/" in email.body
-    assert "  IFR: 61.25\n  CR: 80.50\n  EMR: 33.33\n" in email.body
+    assert "  EMR: 33.33\n  IFR: 61.25\n  CR: 80.50\n" in email.body  # the kind's order
     assert "The submission is private" in email.body
     queued.refresh_from_db()
     assert queued.notified_state == "finished"

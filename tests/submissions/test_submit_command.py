@@ -76,7 +76,7 @@ def test_it_uploads_and_follows_the_submission_to_its_figures(
     assert submission.model.organisation == "Lab"
     assert f"submission {submission.id}: uploaded" in out
     assert f"submission {submission.id}: finished" in out
-    assert "overall (6 samples, coverage 100%): IFR " in out
+    assert "overall (6 samples, coverage 100%): EMR " in out  # the kind's order
     assert " CR " in out and " EMR " in out and "simulated" in out
     assert f"{live_server.url}/api/submissions/{submission.id}/files/results.jsonl" in out
     assert "uploading" in err and "finished" in err

@@ -82,13 +82,13 @@ class MMAE(Kind):
         names=NAMES, entries=parse_predictions, check_file=_check_upload,
         help="predictions.json (the official format) or submission.jsonl, plus a .zip or "
              ".tar.gz of the edited WAV/FLAC files, or one archive holding both")
-    metrics = (
+    metrics = (  # in the ranking's order, as every page lists them
+        Metric("EMR", "EMR", "Exact-match rate: the share of samples that pass every one of "
+               "their rubrics (percent)"),
         Metric("IFR", "IFR", "Instruction-following rate: the mean, over samples, of the "
                "share of a sample's instruction-following rubrics passed (percent)"),
         Metric("CR", "CR", "Consistency rate: the mean, over samples, of the share of a "
                "sample's consistency rubrics passed (percent)"),
-        Metric("EMR", "EMR", "Exact-match rate: the share of samples that pass every one of "
-               "their rubrics (percent)"),
     )
     judge_figures = (
         Metric("agreement", "vote agreement", "Share of the rubrics whose votes chose the same "

@@ -306,7 +306,7 @@ def test_the_model_page_pivot_and_compare_show_its_labels_and_figures(toy_board,
     assert "share judged right and share answered per bucket of question topic" in page
     assert '"name": "share judged right"' in page  # the radar's legend
     assert "66.67" in page and "33.33" in page
-    assert "<td>question topic</td>" in page  # the slices table names the dimension
+    assert '<td class="dimension">question topic</td>' in page  # the slices table names it
     assert "unreadable verdicts <strong>1</strong>" in page  # a count, not 1.00
     pivot = client.get("/b/toy/pivot/?dimension=topic&metric=answered_share")
     assert pivot.status_code == 200
