@@ -20,6 +20,7 @@
     input.value = String(result.id);
     const name = document.createElement("span");
     name.className = "cut name";
+    name.title = result.model;
     label.title = result.organisation ? `${result.model} (${result.organisation})` : result.model;
     name.textContent = result.model;
     label.append(input, " ", name);

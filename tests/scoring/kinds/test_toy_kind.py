@@ -287,9 +287,14 @@ def test_the_submission_page_shows_its_figures_and_every_question(toy_board, cli
     assert "What colour is moss?" in page and "Maybe green?" in page
     assert "unparsed" not in page and "Reference answer" not in page
     q3 = page.split('data-sample="q3"')[1].split("</article>")[0]
-    assert "judged wrong" in q3 and "<b>no</b>" in q3
+    assert f"/s/{oracle.id}/samples/q3/rubrics/" in q3  # its judge replies, when opened
+    replies = client.get(f"/s/{oracle.id}/samples/q3/rubrics/",
+                         HTTP_HX_REQUEST="true").content.decode()
+    assert "judged wrong" in q3 and "<b>no</b>" in replies
     q5 = page.split('data-sample="q5"')[1].split("</article>")[0]
-    assert "no verdict" in q5 and "expected yes or no" in q5
+    q5_replies = client.get(f"/s/{oracle.id}/samples/q5/rubrics/",
+                            HTTP_HX_REQUEST="true").content.decode()
+    assert "no verdict" in q5 + q5_replies and "expected yes or no" in q5 + q5_replies
     assert "no response" in page.split('data-sample="q6"')[1]
     failed = client.get(f"/s/{oracle.id}/samples/?failed=on").content.decode()
     assert shown_keys(failed) == ["q3", "q5", "q6"]
