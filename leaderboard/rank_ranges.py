@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 from leaderboard.models import RankRanges
-from leaderboard.ranking import REPLICATES, SEED, draws, slice_ranges, verdict
+from leaderboard.ranking import REPLICATES, SEED, board_order, draws, slice_ranges, verdict
 from leaderboard.state import board_stamp, representatives
 from scoring.kinds import get_kind
 from scoring.kinds.base import rank_value
@@ -29,8 +29,32 @@ TOO_FEW = "too few items"
 CHANCE_SHARE = 0.05
 
 
+def slice_figures(submissions: list) -> dict[tuple[str, str], dict[int, dict]]:
+    """{(dimension, bucket): {run id: its figures}} of the board's rows, every slice."""
+    figures: dict[tuple[str, str], dict[int, dict]] = {}
+    for dimension, bucket, run, n, values in SliceResult.objects.filter(
+            run_id__in=[s.current_run_id for s in submissions]).values_list(
+            "dimension", "bucket", "run_id", "n", "values"):
+        figures.setdefault((dimension, bucket), {})[run] = {"n": n, **values}
+    return figures
+
+
+def orders(benchmark: Benchmark, submissions: list,
+           figures: dict[tuple[str, str], dict[int, dict]]) -> dict[tuple[str, str], list]:
+    """Every slice's ranked order as RankRanges.order keeps it, ranked as the board ranks
+    (leaderboard.ranking.board_order, the kind's ranking key)."""
+    kind = get_kind(benchmark.kind)
+    result = {}
+    for slice_key, by_run in figures.items():
+        shown = [s for s in submissions if s.current_run_id in by_run]
+        keys = [kind.rank_key(by_run[s.current_run_id]) for s in shown]
+        order = board_order(keys, [s.model.name for s in shown], [s.id for s in shown])
+        result[slice_key] = [[shown[i].id, rank, *keys[i]] for i, rank in order]
+    return result
+
+
 def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLICATES,
-            seed: int = SEED) -> dict[tuple[str, str], dict]:
+            seed: int = SEED, figures: dict | None = None) -> dict[tuple[str, str], dict]:
     """Every slice's ranges of the board's rows (`submissions`, its representatives):
     {(dimension, bucket): {RANK or metric: {submission id: [best, worst]}}}."""
     kind = get_kind(benchmark.kind)
@@ -43,9 +67,7 @@ def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLIC
     resampled = [run for run in runs if run in vectors]
     others = [run for run in runs if run not in vectors]
     stacked = np.stack([vectors[r] for r in resampled], axis=1) if resampled else None
-    figures: dict[tuple[str, str], dict[int, dict]] = {}
-    for s in SliceResult.objects.filter(run_id__in=list(runs)):
-        figures.setdefault((s.dimension, s.bucket), {})[s.run_id] = s.figures()
+    figures = slice_figures(submissions) if figures is None else figures
     weights = draws(len(dims), replicates=replicates, seed=seed) if dims else None
     metrics = [m.key for m in kind.metrics if not m.count]
     result = {}
@@ -79,7 +101,10 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
     state = board_stamp(benchmark)
     if _stored_state(benchmark) == {state}:
         return False
-    computed = compute(benchmark, representatives(benchmark), replicates=replicates)
+    shown = representatives(benchmark)
+    figures = slice_figures(shown)
+    computed = compute(benchmark, shown, replicates=replicates, figures=figures)
+    ordered = orders(benchmark, shown, figures)
     with transaction.atomic():
         # Refreshes of one board that finish at once store one after another (the unique
         # slice constraint would refuse the second's rows); one finding the state already
@@ -90,7 +115,7 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
         RankRanges.objects.filter(benchmark=benchmark).delete()
         RankRanges.objects.bulk_create([
             RankRanges(benchmark=benchmark, state=state, dimension=d, bucket=b,
-                       ranges=ranges, replicates=replicates)
+                       ranges=ranges, order=ordered[(d, b)], replicates=replicates)
             for (d, b), ranges in computed.items()])
     log.info("rank ranges of %s computed for %d slices", benchmark, len(computed))
     return True
@@ -105,6 +130,29 @@ def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
     found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
                                       bucket=bucket).values_list("ranges", flat=True).first()
     return found or {}
+
+
+def stored_slice(benchmark: Benchmark, dimension: str, bucket: str) -> tuple[str, dict, list]:
+    """(state, ranges, order) stored for one slice, in one query: the order only where the
+    state is the board's current one (else [], and the board ranks in the database)."""
+    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
+                                      bucket=bucket).values_list("state", "ranges",
+                                                                 "order").first()
+    if found is None:
+        return "", {}, []
+    state, ranges, order = found
+    return state, ranges, order if state == board_stamp(benchmark) else []
+
+
+def stored_buckets(benchmark: Benchmark, *, any_state: bool = False) -> list | None:
+    """(dimension, bucket) of the slices the board's rows have figures for, as the worker
+    found them at the board's current state, or `any_state` at the last it ran on (None
+    where it has not)."""
+    found = list(RankRanges.objects.filter(benchmark=benchmark).values_list(
+        "state", "dimension", "bucket"))
+    if not found or not any_state and {s for s, _, _ in found} != {board_stamp(benchmark)}:
+        return None
+    return [(d, b) for _, d, b in found]
 
 
 def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICATES,
