@@ -42,13 +42,14 @@ def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
             metric: str | None, *, start: int, stop: int,
             descending: bool) -> tuple[list[tuple], int, dict]:
     """Ranked rows [start, stop) of a slice, as (submission id, rank, key) in board order
-    (reversed when `descending`); how many it ranks; its stored rank ranges."""
+    (reversed when `descending`); how many it ranks; its stored rank ranges for the sort."""
     key = (benchmark.id, benchmark.board_version, benchmark.judge_config_id, dimension, bucket,
            metric, start, stop, descending)
     found = _windows.get(key)
     if found is not None and time.monotonic() - found[0] < KEPT_SECONDS:
         return found[1]
-    _, ranges, order = rank_ranges.stored_slice(benchmark, dimension, bucket)
+    _, ranges, order = rank_ranges.stored_slice(benchmark, dimension, bucket,
+                                                metric or ranking.RANK)
     if order and metric is None:
         ordered = order[::-1] if descending else order
         result = ([(e[0], e[1], tuple(e[2:])) for e in ordered[start:stop]], len(order),
@@ -109,7 +110,7 @@ def ranked_page(benchmark: Benchmark, query: selectors.BoardQuery, *, number: in
                if first <= p < first + size]
     ranked = _rows(benchmark, kind, query.dimension, bucket,
                    [e for e in entries if isinstance(e, tuple)],
-                   ranges.get(metric or ranking.RANK, {}))
+                   ranges)
     rows = [ranked.get(e[0]) if isinstance(e, tuple) else e for e in entries]
     return [r for r in rows if r is not None], total + len(placed)
 

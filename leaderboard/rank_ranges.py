@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 from leaderboard.models import RankRanges
-from leaderboard.ranking import REPLICATES, SEED, board_order, draws, slice_ranges, verdict
+from leaderboard.ranking import RANK, REPLICATES, SEED, board_order, draws, slice_ranges, verdict
 from leaderboard.state import board_stamp, representatives
 from scoring.kinds import get_kind
 from scoring.kinds.base import rank_value
@@ -132,16 +132,18 @@ def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
     return found or {}
 
 
-def stored_slice(benchmark: Benchmark, dimension: str, bucket: str) -> tuple[str, dict, list]:
-    """(state, ranges, order) stored for one slice, in one query: the order only where the
-    state is the board's current one (else [], and the board ranks in the database)."""
-    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
-                                      bucket=bucket).values_list("state", "ranges",
-                                                                 "order").first()
-    if found is None:
+def stored_slice(benchmark: Benchmark, dimension: str, bucket: str,
+                 key: str = RANK) -> tuple[str, dict, list]:
+    """(state, ranges, order) stored for one slice: the ranges of the ranking or a sort by a
+    figure (`key`), and the order only where the state is the board's current one (else [],
+    and the board ranks in the database): each read alone, a slice's JSON being large."""
+    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension, bucket=bucket)
+    first = found.values_list("state", f"ranges__{key}").first()
+    if first is None:
         return "", {}, []
-    state, ranges, order = found
-    return state, ranges, order if state == board_stamp(benchmark) else []
+    state, ranges = first
+    current = state == board_stamp(benchmark)
+    return state, ranges or {}, found.values_list("order", flat=True).first() if current else []
 
 
 def stored_buckets(benchmark: Benchmark, *, any_state: bool = False) -> list | None:
