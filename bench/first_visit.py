@@ -96,7 +96,9 @@ def main():
     name, database_url = _scratch.create_database("bench_first_visit")
     work = Path(tempfile.mkdtemp(prefix="first-visit-"))
     redis.Redis.from_url(args.redis_url).flushdb()
+    # The responses' cache in the same scratch database (by default it takes the next one).
     env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": args.redis_url,
+           "RESPONSE_CACHE_URL": args.redis_url,
            "VAR_DIR": str(work / "var"), "STATIC_ROOT": str(work / "static"),
            "ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING",
            "THROTTLE_API_ANON": "off", "THROTTLE_API_USER": "off", "THROTTLE_RENDER": "off"}

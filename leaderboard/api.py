@@ -95,6 +95,9 @@ class LeaderboardApi(APIView):
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
         stamp = state.board_stamp(benchmark)
+        # The rank ranges arrive from a worker after the state changes: a response made
+        # before them is not reused once they are there.
+        ranged = rank_ranges.ready(benchmark, stamp)
         kind = get_kind(benchmark.kind)
         form = ApiBoardForm(request.query_params, kind=kind,
                             buckets=board_pages.board_snapshot(benchmark, stamp)["buckets"])
@@ -107,9 +110,6 @@ class LeaderboardApi(APIView):
         # JSON and CSV are served per board state and query (leaderboard.responses): the
         # rows are serialized once for each, never per request (BoardOut takes some 20 ms for
         # 1,000 rows, the cached body a few).
-        # The rank ranges arrive from a worker after the state changes: a response made
-        # before them is not reused once they are there.
-        ranged = rank_ranges.ready(benchmark, stamp)
         return responses.shared(
             request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
             # The scheme and host too: the page links are absolute URLs; and whether the

@@ -20,7 +20,7 @@ from django.http import Http404
 
 from leaderboard import rank_ranges, ranked_sql, ranking, selectors
 from leaderboard.models import ReferenceFigure
-from leaderboard.state import KEPT_SECONDS, OVERALL, _snapshots, cache_key, shown
+from leaderboard.state import KEPT_SECONDS, OVERALL, _snapshots, board_stamp, cache_key, shown
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, SliceResult
 
@@ -43,8 +43,11 @@ def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
             descending: bool) -> tuple[list[tuple], int, dict]:
     """Ranked rows [start, stop) of a slice, as (submission id, rank, key) in board order
     (reversed when `descending`); how many it ranks; its stored rank ranges for the sort."""
+    # Kept apart once the worker's ranges are known to be there: a window read before holds
+    # the ranges of the state before.
     key = (benchmark.id, benchmark.board_version, benchmark.judge_config_id, dimension, bucket,
-           metric, start, stop, descending)
+           metric, start, stop, descending,
+           rank_ranges.known_ready(benchmark, board_stamp(benchmark)))
     found = _windows.get(key)
     if found is not None and time.monotonic() - found[0] < KEPT_SECONDS:
         return found[1]
@@ -196,9 +199,9 @@ def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
 
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
     """What every view of a board needs (bucket and licence choices, the top two models, the
-    calibration baselines), computed once per board state and again once the worker has
-    stored the state's orders."""
-    state = (stamp, rank_ranges.ready(benchmark, stamp))
+    calibration baselines), computed once per board state and again once this process has
+    found the worker's orders of the state there (views ask rank_ranges.ready first)."""
+    state = (stamp, rank_ranges.known_ready(benchmark, stamp))
     snapshot = _snapshots.get(benchmark.id, state)
     if snapshot is not None:
         return snapshot

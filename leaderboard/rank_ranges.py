@@ -217,6 +217,11 @@ _ready: dict[int, str] = {}
 _asked: dict[int, str] = {}
 
 
+def known_ready(benchmark: Benchmark, state: str) -> bool:
+    """Whether this process has found the board's ranges ready for `state` (no query)."""
+    return _ready.get(benchmark.id) == state
+
+
 def ready(benchmark: Benchmark, state: str) -> bool:
     """Whether the board's ranges are those of `state`; if not, a worker is asked (once per
     state, whatever the number of visits and processes) to compute them. A raised board

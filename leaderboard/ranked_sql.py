@@ -59,7 +59,7 @@ def _lowered(column: str) -> str:
 
 
 @contextmanager
-def _no_nested_loops():
+def no_nested_loops():
     """PostgreSQL without nested loops for the enclosed queries (see the module's doc)."""
     if connection.vendor != "postgresql":
         yield connection.cursor()
@@ -87,19 +87,27 @@ def _ranked(benchmark, figures: list[str], dimension: str, bucket: str) -> tuple
     return sql, [*params, dimension, bucket]
 
 
-def window(benchmark, figures: list[str], dimension: str, bucket: str, *, start: int,
-           stop: int, descending: bool = False) -> tuple[list[tuple], int | None]:
-    """Rows [start, stop) of the slice ranked by `figures` (each best-first), as
-    (submission id, rank, key), reversed when `descending`; and how many rows the slice
-    ranks (None when the window is empty)."""
+def window_sql(benchmark, figures: list[str], dimension: str, bucket: str, *, start: int,
+               stop: int, descending: bool = False) -> tuple[str, list]:
+    """The query of `window`, and its parameters."""
     sql, params = _ranked(benchmark, figures, dimension, bucket)
     keys = ", ".join(f"k{i}" for i in range(len(figures)))
     way = " DESC" if descending else ""
     order = ", ".join(f"{c}{way}" for c in [*keys.split(", "), _lowered("name"), "id"])
     sql += f"""SELECT id, RANK() OVER (ORDER BY {keys}), COUNT(*) OVER (), {keys}
         FROM ranked ORDER BY {order} LIMIT %s OFFSET %s"""
-    with _no_nested_loops() as cursor:
-        cursor.execute(sql, [*params, max(0, stop - start), start])
+    return sql, [*params, max(0, stop - start), start]
+
+
+def window(benchmark, figures: list[str], dimension: str, bucket: str, *, start: int,
+           stop: int, descending: bool = False) -> tuple[list[tuple], int | None]:
+    """Rows [start, stop) of the slice ranked by `figures` (each best-first), as
+    (submission id, rank, key), reversed when `descending`; and how many rows the slice
+    ranks (None when the window is empty)."""
+    sql, params = window_sql(benchmark, figures, dimension, bucket, start=start, stop=stop,
+                             descending=descending)
+    with no_nested_loops() as cursor:
+        cursor.execute(sql, params)
         found = cursor.fetchall()
     rows = [(pk, rank, tuple(float(k) for k in key)) for pk, rank, _, *key in found]
     return rows, found[0][2] if found else None
@@ -108,7 +116,7 @@ def window(benchmark, figures: list[str], dimension: str, bucket: str, *, start:
 def count(benchmark, dimension: str, bucket: str) -> int:
     """How many rows the slice ranks."""
     sql, params = _ranked(benchmark, [], dimension, bucket)
-    with _no_nested_loops() as cursor:
+    with no_nested_loops() as cursor:
         cursor.execute(sql + "SELECT COUNT(*) FROM ranked", params)
         return cursor.fetchone()[0]
 
@@ -116,7 +124,7 @@ def count(benchmark, dimension: str, bucket: str) -> int:
 def licences(benchmark) -> list[str]:
     """The licences of the board's models, sorted."""
     chosen, params = _chosen(benchmark)
-    with _no_nested_loops() as cursor:
+    with no_nested_loops() as cursor:
         cursor.execute(f"WITH {chosen} SELECT DISTINCT licence FROM chosen "
                        "WHERE licence <> ''", params)
         return sorted(licence for (licence,) in cursor.fetchall())
@@ -133,7 +141,7 @@ def slices(benchmark, dimension: str | None = None) -> set[tuple[str, str]]:
     if dimension is not None:
         sql += " AND f.dimension = %s"
         params.append(dimension)
-    with _no_nested_loops() as cursor:
+    with no_nested_loops() as cursor:
         cursor.execute(sql, params)
         return set(cursor.fetchall())
 
@@ -144,7 +152,7 @@ def name_counts(benchmark, names: list[str]) -> dict[str, int]:
         return {}
     chosen, params = _chosen(benchmark)
     marks = ", ".join(["%s"] * len(names))
-    with _no_nested_loops() as cursor:
+    with no_nested_loops() as cursor:
         cursor.execute(f"WITH {chosen} SELECT name, COUNT(*) FROM chosen "
                        f"WHERE name IN ({marks}) GROUP BY name", [*params, *names])
         return dict(cursor.fetchall())
@@ -159,7 +167,7 @@ def differing(benchmark, figures: list[str], dimension: str) -> str | None:
         value, more = _key(name)
         columns.append(f"MIN(ROUND({value}, 9)) < MAX(ROUND({value}, 9))")
         params += more * 2
-    with _no_nested_loops() as cursor:
+    with no_nested_loops() as cursor:
         cursor.execute(f"""WITH {chosen} SELECT {", ".join(columns)} FROM chosen
             JOIN {SliceResult._meta.db_table} f ON f.run_id = chosen.current_run_id
             WHERE f.dimension = %s""", [*params, dimension])

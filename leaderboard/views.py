@@ -83,8 +83,8 @@ def board(request, slug):
     the whole page from it (leaderboard.responses)."""
     benchmark = _benchmark_or_404(slug)
     stamp = board_state.board_stamp(benchmark)
-    snapshot = board_pages.board_snapshot(benchmark, stamp)
     ranged = rank_ranges.ready(benchmark, stamp)  # computed by a worker, never here
+    snapshot = board_pages.board_snapshot(benchmark, stamp)
     kind = get_kind(benchmark.kind)
     form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
     context = {"benchmark": benchmark, "form": form,
