@@ -51,12 +51,11 @@ def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
     found = _windows.get(key)
     if found is not None and time.monotonic() - found[0] < KEPT_SECONDS:
         return found[1]
-    _, ranges, order = rank_ranges.stored_slice(benchmark, dimension, bucket,
-                                                metric or ranking.RANK)
-    if order and metric is None:
-        ordered = order[::-1] if descending else order
-        result = ([(e[0], e[1], tuple(e[2:])) for e in ordered[start:stop]], len(order),
-                  ranges)
+    ranges, entries, total = rank_ranges.stored_window(
+        benchmark, dimension, bucket, metric or ranking.RANK, start=start, stop=stop,
+        descending=descending)
+    if entries is not None and metric is None:  # the worker stores the ranking's orders
+        result = ([(e[0], e[1], tuple(e[2:])) for e in entries], total, ranges)
     else:
         figures = list(kind.ranking) if metric is None else [metric, *kind.ranking]
         rows, total = ranked_sql.window(benchmark, figures, dimension, bucket, start=start,
@@ -177,9 +176,7 @@ def board_slices(benchmark: Benchmark) -> set[tuple[str, str]]:
     stored them for the board's state; until it has, as it stored them for the state before
     (a board change rarely changes its slices: a new one lists once the worker has run),
     and from the database where it never ran."""
-    found = rank_ranges.stored_buckets(benchmark)
-    if found is None:
-        found = rank_ranges.stored_buckets(benchmark, any_state=True)
+    found = rank_ranges.stored_slices(benchmark)
     if not found:
         return ranked_sql.slices(benchmark)
     return {s for s in found if s[0] != OVERALL}

@@ -5,12 +5,13 @@ compare page."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import numpy as np
 from celery import shared_task
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 
 from leaderboard.models import RankRanges
 from leaderboard.ranking import RANK, REPLICATES, SEED, board_order, draws, slice_ranges, verdict
@@ -132,29 +133,39 @@ def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
     return found or {}
 
 
-def stored_slice(benchmark: Benchmark, dimension: str, bucket: str,
-                 key: str = RANK) -> tuple[str, dict, list]:
-    """(state, ranges, order) stored for one slice: the ranges of the ranking or a sort by a
-    figure (`key`), and the order only where the state is the board's current one (else [],
-    and the board ranks in the database): each read alone, a slice's JSON being large."""
+def stored_window(benchmark: Benchmark, dimension: str, bucket: str, key: str = RANK, *,
+                  start: int, stop: int, descending: bool = False) -> tuple[dict, list | None, int]:
+    """The stored ranges of one slice for the ranking or a sort by a figure (`key`), and,
+    where the worker stored the board's current state, entries [start, stop) of its order
+    (reversed when `descending`) and their number; else (ranges, None, 0), and the board
+    ranks in the database. A slice's JSON is large: only the window of the order is read
+    (on PostgreSQL; elsewhere it is cut here)."""
     found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension, bucket=bucket)
-    first = found.values_list("state", f"ranges__{key}").first()
-    if first is None:
-        return "", {}, []
-    state, ranges = first
-    current = state == board_stamp(benchmark)
-    return state, ranges or {}, found.values_list("order", flat=True).first() if current else []
+    first = found.values_list("id", "state", f"ranges__{key}").first()
+    if first is None or first[1] != board_stamp(benchmark):
+        return (first[2] or {}) if first else {}, None, 0
+    pk, _, ranges = first
+    if connection.vendor != "postgresql":
+        order = found.values_list("order", flat=True).first()
+        ordered = order[::-1] if descending else order
+        return ranges or {}, ordered[start:stop], len(order)
+    path = f"$[last - {stop - 1} to last - {start}]" if descending \
+        else f"$[{start} to {stop - 1}]"
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT jsonb_array_length("order"), jsonb_path_query_array("order", '
+                       f'%s::jsonpath) FROM {RankRanges._meta.db_table} WHERE id = %s',
+                       [path, pk])
+        total, entries = cursor.fetchone()
+    entries = json.loads(entries) if isinstance(entries, str) else entries
+    entries = entries if stop > start else []
+    return ranges or {}, entries[::-1] if descending else entries, total
 
 
-def stored_buckets(benchmark: Benchmark, *, any_state: bool = False) -> list | None:
-    """(dimension, bucket) of the slices the board's rows have figures for, as the worker
-    found them at the board's current state, or `any_state` at the last it ran on (None
-    where it has not)."""
-    found = list(RankRanges.objects.filter(benchmark=benchmark).values_list(
-        "state", "dimension", "bucket"))
-    if not found or not any_state and {s for s, _, _ in found} != {board_stamp(benchmark)}:
-        return None
-    return [(d, b) for _, d, b in found]
+def stored_slices(benchmark: Benchmark) -> list[tuple[str, str]]:
+    """(dimension, bucket) of the slices the board's rows had figures for when the worker
+    last stored its ranges ([] before it first did)."""
+    return list(RankRanges.objects.filter(benchmark=benchmark).values_list("dimension",
+                                                                           "bucket"))
 
 
 def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICATES,
