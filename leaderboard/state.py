@@ -131,6 +131,11 @@ def representatives(benchmark: Benchmark) -> list[Shown]:
     return found
 
 
+# What a board row reads of a submission, in Shown's order.
+SHOWN_FIELDS = ("id", "model_id", "current_run_id", "coverage", "created_at", "flag_reason",
+                "representative")
+
+
 def _read_representatives(benchmark: Benchmark) -> list[Shown]:
     # Queries of one table each, joined here: their plans stay good on a database without
     # planner statistics (a join of thousands of rows there became a nested loop of seconds).
@@ -151,10 +156,6 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
     for submission in candidates:
         chosen.setdefault(submission[1], submission)
     return _shown(list(chosen.values()), runs)
-
-
-SHOWN_FIELDS = ("id", "model_id", "current_run_id", "coverage", "created_at", "flag_reason",
-                "representative")
 
 
 def shown(benchmark: Benchmark, ids: list[int]) -> dict[int, Shown]:
