@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from config.errors import ServiceError
 from config.serializers import error_responses
 from leaderboard import (
+    board_pages,
     datasets,
     model_pages,
     rank_ranges,
@@ -94,9 +95,12 @@ class LeaderboardApi(APIView):
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
         stamp = state.board_stamp(benchmark)
+        # The rank ranges arrive from a worker after the state changes: a response made
+        # before them is not reused once they are there.
+        ranged = rank_ranges.ready(benchmark, stamp)
         kind = get_kind(benchmark.kind)
         form = ApiBoardForm(request.query_params, kind=kind,
-                            buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
+                            buckets=board_pages.board_snapshot(benchmark, stamp)["buckets"])
         if not form.is_valid():
             raise ServiceError([f"{k}: {m}" for k, ms in form.errors.items() for m in ms])
         query = form.query()
@@ -106,9 +110,6 @@ class LeaderboardApi(APIView):
         # JSON and CSV are served per board state and query (leaderboard.responses): the
         # rows are serialized once for each, never per request (BoardOut takes some 20 ms for
         # 1,000 rows, the cached body a few).
-        # The rank ranges arrive from a worker after the state changes: a response made
-        # before them is not reused once they are there.
-        ranged = rank_ranges.ready(benchmark, stamp)
         return responses.shared(
             request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
             # The scheme and host too: the page links are absolute URLs; and whether the
@@ -122,9 +123,9 @@ class LeaderboardApi(APIView):
     def _respond(self, request, benchmark, form, query, renderer):
         kind = get_kind(benchmark.kind)
         slug = benchmark.slug
-        rows = selectors.leaderboard_rows(benchmark=benchmark, query=query)
         number, size = form.cleaned_data["page"], form.cleaned_data["page_size"]
-        pages = max(1, -(-len(rows) // size))
+        rows, count = board_pages.api_rows(benchmark, query, number=number, size=size)
+        pages = max(1, -(-count // size))
         if number > pages:
             raise ServiceError(f"page: {number} is past the last page ({pages} of {size} rows)")
         around = {"next": _page_url(request, form, number + 1) if number < pages else None,
@@ -138,9 +139,8 @@ class LeaderboardApi(APIView):
             safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
             headers["Content-Disposition"] = f'attachment; filename="{safe}.csv"'
         payload = serializers.BoardOut({
-            "benchmark": benchmark, "kind": kind, "query": query, "count": len(rows),
-            "page": number, "page_size": size, **around,
-            "rows": rows[(number - 1) * size: number * size],
+            "benchmark": benchmark, "kind": kind, "query": query, "count": count,
+            "page": number, "page_size": size, **around, "rows": rows,
             "reported": selectors.reported_rows(slug=slug, dimension=query.dimension,
                                                 bucket=query.bucket, kind=kind),
             "diagnostic": selectors.baseline_rows(benchmark=benchmark, kind=kind,
@@ -223,7 +223,7 @@ class LeaderboardItemsApi(APIView):
             raise NotFound(f"no benchmark {slug!r}")
         stamp = state.board_stamp(benchmark)
         form = DatasetForm(request.query_params, kind=get_kind(benchmark.kind),
-                           buckets=selectors.board_snapshot(benchmark, stamp)["buckets"])
+                           buckets=board_pages.board_snapshot(benchmark, stamp)["buckets"])
         if not form.is_valid():
             raise ServiceError([f"{field}: {message}" for field, messages in
                                 form.errors.items() for message in messages])

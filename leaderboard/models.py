@@ -50,8 +50,10 @@ class ReferenceFigure(models.Model):
 
 class RankRanges(models.Model):
     """A board slice's rank ranges from the paired bootstrap (leaderboard.ranking), for the
-    board state they were computed at: {"rank" or a metric: {submission id: [best, worst]}}.
-    Recomputed in the background whenever the board's state changes, never per request."""
+    board state they were computed at: {"rank" or a metric: {submission id: [best, worst]}},
+    and the slice's ranked order at that state (leaderboard.board_pages reads a page of it):
+    [[submission id, rank, *ranking key], ...] best first. Recomputed in the background
+    whenever the board's state changes, never per request."""
 
     benchmark = models.ForeignKey("scoring.Benchmark", on_delete=models.CASCADE,
                                   related_name="+")
@@ -59,6 +61,7 @@ class RankRanges(models.Model):
     dimension = models.CharField(max_length=50)  # "overall" with bucket ""
     bucket = models.CharField(max_length=200, blank=True)
     ranges = models.JSONField(default=dict)
+    order = models.JSONField(default=list)
     replicates = models.PositiveIntegerField()
     computed_at = models.DateTimeField(auto_now=True)
 

@@ -5,15 +5,16 @@ compare page."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import numpy as np
 from celery import shared_task
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 
 from leaderboard.models import RankRanges
-from leaderboard.ranking import REPLICATES, SEED, draws, slice_ranges, verdict
+from leaderboard.ranking import RANK, REPLICATES, SEED, board_order, draws, slice_ranges, verdict
 from leaderboard.state import board_stamp, representatives
 from scoring.kinds import get_kind
 from scoring.kinds.base import rank_value
@@ -29,8 +30,32 @@ TOO_FEW = "too few items"
 CHANCE_SHARE = 0.05
 
 
+def slice_figures(submissions: list) -> dict[tuple[str, str], dict[int, dict]]:
+    """{(dimension, bucket): {run id: its figures}} of the board's rows, every slice."""
+    figures: dict[tuple[str, str], dict[int, dict]] = {}
+    for dimension, bucket, run, n, values in SliceResult.objects.filter(
+            run_id__in=[s.current_run_id for s in submissions]).values_list(
+            "dimension", "bucket", "run_id", "n", "values"):
+        figures.setdefault((dimension, bucket), {})[run] = {"n": n, **values}
+    return figures
+
+
+def orders(benchmark: Benchmark, submissions: list,
+           figures: dict[tuple[str, str], dict[int, dict]]) -> dict[tuple[str, str], list]:
+    """Every slice's ranked order as RankRanges.order keeps it, ranked as the board ranks
+    (leaderboard.ranking.board_order, the kind's ranking key)."""
+    kind = get_kind(benchmark.kind)
+    result = {}
+    for slice_key, by_run in figures.items():
+        shown = [s for s in submissions if s.current_run_id in by_run]
+        keys = [kind.rank_key(by_run[s.current_run_id]) for s in shown]
+        order = board_order(keys, [s.model.name for s in shown], [s.id for s in shown])
+        result[slice_key] = [[shown[i].id, rank, *keys[i]] for i, rank in order]
+    return result
+
+
 def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLICATES,
-            seed: int = SEED) -> dict[tuple[str, str], dict]:
+            seed: int = SEED, figures: dict | None = None) -> dict[tuple[str, str], dict]:
     """Every slice's ranges of the board's rows (`submissions`, its representatives):
     {(dimension, bucket): {RANK or metric: {submission id: [best, worst]}}}."""
     kind = get_kind(benchmark.kind)
@@ -43,9 +68,7 @@ def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLIC
     resampled = [run for run in runs if run in vectors]
     others = [run for run in runs if run not in vectors]
     stacked = np.stack([vectors[r] for r in resampled], axis=1) if resampled else None
-    figures: dict[tuple[str, str], dict[int, dict]] = {}
-    for s in SliceResult.objects.filter(run_id__in=list(runs)):
-        figures.setdefault((s.dimension, s.bucket), {})[s.run_id] = s.figures()
+    figures = slice_figures(submissions) if figures is None else figures
     weights = draws(len(dims), replicates=replicates, seed=seed) if dims else None
     metrics = [m.key for m in kind.metrics if not m.count]
     result = {}
@@ -79,7 +102,10 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
     state = board_stamp(benchmark)
     if _stored_state(benchmark) == {state}:
         return False
-    computed = compute(benchmark, representatives(benchmark), replicates=replicates)
+    shown = representatives(benchmark)
+    figures = slice_figures(shown)
+    computed = compute(benchmark, shown, replicates=replicates, figures=figures)
+    ordered = orders(benchmark, shown, figures)
     with transaction.atomic():
         # Refreshes of one board that finish at once store one after another (the unique
         # slice constraint would refuse the second's rows); one finding the state already
@@ -90,7 +116,7 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
         RankRanges.objects.filter(benchmark=benchmark).delete()
         RankRanges.objects.bulk_create([
             RankRanges(benchmark=benchmark, state=state, dimension=d, bucket=b,
-                       ranges=ranges, replicates=replicates)
+                       ranges=ranges, order=ordered[(d, b)], replicates=replicates)
             for (d, b), ranges in computed.items()])
     log.info("rank ranges of %s computed for %d slices", benchmark, len(computed))
     return True
@@ -105,6 +131,41 @@ def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
     found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
                                       bucket=bucket).values_list("ranges", flat=True).first()
     return found or {}
+
+
+def stored_window(benchmark: Benchmark, dimension: str, bucket: str, key: str = RANK, *,
+                  start: int, stop: int, descending: bool = False) -> tuple[dict, list | None, int]:
+    """The stored ranges of one slice for the ranking or a sort by a figure (`key`), and,
+    where the worker stored the board's current state, entries [start, stop) of its order
+    (reversed when `descending`) and their number; else (ranges, None, 0), and the board
+    ranks in the database. A slice's JSON is large: only the window of the order is read
+    (on PostgreSQL; elsewhere it is cut here)."""
+    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension, bucket=bucket)
+    first = found.values_list("id", "state", f"ranges__{key}").first()
+    if first is None or first[1] != board_stamp(benchmark):
+        return (first[2] or {}) if first else {}, None, 0
+    pk, _, ranges = first
+    if connection.vendor != "postgresql":
+        order = found.values_list("order", flat=True).first()
+        ordered = order[::-1] if descending else order
+        return ranges or {}, ordered[start:stop], len(order)
+    path = f"$[last - {stop - 1} to last - {start}]" if descending \
+        else f"$[{start} to {stop - 1}]"
+    with connection.cursor() as cursor:
+        cursor.execute(f'SELECT jsonb_array_length("order"), jsonb_path_query_array("order", '
+                       f'%s::jsonpath) FROM {RankRanges._meta.db_table} WHERE id = %s',
+                       [path, pk])
+        total, entries = cursor.fetchone()
+    entries = json.loads(entries) if isinstance(entries, str) else entries
+    entries = entries if stop > start else []
+    return ranges or {}, entries[::-1] if descending else entries, total
+
+
+def stored_slices(benchmark: Benchmark) -> list[tuple[str, str]]:
+    """(dimension, bucket) of the slices the board's rows had figures for when the worker
+    last stored its ranges ([] before it first did)."""
+    return list(RankRanges.objects.filter(benchmark=benchmark).values_list("dimension",
+                                                                           "bucket"))
 
 
 def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICATES,
@@ -165,6 +226,11 @@ _ready: dict[int, str] = {}
 
 
 _asked: dict[int, str] = {}
+
+
+def known_ready(benchmark: Benchmark, state: str) -> bool:
+    """Whether this process has found the board's ranges ready for `state` (no query)."""
+    return _ready.get(benchmark.id) == state
 
 
 def ready(benchmark: Benchmark, state: str) -> bool:

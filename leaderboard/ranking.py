@@ -50,6 +50,27 @@ def deciders(keys: list[tuple]) -> list[int | None]:
     return found
 
 
+# Ties are ordered by name lowered in ASCII only, then by submission id: SQL's LOWER under the
+# C collation (PostgreSQL) and SQLite's LOWER lower exactly that, so a ranking made here (the
+# worker's stored orders) and one made by the database (ranked_sql) order ties alike.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def name_key(name: str) -> str:
+    return name.translate(_ASCII_LOWER)
+
+
+def board_order(keys: list[tuple], names: list[str], ids: list[int]) -> list[tuple[int, int]]:
+    """(index, rank) of each row in board order: by key (smaller is better), equal keys by
+    name and then id; equal keys share the best of their ranks."""
+    order = sorted(range(len(keys)), key=lambda i: (keys[i], name_key(names[i]), ids[i]))
+    ranked: list[tuple[int, int]] = []
+    for position, index in enumerate(order):
+        tied = position and keys[order[position - 1]] == keys[index]
+        ranked.append((index, ranked[-1][1] if tied else position + 1))
+    return ranked
+
+
 def _replicate_ranks(columns: list[np.ndarray]) -> np.ndarray:
     """Competition ranks (R x M) from key columns (each R x M, higher is better) compared
     in order, exact to 1e-9, NaN last."""

@@ -9,16 +9,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from django.core.cache import cache
-
 from leaderboard import lookups, rank_ranges, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.models import ReferenceFigure
 from leaderboard.state import (
     KEPT_SECONDS,
     OVERALL,
-    _snapshots,
     benchmark_current,
-    cache_key,
     representatives,
 )
 from scoring.kinds import Kind, get_kind
@@ -127,12 +123,11 @@ def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
         row["attempts"] = attempts.get(row["model_id"], 0)
     rank_key = _rank_key(kind, metric)
     keys = [rank_key(r) for r in rows]
-    for row, rank in zip(rows, ranking.competition_ranks(keys), strict=True):
-        row["rank"] = rank
-    order = sorted(range(len(rows)), key=lambda i: (keys[i], rows[i]["model"].lower()))
-    rows = [rows[i] for i in order]
+    order = ranking.board_order(keys, [r["model"] for r in rows],
+                                [r["submission"] for r in rows])
     names = _key_metrics(kind, metric)
-    places = ranking.deciders([keys[i] for i in order])
+    places = ranking.deciders([keys[i] for i, _ in order])
+    rows = [{**rows[i], "rank": rank} for i, rank in order]
     for position, (row, place) in enumerate(zip(rows, places, strict=True)):
         row["decided_by"] = names[place] if place is not None else TIED if position else None
     _last_ranked = (key, time.monotonic(), rows)
@@ -286,6 +281,9 @@ def board_table(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> li
     if metric is None and query.sort != "rank":
         return _sorted(rows + references, query)
     key = _rank_key(kind, metric)
+    # Merged in rank order, then reversed whole: a reversed board is the board backwards,
+    # ties included (as the read API reverses it).
+    rows = rows[::-1] if query.descending else rows
     merged = sorted([(key(r), 0, i, r) for i, r in enumerate(rows)]
                     + [(key(_placed(kind, r)), 1, i, r) for i, r in enumerate(references)],
                     key=lambda entry: entry[:3])
@@ -407,20 +405,3 @@ def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:
         entry["figures"] = [(m.label, m.format(entry["values"][m.key]), m.definition)
                             for m in kind.judge_figures]
     return list(totals.values())
-
-
-def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
-    """What every view of a board needs (bucket and licence choices, the top two models, the
-    calibration baselines), computed once per board state."""
-    snapshot = _snapshots.get(benchmark.id, stamp)
-    if snapshot is not None:
-        return snapshot
-    key = cache_key("board-snapshot", stamp)
-    snapshot = cache.get(key)
-    if snapshot is None:
-        top = leaderboard_rows(benchmark=benchmark)[:2]
-        snapshot = {"buckets": bucket_choices(benchmark), "licences": licences(benchmark),
-                    "compare_models": ",".join(str(r["model_id"]) for r in top),
-                    "diagnostics": diagnostic_rows(benchmark)}
-        cache.set(key, snapshot, 300)
-    return _snapshots.put(benchmark.id, stamp, snapshot)

@@ -130,6 +130,11 @@ def representatives(benchmark: Benchmark) -> list[Shown]:
     return found
 
 
+# What a board row reads of a submission, in Shown's order.
+SHOWN_FIELDS = ("id", "model_id", "current_run_id", "coverage", "created_at", "flag_reason",
+                "representative")
+
+
 def _read_representatives(benchmark: Benchmark) -> list[Shown]:
     # Queries of one table each, joined here: their plans stay good on a database without
     # planner statistics (a join of thousands of rows there became a nested loop of seconds).
@@ -144,13 +149,31 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
     candidates = sorted(
         (s for s in Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
                                               current_run__isnull=False)
-         .values_list("id", "model_id", "current_run_id", "coverage", "created_at",
-                      "flag_reason", "representative") if s[2] in runs),
+         .values_list(*SHOWN_FIELDS) if s[2] in runs),
         key=lambda s: (s[1], not s[6], -s[4].timestamp(), -s[0]))
     chosen: dict[int, tuple] = {}
     for submission in candidates:
         chosen.setdefault(submission[1], submission)
-    found = list(ModelEntry.objects.filter(id__any=list(chosen)).values_list(
+    return _shown(list(chosen.values()), runs)
+
+
+def shown(benchmark: Benchmark, ids: list[int]) -> dict[int, Shown]:
+    """submission id -> what the board shows of it, for a page of representatives only (the
+    board's order says which: leaderboard.board_pages)."""
+    config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
+    if config is None or not ids:
+        return {}
+    found = list(Submission.objects.filter(id__any=ids).values_list(*SHOWN_FIELDS))
+    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
+            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(
+                id__any=[s[2] for s in found]).values_list("id", "judge_model", "simulated",
+                                                           "refused_queries")}
+    return {s.id: s for s in _shown([s for s in found if s[2] in runs], runs)}
+
+
+def _shown(chosen: list[tuple], runs: dict[int, ShownRun]) -> list[Shown]:
+    """Shown rows of submissions (SHOWN_FIELDS) with their runs, their models and owners."""
+    found = list(ModelEntry.objects.filter(id__any=[s[1] for s in chosen]).values_list(
         "id", "name", "organisation", "link", "licence", "open_weights", "parameters",
         "owner_id"))
     owners = {m[-1] for m in found}
@@ -161,7 +184,7 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
                    .values_list("user_id", flat=True))
     models = {m[0]: ShownModel(*m[:-1], submitted_by=names[m[-1]], verified=m[-1] in verified)
               for m in found}
-    return [Shown(*s, model=models[s[1]], current_run=runs[s[2]]) for s in chosen.values()]
+    return [Shown(*s, model=models[s[1]], current_run=runs[s[2]]) for s in chosen]
 
 
 def board_stamp(benchmark: Benchmark) -> str:

@@ -14,6 +14,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
 from leaderboard import (
+    board_pages,
     charts,
     model_pages,
     rank_ranges,
@@ -82,8 +83,8 @@ def board(request, slug):
     the whole page from it (leaderboard.responses)."""
     benchmark = _benchmark_or_404(slug)
     stamp = board_state.board_stamp(benchmark)
-    snapshot = selectors.board_snapshot(benchmark, stamp)
     ranged = rank_ranges.ready(benchmark, stamp)  # computed by a worker, never here
+    snapshot = board_pages.board_snapshot(benchmark, stamp)
     kind = get_kind(benchmark.kind)
     form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
     context = {"benchmark": benchmark, "form": form,
@@ -137,8 +138,7 @@ def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
 
 def _board_body(benchmark, query, page: int, chart: str) -> dict:
     kind = get_kind(benchmark.kind)
-    table = selectors.board_table(benchmark=benchmark, query=query)
-    rows, paging = _page(table, page, BOARD_PAGE_ROWS)
+    rows, paging = board_pages.board_page(benchmark, query, number=page, size=BOARD_PAGE_ROWS)
     _with_cells(rows, kind)
     judge_columns = kind.judge_figures if query.judge else ()
     for row in rows:
@@ -165,8 +165,9 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
         "slice_label": kind.dimension_label(query.dimension),
         "slice_n": next((r["n"] for r in ranked), None),
         "ranked_by": selectors.ranked_by(kind, query),
-        "separation": selectors.separation(kind, [r for r in table if r["rank"] is not None],
-                                           query),
+        # Of the page's rows: the whole board's would need every row read.
+        "separation": ("On this page: " if paging["pages"] > 1 else "")
+        + selectors.separation(kind, ranked, query),
         "simulated": any(r.get("simulated") for r in rows),
         "references": sum(1 for r in rows if r["rank"] is None),
         "has_intervals": any(f[1] for row in rows for f in row["figures"]),
@@ -320,15 +321,15 @@ def _pivot_page(benchmark, data, request) -> dict:
     """A page of the pivot (models in board order), its heatmap of the same rows, and its
     body rendered for `request`."""
     kind = get_kind(benchmark.kind)
-    table = model_pages.pivot(benchmark=benchmark, dimension=data["dimension"],
-                            metric=data["metric"] or _pivot_metric(benchmark, kind, data))
+    table, paging = board_pages.pivot_page(
+        benchmark, dimension=data["dimension"], number=data["page"], size=PIVOT_PAGE_ROWS,
+        metric=data["metric"] or board_pages.pivot_metric(benchmark, data["dimension"]))
     data = {**data, "metric": table["metric"]}
     table["unit"] = "count" if kind.metric(data["metric"]).count else \
         "%" if kind.scale == 100 else f"0-{kind.scale:g}"
     table["label"] = kind.label(data["metric"])
     table["dimension_label"] = kind.dimension_label(data["dimension"])
     table["ranking"] = kind.ranking_text
-    table["rows"], paging = _page(table["rows"], data["page"], PIVOT_PAGE_ROWS)
     table["dimension_label"] = kind.dimension_label(data["dimension"])
     chart = charts.to_html(charts.pivot_heatmap(table, kind), div_id="chart-pivot") \
         if table["rows"] and table["buckets"] else None
@@ -338,17 +339,6 @@ def _pivot_page(benchmark, data, request) -> dict:
     page = {"table": table, "paging": paging, "chart": chart}
     page["body"] = render_to_string("leaderboard/_pivot_body.html", page, request=request)
     return page
-
-
-def _pivot_metric(benchmark, kind, data) -> str:
-    """The metric a pivot opens on: the first ranking metric whose cells differ."""
-    for metric in kind.ranking:
-        cells = [v for row in model_pages.pivot(benchmark=benchmark, dimension=data["dimension"],
-                                              metric=metric)["rows"]
-                 for v in row["cells"] if v is not None]
-        if len({round(v, 9) for v in cells}) > 1:
-            return metric
-    return kind.ranking[0]
 
 
 @require_safe

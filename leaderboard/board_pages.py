@@ -1,0 +1,284 @@
+"""A page of a board without ranking the whole board per request. The slice's ranked order
+comes from the row the worker stored for the board's state (leaderboard.rank_ranges, read
+with its rank ranges in one query), or, where it has not yet run on that state, from the
+database ranking one window of it (leaderboard.ranked_sql); then only the page's rows are
+read: their submissions, models and slice figures. Reported and diagnostic rows are placed
+where their figures put them, as selectors.board_table places them.
+
+Queries that filter (search, licence, open weights) or sort by a column that does not rank
+keep selectors' full ranking in Python; so does everything that needs every row.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left, bisect_right
+from collections import Counter
+
+from django.core.cache import cache
+from django.http import Http404
+
+from leaderboard import rank_ranges, ranked_sql, ranking, selectors
+from leaderboard.models import ReferenceFigure
+from leaderboard.state import KEPT_SECONDS, OVERALL, _snapshots, board_stamp, cache_key, shown
+from scoring.kinds import Kind, get_kind
+from scoring.models import Benchmark, SliceResult
+from submissions.attempts import attempts_by_model
+
+TOP_ROWS = 100  # the window a board's first page reads (and its snapshot's top two)
+
+
+def fast(kind: Kind, query: selectors.BoardQuery) -> bool:
+    """Whether the query's rows are a window of a ranked order (no filter, ranked sort)."""
+    return not query.search.strip() and query.open_weights is None and not query.licence \
+        and (query.sort == "rank" or selectors._ranked_metric(kind, query) is not None)
+
+
+# The last windows this process read, per board state: a first visit reads the overall
+# board's top rows twice (for its snapshot and its body).
+_windows: dict[tuple, tuple] = {}
+
+
+def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
+            metric: str | None, *, start: int, stop: int,
+            descending: bool) -> tuple[list[tuple], int, dict]:
+    """Ranked rows [start, stop) of a slice, as (submission id, rank, key) in board order
+    (reversed when `descending`); how many it ranks; its stored rank ranges for the sort."""
+    # Kept apart once the worker's ranges are known to be there: a window read before holds
+    # the ranges of the state before.
+    key = (benchmark.id, benchmark.board_version, benchmark.judge_config_id, dimension, bucket,
+           metric, start, stop, descending,
+           rank_ranges.known_ready(benchmark, board_stamp(benchmark)))
+    found = _windows.get(key)
+    if found is not None and time.monotonic() - found[0] < KEPT_SECONDS:
+        return found[1]
+    ranges, entries, total = rank_ranges.stored_window(
+        benchmark, dimension, bucket, metric or ranking.RANK, start=start, stop=stop,
+        descending=descending)
+    if entries is not None and metric is None:  # the worker stores the ranking's orders
+        result = ([(e[0], e[1], tuple(e[2:])) for e in entries], total, ranges)
+    else:
+        figures = list(kind.ranking) if metric is None else [metric, *kind.ranking]
+        rows, total = ranked_sql.window(benchmark, figures, dimension, bucket, start=start,
+                                        stop=stop, descending=descending)
+        if total is None:
+            total = ranked_sql.count(benchmark, dimension, bucket) if start else 0
+        result = (rows, total, ranges)
+    if len(_windows) > 64:
+        _windows.clear()
+    _windows[key] = (time.monotonic(), result)
+    return result
+
+
+def _place(key: tuple, keys: list[tuple], start: int, descending: bool) -> int:
+    """How many ranked rows come before a reference row of `key`, given the window `keys`
+    starting at `start` (exact within the window; `start` for one before it). A reference
+    row comes after the ranked rows it ties with, so before them in a reversed board."""
+    if descending:
+        key, keys = tuple(-k for k in key), [tuple(-k for k in ks) for ks in keys]
+    if not keys or key < keys[0]:
+        return start
+    return start + (bisect_left if descending else bisect_right)(keys, key)
+
+
+def _merged(window: list[tuple], start: int, references: list[tuple], descending: bool):
+    """(position, ranked entry or reference row) of the window's rows and every reference
+    row, in the board's merged order."""
+    places = [_place(key, [k for *_, k in window], start, descending)
+              for key, _, _ in references]
+    merged = [(place + j, row) for j, (place, (_, _, row)) in enumerate(zip(
+        places, references, strict=True))]
+    for w, entry in enumerate(window):
+        merged.append((start + w + sum(1 for p in places if p <= start + w), entry))
+    return sorted(merged, key=lambda m: m[0])
+
+
+def ranked_page(benchmark: Benchmark, query: selectors.BoardQuery, *, number: int, size: int,
+                references: list[dict] = ()) -> tuple[list[dict], int]:
+    """Page `number` (of `size` rows) of a board slice in rank order (or reversed), with the
+    reference rows where their figures place them; and how many rows the board lists."""
+    kind = get_kind(benchmark.kind)
+    bucket = query.bucket if query.dimension != OVERALL else ""
+    metric = selectors._ranked_metric(kind, query)
+    rank_key = selectors._rank_key(kind, metric)
+    placed = sorted(((rank_key(selectors._placed(kind, r)), i, r)
+                     for i, r in enumerate(references)), key=lambda p: p[:2])
+    placed = placed[::-1] if query.descending else placed
+    first = (number - 1) * size
+    start = max(0, first - len(placed))
+    window, total, ranges = _window(benchmark, kind, query.dimension, bucket, metric,
+                                    start=start, stop=first + size,
+                                    descending=query.descending)
+    entries = [e for p, e in _merged(window, start, placed, query.descending)
+               if first <= p < first + size]
+    ranked = _rows(benchmark, kind, query.dimension, bucket,
+                   [e for e in entries if isinstance(e, tuple)],
+                   ranges)
+    _decided(benchmark, kind, query, window, start, metric, ranked)
+    rows = [ranked.get(e[0]) if isinstance(e, tuple) else e for e in entries]
+    return [r for r in rows if r is not None], total + len(placed)
+
+
+def _decided(benchmark: Benchmark, kind: Kind, query: selectors.BoardQuery,
+             window: list[tuple], start: int, metric: str | None, rows: dict) -> None:
+    """Each row's `decided_by` (as selectors._ranked gives it): the figure of the ranking key
+    on which it differs from the ranked row before it, read from the stored keys (the row
+    before the window read as a window of one)."""
+    before = []
+    if start:
+        bucket = query.bucket if query.dimension != OVERALL else ""
+        before = _window(benchmark, kind, query.dimension, bucket, metric, start=start - 1,
+                         stop=start, descending=query.descending)[0][-1:]
+    keys = [tuple(k) for *_, k in before + window]
+    names = selectors._key_metrics(kind, metric)
+    places = ranking.deciders(keys)[len(before):]
+    for position, ((pk, _, _), place) in enumerate(zip(window, places, strict=True)):
+        if pk in rows:
+            rows[pk]["decided_by"] = names[place] if place is not None else \
+                selectors.TIED if position or before else None
+
+
+def _rows(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str, entries: list[tuple],
+          ranges: dict) -> dict[int, dict]:
+    """submission id -> its board row, for the window's entries only."""
+    subs = shown(benchmark, [pk for pk, _, _ in entries])
+    figures = {f.run_id: f for f in SliceResult.objects.filter(
+        run_id__any=[s.current_run_id for s in subs.values()], dimension=dimension,
+        bucket=bucket)}
+    attempts = attempts_by_model(benchmark.slug, [s.model_id for s in subs.values()])
+    rows = {}
+    for pk, rank, _ in entries:
+        submission = subs.get(pk)
+        if submission is not None and submission.current_run_id in figures:
+            found = ranges.get(str(pk))
+            rows[pk] = {**selectors._row(submission, figures[submission.current_run_id], kind),
+                        "rank": rank, "rank_range": tuple(found) if found else None,
+                        "attempts": attempts.get(submission.model_id, 0)}
+    return rows
+
+
+def paging(number: int, size: int, total: int) -> dict:
+    """What a page's links need; a page past the end is not found (it would be one more
+    cached copy of an empty page)."""
+    pages = max(1, -(-total // size))
+    if number > pages:
+        raise Http404(f"page {number} is past the last page ({pages})")
+    return {"number": number, "pages": pages, "total": total,
+            "previous": number - 1 if number > 1 else None,
+            "next": number + 1 if number < pages else None}
+
+
+def board_page(benchmark: Benchmark, query: selectors.BoardQuery, *, number: int,
+               size: int) -> tuple[list[dict], dict]:
+    """A board page's rows (selectors.board_table's, page `number`) and its paging."""
+    kind = get_kind(benchmark.kind)
+    if not fast(kind, query):
+        table = selectors.board_table(benchmark=benchmark, query=query)
+        info = paging(number, size, len(table))
+        return table[(number - 1) * size: number * size], info
+    references = selectors.reference_rows(
+        benchmark=benchmark, kind=kind, dimension=query.dimension,
+        bucket=query.bucket) if query.references else []
+    rows, total = ranked_page(benchmark, query, number=number, size=size,
+                              references=references)
+    return rows, paging(number, size, total)
+
+
+def api_rows(benchmark: Benchmark, query: selectors.BoardQuery, *, number: int,
+             size: int) -> tuple[list[dict], int]:
+    """The read API's page of ranked rows (selectors.leaderboard_rows's) and their count."""
+    kind = get_kind(benchmark.kind)
+    if not fast(kind, query):
+        rows = selectors.leaderboard_rows(benchmark=benchmark, query=query)
+        return rows[(number - 1) * size: number * size], len(rows)
+    return ranked_page(benchmark, query, number=number, size=size)
+
+
+def board_slices(benchmark: Benchmark) -> set[tuple[str, str]]:
+    """(dimension, bucket) of the slices the board's rows have figures for: as the worker
+    stored them for the board's state; until it has, as it stored them for the state before
+    (a board change rarely changes its slices: a new one lists once the worker has run),
+    and from the database where it never ran."""
+    found = rank_ranges.stored_slices(benchmark)
+    if not found:
+        return ranked_sql.slices(benchmark)
+    return {s for s in found if s[0] != OVERALL}
+
+
+def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
+    """selectors.bucket_choices without reading every slice of the board."""
+    kind = get_kind(benchmark.kind)
+    found = board_slices(benchmark)
+    found |= set(ReferenceFigure.objects.filter(result__benchmark_slug=benchmark.slug)
+                 .exclude(dimension=OVERALL).values_list("dimension", "bucket").distinct())
+    choices: dict[str, list[str]] = {d: [] for d in kind.dimension_keys}
+    for dimension, bucket in sorted(found, key=lambda f: (f[0], kind.bucket_key(*f))):
+        choices.setdefault(dimension, []).append(bucket)
+    return choices
+
+
+def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
+    """What every view of a board needs (bucket and licence choices, the top two models, the
+    calibration baselines), computed once per board state and again once this process has
+    found the worker's orders of the state there (views ask rank_ranges.ready first)."""
+    state = (stamp, rank_ranges.known_ready(benchmark, stamp))
+    snapshot = _snapshots.get(benchmark.id, state)
+    if snapshot is not None:
+        return snapshot
+    key = cache_key("board-snapshot", *state)
+    snapshot = cache.get(key)
+    if snapshot is None:
+        kind = get_kind(benchmark.kind)
+        top, _, _ = _window(benchmark, kind, OVERALL, "", None, start=0, stop=TOP_ROWS,
+                            descending=False)
+        models = shown(benchmark, [pk for pk, _, _ in top[:2]])
+        snapshot = {"buckets": bucket_choices(benchmark),
+                    "licences": ranked_sql.licences(benchmark),
+                    "compare_models": ",".join(str(models[pk].model_id) for pk, _, _ in top[:2]
+                                               if pk in models),
+                    "diagnostics": selectors.diagnostic_rows(benchmark)}
+        cache.set(key, snapshot, 300)
+    return _snapshots.put(benchmark.id, state, snapshot)
+
+
+def pivot_page(benchmark: Benchmark, *, dimension: str, metric: str, number: int,
+               size: int) -> tuple[dict, dict]:
+    """A page of the pivot (model_pages.pivot's rows, in board order) and its paging: the
+    board's top rows read as a board page reads them, their slices of the dimension."""
+    kind = get_kind(benchmark.kind)
+    window, total, _ = _window(benchmark, kind, OVERALL, "", None, start=(number - 1) * size,
+                               stop=number * size, descending=False)
+    info = paging(number, size, total)
+    subs = shown(benchmark, [pk for pk, _, _ in window])
+    cells: dict[int, dict[str, tuple]] = {s.current_run_id: {} for s in subs.values()}
+    for run, bucket, n, values in SliceResult.objects.filter(
+            run_id__any=list(cells), dimension=dimension).values_list(
+            "run_id", "bucket", "n", "values"):
+        cells[run][bucket] = (n, {"n": n, **values}.get(metric))
+    buckets = sorted({b for d, b in board_slices(benchmark) if d == dimension},
+                     key=lambda b: kind.bucket_key(dimension, b))
+    models = [subs[pk].model for pk, _, _ in window if pk in subs]
+    shared = ranked_sql.name_counts(benchmark, sorted({m.name for m in models}))
+    labels = labelled(models, shared)
+    rows = []
+    for pk, rank, _ in window:
+        if pk not in subs:
+            continue
+        found = cells[subs[pk].current_run_id]
+        rows.append({"rank": rank, "model": labels[subs[pk].model_id],
+                     "model_id": subs[pk].model_id, "submission": pk,
+                     "cells": [found[b][1] if b in found else None for b in buckets],
+                     "n": [found[b][0] if b in found else None for b in buckets]})
+    return {"dimension": dimension, "metric": metric, "buckets": buckets, "rows": rows}, info
+
+
+def labelled(models: list, counts: Counter | dict) -> dict[int, str]:
+    """Display names, with the id added where two of the board's models share a name."""
+    return {m.id: m.name if counts.get(m.name, 0) <= 1 else f"{m.name} (#{m.id})"
+            for m in models}
+
+
+def pivot_metric(benchmark: Benchmark, dimension: str) -> str:
+    """The metric a pivot opens on: the first ranking metric whose cells differ."""
+    kind = get_kind(benchmark.kind)
+    return ranked_sql.differing(benchmark, list(kind.ranking), dimension) or kind.ranking[0]

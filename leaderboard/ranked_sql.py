@@ -1,0 +1,175 @@
+"""A board ranked by the database, for a board state whose ranked orders no worker has stored
+yet (leaderboard.board_pages): one query picks each model's representative (ROW_NUMBER over
+its public, finished submissions, as leaderboard.state.representatives picks them), joins its
+slice, ranks by the kind's key with RANK() and returns one window of the order
+(LIMIT/OFFSET), the same rows and ranks as leaderboard.ranking.board_order gives.
+
+Plans must not depend on planner statistics (a freshly seeded database has none): without
+them PostgreSQL takes every table for a few rows and nests loops over bitmap scans of 10,000
+rows each (1.6 s at 10,000 submissions). Nested loops are switched off for these queries
+alone, so every join is a hash or merge join, linear in the rows (about 130 ms there).
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+
+from django.db import connection, transaction
+
+from scoring.models import ScoringRun, SliceResult
+from submissions.models import ModelEntry, Submission
+
+NAME = re.compile(r"^\w+$")  # a figure's name, spliced into a JSON path
+
+
+def _tables() -> dict[str, str]:
+    return {"s": Submission._meta.db_table, "r": ScoringRun._meta.db_table,
+            "m": ModelEntry._meta.db_table, "f": SliceResult._meta.db_table}
+
+
+def _chosen(benchmark) -> tuple[str, list]:
+    """The CTE `chosen`: each model's representative (id, current_run_id, name, licence)."""
+    sql = """reps AS (
+        SELECT s.id, s.current_run_id, m.name, m.licence, ROW_NUMBER() OVER (
+            PARTITION BY s.model_id
+            ORDER BY s.representative DESC, s.created_at DESC, s.id DESC) AS pick
+        FROM {s} s JOIN {r} r ON r.id = s.current_run_id JOIN {m} m ON m.id = s.model_id
+        WHERE s.benchmark_id = %s AND s.public = %s AND s.hidden = %s
+          AND r.benchmark_id = %s AND r.status = %s AND r.judge_config_id = %s),
+        chosen AS (SELECT id, current_run_id, name, licence FROM reps WHERE pick = 1)"""
+    return sql.format(**_tables()), [benchmark.id, True, False, benchmark.id,
+                                     ScoringRun.Status.FINISHED, benchmark.judge_config_id]
+
+
+def _key(name: str) -> tuple[str, list]:
+    """One column of a ranking key as kind.rank_key computes it: minus the figure rounded to
+    1e-9, a missing figure last (the figure's JSON text read as an exact decimal)."""
+    if not NAME.match(name):
+        raise ValueError(f"not a figure's name: {name!r}")
+    if connection.vendor == "postgresql":
+        return 'CAST(f."values" ->> %s AS numeric)', [name]
+    return "json_extract(f.\"values\", '$.' || %s)", [name]
+
+
+def _lowered(column: str) -> str:
+    # ASCII-only lowering and code-point order, as leaderboard.ranking.name_key.
+    return f'LOWER({column} COLLATE "C")' if connection.vendor == "postgresql" \
+        else f"LOWER({column})"
+
+
+@contextmanager
+def no_nested_loops():
+    """PostgreSQL without nested loops for the enclosed queries (see the module's doc)."""
+    if connection.vendor != "postgresql":
+        yield connection.cursor()
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_nestloop = off")
+        try:
+            yield cursor
+        finally:
+            cursor.execute("SET LOCAL enable_nestloop TO DEFAULT")
+
+
+def _ranked(benchmark, figures: list[str], dimension: str, bucket: str) -> tuple[str, list]:
+    """The CTE `ranked`: the representatives with a figure on the slice and their key k0..."""
+    chosen, params = _chosen(benchmark)
+    columns = []
+    for i, name in enumerate(figures):
+        value, more = _key(name)
+        columns.append(f"-COALESCE(ROUND({value}, 9), -1e18) AS k{i}")
+        params += more
+    sql = f"""WITH {chosen}, ranked AS (
+        SELECT {", ".join(["chosen.id", "chosen.name", *columns])}
+        FROM chosen JOIN {SliceResult._meta.db_table} f ON f.run_id = chosen.current_run_id
+        WHERE f.dimension = %s AND f.bucket = %s)"""
+    return sql, [*params, dimension, bucket]
+
+
+def window_sql(benchmark, figures: list[str], dimension: str, bucket: str, *, start: int,
+               stop: int, descending: bool = False) -> tuple[str, list]:
+    """The query of `window`, and its parameters."""
+    sql, params = _ranked(benchmark, figures, dimension, bucket)
+    keys = ", ".join(f"k{i}" for i in range(len(figures)))
+    way = " DESC" if descending else ""
+    order = ", ".join(f"{c}{way}" for c in [*keys.split(", "), _lowered("name"), "id"])
+    sql += f"""SELECT id, RANK() OVER (ORDER BY {keys}), COUNT(*) OVER (), {keys}
+        FROM ranked ORDER BY {order} LIMIT %s OFFSET %s"""
+    return sql, [*params, max(0, stop - start), start]
+
+
+def window(benchmark, figures: list[str], dimension: str, bucket: str, *, start: int,
+           stop: int, descending: bool = False) -> tuple[list[tuple], int | None]:
+    """Rows [start, stop) of the slice ranked by `figures` (each best-first), as
+    (submission id, rank, key), reversed when `descending`; and how many rows the slice
+    ranks (None when the window is empty)."""
+    sql, params = window_sql(benchmark, figures, dimension, bucket, start=start, stop=stop,
+                             descending=descending)
+    with no_nested_loops() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    rows = [(pk, rank, tuple(float(k) for k in key)) for pk, rank, _, *key in found]
+    return rows, found[0][2] if found else None
+
+
+def count(benchmark, dimension: str, bucket: str) -> int:
+    """How many rows the slice ranks."""
+    sql, params = _ranked(benchmark, [], dimension, bucket)
+    with no_nested_loops() as cursor:
+        cursor.execute(sql + "SELECT COUNT(*) FROM ranked", params)
+        return cursor.fetchone()[0]
+
+
+def licences(benchmark) -> list[str]:
+    """The licences of the board's models, sorted."""
+    chosen, params = _chosen(benchmark)
+    with no_nested_loops() as cursor:
+        cursor.execute(f"WITH {chosen} SELECT DISTINCT licence FROM chosen "
+                       "WHERE licence <> ''", params)
+        return sorted(licence for (licence,) in cursor.fetchall())
+
+
+def slices(benchmark, dimension: str | None = None) -> set[tuple[str, str]]:
+    """(dimension, bucket) of every slice the board's rows have figures for (of one
+    dimension), the overall one aside."""
+    chosen, params = _chosen(benchmark)
+    sql = f"""WITH {chosen} SELECT DISTINCT f.dimension, f.bucket FROM chosen
+        JOIN {SliceResult._meta.db_table} f ON f.run_id = chosen.current_run_id
+        WHERE f.dimension <> %s"""
+    params.append(SliceResult.OVERALL)
+    if dimension is not None:
+        sql += " AND f.dimension = %s"
+        params.append(dimension)
+    with no_nested_loops() as cursor:
+        cursor.execute(sql, params)
+        return set(cursor.fetchall())
+
+
+def name_counts(benchmark, names: list[str]) -> dict[str, int]:
+    """How many of the board's models bear each of `names`."""
+    if not names:
+        return {}
+    chosen, params = _chosen(benchmark)
+    marks = ", ".join(["%s"] * len(names))
+    with no_nested_loops() as cursor:
+        cursor.execute(f"WITH {chosen} SELECT name, COUNT(*) FROM chosen "
+                       f"WHERE name IN ({marks}) GROUP BY name", [*params, *names])
+        return dict(cursor.fetchall())
+
+
+def differing(benchmark, figures: list[str], dimension: str) -> str | None:
+    """The first of `figures` whose values (to 1e-9) differ across the board's rows on the
+    buckets of `dimension` (None: none does)."""
+    chosen, params = _chosen(benchmark)
+    columns = []
+    for name in figures:
+        value, more = _key(name)
+        columns.append(f"MIN(ROUND({value}, 9)) < MAX(ROUND({value}, 9))")
+        params += more * 2
+    with no_nested_loops() as cursor:
+        cursor.execute(f"""WITH {chosen} SELECT {", ".join(columns)} FROM chosen
+            JOIN {SliceResult._meta.db_table} f ON f.run_id = chosen.current_run_id
+            WHERE f.dimension = %s""", [*params, dimension])
+        found = cursor.fetchone()
+    return next((name for name, differs in zip(figures, found, strict=True) if differs), None)

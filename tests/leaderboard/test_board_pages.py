@@ -1,0 +1,273 @@
+"""A board page without ranking the whole board per request: the ranked orders the worker stores
+for a board state, the database's ranking where it has not yet run, both equal to the Python
+ranking (selectors) on every slice, and the pivot read a page at a time."""
+
+import itertools
+
+import pytest
+from django.utils import timezone
+
+from leaderboard import board_pages, rank_ranges, ranked_sql
+from leaderboard.model_pages import _labels, pivot
+from leaderboard.models import RankRanges, ReferenceFigure, ReferenceResult
+from leaderboard.selectors import (
+    BoardQuery,
+    board_table,
+    bucket_choices,
+    leaderboard_rows,
+    licences,
+)
+from scoring.boards import board_changed
+from scoring.models import Benchmark, ScoringRun, SliceResult
+from submissions.models import Submission
+
+SLICES = [("overall", ""), ("modality", "sound"), ("modality", "music"),
+          ("operation", "local/removal")]
+
+
+@pytest.fixture
+def seeded(board, other_author):
+    """A board with ties (exact and by float noise), names told apart only by case or not at
+    all, figures missing on a slice, a partial submission, a hidden, a private, a flagged and
+    an unfinished one, a chosen representative that is not the latest, reported results and
+    two calibration baselines."""
+    benchmark, scored = board
+    noisy = 0.1 + 0.2  # equals 0.3 to 1e-9
+
+    def slices(*figures):
+        return dict(zip(SLICES[1:], figures, strict=False))
+
+    scored("Alpha", (50.0, 60.0, 30.0), slices=slices((70.0, 80.0, 40.0), (30.0, 40.0, 20.0),
+                                                      (1.0, 2.0, 3.0)))
+    scored("alpha", (50.0, 60.0, 30.0), slices=slices((70.0, 80.0, 40.0)), owner=other_author)
+    scored("Beta", (noisy, 70.0, 30.0), slices=slices((0.3, 45.0, 25.0), (10.0, 20.0, 5.0)))
+    scored("Gamma", (0.3, 70.0, 30.0), slices=slices((35.0, 45.0, 25.0)))
+    scored("Same", (20.0, 20.0, 10.0), slices=slices((20.0, 20.0, None), (9.0, 9.0, 9.0)))
+    scored("Same", (20.0, 20.0, 10.0), slices=slices((20.0, 20.0, None)), owner=other_author)
+    scored("Partial", (5.0, 50.0, 2.0), coverage=0.5, slices=slices((5.0, 5.0, 5.0)))
+    scored("Ünïcode", (5.0, 50.0, 2.0), slices=slices((None, None, None)))
+    flagged = scored("Flagged", (40.0, 40.0, 40.0))
+    hidden = scored("Hidden", (99.0, 99.0, 99.0))
+    Submission.objects.filter(pk=flagged.pk).update(flag_reason="suspicious outputs")
+    Submission.objects.filter(pk=hidden.pk).update(hidden=True)
+    scored("Private", (99.0, 99.0, 99.0), public=False)
+    scored("Running", (99.0, 99.0, 99.0), status="scoring")
+    chosen = scored("Chosen", (1.0, 1.0, 1.0), slices=slices((1.0, 1.0, 1.0)))
+    scored("Chosen", (90.0, 90.0, 90.0), slices=slices((90.0, 90.0, 90.0)))  # the latest
+    chosen.representative = True
+    chosen.save(update_fields=["representative"])
+    for i in range(6):  # a tie of six, to cut across pages
+        scored(f"Tied {5 - i}", (15.0, 15.0, 15.0), slices=slices((15.0, 15.0, 15.0)))
+    reported = ReferenceResult.objects.create(benchmark_slug="mmae", model="Paper model",
+                                              scope="2,000 samples", source="a paper")
+    for (dimension, bucket), (ifr, cr, emr) in (
+            (SLICES[0], (50.0, 60.0, 30.0)), (SLICES[0], (15.0, 15.0, 15.0)),
+            (SLICES[1], (15.0, 15.0, 15.0))):
+        ReferenceFigure.objects.update_or_create(
+            result=reported, dimension=dimension, bucket=bucket,
+            defaults={"values": {"IFR": ifr, "CR": cr, "EMR": emr}})
+    tied = ReferenceResult.objects.create(benchmark_slug="mmae", model="Paper tie",
+                                          scope="801 samples", source="a paper")
+    ReferenceFigure.objects.create(result=tied, dimension="overall", bucket="",
+                                   values={"IFR": 50.0, "CR": 60.0, "EMR": 30.0})
+    for label, figures in (("Identity", (10.0, 95.0, 5.0)), ("Noise", (2.0, 3.0, 0.0))):
+        run = ScoringRun.objects.create(
+            benchmark=benchmark, judge_config=benchmark.judge_config, audio_root="/x",
+            judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
+            max_attempts=5, status="finished", purpose=ScoringRun.Purpose.BASELINE,
+            label=label, status_times={"finished": timezone.now().isoformat()})
+        for dimension, bucket in SLICES[:2]:
+            SliceResult.objects.create(run=run, dimension=dimension, bucket=bucket, n=4, values={
+                "n": 4, **dict(zip(("IFR", "CR", "EMR"), figures, strict=True))})
+    board_changed(benchmark.id)
+    return Benchmark.objects.get(pk=benchmark.pk)
+
+
+def seeded_ids(benchmark):
+    return {s.model.name: s.id for s in Submission.objects.filter(benchmark=benchmark)
+            .select_related("model")}
+
+
+def python_order(benchmark, dimension, bucket, **query):
+    return [(r["submission"], r["rank"]) for r in leaderboard_rows(
+        benchmark=benchmark, query=BoardQuery(dimension=dimension, bucket=bucket, **query))]
+
+
+def every_slice(benchmark):
+    return [("overall", "")] + [(d, b) for d, buckets in bucket_choices(benchmark).items()
+                                for b in buckets]
+
+
+def test_the_stored_order_of_every_slice_is_the_python_ranking(seeded):
+    assert rank_ranges.refresh(seeded, replicates=20)
+    stored = {(r.dimension, r.bucket): r for r in RankRanges.objects.filter(benchmark=seeded)}
+    assert set(stored) == set(every_slice(seeded))
+    for dimension, bucket in every_slice(seeded):
+        order = stored[(dimension, bucket)].order
+        assert [(pk, rank) for pk, rank, *_ in order] == python_order(seeded, dimension, bucket)
+    overall = [pk for pk, *_ in stored[("overall", "")].order]
+    assert len(overall) == 16  # one row per model; hidden, private, unfinished ones left out
+    assert seeded_ids(seeded)["Hidden"] not in overall
+    ranks = [rank for _, rank, *_ in stored[("overall", "")].order]
+    assert len(set(ranks)) < len(ranks) and ranks == sorted(ranks)
+
+
+def test_the_database_ranks_every_slice_as_python_does(seeded):
+    for (dimension, bucket), sort, descending in itertools.product(
+            every_slice(seeded), ("rank", "EMR", "IFR", "CR"), (False, True)):
+        expected = python_order(seeded, dimension, bucket, sort=sort, descending=descending)
+        figures = ["EMR", "IFR", "CR"] if sort == "rank" else [sort, "EMR", "IFR", "CR"]
+        rows, total = ranked_sql.window(seeded, figures, dimension, bucket, start=0, stop=100,
+                                        descending=descending)
+        assert [(pk, rank) for pk, rank, _ in rows] == expected, (dimension, bucket, sort)
+        assert total == len(expected) == ranked_sql.count(seeded, dimension, bucket)
+        middle, _ = ranked_sql.window(seeded, figures, dimension, bucket, start=2, stop=5,
+                                      descending=descending)
+        assert [(pk, rank) for pk, rank, _ in middle] == expected[2:5]
+
+
+def test_the_database_gives_the_same_keys_as_the_worker(seeded):
+    rank_ranges.refresh(seeded, replicates=20)
+    for dimension, bucket in every_slice(seeded):
+        stored = RankRanges.objects.get(benchmark=seeded, dimension=dimension, bucket=bucket)
+        rows, _ = ranked_sql.window(seeded, ["EMR", "IFR", "CR"], dimension, bucket, start=0,
+                                    stop=100)
+        assert [[pk, rank, *key] for pk, rank, key in rows] == stored.order
+
+
+def board_pages_of(benchmark, query, size):
+    table = board_table(benchmark=benchmark, query=query)
+    return [table[i:i + size] for i in range(0, max(1, len(table)), size)], len(table)
+
+
+QUERIES = [BoardQuery(dimension=d, bucket=b, sort=sort, descending=descending, references=refs)
+           for (d, b), sort, descending, refs in itertools.product(
+               SLICES[:2], ("rank", "EMR", "CR"), (False, True), (True, False))]
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
+def test_every_page_is_the_python_boards_page(seeded, stored):
+    """Ranked rows, reported and diagnostic rows where their figures place them, ties cut
+    across pages, in each direction, from the stored order or the database's."""
+    if stored:
+        rank_ranges.refresh(seeded, replicates=20)
+    for query, size in itertools.product(QUERIES, (3, 7, 100)):
+        expected, total = board_pages_of(seeded, query, size)
+        for number, page in enumerate(expected, start=1):
+            rows, paging = board_pages.board_page(seeded, query, number=number, size=size)
+            assert rows == page, (query, size, number)
+            assert paging["total"] == total
+
+
+def test_a_filtered_or_column_sorted_board_is_ranked_in_python_as_before(seeded):
+    for query in (BoardQuery(search="alpha"), BoardQuery(licence="MIT"),
+                  BoardQuery(open_weights=False), BoardQuery(sort="model"),
+                  BoardQuery(sort="coverage", descending=True)):
+        assert not board_pages.fast(board_pages.get_kind("mmae"), query)
+        rows, _ = board_pages.board_page(seeded, query, number=1, size=100)
+        assert rows == board_table(benchmark=seeded, query=query)
+
+
+def test_a_page_past_the_end_is_not_found(seeded):
+    from django.http import Http404
+
+    with pytest.raises(Http404, match="past the last page"):
+        board_pages.board_page(seeded, BoardQuery(), number=9, size=10)
+
+
+def test_a_board_change_makes_the_stored_order_stale_until_the_worker_stores_the_new(
+        seeded, author, board):
+    _, scored = board
+    rank_ranges.refresh(seeded, replicates=20)
+    assert rank_ranges.stored_window(seeded, "overall", "", start=0, stop=3)[1]
+    newcomer = scored("Newcomer", (100.0, 100.0, 100.0))  # tells the board: a new version
+    benchmark = Benchmark.objects.get(pk=seeded.pk)
+    assert benchmark.board_version > seeded.board_version
+    ranges, entries, _ = rank_ranges.stored_window(benchmark, "overall", "", start=0, stop=3)
+    assert ranges and entries is None  # the ranges of the state before; no order
+    first = python_order(seeded, "overall", "")[0][0]  # of the state before
+    rows, _ = board_pages.ranked_page(benchmark, BoardQuery(), number=1, size=2)
+    assert [(r["submission"], r["rank"]) for r in rows] == [(newcomer.id, 1), (first, 2)]
+    assert rank_ranges.refresh(benchmark, replicates=20)
+    order = RankRanges.objects.get(benchmark=benchmark, dimension="overall").order
+    assert order[0][:2] == [newcomer.id, 1]
+    assert [(pk, rank) for pk, rank, *_ in order] == python_order(benchmark, "overall", "")
+
+
+def test_the_bucket_list_is_the_stored_one_or_the_databases(seeded):
+    expected = bucket_choices(seeded)
+    assert board_pages.bucket_choices(seeded) == expected  # in the database: nothing stored
+    rank_ranges.refresh(seeded, replicates=20)
+    assert board_pages.bucket_choices(seeded) == expected
+    board_changed(seeded.id)  # until the worker runs again, the last stored list
+    assert board_pages.bucket_choices(Benchmark.objects.get(pk=seeded.pk)) == expected
+
+
+def test_the_snapshot_names_the_top_two_and_the_licences(seeded):
+    snapshot = board_pages.board_snapshot(seeded, rank_ranges.board_stamp(seeded))
+    top = leaderboard_rows(benchmark=seeded)[:2]
+    assert snapshot["compare_models"] == ",".join(str(r["model_id"]) for r in top)
+    assert snapshot["licences"] == licences(seeded) == ["MIT"]
+    assert [d["model"] for d in snapshot["diagnostics"]] == ["Identity", "Noise"]
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
+def test_the_pivot_page_is_the_full_pivots_page(seeded, stored):
+    if stored:
+        rank_ranges.refresh(seeded, replicates=20)
+    full = pivot(benchmark=seeded, dimension="modality", metric="IFR")
+    by_submission = {r["submission"]: r for r in full["rows"]}
+    order = python_order(seeded, "overall", "")
+    for number in range(1, 5):
+        table, paging = board_pages.pivot_page(seeded, dimension="modality", metric="IFR",
+                                               number=number, size=5)
+        assert table["buckets"] == full["buckets"]
+        assert [(r["submission"], r["rank"]) for r in table["rows"]] == \
+            order[(number - 1) * 5: number * 5]
+        for row in table["rows"]:
+            assert {k: row[k] for k in ("model", "cells", "n")} == {
+                k: by_submission[row["submission"]][k] for k in ("model", "cells", "n")}
+        assert paging["total"] == len(order)
+
+
+def test_the_pivot_tells_apart_names_shared_beyond_its_page(seeded):
+    rows = []
+    for number in range(1, 17):
+        table, _ = board_pages.pivot_page(seeded, dimension="modality", metric="CR",
+                                          number=number, size=1)
+        rows += table["rows"]
+    same = [r for r in rows if r["model"].startswith("Same")]
+    assert [r["model"] for r in same] == [f"Same (#{r['model_id']})" for r in same]
+    assert len({r["model_id"] for r in same}) == 2
+    # "Alpha" and "alpha" are two names.
+    assert {"Alpha", "alpha"} <= {r["model"] for r in rows}
+
+
+def test_labels_count_each_name_once(board, other_author):
+    class Model:
+        def __init__(self, pk, name):
+            self.id, self.name = pk, name
+
+    models = [Model(i, "Same" if i % 2 else f"Model {i}") for i in range(2000)]
+    labels = _labels(models)
+    assert labels[1] == "Same (#1)" and labels[2] == "Model 2"
+    assert sum(1 for v in labels.values() if "(#" in v) == 1000
+
+
+def test_the_pivot_opens_on_the_first_ranking_metric_that_differs(seeded, board):
+    assert board_pages.pivot_metric(seeded, "modality") == "EMR"
+    benchmark, scored = board
+    assert board_pages.pivot_metric(benchmark, "complexity") == "EMR"  # no cells at all
+
+
+def test_the_databases_ranking_plan_has_no_nested_loop(seeded):
+    """Without planner statistics PostgreSQL nested loops over bitmap scans of every row
+    (1.6 s at 10,000 submissions); the ranking query's plan must join by hash or merge (the
+    suite runs on PostgreSQL)."""
+    sql, params = ranked_sql.window_sql(seeded, ["EMR", "IFR", "CR"], "modality", "sound",
+                                        start=0, stop=100)
+    with ranked_sql.no_nested_loops() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    assert "Hash Join" in plan or "Merge Join" in plan
+    assert "Nested Loop" not in plan
