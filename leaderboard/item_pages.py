@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 
 from django.db.models import Exists, F, Func, OuterRef, TextField, Value
+from django.urls import reverse
 
+from leaderboard import compare as comparison
+from leaderboard import selectors
 from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
 from leaderboard.model_pages import _labels
 from scoring.aggregation import answers_of
@@ -19,6 +22,9 @@ from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun
 
 PAGE_SIZE = 20
+
+# An item page shows this many systems at once; a board may hold thousands.
+SYSTEMS_PER_PAGE = 50
 
 
 def _in_slice(items, dimension: str, bucket: str, item_field: str = "pk"):
@@ -93,13 +99,25 @@ def _side(kind: Kind, rows: ItemRows, system: dict, columns: dict | None, answer
     return {**system, "s": sample}
 
 
-def _item(kind: Kind, rows: ItemRows, item_id: int, sides: list[dict], playable: bool) -> dict:
+def anchor(submission_id: int, index: int | None = None) -> str:
+    """The id of a system's side on the item page (`s-<submission>`), or of its verdict on
+    one rubric (`s-<submission>-r<index>`), which the judge card links to."""
+    return f"s-{submission_id}" if index is None else f"s-{submission_id}-r{index}"
+
+
+def _item(kind: Kind, rows: ItemRows, item_id: int, sides: list[dict], playable: bool,
+          anchored: bool = False) -> dict:
     """An item with its systems' sides: its own text and tags (the explorer's, unscored), and
-    its input players, served through the first side's submission."""
+    its input players, served through the first side's submission. Anchored (the item page,
+    one item a page): each side and each of its verdicts carries its anchor's id."""
     own = kind.explorer_item(rows, None, [], None)
     first = sides[0]["submission"] if sides else None
+    for side in sides:
+        side["anchor"] = anchor(side["submission"]) if anchored else ""
     # A kind whose explorer item lists rubrics (MMAE) has them compared row by row.
-    rubrics = [(rubric, [(side["model"], side["s"]["rubrics"][n]) for side in sides])
+    rubrics = [(rubric, [(side["model"], side["s"]["rubrics"][n],
+                          anchor(side["submission"], rubric["index"]) if anchored else "")
+                         for side in sides])
                for n, rubric in enumerate(own.get("rubrics", []))]
     return {"id": item_id, "key": rows.key, "s": {**own, "key": rows.key}, "sides": sides,
             "rubrics": rubrics,
@@ -193,7 +211,43 @@ def item_across(benchmark: Benchmark, key: str, ranked: list) -> dict | None:
     sides = [_side(kind, item_rows, system, results.get(system["run"]),
                    answers.get((system["run"], row.id), {}),
                    *outputs.get(system["run"], (None, ""))) for system in sides_of]
-    return _item(kind, item_rows, row.id, sides, bool(benchmark.audio_root))
+    return _item(kind, item_rows, row.id, sides, bool(benchmark.audio_root), anchored=True)
+
+
+class Ranked:
+    """A representative with its rank on the board."""
+
+    def __init__(self, entry, rank):
+        self.entry, self.rank = entry, rank
+
+    def __getattr__(self, name):
+        return getattr(self.entry, name)
+
+
+def board_order(benchmark: Benchmark) -> list[Ranked]:
+    """The board's representatives in board order, with their ranks: the item page's sides."""
+    board = comparison.board_models(benchmark)
+    ranked = []
+    for row in selectors.leaderboard_rows(benchmark=benchmark):
+        entry = board.get(row["model_id"])
+        if entry is not None and entry.id == row["submission"]:
+            ranked.append(Ranked(entry, row["rank"]))
+    return ranked
+
+
+def item_linker(benchmark: Benchmark):
+    """`link(key, submission, index)`: the address of one system's verdict on one rubric on
+    an item page, on the page of systems that shows it (the board order read once)."""
+    page_of = {entry.id: 1 + n // SYSTEMS_PER_PAGE
+               for n, entry in enumerate(board_order(benchmark))}
+
+    def link(key: str, submission_id: int, index: int) -> str:
+        page = page_of.get(submission_id, 1)
+        query = f"?page={page}" if page > 1 else ""
+        return (reverse("leaderboard:item", args=[benchmark.slug, key]) + query
+                + "#" + anchor(submission_id, index))
+
+    return link
 
 
 def neighbours(benchmark: Benchmark, item_id: int, *, dimension: str = "",

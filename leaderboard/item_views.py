@@ -10,18 +10,17 @@ from urllib.parse import urlencode
 
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from leaderboard import compare as comparison
-from leaderboard import item_pages, responses, selectors
+from leaderboard import item_pages, responses
 from leaderboard import state as board_state
 from leaderboard.explorer_selectors import slice_buckets
 from leaderboard.forms import CompareItemsForm, ItemPageForm, normalised
+from leaderboard.panel.drawing import PANEL_KINDS
 from leaderboard.views import _asking, _benchmark_or_404, _errors, _page
 from scoring.kinds import get_kind
-
-# An item page shows this many systems at once; a board may hold thousands.
-SYSTEMS_PER_PAGE = 50
 
 
 def _parts(request, names: tuple[str, ...]) -> tuple:
@@ -91,13 +90,8 @@ def _item_page(request, benchmark, key: str):
         context["errors"] = _errors(form)
         return render(request, "leaderboard/item.html", context, status=400)
     data = form.cleaned_data
-    board = comparison.board_models(benchmark)
-    ranked = []
-    for row in selectors.leaderboard_rows(benchmark=benchmark):
-        entry = board.get(row["model_id"])
-        if entry is not None and entry.id == row["submission"]:
-            ranked.append(_Ranked(entry, row["rank"]))
-    shown, paging = _page(ranked, data["page"] or 1, SYSTEMS_PER_PAGE)
+    shown, paging = _page(item_pages.board_order(benchmark), data["page"] or 1,
+                          item_pages.SYSTEMS_PER_PAGE)
     found = item_pages.item_across(benchmark, key, shown)
     if found is None:
         raise Http404("no such item")
@@ -108,15 +102,7 @@ def _item_page(request, benchmark, key: str):
     context.update(item=found, paging=paging, query=normal, slice_query=slice_query,
                    before=before, after=after, dimension=data["dimension"],
                    dimension_label=kind.dimension_label(data["dimension"])
-                   if data["dimension"] else "", bucket=data["bucket"])
+                   if data["dimension"] else "", bucket=data["bucket"],
+                   panel_url=reverse("leaderboard:api-panel-item", args=[benchmark.slug, key])
+                   if kind.name in PANEL_KINDS and found["sides"] else "")
     return render(_asking(request, normal), "leaderboard/item.html", context)
-
-
-class _Ranked:
-    """A representative with its rank on the board."""
-
-    def __init__(self, entry, rank):
-        self.entry, self.rank = entry, rank
-
-    def __getattr__(self, name):
-        return getattr(self.entry, name)

@@ -50,6 +50,8 @@ urlpatterns = [
     path("api/panel/<slug:slug>/next/", panel_api.PanelNextApi.as_view(), name="api-panel-next"),
     path("api/panel/<slug:slug>/tasks/<int:task>/", panel_api.PanelAnswerApi.as_view(),
          name="api-panel-answer"),
+    path("api/panel/<slug:slug>/items/<str:key>/", panel_api.ItemPanelApi.as_view(),
+         name="api-panel-item"),
     path("api/leaderboards/<slug:slug>/judge/", panel_api.JudgeCardApi.as_view(),
          name="api-judge-card"),
     path("m/<int:model_id>/", views.model, name="model"),

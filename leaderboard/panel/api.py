@@ -1,5 +1,6 @@
 """The panel API (a signed-in rater with a confirmed address) and the judge card's read API."""
 
+from django.utils.cache import patch_cache_control
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import AllowAny
@@ -9,8 +10,12 @@ from rest_framework.views import APIView
 from config.serializers import error_responses
 from config.throttle import ScopedThrottle
 from leaderboard import state
-from leaderboard.panel import card, drawing, services
-from leaderboard.panel.serializers import AnswerIn, AnswerOut, JudgeCardOut, TaskOut
+from leaderboard.panel import card, drawing, items, services
+from leaderboard.panel.serializers import AnswerIn, AnswerOut, ItemPanelOut, JudgeCardOut, TaskOut
+
+# Panel answers come in at any time and change no board state, so the item page's verdicts
+# are read afresh; a shared cache may keep them this long.
+ITEM_PANEL_MAX_AGE = 60
 
 
 def _panel_benchmark(slug: str):
@@ -71,3 +76,20 @@ class JudgeCardApi(APIView):
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
         return Response(JudgeCardOut(card.judge_card(benchmark)).data)
+
+
+class ItemPanelApi(APIView):
+    """GET /api/panel/<slug>/items/<key>/: the panel's verdicts on one item, as the card
+    counts them, for the item page to show beside the judge's."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="panel_item", responses={200: ItemPanelOut,
+                                                         **error_responses(404)})
+    def get(self, request, slug, key):
+        found = items.item_panel(_panel_benchmark(slug), key)
+        if found is None:
+            raise NotFound(f"no item {key!r} on {slug!r}")
+        response = Response(ItemPanelOut(found).data)
+        patch_cache_control(response, public=True, max_age=ITEM_PANEL_MAX_AGE)
+        return response

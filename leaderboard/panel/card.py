@@ -6,9 +6,8 @@ a submission made private or hidden since leaves every figure."""
 from __future__ import annotations
 
 from django.conf import settings
-from django.urls import reverse
 
-from leaderboard import judge_checks, responses
+from leaderboard import item_pages, judge_checks, responses
 from leaderboard.models import PanelAnswer, PanelTask
 from leaderboard.panel import figures
 from leaderboard.panel.drawing import PANEL_KINDS
@@ -28,10 +27,11 @@ def judge_card(benchmark: Benchmark) -> dict:
     (leaderboard.judge_checks; the latter made once per board state, its bootstrap growing
     with the square of the rows)."""
     kind = get_kind(benchmark.kind)
-    tasks, answers = _rated_tasks(benchmark) if kind.name in PANEL_KINDS else ({}, {})
-    verdicts = _verdicts(tasks)
-    configs = [_config_block(benchmark, kind, entry, tasks, answers,
-                             verdicts.get(entry["config_id"], {}))
+    tasks, answers = rated_tasks(benchmark) if kind.name in PANEL_KINDS else ({}, {})
+    judged = verdicts(tasks)
+    link = item_pages.item_linker(benchmark) if tasks else None
+    configs = [_config_block(benchmark, kind, entry, (tasks, answers, link),
+                             judged.get(entry["config_id"], {}))
                for entry in judge_figures_by_config(benchmark)]
     configs.sort(key=lambda c: (not c["current"], c["judge_config"]))
     return {"benchmark": benchmark.slug, "panel": _panel(benchmark, kind), "configs": configs,
@@ -41,21 +41,25 @@ def judge_card(benchmark: Benchmark) -> dict:
                 render=lambda: judge_checks.rank_agreement(benchmark))}
 
 
-def _rated_tasks(benchmark: Benchmark) -> tuple[dict[int, PanelTask], dict[int, list]]:
-    """Tasks of published submissions with at least one first answer, and those answers as
-    (rater, right) per task; repeats only measure self-consistency."""
+def rated_tasks(benchmark: Benchmark, *, item_key: str | None = None
+                ) -> tuple[dict[int, PanelTask], dict[int, list]]:
+    """Tasks of published submissions with at least one first answer (of one item, given its
+    key), and those answers as (rater, right) per task; repeats only measure
+    self-consistency, and a removed rater's answers are gone (services.panel_rater_remove)."""
     answers: dict[int, list[tuple[int, bool]]] = {}
-    for task_id, rater_id, right in (PanelAnswer.objects.filter(
-            task__benchmark=benchmark, repeat=False,
-            task__submission__in=Submission.objects.published())
-            .order_by("id").values_list("task_id", "rater_id", "right")):
+    found = PanelAnswer.objects.filter(task__benchmark=benchmark, repeat=False,
+                                       task__submission__in=Submission.objects.published())
+    if item_key is not None:
+        found = found.filter(task__criterion__item__key=item_key)
+    for task_id, rater_id, right in found.order_by("id").values_list("task_id", "rater_id",
+                                                                      "right"):
         answers.setdefault(task_id, []).append((rater_id, right))
     tasks = PanelTask.objects.filter(id__in=list(answers)).select_related(
         "criterion__item", "submission__model")
     return {t.id: t for t in tasks}, answers
 
 
-def _verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
+def verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
     """judge config id -> task id -> the rubric's score in the submission's latest finished
     run under that config (no verdict where the output was missing)."""
     latest: dict[tuple[int, int], tuple] = {}  # (submission, config) -> (created, run)
@@ -83,7 +87,7 @@ def _verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
     return verdicts
 
 
-def _rated(kind, task: PanelTask, judge: bool, answers: list) -> figures.Rated:
+def rated_rubric(kind, task: PanelTask, judge: bool, answers: list) -> figures.Rated:
     dims = task.criterion.item.dimensions
     buckets = {CATEGORY: [task.criterion.category],
                **{d: kind.buckets(d, dims) for d in kind.dimension_keys}}
@@ -91,9 +95,10 @@ def _rated(kind, task: PanelTask, judge: bool, answers: list) -> figures.Rated:
                          raters=tuple(rater for rater, _ in answers), buckets=buckets)
 
 
-def _config_block(benchmark, kind, entry, tasks, answers, verdicts) -> dict:
+def _config_block(benchmark, kind, entry, panel, verdicts) -> dict:
+    tasks, answers, link = panel
     # In task order: the bootstrap's draws then depend on nothing but the data and the seed.
-    rated = {pk: _rated(kind, tasks[pk], judge, answers[pk])
+    rated = {pk: rated_rubric(kind, tasks[pk], judge, answers[pk])
              for pk, judge in sorted(verdicts.items())}
     current = entry["config_id"] == benchmark.judge_config_id
     block = {"judge_config": entry["config"], "current": current,
@@ -105,10 +110,8 @@ def _config_block(benchmark, kind, entry, tasks, answers, verdicts) -> dict:
         seed = _seed(entry["config_id"])
         block["human"] = figures.human(list(rated.values()), seed=seed,
                                        dimensions=(CATEGORY, *kind.dimension_keys))
-        block["disagreements"] = [_disagreement(benchmark, tasks[pk], r)
-                                  for pk, r in sorted(rated.items())
-                                  if figures.is_counted(r)
-                                  and figures.human_verdict(r.rights) != r.judge]
+        block["disagreements"] = [_disagreement(tasks[pk], r, link)
+                                  for pk, r in sorted(rated.items()) if figures.disagrees(r)]
     return block
 
 
@@ -117,15 +120,22 @@ def _seed(config_id: int) -> int:
     return JudgeConfig.objects.filter(id=config_id).values_list("seed", flat=True).first() or 0
 
 
-def _disagreement(benchmark, task: PanelTask, rated: figures.Rated) -> dict:
+def panel_verdict(rubric: figures.Rated) -> dict:
+    """The panel's verdict on one rubric as the card and the item page say it."""
+    return {"human": figures.human_verdict(rubric.rights), "counted": figures.is_counted(rubric),
+            "right_answers": sum(rubric.rights), "answers": len(rubric.rights)}
+
+
+def _disagreement(task: PanelTask, rubric: figures.Rated, link) -> dict:
     item = task.criterion.item
+    verdict = panel_verdict(rubric)
     return {"task": task.id, "submission": task.submission_id,
             "model": task.submission.model.name, "item": item.key,
             "rubric": task.criterion.index, "category": task.criterion.category,
-            "question": task.criterion.question,
-            "human": figures.human_verdict(rated.rights), "judge": rated.judge,
-            "right_answers": sum(rated.rights), "answers": len(rated.rights),
-            "url": reverse("leaderboard:item", args=[benchmark.slug, item.key])}
+            "question": task.criterion.question, "human": verdict["human"],
+            "judge": rubric.judge, "right_answers": verdict["right_answers"],
+            "answers": verdict["answers"],
+            "url": link(item.key, task.submission_id, task.criterion.index)}
 
 
 def _panel(benchmark, kind) -> dict:

@@ -37,6 +37,11 @@ def is_counted(rubric: Rated) -> bool:
     return len(rubric.rights) >= 2 and human_verdict(rubric.rights) is not None
 
 
+def disagrees(rubric: Rated) -> bool:
+    """A counted rubric whose human verdict is not the judge's."""
+    return is_counted(rubric) and human_verdict(rubric.rights) != rubric.judge
+
+
 def counted(rubrics: Sequence[Rated]) -> list[Rated]:
     return [r for r in rubrics if is_counted(r)]
 

@@ -144,3 +144,29 @@ class JudgeCardOut(serializers.Serializer):
                                                  "judge config")
     rank_agreement = RankAgreementOut(many=True, help_text="each pair of judge configs that "
                                                            "scored the same public submissions")
+
+
+class ItemRubricOut(serializers.Serializer):
+    submission = serializers.IntegerField()
+    rubric = serializers.IntegerField(help_text="the rubric's index in its item")
+    human = serializers.BooleanField(allow_null=True,
+                                     help_text="the raters' majority: the right choice or not; "
+                                               "null for a tie")
+    counted = serializers.BooleanField(help_text="2 or more answers and a majority: a rubric "
+                                                 "the judge card counts")
+    right_answers = serializers.IntegerField(help_text="first answers that chose the right "
+                                                       "option")
+    answers = serializers.IntegerField(help_text="first answers")
+    judge = serializers.BooleanField(allow_null=True,
+                                     help_text="the rubric's score under the board's judge "
+                                               "config; null where the run has none")
+    disagrees = serializers.BooleanField(help_text="counted, and the two verdicts differ")
+    label = serializers.CharField(help_text="the verdict as the item page shows it")
+    anchor = serializers.CharField(help_text="the id of the verdict on the item page")
+
+
+class ItemPanelOut(serializers.Serializer):
+    benchmark = serializers.CharField()
+    item = serializers.CharField()
+    rubrics = ItemRubricOut(many=True, help_text="every rubric of a published submission's "
+                                                 "output of the item with panel answers")

@@ -133,3 +133,33 @@ def test_the_staff_raters_page_fits_and_removes_a_rater(
     expect(page.locator("#removals li")).to_have_count(1)
     assert not PanelAnswer.objects.filter(rater=people[0]).exists()
     assert PanelAnswer.objects.filter(rater=people[1]).exists()
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_a_disagreement_leads_to_both_verdicts_side_by_side_on_the_item_page(
+        page, panel_board, author, other_author, raters, device):  # noqa: F811 - fixtures
+    width, height = WIDTHS[device]
+    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
+    panel_board.scored("Other", other_author, lambda item, criterion: criterion.index % 2)
+    answer_all(panel_board.benchmark, raters(4))
+    page.set_viewport_size({"width": width, "height": height})
+    page.add_init_script(RECORD_VIOLATIONS)
+    page.goto("/b/mmae/judge/")
+    link = page.locator(".disagreements a").first
+    anchor = link.get_attribute("href").split("#")[1]
+    link.click()
+    page.wait_for_url(f"**/b/mmae/i/**#{anchor}")
+    cell = page.locator(f"#{anchor}")
+    expect(cell.locator(".panel-verdict")).to_contain_text("panel: ")
+    expect(cell.locator(".disagrees")).to_have_text("disagrees with the judge")
+    judge = cell.locator(".score").inner_text().strip().lower()
+    panel = cell.locator(".panel-verdict").inner_text()
+    # Both verdicts in the one cell, and opposite: a judge's pass against a panel's wrong.
+    assert (judge == "pass") == ("panel: wrong" in panel)
+    expect(cell).to_be_in_viewport()
+    expect(page.locator("#panel-status")).to_contain_text("disagreeing")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    box = cell.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width
+    shot(page, width, "item-disagreement")
+    assert page.evaluate("window.__violations") == []

@@ -22,7 +22,7 @@ from tests.leaderboard.test_airbench_board import (  # noqa: F401 (a fixture)
 
 # GET operations answering JSON; any other one must be added here to be checked.
 READ_API = {"leaderboard", "benchmarks", "model", "submissions_slices", "submissions_list",
-            "submissions_detail", "judge_card", "panel_next"}
+            "submissions_detail", "judge_card", "panel_next", "panel_item"}
 
 
 def closed(schema: dict, node: dict) -> dict:
@@ -116,6 +116,9 @@ def test_every_read_body_is_what_its_schema_describes(client, boards, author):
          200),
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/nope/judge/", 404),
         ("/api/panel/{slug}/next/", mine, "/api/panel/air-bench-chat/next/", 404),
+        # With answers: tests/leaderboard/panel/test_item_panel.py.
+        ("/api/panel/{slug}/items/{key}/", client, "/api/panel/mmae/items/nope/", 404),
+        ("/api/panel/{slug}/items/{key}/", client, "/api/panel/air-bench-chat/items/x/", 404),
     ]
     bodies = {}
     for path, who, url, status in calls:

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.utils.html import escape
 
-from leaderboard import item_views, selectors
+from leaderboard import item_pages, selectors
 from tests.leaderboard.conftest import CHAT_RESPONSES
 
 
@@ -95,7 +95,7 @@ def test_the_explorer_links_each_sample_to_its_item_page(client, trio):
 
 def test_systems_come_a_page_at_a_time(client, trio, monkeypatch):
     benchmark, _, items = trio
-    monkeypatch.setattr(item_views, "SYSTEMS_PER_PAGE", 2)
+    monkeypatch.setattr(item_pages, "SYSTEMS_PER_PAGE", 2)
     board = [r["model_id"] for r in selectors.leaderboard_rows(benchmark=benchmark)]
     url = f"/b/mmae/i/{items[0].key}/"
     assert sides(client.get(url).content.decode()) == board[:2]

@@ -129,7 +129,8 @@ def test_the_card_counts_agreement_kappa_and_human_pairs_per_config(client, rate
                           seed=rated_board["second"].seed))
     assert current["vote_unanimity"] == 75.0 and current["position_bias"] is None
     first = current["disagreements"][0]
-    assert first["url"] == f"/b/mmae/i/{first['item']}/"
+    assert first["url"] == (f"/b/mmae/i/{first['item']}/"
+                            f"#s-{first['submission']}-r{first['rubric']}")
     assert card["panel"]["answers"] == sum(len(v) for v in rated_board["given"].values())
 
 
