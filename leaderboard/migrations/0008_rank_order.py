@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('leaderboard', '0006_board_snapshots'),
+        ('leaderboard', '0007_listening_panel'),
         ('scoring', '0015_kind_neutral_tables'),
     ]
 
