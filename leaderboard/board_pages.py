@@ -122,20 +122,23 @@ def ranked_page(benchmark: Benchmark, query: selectors.BoardQuery, *, number: in
 def _decided(benchmark: Benchmark, kind: Kind, query: selectors.BoardQuery,
              window: list[tuple], start: int, metric: str | None, rows: dict) -> None:
     """Each row's `decided_by` (as selectors._ranked gives it): the figure of the ranking key
-    on which it differs from the ranked row before it, read from the stored keys (the row
-    before the window read as a window of one)."""
-    before = []
-    if start:
-        bucket = query.bucket if query.dimension != OVERALL else ""
-        before = _window(benchmark, kind, query.dimension, bucket, metric, start=start - 1,
-                         stop=start, descending=query.descending)[0][-1:]
-    keys = [tuple(k) for *_, k in before + window]
+    on which it differs from the row ranked just above it, read from the stored keys; that
+    row, when outside the window, read as a window of one (before it, or after it on a
+    reversed board)."""
+    bucket = query.bucket if query.dimension != OVERALL else ""
+    if query.descending:
+        at = start + len(window)
+    else:
+        at = start - 1
+    extra = _window(benchmark, kind, query.dimension, bucket, metric, start=at, stop=at + 1,
+                    descending=query.descending)[0][:1] if at >= 0 else []
+    ascending = list(reversed(window + extra)) if query.descending else extra + window
     names = selectors._key_metrics(kind, metric)
-    places = ranking.deciders(keys)[len(before):]
-    for position, ((pk, _, _), place) in enumerate(zip(window, places, strict=True)):
-        if pk in rows:
+    places = ranking.deciders([tuple(k) for *_, k in ascending])
+    for index, ((pk, _, _), place) in enumerate(zip(ascending, places, strict=True)):
+        if pk in rows and index >= len(extra):  # the extra row comes first either way
             rows[pk]["decided_by"] = names[place] if place is not None else \
-                selectors.TIED if position or before else None
+                selectors.TIED if index else None
 
 
 def _rows(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str, entries: list[tuple],
