@@ -67,7 +67,9 @@ def main():
 
     work = Path(tempfile.mkdtemp(prefix="score-bench-"))
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{work / 'bench.sqlite3'}",
-           "VAR_DIR": str(work / "var")}
+           "VAR_DIR": str(work / "var"),
+           # import_mmae asks for the board's rank ranges; no worker runs here to take them
+           "CELERY_BROKER_URL": "memory://"}
     try:
         started = time.monotonic()
         meta = synthetic.write_benchmark(work / "mmae", args.samples, seed=1,
@@ -139,6 +141,9 @@ def main():
         print(f"first query reached the simulator {first - started_at:.2f} s after the command "
               f"started; every slot busy after: "
               + ", ".join("never" if r is None else f"{r:.3f} s" for r in ramps))
+        last = max(s["last_freed_at"] or 0 for s in stats)
+        print(f"the last answer left the simulator {started_at + wall - last:.2f} s before the "
+              "command ended (the scorer's last answer, its output files, process exit)")
         print(f"slots busy: {busy / (slots * wall):.3f} of the whole command, "
               f"{busy / (slots * (started_at + wall - first)):.3f} from the first query on")
         print(f"scorer CPU: {scorer_cpu:.1f} s = {1000 * scorer_cpu / queries:.2f} ms per query; "

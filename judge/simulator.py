@@ -122,6 +122,7 @@ class PortState:
     # the integral of slots busy over time.
     first_busy_at: float | None = None
     all_busy_at: float | None = None
+    last_freed_at: float | None = None
     busy_slot_seconds: float = 0.0
     _changed_at: float = field(default=0.0, repr=False)
     died: asyncio.Event = field(init=False)  # set when the port's engine dies (die_after)
@@ -144,6 +145,8 @@ class PortState:
             self.first_busy_at = now
         if running == self.config.slots and self.all_busy_at is None:
             self.all_busy_at = now
+        if change < 0:
+            self.last_freed_at = now
 
     def slot_taken(self) -> None:
         self._account(+1)
@@ -156,7 +159,8 @@ class PortState:
         now = time.time()
         busy = self.busy_slot_seconds + self.counts["in_progress"] * (now - self._changed_at)
         return {"slots": self.config.slots, "first_busy_at": self.first_busy_at,
-                "all_busy_at": self.all_busy_at, "busy_slot_seconds": busy, "now": now}
+                "all_busy_at": self.all_busy_at, "last_freed_at": self.last_freed_at,
+                "busy_slot_seconds": busy, "now": now}
 
 
 def reply(body: dict, config: SimulatorConfig) -> tuple[str, list | None]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-import av
 import numpy as np
 import soundfile
 
@@ -35,6 +34,8 @@ class AudioLimits(Protocol):
 
 def audio_problem(path: Path, limits: AudioLimits) -> str | None:
     """None when `path` is usable output audio, else why not (the whole file is decoded)."""
+    import av  # FFmpeg's decoders: only here, not in `score`'s start (about 35 ms)
+
     try:
         with soundfile.SoundFile(str(path)) as audio:
             problem = _header_problem(audio, limits)
@@ -79,6 +80,8 @@ def _decoded_problem(path: Path, container: str, declared: int, rate: int,
     declares (a WAV's data size, a FLAC's total samples), which libsndfile trusts and the
     judge's decoder may not: the length limit and the scan for NaN see every sample, and a
     file whose header lies about its length is refused."""
+    import av
+
     options = {"ignore_length": "1"} if container.startswith("WAV") else {}
     decoded = 0
     with av.open(str(path), format=DEMUXERS[container], options=options) as media:
@@ -98,8 +101,6 @@ def _decoded_problem(path: Path, container: str, declared: int, rate: int,
 
 def check_audio(path: Path) -> str | None:
     """None when the file is a readable, non-empty audio file, else why it is not."""
-    import soundfile
-
     if not path.is_file():
         return "file not found"
     try:
