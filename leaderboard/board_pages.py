@@ -119,6 +119,33 @@ def ranked_page(benchmark: Benchmark, query: selectors.BoardQuery, *, number: in
     return [r for r in rows if r is not None], total + len(placed)
 
 
+def standing(benchmark: Benchmark, submission_id: int) -> dict | None:
+    """Where a submission stands on its board's overall ranking, as the board lists it:
+    its rank, its rank range (None until the worker stored them), how many rows are ranked
+    and its position among the board's rows (reference rows inline); None when the board
+    ranks it nowhere. Read from the stored order (or ranked in the database), not by ranking
+    the whole board in Python, which a model page did once per board (a second at 1,000
+    submissions)."""
+    kind = get_kind(benchmark.kind)
+    window, total, ranges = _window(benchmark, kind, OVERALL, "", None, start=0,
+                                    stop=max(total_rows(benchmark), 1), descending=False)
+    place = next((i for i, (pk, _, _) in enumerate(window) if pk == submission_id), None)
+    if place is None:
+        return None
+    rank_key = selectors._rank_key(kind, None)
+    keys = [key for *_, key in window]
+    before = sum(1 for r in selectors.reference_rows(benchmark=benchmark, kind=kind)
+                 if _place(rank_key(selectors._placed(kind, r)), keys, 0, False) <= place)
+    found = ranges.get(str(submission_id))
+    return {"rank": window[place][1], "range": tuple(found) if found else None,
+            "of": total, "position": place + before}
+
+
+def total_rows(benchmark: Benchmark) -> int:
+    """An upper bound of the rows any slice of the board ranks: its submissions."""
+    return benchmark.submissions.count()
+
+
 def _decided(benchmark: Benchmark, kind: Kind, query: selectors.BoardQuery,
              window: list[tuple], start: int, metric: str | None, rows: dict) -> None:
     """Each row's `decided_by` (as selectors._ranked gives it): the figure of the ranking key

@@ -9,8 +9,8 @@ from django.db.models import Q
 from django.http import Http404
 
 from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.board_pages import standing
 from leaderboard.selectors import (
-    board_table,
     metric_figures,
 )
 from leaderboard.state import (
@@ -97,16 +97,12 @@ def board_standings(featured: dict[str, Submission]) -> list[dict]:
         current = benchmark_current(slug)
         if current is None or current.id != submission.benchmark_id:
             continue
-        rows = board_table(benchmark=current)  # as the board lists them, references inline
-        position = next((i for i, r in enumerate(rows)
-                         if r["rank"] is not None and r["submission"] == submission.id), None)
-        if position is None:
+        found = standing(current, submission.id)
+        if found is None:
             continue
-        row = rows[position]
-        standings.append({"slug": slug, "title": current.title, "rank": row["rank"],
-                          "range": row["rank_range"],
-                          "of": sum(1 for r in rows if r["rank"] is not None),
-                          "page": position // BOARD_PAGE_ROWS + 1})
+        standings.append({"slug": slug, "title": current.title, "rank": found["rank"],
+                          "range": found["range"], "of": found["of"],
+                          "page": found["position"] // BOARD_PAGE_ROWS + 1})
     return standings
 
 

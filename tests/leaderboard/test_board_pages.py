@@ -271,3 +271,22 @@ def test_the_databases_ranking_plan_has_no_nested_loop(seeded):
         plan = "\n".join(line for (line,) in cursor.fetchall())
     assert "Hash Join" in plan or "Merge Join" in plan
     assert "Nested Loop" not in plan
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
+def test_a_standing_is_where_the_python_board_lists_the_row(seeded, stored):
+    """The model page's standing (rank, range, rows ranked, position with the reference rows
+    inline) from the stored order or the database's, for every row the board ranks."""
+    if stored:
+        rank_ranges.refresh(seeded, replicates=20)
+    table = board_table(benchmark=seeded)
+    ranked = [r for r in table if r["rank"] is not None]
+    assert len(table) > len(ranked) > 10  # reference rows stand among the ranked ones
+    for position, row in enumerate(table):
+        if row["rank"] is None:
+            continue
+        found = board_pages.standing(seeded, row["submission"])
+        assert found == {"rank": row["rank"], "range": row["rank_range"], "of": len(ranked),
+                         "position": position}, row["model"]
+        assert (found["range"] is not None) == stored
+    assert board_pages.standing(seeded, seeded_ids(seeded)["Hidden"]) is None
