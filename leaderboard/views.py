@@ -377,15 +377,27 @@ def _compare_page(request, benchmark, needle: str):
                    rows=comparison.compare_rows(submissions, kind),
                    metric_labels=[m.label for m in kind.metrics],
                    pairs=comparison.pairwise(submissions),
-                   differences=[{"a": models[0], "b": other, "rows": rank_ranges.paired_differences(
-                       benchmark, submissions[0], submission)}
-                       for other, submission in zip(models[1:], submissions[1:], strict=True)])
+                   differences=[{"a": models[0], "b": other,
+                                 "rows": _paired(benchmark, submissions[0], submission)}
+                                for other, submission in zip(models[1:], submissions[1:],
+                                                             strict=True)])
     verdicts = sum(1 for pair in context["differences"] for row in pair["rows"]
                    for cell in row["cells"]
                    if cell.get("verdict") not in (None, rank_ranges.TOO_FEW))
     context.update(verdicts=verdicts, by_chance=round(verdicts * rank_ranges.CHANCE_SHARE),
                    min_items=rank_ranges.MIN_VERDICT_ITEMS)
     return render(request, "leaderboard/compare.html", context)
+
+
+def _paired(benchmark, a, b) -> list[dict]:
+    """Two runs' paired differences, bootstrapped once per board state and pair of runs: a
+    signed-in visitor's compare page is rendered for them, but its bootstrap (most of the
+    page's work) is the same for everyone allowed to compare the two, and only those who
+    passed the form's access checks ask for it."""
+    return responses.fragment(
+        "paired", state=board_state.board_stamp(benchmark),
+        parts=(a.current_run_id, b.current_run_id),
+        render=lambda: rank_ranges.paired_differences(benchmark, a, b))
 
 
 # Said of every kind: how the platform turns figures into intervals, ranks and ranges.

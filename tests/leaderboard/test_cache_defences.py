@@ -233,3 +233,32 @@ def test_shared_responses_round_trip_through_a_real_redis(client, three, setting
     finally:
         for key in server.scan_iter(match=f"{prefix}:*"):
             server.delete(key)
+
+
+def test_signed_in_compare_pages_share_one_bootstrap_per_pair_and_board_state(
+        client, item_board, author, other_author, monkeypatch):
+    """A signed-in visitor's compare page is rendered for them, but the pair's paired
+    bootstrap is made once per board state for everyone; a board change makes it again."""
+    benchmark, scored, _ = item_board
+    a = scored("Alpha", lambda s, r: 1)
+    b = scored("Beta", lambda s, r: int(r.index % 2 == 0))
+    pairs: list = []
+    real = rank_ranges.paired_differences
+    monkeypatch.setattr(rank_ranges, "paired_differences",
+                        lambda *args, **kw: pairs.append(args[1:]) or real(*args, **kw))
+    url = f"/b/mmae/compare/?models={a.model_id},{b.model_id}"
+    pages = []
+    for user in (author, other_author, None):
+        client.logout()
+        if user is not None:
+            client.force_login(user)
+        response = client.get(url)
+        assert response.status_code == 200
+        pages.append(response.content.decode())
+    assert len(pairs) == 1
+    tables = {page.split('id="differences-1"', 1)[1].split("</table>", 1)[0] for page in pages}
+    assert len(tables) == 1 and 'title="Alpha">Alpha</span> ahead' in tables.pop()
+    board_changed(benchmark.id)
+    client.force_login(author)
+    assert client.get(url).status_code == 200
+    assert len(pairs) == 2
