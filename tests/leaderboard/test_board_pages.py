@@ -7,7 +7,7 @@ import itertools
 import pytest
 from django.utils import timezone
 
-from leaderboard import board_pages, rank_ranges, ranked_sql
+from leaderboard import board_pages, item_pages, rank_ranges, ranked_sql
 from leaderboard.model_pages import _labels, pivot
 from leaderboard.models import RankRanges, ReferenceFigure, ReferenceResult
 from leaderboard.selectors import (
@@ -290,3 +290,14 @@ def test_a_standing_is_where_the_python_board_lists_the_row(seeded, stored):
                          "position": position}, row["model"]
         assert (found["range"] is not None) == stored
     assert board_pages.standing(seeded, seeded_ids(seeded)["Hidden"]) is None
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
+def test_the_item_pages_sides_are_the_python_boards_rows(seeded, stored):
+    """The item page's systems (each model's representative, in board order, with its rank)
+    from the stored order or the database's, as the Python board ranks them."""
+    if stored:
+        rank_ranges.refresh(seeded, replicates=20)
+    sides = item_pages.board_order(seeded)
+    assert [(s.entry.id, s.rank) for s in sides] == python_order(seeded, "overall", "")
+    assert len(sides) == 16
