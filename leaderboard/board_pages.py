@@ -127,8 +127,7 @@ def standing(benchmark: Benchmark, submission_id: int) -> dict | None:
     the whole board in Python, which a model page did once per board (a second at 1,000
     submissions)."""
     kind = get_kind(benchmark.kind)
-    window, total, ranges = _window(benchmark, kind, OVERALL, "", None, start=0,
-                                    stop=max(total_rows(benchmark), 1), descending=False)
+    window, total, ranges = overall_order(benchmark)
     place = next((i for i, (pk, _, _) in enumerate(window) if pk == submission_id), None)
     if place is None:
         return None
@@ -141,9 +140,12 @@ def standing(benchmark: Benchmark, submission_id: int) -> dict | None:
             "of": total, "position": place + before}
 
 
-def total_rows(benchmark: Benchmark) -> int:
-    """An upper bound of the rows any slice of the board ranks: its submissions."""
-    return benchmark.submissions.count()
+def overall_order(benchmark: Benchmark) -> tuple[list[tuple], int, dict]:
+    """The whole overall ranking as (submission id, rank, key) in board order, how many it
+    ranks and its stored rank ranges: the stored order, or the database's ranking."""
+    bound = max(benchmark.submissions.count(), 1)  # no slice ranks more rows than this
+    return _window(benchmark, get_kind(benchmark.kind), OVERALL, "", None, start=0,
+                   stop=bound, descending=False)
 
 
 def _decided(benchmark: Benchmark, kind: Kind, query: selectors.BoardQuery,

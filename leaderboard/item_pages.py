@@ -17,7 +17,6 @@ from leaderboard import board_pages
 from leaderboard import compare as comparison
 from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
 from leaderboard.model_pages import _labels
-from leaderboard.state import OVERALL
 from scoring.aggregation import answers_of
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun
@@ -229,10 +228,7 @@ def board_order(benchmark: Benchmark) -> list[Ranked]:
     """The board's representatives in board order, with their ranks: the item page's sides.
     Read from the stored order (or ranked in the database), not by ranking the board in
     Python on every render (a second at 10,000 submissions)."""
-    kind = get_kind(benchmark.kind)
-    window, _, _ = board_pages._window(
-        benchmark, kind, OVERALL, "", None, start=0,
-        stop=max(board_pages.total_rows(benchmark), 1), descending=False)
+    window, _, _ = board_pages.overall_order(benchmark)
     by_id = {entry.id: entry for entry in comparison.board_models(benchmark).values()}
     return [Ranked(by_id[pk], rank) for pk, rank, _ in window if pk in by_id]
 

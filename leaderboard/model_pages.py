@@ -10,9 +10,7 @@ from django.http import Http404
 
 from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.board_pages import standing
-from leaderboard.selectors import (
-    metric_figures,
-)
+from leaderboard.selectors import metric_figures
 from leaderboard.state import (
     OVERALL,
     benchmark_current,

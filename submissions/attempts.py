@@ -58,7 +58,7 @@ def attempt_dates(owner_id: int, slug: str) -> list[datetime]:
     scored = {pk for pk, run in Submission.runs.through.objects.filter(
         submission_id__in=list(created)).values_list("submission_id", "scoringrun_id")
         if run in finished}
-    gone = DeletedAttempt.objects.filter(owner_id=owner_id, benchmark__slug=slug) \
+    gone = DeletedAttempt.objects.filter(owner_id=owner_id, benchmark_id__in=benchmarks) \
         .values_list("submitted_at", flat=True)
     return sorted([created[pk] for pk in scored] + list(gone))
 
