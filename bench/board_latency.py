@@ -14,7 +14,8 @@ no gzip gets them, are copied into a static file served by whitenoise from the s
 and then its static file get requests from C concurrent connections for S seconds with wrk
 (Debian's `wrk`, a C load generator, so the client takes little of the 2 cores; a Python
 client is the fallback), printing p50 and p95 latency, requests per second, and the page's
-p95 as a ratio of its static file's; signed in, both requests carry a session cookie.
+p95 as a ratio of its static file's; signed in, both requests carry the session and CSRF
+cookies of a visitor who owns none of the models.
 
     .venv/bin/python bench/board_latency.py [--submissions 1000 10000] [--seconds 10]
         [--concurrency 8] [--memory-requests 100000] [--explorer-items 24700]
@@ -249,14 +250,19 @@ def wait_for_ranges(timeout: float) -> float:
 
 
 def signed_in_cookie() -> str:
-    """A session of a user signed in (as a browser that logged in sends it)."""
+    """The cookies of a visitor signed in, as a browser that logged in sends them: the session
+    and the CSRF cookie (the login form set it; each page's logout form renews it). The
+    visitor owns none of the board's models, as most signed-in visitors of a board."""
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.test import Client
+    from django.utils.crypto import get_random_string
 
     user, _ = get_user_model().objects.get_or_create(username="bench-visitor")
     client = Client()
     client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}"
+    return (f"{settings.SESSION_COOKIE_NAME}={client.cookies['sessionid'].value}; "
+            f"{settings.CSRF_COOKIE_NAME}={get_random_string(32)}")
 
 
 def main():

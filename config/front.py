@@ -14,11 +14,23 @@ commits, and from every render), at most once a second per process, so a change 
 second. A version the cache does not hold (Redis down, the entry evicted) sends the request to
 Django, which publishes it again.
 
+A signed-in visitor's page is kept too, for that visitor only (`mark_private`): under the
+values of their session and CSRF cookies, the credentials that made it, and with the user's
+epoch (`user_epoch`), a token that changes whenever what their pages show of them may change
+(their account saved or deleted, a log-out). Each answer from it reads the epoch from the cache
+first (one round trip to Redis, none to the database), so a log-out or a changed account shows
+at once; the board versions are learnt as for anonymous pages. A page whose content depends on
+who asks beyond the navigation (a model's page to its owner or to staff) is never kept
+(`personal`). A request with a session cookie that Django answers as anonymous (the session
+ended, or the read API, which reads no session) is kept under that cookie's value as the public
+page it is.
+
 What goes to Django unchanged: any method but GET and HEAD; an Authorization header (an API
-token); any cookie but the CSRF cookie (the session cookie signs a visitor in, the messages
-cookie carries their messages, and any other may be read by some view). The CSRF cookie is
-read by unsafe methods only, and by pages that render a token, which set the cookie in their
-response: a response with Set-Cookie is never kept, nor one that is not public, names a CSP
+token); any cookie but the CSRF and session cookies (the messages cookie carries messages, and
+any other may be read by some view). The CSRF cookie is read by unsafe methods only, and by
+pages that render a token, which set the cookie in their response: a response with Set-Cookie
+is never kept (but a signed-in page's renewal of the very CSRF cookie it was asked with), nor
+an anonymous one that is not public, a signed-in one that is not private, one that names a CSP
 nonce (a nonce must not be reused) or varies on `*`. Also If-Match and If-Unmodified-Since,
 and a revalidation (If-None-Match) before this process has seen Django answer one for that
 URL with 304, whose headers it then keeps. Answers from the front are not counted by the
@@ -28,10 +40,12 @@ cost less than a static file.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
 
 from django.conf import settings
 from django.core.cache import caches
@@ -69,6 +83,32 @@ def publish(versions: dict[int, int]) -> None:
                 cache.set(key, int(version), PUBLISHED_SECONDS)
 
 
+# An epoch outlives its last reading this long; when it expires, the pages kept under it are
+# rendered again.
+EPOCH_SECONDS = 24 * 3600
+
+
+def epoch_key(user_id: int) -> str:
+    return f"user-epoch:{user_id}"
+
+
+def user_epoch(user_id: int) -> str:
+    """The user's epoch as the cache holds it, made if it holds none; "" when the cache cannot
+    give one (Redis down), and then nothing of theirs is kept."""
+    cache, key = caches["default"], epoch_key(user_id)
+    found = cache.get(key)
+    if found is None:
+        cache.add(key, secrets.token_hex(8), EPOCH_SECONDS)
+        found = cache.get(key)
+    return found or ""
+
+
+def new_epoch(user_id: int) -> None:
+    """What the user's pages show of them may have changed: none kept before is answered
+    again. A new random token, not a count: an epoch lost with the cache never comes back."""
+    caches["default"].set(epoch_key(user_id), secrets.token_hex(8), EPOCH_SECONDS)
+
+
 @dataclass
 class Note:
     """What Django says of one response for the front to keep it (in the request's environ)."""
@@ -76,6 +116,9 @@ class Note:
     boards: dict[int, int] | None = None
     etag: str = ""
     keep_seconds: float = 0
+    user: int | None = None  # a signed-in visitor's page: whose, and under which epoch
+    epoch: str = ""
+    personal: bool = False
 
 
 def mark_shared(request, *, boards: dict[int, int], etag: str, keep_seconds: float) -> None:
@@ -84,6 +127,25 @@ def mark_shared(request, *, boards: dict[int, int], etag: str, keep_seconds: flo
     note = request.META.get(ENVIRON_KEY)
     if note is not None:
         note.boards, note.etag, note.keep_seconds = dict(boards), etag, keep_seconds
+
+
+def mark_private(request, *, boards: dict[int, int], etag: str, keep_seconds: float,
+                 user: int, epoch: str) -> None:
+    """Say that the response to `request`, a signed-in visitor's, is theirs to be answered
+    again while the `boards` stay as they are and `user`'s epoch is still `epoch` (read before
+    the user was: `leaderboard.responses`)."""
+    note = request.META.get(ENVIRON_KEY)
+    if note is not None and epoch:
+        note.boards, note.etag, note.keep_seconds = dict(boards), etag, keep_seconds
+        note.user, note.epoch = user, epoch
+
+
+def personal(request) -> None:
+    """Say that the response to `request` shows what only its visitor may see (beyond the
+    navigation): it is never kept."""
+    note = request.META.get(ENVIRON_KEY)
+    if note is not None:
+        note.personal = True
 
 
 def takes_gzip(accept_encoding: str) -> bool:
@@ -115,6 +177,8 @@ class Kept:
     boards: dict[int, int]
     etag: str
     until: float
+    user: int | None = None
+    epoch: str = ""
     status: str = ""
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
@@ -146,28 +210,28 @@ class Front:
     def __call__(self, environ, start_response):
         if not settings.FRONT or not self._eligible(environ):
             return self.app(environ, start_response)
-        base = _base(environ)
-        key = self._key(base, environ)
+        base, credentials = _base(environ), _credentials(environ)
+        key = self._key(base, environ, credentials)
         answer = self._answer(key, environ) if key is not None else None
         if answer is not None:
             status, headers, body = answer
             start_response(status, headers)
             return [body]
-        return self._through_django(base, environ, start_response)
+        return self._through_django(base, credentials, environ, start_response)
 
     def _eligible(self, environ) -> bool:
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
             return False
         if any(name in environ for name in PASSED_HEADERS):
             return False
-        return _cookies_ignored(environ.get("HTTP_COOKIE", ""))
+        return _cookies_known(environ.get("HTTP_COOKIE", ""))
 
-    def _key(self, base: tuple, environ) -> tuple | None:
+    def _key(self, base: tuple, environ, credentials: tuple | None) -> tuple | None:
         varies = self.varies.get(base)
         if varies is None:
             return None
         return (base, takes_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")),
-                tuple(environ.get(name, "") for name in varies[0]))
+                tuple(environ.get(name, "") for name in varies[0]), credentials)
 
     def _answer(self, key: tuple, environ) -> tuple[str, list, bytes] | None:
         with self._lock:
@@ -176,6 +240,8 @@ class Front:
                 self.kept.move_to_end(key)
         if kept is None or kept.until <= self.clock() or not self._current(kept.boards):
             return None
+        if kept.user is not None and caches["default"].get(epoch_key(kept.user)) != kept.epoch:
+            return None  # their account changed or they logged out: Django answers
         asked = environ.get("HTTP_IF_NONE_MATCH")
         if asked is not None and _matches(kept.etag, asked):
             if kept.not_modified is None:
@@ -208,7 +274,8 @@ class Front:
         self.versions = {b: found[version_key(b)] for b in watched if version_key(b) in found}
         self.learnt_at = now
 
-    def _through_django(self, base: tuple, environ, start_response):
+    def _through_django(self, base: tuple, credentials: tuple | None, environ,
+                        start_response):
         note = environ[ENVIRON_KEY] = Note()
         answered = []
 
@@ -218,7 +285,7 @@ class Front:
 
         result = self.app(environ, capture)  # Django's handler starts the response in it
         status, headers, exc_info = answered
-        if not self._keepable(note, environ, status, headers):
+        if not self._keepable(note, environ, status, headers, credentials):
             start_response(status, headers, exc_info)
             return result
         try:
@@ -226,22 +293,33 @@ class Front:
         finally:
             if hasattr(result, "close"):
                 result.close()  # Django's request_finished: connections closed
-        self._keep(base, environ, note, status, headers, body)
+        self._keep(base, credentials, environ, note, status, headers, body)
         start_response(status, headers)
         return [body]
 
-    def _keepable(self, note: Note, environ, status: str, headers: list) -> bool:
+    def _keepable(self, note: Note, environ, status: str, headers: list,
+                  credentials: tuple | None) -> bool:
         code = status.split(" ", 1)[0]
-        if note.boards is None or code not in ("200", "304") or \
+        if note.boards is None or note.personal or code not in ("200", "304") or \
                 (code == "200" and environ["REQUEST_METHOD"] != "GET"):
             return False
+        if note.user is not None and credentials is None:
+            return False
+        # A public page answered to a session cookie (one that signs no one in, or a view that
+        # reads no session) is kept under that cookie: whoever sends it gets the same.
         named = {name.lower(): value for name, value in headers}
-        return "set-cookie" not in named \
-            and "public" in named.get("cache-control", "") \
-            and "'nonce-" not in named.get("content-security-policy", "") \
+        cookies = [value for name, value in headers if name.lower() == "set-cookie"]
+        if note.user is None:
+            if cookies or "public" not in named.get("cache-control", ""):
+                return False
+        elif not _renews_csrf(cookies, credentials[1]) or \
+                "private" not in named.get("cache-control", ""):
+            return False
+        return "'nonce-" not in named.get("content-security-policy", "") \
             and "*" not in _names(named.get("vary", ""))
 
-    def _keep(self, base, environ, note: Note, status: str, headers: list, body: bytes):
+    def _keep(self, base, credentials, environ, note: Note, status: str, headers: list,
+              body: bytes):
         named = {name.lower(): value for name, value in headers}
         if status.startswith("200") and named.get("content-length") not in (None,
                                                                            str(len(body))):
@@ -255,16 +333,18 @@ class Front:
                 for key in [k for k in self.kept if k[0] == base] if found else ():
                     self._drop(key)
                 self.varies[base] = [varies, 0]
-            key = self._key(base, environ)
+            key = self._key(base, environ, credentials)
             kept = self.kept.get(key)
-            if kept is None or kept.boards != note.boards or kept.etag != note.etag:
+            if kept is None or kept.boards != note.boards or kept.etag != note.etag or \
+                    kept.epoch != note.epoch:
                 if kept is None:
                     self.varies[base][1] += 1
                     self.size += ENTRY_BYTES
                 else:  # another state's: replaced
                     self.size -= len(kept.body)
                 kept = self.kept[key] = Kept(note.boards, note.etag,
-                                             self.clock() + note.keep_seconds)
+                                             self.clock() + note.keep_seconds,
+                                             note.user, note.epoch)
             if status.startswith("304"):
                 kept.not_modified = list(headers)
             else:
@@ -303,11 +383,42 @@ def _names(vary: str) -> list[str]:
     return [name.strip().lower() for name in vary.split(",") if name.strip()]
 
 
-def _cookies_ignored(header: str) -> bool:
-    """Whether every cookie sent is the CSRF cookie (or none is sent)."""
+def _cookie_pairs(header: str):
     for pair in header.split(";"):
-        name = pair.split("=", 1)[0].strip()
-        if name and name != settings.CSRF_COOKIE_NAME:
+        name, _, value = pair.partition("=")
+        if name.strip():
+            yield name.strip(), value.strip()
+
+
+def _cookies_known(header: str) -> bool:
+    """Whether every cookie sent is the CSRF or the session cookie (or none is sent), each
+    once."""
+    names = [name for name, _ in _cookie_pairs(header)]
+    return len(names) == len(set(names)) and \
+        set(names) <= {settings.CSRF_COOKIE_NAME, settings.SESSION_COOKIE_NAME}
+
+
+def _credentials(environ) -> tuple | None:
+    """A signed-in visitor's session and CSRF cookie values, which key their pages; None
+    without a session cookie (the CSRF cookie alone keys nothing: anonymous pages hold no
+    token)."""
+    cookies = dict(_cookie_pairs(environ.get("HTTP_COOKIE", "")))
+    session = cookies.get(settings.SESSION_COOKIE_NAME)
+    if not session:
+        return None
+    return session, cookies.get(settings.CSRF_COOKIE_NAME, "")
+
+
+def _renews_csrf(set_cookies: list[str], sent: str) -> bool:
+    """Whether every Set-Cookie only renews the CSRF cookie the request sent, with its value
+    (Django does so on each page that renders a token)."""
+    for header in set_cookies:
+        try:
+            parsed = SimpleCookie(header)
+        except CookieError:
+            return False
+        if list(parsed) != [settings.CSRF_COOKIE_NAME] or not sent or \
+                parsed[settings.CSRF_COOKIE_NAME].value != sent:
             return False
     return True
 

@@ -5,7 +5,9 @@ Anonymous visitors all get the same bytes for the same board state and normalise
 whole response is cached under them (gzipped once for clients that accept it: these pages
 hold no secret, so compression cannot leak one) and a CDN in front may keep it for
 BOARD_SHARED_MAX_AGE seconds. Signed-in visitors get a page rendered around the cached body (the
-rows are never rendered per request), with their own navigation, private to them. Every
+rows are never rendered per request), with their own navigation, private to them; the front
+answers it again to their session alone (config.front.mark_private) unless the page says it
+shows them what others may not see (`personal`). Every
 response carries an ETag (the state, the query and who asks), so that a revalidation answers
 304 without a body. It also says Last-Modified (when the board last changed), but a
 revalidation by date is answered in full: two changes within one second share a date, and the
@@ -27,10 +29,12 @@ import hashlib
 from collections.abc import Callable
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
+from django.utils.functional import SimpleLazyObject, empty
 from django.utils.http import http_date
 from django.utils.text import compress_string
 from django_ratelimit.core import get_usage
@@ -64,8 +68,10 @@ def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
     a fresh render counts against the client's THROTTLE_RENDER; `boards`: the board versions
     ({benchmark id: version}) that fix `state` for good, when they do, so that the front
     (config.front) answers anonymous visitors from the response while they hold."""
+    epoch = _epoch_before_user(request)
     anonymous = not request.user.is_authenticated
-    asker = "anonymous" if anonymous else f"user {request.user.pk}"
+    # A signed-in visitor's validator moves with their epoch too (their name in the page).
+    asker = "anonymous" if anonymous else f"user {request.user.pk} {epoch}"
     digest = hashlib.sha256("|".join(map(str, (state, asker, *parts))).encode()).hexdigest()
     etag = f'"{digest[:40]}"'
     if costly:
@@ -84,11 +90,33 @@ def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
         else:
             patch_cache_control(response, private=True, no_cache=True)
     patch_vary_headers(response, ("Cookie", *vary))
-    if anonymous and boards is not None and response.status_code in (200, 304):
+    if boards is not None and response.status_code in (200, 304):
         front.publish(boards)  # read from the database just now: repairs a lost publication
-        front.mark_shared(request, boards=boards, etag=etag,
-                          keep_seconds=RESPONSE_CACHE_SECONDS)
+        if anonymous:
+            front.mark_shared(request, boards=boards, etag=etag,
+                              keep_seconds=RESPONSE_CACHE_SECONDS)
+        elif epoch:
+            front.mark_private(request, boards=boards, etag=etag, user=request.user.pk,
+                               epoch=epoch, keep_seconds=min(
+                                   RESPONSE_CACHE_SECONDS, request.session.get_expiry_age()))
     return response
+
+
+def personal(request: HttpRequest) -> None:
+    """The page shows what only its visitor may see: the front never answers it again."""
+    front.personal(request)
+
+
+def _epoch_before_user(request: HttpRequest) -> str:
+    """The epoch (config.front.user_epoch) of the user the request's session names, read
+    before the user is: a page rendered from a user read before their account changed then
+    holds an epoch older than the change's, and is never answered again. "" when the user was
+    read already, or the session names none."""
+    user = getattr(request, "user", None)
+    if not isinstance(user, SimpleLazyObject) or user._wrapped is not empty:
+        return ""
+    user_id = request.session.get(SESSION_KEY)
+    return front.user_epoch(user_id) if user_id is not None else ""
 
 
 def _limited(request: HttpRequest, render: Callable[[], HttpResponse]):

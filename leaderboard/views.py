@@ -245,6 +245,10 @@ def model(request, model_id):
 def _model_page(request, model_id):
     entry = model_pages.model_for(request.user, model_id)
     submissions = model_pages.model_submissions(request.user, entry)
+    user = request.user
+    if user.is_authenticated and (user.is_staff or entry.owner_id == user.pk
+                                  or any(s.owner_id == user.pk for s in submissions)):
+        responses.personal(request)  # their private submissions, or staff's view of all
     featured = model_pages.featured_submissions(submissions)
     kinds = {slug: get_kind(s.benchmark.kind) for slug, s in featured.items()}
     form = ModelPageForm(request.GET, kinds=kinds)

@@ -1,12 +1,14 @@
 """The front (config/front.py): anonymous visitors' shared pages answered before Django from the
 bytes and headers Django sent, with no database query; 304 and HEAD; gzip or not by
-Accept-Encoding; a board change passed on within a second; a signed-in visitor's request, a
-query not seen, another method: Django's."""
+Accept-Encoding; a board change passed on within a second; a signed-in visitor's page kept
+for their session alone, until their account changes or they log out; a query not seen,
+another method: Django's."""
 
 import gzip
 import io
 import sys
 from dataclasses import dataclass
+from http.cookies import SimpleCookie
 
 import pytest
 from django.core import signals
@@ -195,21 +197,125 @@ def test_gzip_or_identity_by_accept_encoding(url, front, board, django_assert_nu
         assert "Accept-Encoding" in answer.header("Vary")
 
 
-def test_a_signed_in_visitor_is_answered_by_django_and_never_kept(
-        front, board, client, author, django_assert_num_queries):
+def signed_in(front, client, user) -> str:
+    """The cookies a browser signed in as `user` sends: its session and the CSRF cookie that
+    the first page it was shown set."""
+    client.force_login(user)
+    session = f"sessionid={client.cookies['sessionid'].value}"
+    first = call(front, "/submissions/", headers={"Cookie": session})
+    csrf = SimpleCookie(first.header("Set-Cookie"))["csrftoken"].value
+    return f"{session}; csrftoken={csrf}"
+
+
+def name_in(answer: Answer) -> str | None:
+    """Whom the page's navigation says is logged in (None: a page for anonymous visitors)."""
+    text = answer.body.decode()
+    if "Log out" not in text:
+        assert "Log in" in text
+        return None
+    return text.split('title="Logged in as ', 1)[1].split('"', 1)[0]
+
+
+@pytest.mark.parametrize("url", [u for u in PAGES if u != "model"])
+def test_a_signed_in_visitors_page_is_kept_for_their_session_only(
+        url, front, board, client, author, other_author, django_assert_num_queries):
+    """The read API reads no session: its answer to a session is the public one."""
+    page = not url.startswith("/api/")
+    mine = signed_in(front, client, author)
+    first = call(front, url, headers={"Cookie": mine})
+    assert ("private" if page else "public") in first.header("Cache-Control")
+    with django_assert_num_queries(0):
+        again = call(front, url, headers={"Cookie": mine})
+    assert again.body == first.body and again.header("ETag") == first.header("ETag")
+    assert again.header("Cache-Control") == first.header("Cache-Control")
+    assert "Cookie" in again.header("Vary")
+    if page:
+        assert name_in(again) == author.username
+    theirs = signed_in(front, client, other_author)
+    assert queries(front, url, headers={"Cookie": theirs}) > 0  # another session: Django's
+    if page:
+        assert name_in(call(front, url, headers={"Cookie": theirs})) == other_author.username
+        assert name_in(call(front, url)) is None  # anonymous: never a session's page
+    # A session cookie that signs no one in (ended, or made up) gets the anonymous page.
+    made_up = {"Cookie": "sessionid=made-up; csrftoken=x"}
+    assert queries(front, url, headers=made_up) > 0
+    if page:
+        assert name_in(call(front, url, headers=made_up)) is None
+
+
+def test_a_session_without_its_csrf_cookie_is_not_kept(front, board, client, author,
+                                                       django_assert_num_queries):
+    """Its page sets a new CSRF cookie (the logout form's token): kept, it would set that one
+    cookie for every later page."""
     client.force_login(author)
-    session = f"sessionid={client.cookies['sessionid'].value}; csrftoken=x"
-    signed_in = call(front, "/b/mmae/", headers={"Cookie": session})
-    assert "Log out" in signed_in.body.decode()
-    assert "private" in signed_in.header("Cache-Control")
-    again = call(front, "/b/mmae/", headers={"Cookie": session})
-    assert "Log out" in again.body.decode()  # Django's again, not an anonymous page
-    assert not front.kept  # a signed-in page is never kept
-    anonymous = call(front, "/b/mmae/")
-    assert "Log out" not in anonymous.body.decode() and "Log in" in anonymous.body.decode()
-    assert anonymous.header("ETag") != signed_in.header("ETag")
-    after = call(front, "/b/mmae/", headers={"Cookie": session})  # with a page kept
-    assert "Log out" in after.body.decode()
+    session = f"sessionid={client.cookies['sessionid'].value}"
+    assert call(front, "/b/mmae/", headers={"Cookie": session}).header("Set-Cookie")
+    assert queries(front, "/b/mmae/", headers={"Cookie": session}) > 0
+    assert not front.kept
+
+
+def test_a_signed_in_revalidation_and_head(front, board, client, author,
+                                           django_assert_num_queries):
+    mine = signed_in(front, client, author)
+    full = call(front, "/b/mmae/", headers={"Cookie": mine})
+    etag = full.header("ETag")
+    learnt = call(front, "/b/mmae/", headers={"Cookie": mine, "If-None-Match": etag})
+    assert learnt.status == 304
+    with django_assert_num_queries(0):
+        answered = call(front, "/b/mmae/", headers={"Cookie": mine, "If-None-Match": etag})
+        head = call(front, "/b/mmae/", method="HEAD", headers={"Cookie": mine})
+    assert answered.status == 304 and answered.body == b""
+    assert head.status == 200 and head.body == b""
+    assert head.header("Content-Length") == str(len(full.body))
+
+
+def test_logging_out_ends_the_kept_pages_at_once(front, board, client, author, clock):
+    mine = signed_in(front, client, author)
+    call(front, "/b/mmae/", headers={"Cookie": mine})
+    assert name_in(call(front, "/b/mmae/", headers={"Cookie": mine})) == author.username
+    client.logout()  # the session ends; its cookie may still be replayed
+    replayed = call(front, "/b/mmae/", headers={"Cookie": mine})  # no second need pass
+    assert name_in(replayed) is None
+
+
+def test_a_changed_account_ends_the_kept_pages(front, board, client, author,
+                                               django_capture_on_commit_callbacks):
+    mine = signed_in(front, client, author)
+    call(front, "/b/mmae/", headers={"Cookie": mine})
+    with django_capture_on_commit_callbacks(execute=True):
+        author.username = "renamed-author"
+        author.save()
+    assert name_in(call(front, "/b/mmae/", headers={"Cookie": mine})) == "renamed-author"
+    with django_capture_on_commit_callbacks(execute=True):
+        author.is_staff = True
+        author.save()
+    assert 'href="/staff/' in call(front, "/b/mmae/", headers={"Cookie": mine}).body.decode()
+
+
+def test_a_signed_in_page_follows_a_board_change_within_a_second(
+        front, board, client, author, clock, django_capture_on_commit_callbacks):
+    benchmark, _ = board
+    mine = signed_in(front, client, author)
+    before = call(front, "/b/mmae/", headers={"Cookie": mine})
+    with django_capture_on_commit_callbacks(execute=True):
+        board_changed(benchmark.id)
+    clock.now += 1
+    after = call(front, "/b/mmae/", headers={"Cookie": mine})
+    assert after.header("ETag") != before.header("ETag")
+
+
+def test_a_model_page_of_ones_own_or_for_staff_is_never_kept(
+        front, board, client, author, other_author, staff, django_assert_num_queries):
+    url = url_of("model", board)  # the author's model
+    for owner_or_staff in (author, staff):
+        cookie = signed_in(front, client, owner_or_staff)
+        for _ in range(2):
+            assert queries(front, url, headers={"Cookie": cookie}) > 0
+    visitor = signed_in(front, client, other_author)
+    call(front, url, headers={"Cookie": visitor})
+    with django_assert_num_queries(0):  # the public page, with their navigation
+        assert name_in(call(front, url, headers={"Cookie": visitor})) == \
+            other_author.username
 
 
 @pytest.mark.parametrize("headers", [{"Authorization": "Token abc"},
