@@ -2,11 +2,13 @@
 many scored submissions the model's author made to the benchmark, private ones included."""
 
 import csv
+import datetime
 import io
 import re
 
 import pytest
 
+from leaderboard.model_pages import ATTEMPT_DAYS_LISTED, dated_attempts
 from submissions.moderation import submission_delete
 
 pytestmark = pytest.mark.django_db
@@ -56,10 +58,22 @@ def test_deleting_a_private_attempt_leaves_the_count(client, attempts_board, sta
     assert {r["model"]: r["attempts"] for r in rows}["Echo Editor"] == 3
 
 
+def test_attempts_are_counted_per_day_and_by_month_past_a_month_of_days():
+    start = datetime.datetime(2026, 1, 1, 12, tzinfo=datetime.UTC)
+    day = datetime.timedelta(days=1)
+    assert dated_attempts([start + 2 * day, start, start]) == [("2026-01-01", 2),
+                                                               ("2026-01-03", 1)]
+    few = [start + i * day for i in range(ATTEMPT_DAYS_LISTED)]
+    assert len(dated_attempts(few)) == ATTEMPT_DAYS_LISTED
+    many = [start + i * day for i in range(ATTEMPT_DAYS_LISTED + 1)]  # Jan 1 to Feb 1
+    assert dated_attempts(many) == [("2026-01", 31), ("2026-02", 1)]
+    assert sum(n for _, n in dated_attempts(many * 3)) == 3 * len(many)
+
+
 def test_the_model_page_lists_when_each_attempt_was_made(client, attempts_board):
     _, echo, hidden = attempts_board
     body = client.get(f"/m/{echo.model_id}/").content.decode()
     day = echo.created_at.strftime("%Y-%m-%d")  # all three were made today
-    assert f"MMAE</strong>: 3 attempts, uploaded {day}, {day}, {day}</li>" in body
+    assert f"MMAE</strong>: 3 attempts, uploaded {day} (&times;3)</li>" in body
     # The private drafts are counted and dated, never named or linked.
     assert "Echo Editor (draft)" not in body and f"/s/{hidden.pk}/" not in body
