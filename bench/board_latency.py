@@ -187,6 +187,10 @@ class Bench:
             warm = httpx.get(self.base + path, timeout=120, headers=headers)  # warms caches
             if warm.status_code != 200:
                 print(f"{label}: status {warm.status_code}: {warm.text[:300]}")
+            if (headers and warm.headers.get("content-type", "").startswith("text/html")
+                    and VISITOR not in warm.text):
+                sys.exit(f"{label}: the signed-in request got a page not signed in as "
+                         f"{VISITOR}: the bench's session is not the server's")
             size_bytes = len(httpx.get(self.base + files[label], timeout=60).content)
             self.measure(path, seconds=1, headers=headers)  # every worker thread has it
             p50, p95, rate, errors, _ = self.measure(path, headers=headers)
@@ -249,6 +253,9 @@ def wait_for_ranges(timeout: float) -> float:
         time.sleep(0.5)
 
 
+VISITOR = "bench-visitor"  # the signed-in visitor, named on each of their HTML pages
+
+
 def signed_in_cookie() -> str:
     """The cookies of a visitor signed in, as a browser that logged in sends them: the session
     and the CSRF cookie (the login form set it; each page's logout form renews it). The
@@ -258,7 +265,7 @@ def signed_in_cookie() -> str:
     from django.test import Client
     from django.utils.crypto import get_random_string
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-visitor")
+    user, _ = get_user_model().objects.get_or_create(username=VISITOR)
     client = Client()
     client.force_login(user)
     return (f"{settings.SESSION_COOKIE_NAME}={client.cookies['sessionid'].value}; "

@@ -21,30 +21,42 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.utils.text import compress_string
 
-from leaderboard.responses import accepts_gzip
+from config import front
+from leaderboard.responses import RESPONSE_CACHE_SECONDS, accepts_gzip
 
 # Below this, gzip's header and trailer outweigh what it saves.
 MIN_COMPRESSED_BYTES = 200
 
 
 def validated(request: HttpRequest, response: HttpResponse, *, secret_free: bool,
-              vary: tuple[str, ...] = ()) -> HttpResponse:
+              vary: tuple[str, ...] = (), boards: dict[int, int] | None = None) -> HttpResponse:
     """The response with its ETag, Vary and Cache-Control, gzipped when `secret_free` and
     the client takes gzip, or 304 when the client's copy is current. `vary`: the request
-    headers besides Cookie and Accept-Encoding that the body depends on."""
+    headers besides Cookie and Accept-Encoding that the body depends on. `boards`: the board
+    versions ({benchmark id: version}, read with what the body shows) that fix the body for
+    good, when they do: the front (config.front) then answers anonymous visitors from it
+    while they hold, as it answers the boards."""
     patch_vary_headers(response, ("Cookie", "Accept-Encoding", *vary))
     if response.status_code != 200 or response.streaming:
         return response
+    anonymous = not request.user.is_authenticated
     # Anyone's copy may be kept, but is asked about every time: the access check runs on
-    # each revalidation, so a submission made private stops being served at once.
-    if request.user.is_authenticated or not secret_free:
+    # each revalidation, so a submission made private stops being served at once (by the
+    # front, once the board version that the change raised is learnt: within a second).
+    if not anonymous or not secret_free:
         patch_cache_control(response, private=True, no_cache=True)
+    elif boards is not None:
+        patch_cache_control(response, public=True, no_cache=True)
     else:
         patch_cache_control(response, no_cache=True)
     gzipped = (secret_free and not _csrf_token_rendered(request) and accepts_gzip(request)
                and len(response.content) >= MIN_COMPRESSED_BYTES)
     digest = hashlib.sha256(response.content).hexdigest()[:40]
     response["ETag"] = f'"{digest}-gzip"' if gzipped else f'"{digest}"'
+    if anonymous and secret_free and boards is not None:
+        front.publish(boards)  # read from the database just now: repairs a lost publication
+        front.mark_shared(request, boards=boards, etag=response["ETag"],
+                          keep_seconds=RESPONSE_CACHE_SECONDS)
     conditional = get_conditional_response(request, etag=response["ETag"], response=response)
     if conditional is not response:  # 304 (or 412 for an If-Match that fails)
         return conditional

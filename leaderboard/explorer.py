@@ -52,6 +52,21 @@ def _explorer(request, submission) -> dict:
     return {**context, "query": query, "explorer": explorer}
 
 
+# What a page shows while a spectrogram is still being drawn (leaderboard/_spectrogram.html):
+# such a page changes without its board's version, so the front must not keep it.
+SPECTROGRAM_PENDING = b'class="spectrogram-pending"'
+
+
+def _fixed_by(submission, response) -> dict[int, int] | None:
+    """The board version that fixes a published submission's page for good (its row and its
+    benchmark's version were read in one query, before anything the page shows: a change
+    that commits later raises the version), or None while the page can change without it
+    (a spectrogram being drawn)."""
+    if response.status_code != 200 or SPECTROGRAM_PENDING in response.content:
+        return None
+    return {submission.benchmark_id: submission.benchmark.board_version}
+
+
 @require_safe
 def submission_page(request, pk):
     submission = submission_get(user=request.user, pk=pk)
@@ -61,7 +76,8 @@ def submission_page(request, pk):
     response = render(request, "leaderboard/submission.html", context, status=status)
     # The whole page is compressed for anonymous visitors only (who see only published
     # submissions): a signed-in visitor's holds a CSRF token (leaderboard.compression).
-    return validated(request, response, secret_free=not request.user.is_authenticated)
+    return validated(request, response, secret_free=not request.user.is_authenticated,
+                     boards=_fixed_by(submission, response))
 
 
 @require_safe
@@ -76,7 +92,8 @@ def submission_samples(request, pk):
     if request.htmx and context["explorer"] is not None:
         push_url(response, context["page_url"] + context["explorer"]["here"])
     return validated(request, response, vary=("HX-Request",),
-                     secret_free=selectors.published(submission, request.user))
+                     secret_free=selectors.published(submission, request.user),
+                     boards=_fixed_by(submission, response))
 
 
 @require_safe
@@ -96,7 +113,8 @@ def submission_rubrics(request, pk, item_key):
         response = render(request, "leaderboard/sample_rubrics.html", context)
     return validated(request, response, vary=("HX-Request",),
                      secret_free=(bool(request.htmx) or not request.user.is_authenticated)
-                     and selectors.published(submission, request.user))
+                     and selectors.published(submission, request.user),
+                     boards=_fixed_by(submission, response))
 
 
 @require_safe
