@@ -40,12 +40,13 @@ def validated(request: HttpRequest, response: HttpResponse, *, secret_free: bool
     if response.status_code != 200 or response.streaming:
         return response
     anonymous = not request.user.is_authenticated
+    shared = anonymous and secret_free and boards is not None
     # Anyone's copy may be kept, but is asked about every time: the access check runs on
     # each revalidation, so a submission made private stops being served at once (by the
     # front, once the board version that the change raised is learnt: within a second).
     if not anonymous or not secret_free:
         patch_cache_control(response, private=True, no_cache=True)
-    elif boards is not None:
+    elif shared:
         patch_cache_control(response, public=True, no_cache=True)
     else:
         patch_cache_control(response, no_cache=True)
@@ -53,7 +54,7 @@ def validated(request: HttpRequest, response: HttpResponse, *, secret_free: bool
                and len(response.content) >= MIN_COMPRESSED_BYTES)
     digest = hashlib.sha256(response.content).hexdigest()[:40]
     response["ETag"] = f'"{digest}-gzip"' if gzipped else f'"{digest}"'
-    if anonymous and secret_free and boards is not None:
+    if shared:
         front.publish(boards)  # read from the database just now: repairs a lost publication
         front.mark_shared(request, boards=boards, etag=response["ETag"],
                           keep_seconds=RESPONSE_CACHE_SECONDS)

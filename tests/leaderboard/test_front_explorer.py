@@ -1,7 +1,8 @@
 """A published submission's explorer through the front (config/front.py): its page, its list
 partial and a sample's table answered again to anonymous visitors with no database query once
 nothing on them can change without the board's version (every spectrogram drawn); made
-private, hidden or rescored, it stops being answered within a second; signed-in visitors and
+private (as every moderation and rescore, it raises the version), it stops being answered
+within a second; signed-in visitors and
 private submissions are always Django's."""
 
 import pytest
