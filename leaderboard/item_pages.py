@@ -14,9 +14,9 @@ from django.db.models import Exists, F, Func, OuterRef, TextField, Value
 from django.urls import reverse
 
 from leaderboard import board_pages
-from leaderboard import compare as comparison
 from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
 from leaderboard.model_pages import _labels
+from leaderboard.state import OVERALL, representatives, shown
 from scoring.aggregation import answers_of
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun
@@ -229,8 +229,22 @@ def board_order(benchmark: Benchmark) -> list[Ranked]:
     Read from the stored order (or ranked in the database), not by ranking the board in
     Python on every render (a second at 10,000 submissions)."""
     window, _, _ = board_pages.overall_order(benchmark)
-    by_id = {entry.id: entry for entry in comparison.board_models(benchmark).values()}
+    by_id = {entry.id: entry for entry in representatives(benchmark)}
     return [Ranked(by_id[pk], rank) for pk, rank, _ in window if pk in by_id]
+
+
+def systems_page(benchmark: Benchmark, number: int) -> tuple[list[Ranked], dict]:
+    """Page `number` of the board's representatives in board order, with their ranks, and
+    its paging: the item page's sides, read as a window of the stored order (or of the
+    database's ranking) and those rows' submissions only (not every representative: a
+    first visit at 10,000 submissions read all of them for a page of 50)."""
+    size = SYSTEMS_PER_PAGE
+    window, total, _ = board_pages._window(
+        benchmark, get_kind(benchmark.kind), OVERALL, "", None, start=(number - 1) * size,
+        stop=number * size, descending=False)
+    paging = board_pages.paging(number, size, total)
+    by_id = shown(benchmark, [pk for pk, *_ in window])
+    return [Ranked(by_id[pk], rank) for pk, rank, _ in window if pk in by_id], paging
 
 
 def item_linker(benchmark: Benchmark):

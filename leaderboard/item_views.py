@@ -46,7 +46,8 @@ def compare_items(request, slug):
 
 def _compare_items_page(request, benchmark, stamp: str):
     kind = get_kind(benchmark.kind)
-    form = CompareItemsForm(request.GET, board=comparison.board_models(benchmark),
+    form = CompareItemsForm(request.GET, board=comparison.board_models(
+                                benchmark, comparison.asked_ids(request.GET.getlist("models"))),
                             buckets=slice_buckets(benchmark), kind=kind)
     context = {"benchmark": benchmark, "kind": kind, "form": form, "errors": []}
     if not form.is_valid():
@@ -90,8 +91,7 @@ def _item_page(request, benchmark, key: str):
         context["errors"] = _errors(form)
         return render(request, "leaderboard/item.html", context, status=400)
     data = form.cleaned_data
-    shown, paging = _page(item_pages.board_order(benchmark), data["page"] or 1,
-                          item_pages.SYSTEMS_PER_PAGE)
+    shown, paging = item_pages.systems_page(benchmark, data["page"] or 1)
     found = item_pages.item_across(benchmark, key, shown)
     if found is None:
         raise Http404("no such item")

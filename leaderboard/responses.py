@@ -46,16 +46,19 @@ from config.throttle import too_many_requests
 RESPONSE_CACHE_SECONDS = 300
 
 
-def fragment(name: str, *, state, parts: tuple, render: Callable[[], object]):
+def fragment(name: str, *, state, parts: tuple, render: Callable[[], object],
+             keep: Callable[[object], bool] = lambda found: True):
     """What `render` makes of one board state and normalised query (`parts`): a rendered body
-    or a page's data, made once per state and kept in the "responses" cache, so that signed-in
-    visitors, whose whole page is theirs, are served around it without rendering its rows."""
+    or a page's data, made once per state and kept in the "responses" cache (when `keep` says
+    so of it), so that signed-in visitors, whose whole page is theirs, are served around it
+    without rendering its rows."""
     key = f"{name}:" + hashlib.sha256("|".join(map(str, (state, *parts))).encode()).hexdigest()
     store = caches["responses"]
     found = store.get(key)
     if found is None:
         found = render()
-        store.set(key, found, RESPONSE_CACHE_SECONDS)
+        if keep(found):
+            store.set(key, found, RESPONSE_CACHE_SECONDS)
     return found
 
 

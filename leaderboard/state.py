@@ -146,15 +146,44 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
                 benchmark=benchmark, status=ScoringRun.Status.FINISHED,
                 judge_config=config).values_list("id", "judge_model", "simulated",
                                                  "refused_queries")}
-    candidates = sorted(
-        (s for s in Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
-                                              current_run__isnull=False)
-         .values_list(*SHOWN_FIELDS) if s[2] in runs),
-        key=lambda s: (s[1], not s[6], -s[4].timestamp(), -s[0]))
+    return _chosen(Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
+                                             current_run__isnull=False)
+                   .values_list(*SHOWN_FIELDS), runs)
+
+
+def _chosen(candidates, runs: dict[int, ShownRun]) -> list[Shown]:
+    """Each model's representative among `candidates` (SHOWN_FIELDS of public submissions)
+    whose run is one of `runs`."""
+    ordered = sorted((s for s in candidates if s[2] in runs),
+                     key=lambda s: (s[1], not s[6], -s[4].timestamp(), -s[0]))
     chosen: dict[int, tuple] = {}
-    for submission in candidates:
+    for submission in ordered:
         chosen.setdefault(submission[1], submission)
     return _shown(list(chosen.values()), runs)
+
+
+def representatives_of(benchmark: Benchmark, model_ids: list[int]) -> dict[int, Shown]:
+    """model id -> its representative (as `representatives` chooses it), for the models
+    asked for that have one: from what this process keeps of the board's state, else read
+    for these models alone (a compare page names a few of a board of thousands)."""
+    if not model_ids:
+        return {}
+    kept = _representatives.get(benchmark.id, (benchmark.board_version, benchmark.judge_config_id))
+    if kept is not None:
+        wanted = set(model_ids)
+        return {s.model_id: s for s in kept if s.model_id in wanted}
+    config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
+    if config is None:
+        return {}
+    candidates = list(Submission.objects.filter(
+        benchmark=benchmark, public=True, hidden=False, current_run__isnull=False,
+        model_id__any=list(model_ids)).values_list(*SHOWN_FIELDS))
+    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
+            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(
+                id__any=[s[2] for s in candidates], benchmark=benchmark,
+                status=ScoringRun.Status.FINISHED, judge_config=config).values_list(
+                    "id", "judge_model", "simulated", "refused_queries")}
+    return {s.model_id: s for s in _chosen(candidates, runs)}
 
 
 def shown(benchmark: Benchmark, ids: list[int]) -> dict[int, Shown]:

@@ -364,7 +364,8 @@ def compare(request, slug):
 
 
 def _compare_page(request, benchmark, needle: str):
-    board_models = comparison.board_models(benchmark)
+    board_models = comparison.board_models(
+        benchmark, comparison.asked_ids(request.GET.getlist("models")))
     form = CompareForm(request.GET, board=board_models, user=request.user)
     chosen = form.data["models"].split(",")
     kind = get_kind(benchmark.kind)
@@ -394,14 +395,18 @@ def _compare_page(request, benchmark, needle: str):
 
 
 def _paired(benchmark, a, b) -> list[dict]:
-    """Two runs' paired differences, bootstrapped once per board state and pair of runs: a
-    signed-in visitor's compare page is rendered for them, but its bootstrap (most of the
+    """Two runs' paired differences, bootstrapped once per pair of runs: what it resamples (a
+    finished run's per-item vector, written with its move to finished and never after, and
+    the benchmark's items, fixed by its sha256) does not change with the board, so a new
+    submission on the board does not make it again, and a rescore (a new current run) does.
+    A signed-in visitor's compare page is rendered for them, but its bootstrap (most of the
     page's work) is the same for everyone allowed to compare the two, and only those who
-    passed the form's access checks ask for it."""
+    passed the form's access checks ask for it. An empty answer (a run without its vector)
+    is not kept."""
     return responses.fragment(
-        "paired", state=board_state.board_stamp(benchmark),
+        "paired", state=f"{benchmark.id}:{benchmark.sha256}",
         parts=(a.current_run_id, b.current_run_id),
-        render=lambda: rank_ranges.paired_differences(benchmark, a, b))
+        render=lambda: rank_ranges.paired_differences(benchmark, a, b), keep=bool)
 
 
 # Said of every kind: how the platform turns figures into intervals, ranks and ranges.

@@ -12,6 +12,7 @@ from django.test import RequestFactory
 
 from leaderboard import rank_ranges, responses, views
 from scoring.boards import board_changed
+from submissions.models import Submission
 
 
 @pytest.fixture
@@ -235,10 +236,11 @@ def test_shared_responses_round_trip_through_a_real_redis(client, three, setting
             server.delete(key)
 
 
-def test_signed_in_compare_pages_share_one_bootstrap_per_pair_and_board_state(
+def test_compare_pages_share_one_bootstrap_per_pair_of_runs_across_visitors_and_boards(
         client, item_board, author, other_author, monkeypatch):
     """A signed-in visitor's compare page is rendered for them, but the pair's paired
-    bootstrap is made once per board state for everyone; a board change makes it again."""
+    bootstrap is made once for everyone; another submission changing the board keeps it, and
+    a new run of one of the two (its figures changed) makes it again."""
     benchmark, scored, _ = item_board
     a = scored("Alpha", lambda s, r: 1)
     b = scored("Beta", lambda s, r: int(r.index % 2 == 0))
@@ -247,18 +249,44 @@ def test_signed_in_compare_pages_share_one_bootstrap_per_pair_and_board_state(
     monkeypatch.setattr(rank_ranges, "paired_differences",
                         lambda *args, **kw: pairs.append(args[1:]) or real(*args, **kw))
     url = f"/b/mmae/compare/?models={a.model_id},{b.model_id}"
-    pages = []
+
+    def table() -> str:
+        response = client.get(url)
+        assert response.status_code == 200
+        return response.content.decode().split('id="differences-1"', 1)[1].split("</table>")[0]
+
+    tables = []
     for user in (author, other_author, None):
         client.logout()
         if user is not None:
             client.force_login(user)
-        response = client.get(url)
-        assert response.status_code == 200
-        pages.append(response.content.decode())
+        tables.append(table())
     assert len(pairs) == 1
-    tables = {page.split('id="differences-1"', 1)[1].split("</table>", 1)[0] for page in pages}
-    assert len(tables) == 1 and 'title="Alpha">Alpha</span> ahead' in tables.pop()
-    board_changed(benchmark.id)
+    assert len(set(tables)) == 1 and 'title="Alpha">Alpha</span> ahead' in tables[0]
+    scored("Gamma", lambda s, r: 0)  # the board changes; Alpha's and Beta's runs do not
     client.force_login(author)
-    assert client.get(url).status_code == 200
-    assert len(pairs) == 2
+    assert table() == tables[0] and len(pairs) == 1
+    # Beta rescored: the same submission, a new current run with other figures.
+    rescore = scored("Beta's rescore", lambda s, r: 1, public=False).current_run
+    Submission.objects.filter(pk=b.pk).update(current_run=rescore)
+    b.runs.add(rescore)
+    board_changed(benchmark.id)
+    assert "not separable" in table() and len(pairs) == 2
+    assert pairs[-1][1].current_run_id == rescore.id
+
+
+def test_a_pair_without_per_item_values_is_not_kept(client, item_board, monkeypatch):
+    """A run whose per-item vector is not there yet makes an empty comparison, which is not
+    kept: once the vector is stored, the next visit tests the difference."""
+    from scoring.models import RunVector
+
+    benchmark, scored, _ = item_board
+    a = scored("Alpha", lambda s, r: 1)
+    b = scored("Beta", lambda s, r: int(r.index % 2 == 0))
+    kept = RunVector.objects.get(run_id=b.current_run_id)
+    RunVector.objects.filter(run_id=b.current_run_id).delete()
+    url = f"/b/mmae/compare/?models={a.model_id},{b.model_id}"
+    client.force_login(a.owner)  # signed in: rendered afresh, around the kept bootstrap
+    assert "No per-sample results kept" in client.get(url).content.decode()
+    RunVector.objects.create(run_id=b.current_run_id, names=kept.names, data=kept.data)
+    assert 'id="differences-1"' in client.get(url).content.decode()

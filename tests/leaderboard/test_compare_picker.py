@@ -128,3 +128,29 @@ def test_a_search_without_a_match_says_so_and_keeps_the_picked(client, crowd):
     html = client.get("/b/mmae/compare/", {"q": "zzz", "models": [picked]}).content.decode()
     assert boxes(html) == [(str(picked), True)]
     assert "No model matches \u201czzz\u201d." in html
+
+
+def test_a_compare_page_reads_its_models_and_the_boards_first_20_not_the_whole_board(
+        client, crowd, monkeypatch):
+    """At 10,000 submissions the page ranked the whole board in Python for its picker (two
+    seconds): now the picker reads the first 20 of the board's order and the form the models
+    asked for. With a search, every representative is read (the board's order, not a
+    ranking in Python)."""
+    from leaderboard import selectors, state
+
+    _, made = crowd
+    whole: list = []
+    real = state._read_representatives
+    monkeypatch.setattr(state, "_read_representatives",
+                        lambda benchmark: whole.append(1) or real(benchmark))
+    monkeypatch.setattr(selectors, "_ranked", lambda *a: pytest.fail("ranked in Python"))
+    picked = [made["Echo 44"].model_id, made["Echo 03"].model_id]
+    html = client.get("/b/mmae/compare/", {"models": picked}).content.decode()
+    assert "No per-sample results kept" in html  # tests.factories keeps no per-item values
+    assert boxes(html)[:2] == [(str(picked[0]), True), (str(picked[1]), True)]
+    assert [m for m, _ in boxes(html)[2:]] == [str(made[f"Echo {i:02d}"].model_id)
+                                               for i in range(43, 23, -1) if i != 7][:19]
+    assert whole == []
+    html = client.get("/b/mmae/compare/", {"q": "reverb", "models": picked}).content.decode()
+    assert boxes(html)[2:] == [(str(made["Reverb Echo"].model_id), False)]
+    assert whole == [1]

@@ -137,3 +137,23 @@ def test_airbench_answers_are_text_read_by_the_judge(client, chat_pair):
     assert f"{CHAT_RESPONSES['Talker']} (3)" in html and "Noise. (3)" in html
     assert "The reference answer 3." in html
     assert html.count("pass A:") == 2 and html.count("pass B:") == 2
+
+
+def test_a_page_of_systems_reads_its_window_not_every_representative(client, trio,
+                                                                    monkeypatch):
+    """Each page of systems is a window of the board's order with its rows' submissions
+    (a first visit at 10,000 submissions read every representative for a page of 50), in
+    the order and with the ranks the board gives; a page past the last is a 404."""
+    from leaderboard import state
+
+    benchmark, (middling, perfect, hopeless), items = trio
+    monkeypatch.setattr(item_pages, "SYSTEMS_PER_PAGE", 2)
+    monkeypatch.setattr(state, "_read_representatives",
+                        lambda benchmark: pytest.fail("every representative read"))
+    monkeypatch.setattr(selectors, "_ranked", lambda *a: pytest.fail("ranked in Python"))
+    key = items[3].key
+    first = client.get(f"/b/mmae/i/{key}/").content.decode()
+    second = client.get(f"/b/mmae/i/{key}/?page=2").content.decode()
+    assert sides(first) == [perfect.model_id, middling.model_id]
+    assert sides(second) == [hopeless.model_id]
+    assert client.get(f"/b/mmae/i/{key}/?page=3").status_code == 404

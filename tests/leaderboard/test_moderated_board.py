@@ -113,3 +113,33 @@ def test_the_model_api_shows_flags_to_all_and_hidden_ones_to_their_owner(client,
     client.force_login(author)
     mine = client.get(f"/api/models/{flagged.model_id}/").json()["submissions"]
     assert [(s["id"], s["hidden"]) for s in mine] == [(hidden.pk, True), (flagged.pk, False)]
+
+
+def test_the_representatives_of_a_few_models_are_the_boards_read_or_kept(board, author,
+                                                                           other_author, staff):
+    """state.representatives_of (what the compare forms read for the models asked for) picks
+    each model's representative as the whole board's reading does: the chosen one, else the
+    latest public; never a private or hidden submission; a model without one left out."""
+    from leaderboard import state
+
+    benchmark, scored = board
+    older = scored("Echo Editor", (80.0, 70.0, 60.0))
+    latest = scored("Echo Editor", (50.0, 40.0, 30.0))
+    chosen = scored("Vox Remix", (70.0, 60.0, 50.0))
+    scored("Vox Remix", (60.0, 50.0, 40.0))
+    moderation.model_set_representative(actor=author, submission=chosen)
+    hidden = scored("Hidden Hum", (90.0, 90.0, 90.0))
+    moderation.submission_hide(actor=staff, submission=hidden, reason="duplicate")
+    private = scored("Quiet Quill", (90.0, 90.0, 90.0), public=False, owner=other_author)
+    scored("Bystander", (10.0, 10.0, 10.0))
+    benchmark.refresh_from_db()
+    asked = [older.model_id, chosen.model_id, hidden.model_id, private.model_id, 999_999]
+    whole = {s.model_id: s for s in state._read_representatives(benchmark)}
+    state._representatives.kept.clear()
+    read = state.representatives_of(benchmark, asked)  # read for these models alone
+    assert {m: s.id for m, s in read.items()} == {older.model_id: latest.id,
+                                                   chosen.model_id: chosen.id}
+    assert read == {m: whole[m] for m in read}
+    state.representatives(benchmark)  # the board's state kept by this process
+    assert state.representatives_of(benchmark, asked) == read
+    assert state.representatives_of(benchmark, []) == {}
