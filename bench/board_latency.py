@@ -19,7 +19,7 @@ cookies of a visitor who owns none of the models.
 
     .venv/bin/python bench/board_latency.py [--submissions 1000 10000] [--seconds 10]
         [--concurrency 8] [--memory-requests 100000] [--explorer-items 24700]
-        [--only explorer] [--no-front] [--redis-url redis://127.0.0.1:6379/13]
+        [--only explorer|cold] [--no-front] [--redis-url redis://127.0.0.1:6379/13]
         [--response-cache-url redis://127.0.0.1:6379/14]
 """
 
@@ -293,8 +293,9 @@ def main():
                         help="how long to wait for the worker's rank ranges")
     parser.add_argument("--no-front", action="store_true",
                         help="serve everything through Django (FRONT=false), to compare")
-    parser.add_argument("--only", choices=("explorer",),
-                        help="measure only this part (the explorer: about a minute)")
+    parser.add_argument("--only", choices=("explorer", "cold"),
+                        help="measure only this part (the explorer: about a minute; cold: "
+                        "the first visits after a change at each size)")
     args = parser.parse_args()
 
     name, database_url = _scratch.create_database("bench_board")
@@ -333,23 +334,25 @@ def main():
         meta = synthetic.write_benchmark(work / "bench", args.samples, seed=1)
         subprocess.run(manage("import_mmae", str(meta), "--audio-root", str(work / "bench")),
                        env=env, check=True)
-        foundation = work / "Foundation_meta.json"
-        foundation.write_text(json.dumps(foundation_meta(args.explorer_items, seed=3)))
-        subprocess.run(manage("import_airbench", "--foundation", str(foundation)), env=env,
-                       check=True)
-        started = time.monotonic()
-        subprocess.run(manage("seed_board", "--benchmark", "air-bench-foundation",
-                              "--submissions", "1", "--resamples", "20"), env=env, check=True)
-        print(f"a foundation submission of {args.explorer_items} items seeded in "
-              f"{time.monotonic() - started:.0f} s")
+        if args.only != "cold":
+            foundation = work / "Foundation_meta.json"
+            foundation.write_text(json.dumps(foundation_meta(args.explorer_items, seed=3)))
+            subprocess.run(manage("import_airbench", "--foundation", str(foundation)),
+                           env=env, check=True)
+            started = time.monotonic()
+            subprocess.run(manage("seed_board", "--benchmark", "air-bench-foundation",
+                                  "--submissions", "1", "--resamples", "20"), env=env,
+                           check=True)
+            print(f"a foundation submission of {args.explorer_items} items seeded in "
+                  f"{time.monotonic() - started:.0f} s")
         base = f"http://127.0.0.1:{args.port}"
         bench = Bench(args, env, base, work, database_url)
-        if args.only:
+        if args.only == "explorer":
             bench.serve()
         cookie = {"Cookie": signed_in_cookie()}
         print(f"the front (config.front): {'off' if args.no_front else 'on'}")
         seeded = 0
-        for size in [] if args.only else sorted(args.submissions):
+        for size in [] if args.only == "explorer" else sorted(args.submissions):
             started = time.monotonic()
             subprocess.run(manage("seed_board", "--benchmark", "mmae", "--submissions",
                                   str(size - seeded), "--resamples", "100"),
@@ -365,11 +368,14 @@ def main():
             print(f"{size} submissions on the board; {args.concurrency} concurrent "
                   f"connections ({MEASURE.__name__}), {args.seconds:g} s per URL, gunicorn 2 "
                   "workers x 4 threads")
-            bench.table(size, "anonymous", urls, files, {})
-            bench.table(size, "signed in", urls, files, cookie)
+            if args.only != "cold":
+                bench.table(size, "anonymous", urls, files, {})
+                bench.table(size, "signed in", urls, files, cookie)
             bench.cold(urls, args.cold_visits)
             print(f"rank ranges of the last change stored "
                   f"{wait_for_ranges(args.ranges_timeout):.0f} s after the cold visits")
+        if args.only == "cold":
+            return
         explorer(bench, base, database_url)
         if args.only:
             return

@@ -100,7 +100,7 @@ class LeaderboardApi(APIView):
         ranged = rank_ranges.ready(benchmark, stamp)
         kind = get_kind(benchmark.kind)
         form = ApiBoardForm(request.query_params, kind=kind,
-                            buckets=board_pages.board_snapshot(benchmark, stamp)["buckets"])
+                            buckets=board_pages.board_buckets(benchmark, stamp))
         if not form.is_valid():
             raise ServiceError([f"{k}: {m}" for k, ms in form.errors.items() for m in ms])
         query = form.query()
@@ -223,7 +223,7 @@ class LeaderboardItemsApi(APIView):
             raise NotFound(f"no benchmark {slug!r}")
         stamp = state.board_stamp(benchmark)
         form = DatasetForm(request.query_params, kind=get_kind(benchmark.kind),
-                           buckets=board_pages.board_snapshot(benchmark, stamp)["buckets"])
+                           buckets=board_pages.board_buckets(benchmark, stamp))
         if not form.is_valid():
             raise ServiceError([f"{field}: {message}" for field, messages in
                                 form.errors.items() for message in messages])

@@ -20,7 +20,15 @@ from django.http import Http404
 
 from leaderboard import rank_ranges, ranked_sql, ranking, selectors
 from leaderboard.models import ReferenceFigure
-from leaderboard.state import KEPT_SECONDS, OVERALL, _snapshots, board_stamp, cache_key, shown
+from leaderboard.state import (
+    KEPT_SECONDS,
+    OVERALL,
+    PerState,
+    _snapshots,
+    board_stamp,
+    cache_key,
+    shown,
+)
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, SliceResult
 from submissions.attempts import attempts_by_model
@@ -247,6 +255,29 @@ def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
     for dimension, bucket in sorted(found, key=lambda f: (f[0], kind.bucket_key(*f))):
         choices.setdefault(dimension, []).append(bucket)
     return choices
+
+
+_buckets = PerState()
+
+
+def board_buckets(benchmark: Benchmark, stamp: str) -> dict[str, list[str]]:
+    """The board state's bucket choices alone, for what validates a slice but shows no board
+    (the read API, the datasets): the snapshot's when this process keeps it, else read and
+    kept on their own (the snapshot also ranks the board's top rows, which the API's first
+    visit of a slice never shows)."""
+    state = (stamp, rank_ranges.known_ready(benchmark, stamp))
+    snapshot = _snapshots.get(benchmark.id, state)
+    if snapshot is not None:
+        return snapshot["buckets"]
+    found = _buckets.get(benchmark.id, stamp)
+    if found is None:
+        key = cache_key("board-buckets", stamp)
+        found = cache.get(key)
+        if found is None:
+            found = bucket_choices(benchmark)
+            cache.set(key, found, 300)
+        _buckets.put(benchmark.id, stamp, found)
+    return found
 
 
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:

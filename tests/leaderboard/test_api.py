@@ -70,3 +70,24 @@ class TestCacheKey:
         for query in ("", "format=csv", "sort=model", "sort=model&cachebust=1"):
             assert client.get(f"/api/leaderboards/mmae/?{query}").status_code == 200
         assert len(set(cache_writes("shared-response"))) == 3
+
+
+def test_a_first_call_checks_its_slice_against_the_buckets_alone(client, board, monkeypatch):
+    """The read API and the datasets check a slice against the board state's buckets, kept on
+    their own: a first call after a change does not make the board's snapshot (which ranks
+    the board's top rows). A new board state reads its buckets anew."""
+    from leaderboard import board_pages
+
+    benchmark, scored = board
+    scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
+    monkeypatch.setattr(board_pages, "board_snapshot",
+                        lambda *a: pytest.fail("the snapshot made for the API"))
+    assert client.get("/api/leaderboards/mmae/?dimension=modality&bucket=sound") \
+        .json()["count"] == 1
+    unknown = client.get("/api/leaderboards/mmae/?dimension=modality&bucket=speech")
+    assert unknown.status_code == 400 and "speech" in unknown.content.decode()
+    items = client.get("/api/leaderboards/mmae/items/?dimension=modality&bucket=speech")
+    assert items.status_code == 400
+    scored("Beta", (40.0, 50.0, 20.0), slices={("modality", "speech"): (5.0, 5.0, 5.0)})
+    assert client.get("/api/leaderboards/mmae/?dimension=modality&bucket=speech") \
+        .json()["count"] == 1
