@@ -371,7 +371,13 @@ def main():
             if args.only != "cold":
                 bench.table(size, "anonymous", urls, files, {})
                 bench.table(size, "signed in", urls, files, cookie)
+            else:  # as the tables leave it: each process has served each page
+                for headers in ({}, cookie):
+                    for path in urls.values():
+                        bench.measure(path, seconds=1, headers=headers)
             bench.cold(urls, args.cold_visits)
+            if args.only == "cold":
+                continue
             print(f"rank ranges of the last change stored "
                   f"{wait_for_ranges(args.ranges_timeout):.0f} s after the cold visits")
         if args.only == "cold":

@@ -131,20 +131,30 @@ def standing(benchmark: Benchmark, submission_id: int) -> dict | None:
     """Where a submission stands on its board's overall ranking, as the board lists it:
     its rank, its rank range (None until the worker stored them), how many rows are ranked
     and its position among the board's rows (reference rows inline); None when the board
-    ranks it nowhere. Read from the stored order (or ranked in the database), not by ranking
-    the whole board in Python, which a model page did once per board (a second at 1,000
-    submissions)."""
+    ranks it nowhere. Read from the stored order, or, before the worker stored the board's
+    state, as the one row of the database's ranking (a model page read the whole order
+    there: 10,000 rows for one); never by ranking the whole board in Python."""
     kind = get_kind(benchmark.kind)
-    window, total, ranges = overall_order(benchmark)
-    place = next((i for i, (pk, _, _) in enumerate(window) if pk == submission_id), None)
-    if place is None:
-        return None
+    ranges, entries, _ = rank_ranges.stored_window(benchmark, OVERALL, "", ranking.RANK,
+                                                   start=0, stop=0)
+    if entries is not None:  # the worker's order of this state
+        window, total, ranges = overall_order(benchmark)
+        place = next((i for i, (pk, _, _) in enumerate(window) if pk == submission_id), None)
+        if place is None:
+            return None
+        rank, key = window[place][1], window[place][2]
+    else:
+        found = ranked_sql.place(benchmark, list(kind.ranking), OVERALL, "", submission_id)
+        if found is None:
+            return None
+        place, rank, total, key = found
+    # A reference row comes after the ranked rows it ties with (_place): before this row
+    # exactly when its key is the smaller.
     rank_key = selectors._rank_key(kind, None)
-    keys = [key for *_, key in window]
     before = sum(1 for r in selectors.reference_rows(benchmark=benchmark, kind=kind)
-                 if _place(rank_key(selectors._placed(kind, r)), keys, 0, False) <= place)
-    found = ranges.get(str(submission_id))
-    return {"rank": window[place][1], "range": tuple(found) if found else None,
+                 if rank_key(selectors._placed(kind, r)) < key)
+    found_range = ranges.get(str(submission_id))
+    return {"rank": rank, "range": tuple(found_range) if found_range else None,
             "of": total, "position": place + before}
 
 

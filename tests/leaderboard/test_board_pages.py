@@ -260,12 +260,15 @@ def test_the_pivot_opens_on_the_first_ranking_metric_that_differs(seeded, board)
     assert board_pages.pivot_metric(benchmark, "complexity") == "EMR"  # no cells at all
 
 
-def test_the_databases_ranking_plan_has_no_nested_loop(seeded):
+@pytest.mark.parametrize("query", ["window", "place"])
+def test_the_databases_ranking_plan_has_no_nested_loop(seeded, query):
     """Without planner statistics PostgreSQL nested loops over bitmap scans of every row
     (1.6 s at 10,000 submissions); the ranking query's plan must join by hash or merge (the
-    suite runs on PostgreSQL)."""
-    sql, params = ranked_sql.window_sql(seeded, ["EMR", "IFR", "CR"], "modality", "sound",
-                                        start=0, stop=100)
+    suite runs on PostgreSQL): a window of the order, and one row's place in it."""
+    figures = ["EMR", "IFR", "CR"]
+    sql, params = ranked_sql.window_sql(seeded, figures, "modality", "sound", start=0,
+                                        stop=100) if query == "window" else \
+        ranked_sql.place_sql(seeded, figures, "modality", "sound", seeded_ids(seeded)["Beta"])
     with ranked_sql.no_nested_loops() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(line for (line,) in cursor.fetchall())

@@ -68,3 +68,21 @@ def test_making_private_hiding_and_deleting_never_lower_the_count(benchmark, aut
     # One never scored leaves nothing to keep: the count was never raised by it.
     submission_delete(actor=staff, submission=failed, reason="asked to")
     assert DeletedAttempt.objects.count() == 2 and attempt_counts("mmae")[author.id] == 2
+
+
+def test_the_dates_are_the_counted_attempts_a_rescore_in_progress_included(
+        benchmark, author, other_author):
+    """attempt_dates reads the runs of the submissions whose current run has not finished
+    only: one being rescored (its current run still scoring, an earlier one finished) is
+    still one dated attempt; one never scored is none."""
+    from scoring.models import ScoringRun
+
+    done = scored_submission(benchmark, author, "Editor", OVERALL)
+    again = scored_submission(benchmark, author, "Editor", OVERALL, public=False)
+    scored_submission(benchmark, author, "Editor", OVERALL, status="scoring")
+    scored_submission(benchmark, other_author, "Theirs", OVERALL)
+    rescored(again, judge_config(["http://127.0.0.1:9"], seed=5), (1.0, 2.0, 3.0))
+    again.refresh_from_db()
+    ScoringRun.objects.filter(pk=again.current_run_id).update(status="scoring")
+    assert attempt_dates(author.id, "mmae") == sorted([done.created_at, again.created_at])
+    assert attempt_counts("mmae")[author.id] == 2
