@@ -3,9 +3,11 @@ and their wins and losses item by item."""
 
 from __future__ import annotations
 
+import re
 from itertools import combinations
 
 from leaderboard import board_pages, lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.forms import MODEL_ID
 from leaderboard.model_pages import _labels, _slice_order
 from leaderboard.selectors import metric_figures
 from leaderboard.state import OVERALL, representatives, representatives_of, shown
@@ -22,9 +24,10 @@ def board_models(benchmark: Benchmark, model_ids: list[int]) -> dict[int, Submis
 
 def asked_ids(values: list[str]) -> list[int]:
     """The model ids among a query's `models` values (`1,2` or repeated): what the forms
-    check, each once; text that is not an id is left to the form to refuse."""
+    check, each once; text that is not an id (MODEL_ID: at most 18 digits, so a bigint) is
+    left to the form to refuse."""
     parts = (p.strip() for p in ",".join(values).split(","))
-    return list(dict.fromkeys(int(p) for p in parts if p.isascii() and p.isdigit()))
+    return list(dict.fromkeys(int(p) for p in parts if re.fullmatch(MODEL_ID, p)))
 
 
 def compared_models(submissions: list[Submission]) -> list[dict]:
