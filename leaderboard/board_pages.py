@@ -158,12 +158,19 @@ def standing(benchmark: Benchmark, submission_id: int) -> dict | None:
             "of": total, "position": place + before}
 
 
+def overall_window(benchmark: Benchmark, *, start: int,
+                   stop: int) -> tuple[list[tuple], int, dict]:
+    """Rows [start, stop) of the overall ranking as (submission id, rank, key) in board
+    order, how many it ranks and its stored rank ranges: the stored order, or the database's
+    ranking."""
+    return _window(benchmark, get_kind(benchmark.kind), OVERALL, "", None, start=start,
+                   stop=stop, descending=False)
+
+
 def overall_order(benchmark: Benchmark) -> tuple[list[tuple], int, dict]:
-    """The whole overall ranking as (submission id, rank, key) in board order, how many it
-    ranks and its stored rank ranges: the stored order, or the database's ranking."""
+    """The whole overall ranking (overall_window's rows, every one)."""
     bound = max(benchmark.submissions.count(), 1)  # no slice ranks more rows than this
-    return _window(benchmark, get_kind(benchmark.kind), OVERALL, "", None, start=0,
-                   stop=bound, descending=False)
+    return overall_window(benchmark, start=0, stop=bound)
 
 
 def _decided(benchmark: Benchmark, kind: Kind, query: selectors.BoardQuery,

@@ -10,8 +10,8 @@ from leaderboard import board_pages, lookups, ranking  # noqa: F401 - lookups re
 from leaderboard.forms import MODEL_ID
 from leaderboard.model_pages import _labels, _slice_order
 from leaderboard.selectors import metric_figures
-from leaderboard.state import OVERALL, representatives, representatives_of, shown
-from scoring.kinds import Kind, get_kind
+from leaderboard.state import representatives, representatives_of, shown
+from scoring.kinds import Kind
 from scoring.models import Benchmark, ItemResult, SliceResult
 from submissions.models import Submission
 
@@ -114,13 +114,11 @@ def picker_rows(benchmark: Benchmark, needle: str = "", *,
     for a search, the first `limit` without. Read from the stored overall order (or the
     database's ranking) and the rows' own models, not by ranking the whole board in Python
     (two seconds at 10,000 submissions)."""
-    kind = get_kind(benchmark.kind)
     if needle:
         window, total, _ = board_pages.overall_order(benchmark)
         by_id = {s.id: s for s in representatives(benchmark)}
     else:
-        window, total, _ = board_pages._window(benchmark, kind, OVERALL, "", None, start=0,
-                                               stop=limit, descending=False)
+        window, total, _ = board_pages.overall_window(benchmark, start=0, stop=limit)
         by_id = shown(benchmark, [pk for pk, *_ in window])
     return [{"model_id": s.model_id, "model": s.model.name,
              "organisation": s.model.organisation, "rank": rank}
@@ -141,12 +139,13 @@ def picker_matches(benchmark: Benchmark, needle: str, *,
     return [_choice(r) for r in found[:limit]], len(found)
 
 
-def picker_choices(benchmark: Benchmark, chosen: list[str], needle: str) -> dict:
-    """The picker's boxes: the chosen models first (checked, in the order asked), then the
-    search's matches (the board's first models without a search)."""
-    asked = representatives_of(benchmark, asked_ids(chosen))
+def picker_choices(benchmark: Benchmark, chosen: list[int], found: dict[int, Submission],
+                   needle: str) -> dict:
+    """The picker's boxes: the chosen models (`found`: board_models of `chosen`) first,
+    checked, in the order asked; then the search's matches (the board's first models without
+    a search)."""
     picked = [{"id": s.model_id, "model": s.model.name, "organisation": s.model.organisation,
-               "checked": True} for i in asked_ids(chosen) if (s := asked.get(i))]
+               "checked": True} for i in chosen if (s := found.get(i))]
     matches, count = picker_matches(benchmark, needle)
     taken = {c["id"] for c in picked}
     return {"choices": picked + [{**m, "checked": False} for m in matches

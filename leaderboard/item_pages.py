@@ -16,7 +16,7 @@ from django.urls import reverse
 from leaderboard import board_pages
 from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
 from leaderboard.model_pages import _labels
-from leaderboard.state import OVERALL, representatives, shown
+from leaderboard.state import representatives, shown
 from scoring.aggregation import answers_of
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun
@@ -239,9 +239,8 @@ def systems_page(benchmark: Benchmark, number: int) -> tuple[list[Ranked], dict]
     database's ranking) and those rows' submissions only (not every representative: a
     first visit at 10,000 submissions read all of them for a page of 50)."""
     size = SYSTEMS_PER_PAGE
-    window, total, _ = board_pages._window(
-        benchmark, get_kind(benchmark.kind), OVERALL, "", None, start=(number - 1) * size,
-        stop=number * size, descending=False)
+    window, total, _ = board_pages.overall_window(benchmark, start=(number - 1) * size,
+                                                  stop=number * size)
     paging = board_pages.paging(number, size, total)
     by_id = shown(benchmark, [pk for pk, *_ in window])
     return [Ranked(by_id[pk], rank) for pk, rank, _ in window if pk in by_id], paging

@@ -141,14 +141,22 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None:
         return []
-    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
-            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(
-                benchmark=benchmark, status=ScoringRun.Status.FINISHED,
-                judge_config=config).values_list("id", "judge_model", "simulated",
-                                                 "refused_queries")}
-    return _chosen(Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
-                                             current_run__isnull=False)
-                   .values_list(*SHOWN_FIELDS), runs)
+    runs = _runs(config, benchmark=benchmark, status=ScoringRun.Status.FINISHED,
+                 judge_config=config)
+    return _chosen(_candidates(benchmark).values_list(*SHOWN_FIELDS), runs)
+
+
+def _candidates(benchmark: Benchmark):
+    """The submissions a representative is chosen among (their runs checked apart)."""
+    return Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
+                                     current_run__isnull=False)
+
+
+def _runs(config: JudgeConfig, **filters) -> dict[int, ShownRun]:
+    """run id -> what a board shows of it, for the runs `filters` choose."""
+    return {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
+            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(**filters)
+            .values_list("id", "judge_model", "simulated", "refused_queries")}
 
 
 def _chosen(candidates, runs: dict[int, ShownRun]) -> list[Shown]:
@@ -175,14 +183,10 @@ def representatives_of(benchmark: Benchmark, model_ids: list[int]) -> dict[int, 
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None:
         return {}
-    candidates = list(Submission.objects.filter(
-        benchmark=benchmark, public=True, hidden=False, current_run__isnull=False,
-        model_id__any=list(model_ids)).values_list(*SHOWN_FIELDS))
-    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
-            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(
-                id__any=[s[2] for s in candidates], benchmark=benchmark,
-                status=ScoringRun.Status.FINISHED, judge_config=config).values_list(
-                    "id", "judge_model", "simulated", "refused_queries")}
+    candidates = list(_candidates(benchmark).filter(model_id__any=list(model_ids))
+                      .values_list(*SHOWN_FIELDS))
+    runs = _runs(config, id__any=[s[2] for s in candidates], benchmark=benchmark,
+                 status=ScoringRun.Status.FINISHED, judge_config=config)
     return {s.model_id: s for s in _chosen(candidates, runs)}
 
 
@@ -193,10 +197,7 @@ def shown(benchmark: Benchmark, ids: list[int]) -> dict[int, Shown]:
     if config is None or not ids:
         return {}
     found = list(Submission.objects.filter(id__any=ids).values_list(*SHOWN_FIELDS))
-    runs = {pk: ShownRun(pk, judge_model, simulated, ShownJudgeConfig(config.name), refused)
-            for pk, judge_model, simulated, refused in ScoringRun.objects.filter(
-                id__any=[s[2] for s in found]).values_list("id", "judge_model", "simulated",
-                                                           "refused_queries")}
+    runs = _runs(config, id__any=[s[2] for s in found])
     return {s.id: s for s in _shown([s for s in found if s[2] in runs], runs)}
 
 

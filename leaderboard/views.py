@@ -364,13 +364,13 @@ def compare(request, slug):
 
 
 def _compare_page(request, benchmark, needle: str):
-    board_models = comparison.board_models(
-        benchmark, comparison.asked_ids(request.GET.getlist("models")))
+    chosen = comparison.asked_ids(request.GET.getlist("models"))
+    board_models = comparison.board_models(benchmark, chosen)
     form = CompareForm(request.GET, board=board_models, user=request.user)
-    chosen = form.data["models"].split(",")
     kind = get_kind(benchmark.kind)
     context = {"benchmark": benchmark, "form": form, "errors": [], "kind": kind,
-               "search": needle, "picker": comparison.picker_choices(benchmark, chosen, needle)}
+               "search": needle,
+               "picker": comparison.picker_choices(benchmark, chosen, board_models, needle)}
     if not form.data["models"].strip():  # nothing chosen yet: the picker
         return render(request, "leaderboard/compare.html", context)
     if not form.is_valid():
