@@ -299,20 +299,30 @@ def make_app(state: PortState) -> web.Application:
         roll -= config.fail_rate
         slow = state.rng.random() < config.slow_rate
         state.counts["slow"] += slow
+        # The reply is made inside the latency, not after it: a request holds its slot for
+        # the latency asked, as a real server's is its whole time in the engine, however long
+        # this process takes to make the reply (or to make another port's at the same moment).
+        started = asyncio.get_running_loop().time()
+        garbage = roll < config.garbage_rate
+        if garbage:
+            content, recorded = _GARBAGE[number % len(_GARBAGE)], None
+        else:
+            content, recorded = reply(body, config)
+        response = web.json_response(_completion(content, checked, config, number))
+        latency = (config.slow_ms if slow else config.latency_ms) / 1000
+        left = latency - (asyncio.get_running_loop().time() - started)
         with contextlib.suppress(TimeoutError):  # the latency, unless the engine dies
-            async with asyncio.timeout((config.slow_ms if slow else config.latency_ms) / 1000):
+            async with asyncio.timeout(max(left, 0)):
                 await state.died.wait()
         if state.died.is_set():  # as vLLM fails every request in flight when its engine dies
             return web.Response(status=500)
-        if roll < config.garbage_rate:
+        if garbage:
             state.counts["garbage"] += 1
-            content = _GARBAGE[number % len(_GARBAGE)]
         else:
-            content, recorded = reply(body, config)
             if config.record and recorded is not None:
                 state.queries.append(recorded)
             state.counts["ok"] += 1
-        return web.json_response(_completion(content, checked, config, number))
+        return response
 
     @web.middleware
     async def authenticate(request: web.Request, handler) -> web.StreamResponse:

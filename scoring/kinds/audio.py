@@ -97,16 +97,3 @@ def _decoded_problem(path: Path, container: str, declared: int, rate: int,
         return (f"its header declares {declared} frames ({declared / rate:.2f} s) but it "
                 f"decodes to {decoded} frames ({decoded / rate:.2f} s)")
     return None
-
-
-def check_audio(path: Path) -> str | None:
-    """None when the file is a readable, non-empty audio file, else why it is not."""
-    if not path.is_file():
-        return "file not found"
-    try:
-        info = soundfile.info(str(path))
-    except Exception as exc:  # libsndfile's faults come as several exception types
-        return f"unreadable audio: {str(exc).splitlines()[0][:200]}"
-    if info.frames == 0:
-        return "empty audio (no frames)"
-    return None

@@ -259,3 +259,20 @@ def test_the_fleet_client_takes_out_a_404_and_records_a_400_as_vllms_refusal(str
     assert json.loads(too_many.raw)["error"]["message"] == \
         "At most 8 audio(s) may be provided in one prompt."
     assert strict.completions() == 0
+
+
+def test_a_slot_is_held_for_the_latency_however_long_the_reply_takes(
+        thread_simulator_factory):
+    """The reply is made inside the latency: a request's time in its slot is the latency asked
+    (a real server's is its time in the engine), not the latency plus this process's work."""
+    def slow_reply(body, config):
+        time.sleep(0.1)  # a reply that takes the event loop 100 ms of a 250 ms latency
+        return json.dumps({"reason": "r", "choice": "A"}), None
+
+    sim = thread_simulator_factory(latency_ms=250, slots=1, replies=(slow_reply,))
+    started = time.monotonic()
+    for i in range(3):
+        assert post(sim.urls[0], query(f"q{i}")).status_code == 200
+    took = time.monotonic() - started
+    busy = httpx.get(f"{sim.urls[0]}/simulator/stats").json()["busy_slot_seconds"]
+    assert 0.75 <= took < 0.95 and 0.75 <= busy < 0.85  # 3 x 0.35 s when made after it

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from scoring.kinds.audio import check_audio
+from scoring.kinds.audio_header import check_audio
 from scoring.kinds.files import PredictionError
 from scoring.kinds.mmae.predictions import load_predictions, parse_predictions
 from scoring.synthetic import write_wav

@@ -50,9 +50,9 @@ def _output_digest(root: str, output: str) -> str:
 
 
 def _check_output(root, output: str) -> str | None:
-    from scoring.kinds import audio  # FFmpeg and numpy: imported here so `score` starts sooner
+    from scoring.kinds import audio_header  # only here: the other kinds' outputs are text
 
-    return audio.check_audio(resolve_audio(Path(root), output))
+    return audio_header.check_audio(resolve_audio(Path(root), output))
 
 
 def _check_upload(path: Path, limits) -> str | None:
