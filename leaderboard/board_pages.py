@@ -64,14 +64,17 @@ def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
         benchmark, dimension, bucket, metric or ranking.RANK, start=start, stop=stop,
         descending=descending)
     if entries is not None and metric is None:  # the worker stores the ranking's orders
-        result = ([(e[0], e[1], tuple(e[2:])) for e in entries], total, ranges)
+        rows = [(e[0], e[1], tuple(e[2:])) for e in entries]
     else:
         figures = list(kind.ranking) if metric is None else [metric, *kind.ranking]
         rows, total = ranked_sql.window(benchmark, figures, dimension, bucket, start=start,
                                         stop=stop, descending=descending)
         if total is None:
             total = ranked_sql.count(benchmark, dimension, bucket) if start else 0
-        result = (rows, total, ranges)
+    # Only the window's ranges are kept: a slice's are 10,000 lists at 10,000 submissions,
+    # and 64 windows of them would be most of what the garbage collector walks.
+    shown = {str(pk) for pk, _, _ in rows}
+    result = (rows, total, {pk: pair for pk, pair in ranges.items() if pk in shown})
     if len(_windows) > 64:
         _windows.clear()
     _windows[key] = (time.monotonic(), result)

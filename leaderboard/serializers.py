@@ -8,12 +8,16 @@ stays the float or the count it is, a date the ISO 8601 text the API has always 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 from scoring.kinds import KINDS, Kind, get_kind
+
+_MISSING = object()
 
 
 class Figure(serializers.FloatField):
@@ -106,7 +110,9 @@ class KindFiguresOut(serializers.Serializer):
 
     def to_representation(self, row):
         if "kind" in self.context:
-            return super().to_representation(row)
+            if not isinstance(row, Mapping):
+                return super().to_representation(row)
+            return self._represent(row)
         # Rows of several kinds (a model's submissions): one serializer per kind.
         name = row["kind"]
         if name not in self._per_kind:
@@ -116,6 +122,27 @@ class KindFiguresOut(serializers.Serializer):
     @cached_property
     def _per_kind(self) -> dict[str, KindFiguresOut]:
         return {}
+
+    @cached_property
+    def _keys(self) -> list[tuple[str, str | None, serializers.Field]]:
+        """(name, the row's key it reads or None, field) of each readable field."""
+        return [(f.field_name, f.source_attrs[0] if len(f.source_attrs) == 1 else None, f)
+                for f in self._readable_fields]
+
+    def _represent(self, row: Mapping) -> dict:
+        """Serializer.to_representation of a row dict, its keys read directly (1,000 board
+        rows: 27-29 ms through DRF's get_attribute, one call per field, 10 ms so). A missing
+        key, a callable value or a field of another source goes DRF's own way."""
+        out = {}
+        for name, key, field in self._keys:
+            value = row.get(key, _MISSING) if key is not None else _MISSING
+            if value is _MISSING or callable(value):
+                try:
+                    value = field.get_attribute(row)
+                except SkipField:
+                    continue
+            out[name] = None if value is None else field.to_representation(value)
+        return out
 
 
 class BoardRowOut(KindFiguresOut):

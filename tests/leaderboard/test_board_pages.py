@@ -304,3 +304,14 @@ def test_the_item_pages_sides_are_the_python_boards_rows(seeded, stored):
     sides = item_pages.board_order(seeded)
     assert [(s.entry.id, s.rank) for s in sides] == python_order(seeded, "overall", "")
     assert len(sides) == 16
+
+
+def test_the_licences_are_those_of_the_models_on_the_board(seeded):
+    """A model's licence lists when one of its submissions is on the board: not a hidden,
+    private or unfinished one's."""
+    from submissions.models import ModelEntry
+
+    for name, licence in (("Hidden", "GPL-3.0"), ("Private", "CC-BY-NC-4.0"),
+                          ("Running", "proprietary"), ("Gamma", "Apache-2.0")):
+        ModelEntry.objects.filter(name=name).update(licence=licence)
+    assert ranked_sql.licences(seeded) == licences(seeded) == ["Apache-2.0", "MIT"]
