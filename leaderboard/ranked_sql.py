@@ -121,6 +121,17 @@ def window(benchmark, figures: list[str], dimension: str, bucket: str, *, start:
     return rows, found[0][2] if found else None
 
 
+def first(benchmark, figures: list[str], dimension: str, bucket: str, n: int) -> list[int]:
+    """The submission ids of the slice's first `n` rows in board order (window's first rows
+    without their ranks or the slice's count, which cost a sort of the whole slice)."""
+    sql, params = _ranked(benchmark, figures, dimension, bucket)
+    keys = ", ".join(f"k{i}" for i in range(len(figures)))
+    with no_nested_loops() as cursor:
+        cursor.execute(f"{sql} SELECT id FROM ranked ORDER BY {keys}, {_lowered('name')}, id "
+                       "LIMIT %s", [*params, n])
+        return [pk for (pk,) in cursor.fetchall()]
+
+
 def place_sql(benchmark, figures: list[str], dimension: str, bucket: str,
               submission_id: int) -> tuple[str, list]:
     """The query of `place`, and its parameters: rows before it counted, not the slice

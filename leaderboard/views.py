@@ -91,8 +91,9 @@ def board(request, slug):
                "buckets": snapshot["buckets"], "licences": snapshot["licences"],
                "snapshot": snapshot, "plotly_js": plotly_js_url(), "kind": kind}
     if not form.is_valid():
-        return render(request, "leaderboard/board.html",
-                      {**context, "benchmarks": board_state.benchmark_list()}, status=400)
+        return render(request, "leaderboard/board.html", {
+            **context, "benchmarks": board_state.benchmark_list(),
+            "compare_models": board_pages.top_two(benchmark, stamp)}, status=400)
     normal = normalised(form, dimension=board_state.OVERALL, sort="rank", page=1)
     return responses.shared(
         request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
@@ -113,6 +114,8 @@ def _board_page(request, form, context: dict, *, state) -> HttpResponse:
     return render(request, "leaderboard/board.html", {
         **context, "benchmarks": board_state.benchmark_list(), "query": query,
         "body": mark_safe(body),  # noqa: S308 - our own rendered template
+        # After the body: on the overall board it read the top rows already.
+        "compare_models": board_pages.top_two(benchmark, state[0]),
         "diagnostics": context["snapshot"]["diagnostics"]})
 
 
