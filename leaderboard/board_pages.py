@@ -288,45 +288,45 @@ def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
     return choices
 
 
+def _kept(kept: PerState, benchmark: Benchmark, name: str, state: tuple, make):
+    """What `make` gives for the board's state: this process's copy, else the shared cache's
+    (kept 300 s), else made and kept in both."""
+    found = kept.get(benchmark.id, state)
+    if found is None:
+        key = cache_key(name, *state)
+        found = cache.get(key)
+        if found is None:
+            found = make()
+            cache.set(key, found, 300)
+        kept.put(benchmark.id, state, found)
+    return found
+
+
 _buckets = PerState()
 
 
 def board_buckets(benchmark: Benchmark, stamp: str) -> dict[str, list[str]]:
     """The board state's bucket choices alone, for what validates a slice but shows no board
     (the read API, the datasets): the snapshot's when this process keeps it, else read and
-    kept on their own (the snapshot also ranks the board's top rows, which the API's first
-    visit of a slice never shows)."""
+    kept on their own (the snapshot also reads the licences and the calibration baselines,
+    which the API never shows)."""
     state = (stamp, rank_ranges.known_ready(benchmark, stamp))
     snapshot = _snapshots.get(benchmark.id, state)
     if snapshot is not None:
         return snapshot["buckets"]
-    found = _buckets.get(benchmark.id, stamp)
-    if found is None:
-        key = cache_key("board-buckets", stamp)
-        found = cache.get(key)
-        if found is None:
-            found = bucket_choices(benchmark)
-            cache.set(key, found, 300)
-        _buckets.put(benchmark.id, stamp, found)
-    return found
+    return _kept(_buckets, benchmark, "board-buckets", (stamp,),
+                 lambda: bucket_choices(benchmark))
 
 
 def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
     """What every view of a board needs (bucket and licence choices, the calibration
     baselines), computed once per board state and again once this process has
     found the worker's orders of the state there (views ask rank_ranges.ready first)."""
-    state = (stamp, rank_ranges.known_ready(benchmark, stamp))
-    snapshot = _snapshots.get(benchmark.id, state)
-    if snapshot is not None:
-        return snapshot
-    key = cache_key("board-snapshot", *state)
-    snapshot = cache.get(key)
-    if snapshot is None:
-        snapshot = {"buckets": bucket_choices(benchmark),
-                    "licences": ranked_sql.licences(benchmark),
-                    "diagnostics": selectors.diagnostic_rows(benchmark)}
-        cache.set(key, snapshot, 300)
-    return _snapshots.put(benchmark.id, state, snapshot)
+    return _kept(_snapshots, benchmark, "board-snapshot",
+                 (stamp, rank_ranges.known_ready(benchmark, stamp)),
+                 lambda: {"buckets": bucket_choices(benchmark),
+                          "licences": ranked_sql.licences(benchmark),
+                          "diagnostics": selectors.diagnostic_rows(benchmark)})
 
 
 _top_two = PerState()
@@ -339,12 +339,8 @@ def top_two(benchmark: Benchmark, stamp: str) -> str:
     the state, the database's first two (no rank or count over the slice: 34 ms at 10,000
     submissions, against 55 ms for the board's window)."""
     state = (stamp, rank_ranges.known_ready(benchmark, stamp))
-    found = _top_two.get(benchmark.id, state)
-    if found is not None:
-        return found
-    key = cache_key("board-top-two", *state)
-    found = cache.get(key)
-    if found is None:
+
+    def read() -> str:
         kind = get_kind(benchmark.kind)
         kept = _kept_window(_window_key(benchmark, OVERALL, "", None, 0, TOP_ROWS, False))
         if kept is not None or state[1]:
@@ -353,9 +349,9 @@ def top_two(benchmark: Benchmark, stamp: str) -> str:
         else:
             top = ranked_sql.first(benchmark, list(kind.ranking), OVERALL, "", 2)
         models = shown(benchmark, top)
-        found = ",".join(str(models[pk].model_id) for pk in top if pk in models)
-        cache.set(key, found, 300)
-    return _top_two.put(benchmark.id, state, found)
+        return ",".join(str(models[pk].model_id) for pk in top if pk in models)
+
+    return _kept(_top_two, benchmark, "board-top-two", state, read)
 
 
 def pivot_page(benchmark: Benchmark, *, dimension: str, metric: str, number: int,
