@@ -270,9 +270,9 @@ def test_a_slot_is_held_for_the_latency_however_long_the_reply_takes(
         return json.dumps({"reason": "r", "choice": "A"}), None
 
     sim = thread_simulator_factory(latency_ms=250, slots=1, replies=(slow_reply,))
-    started = time.monotonic()
     for i in range(3):
         assert post(sim.urls[0], query(f"q{i}")).status_code == 200
-    took = time.monotonic() - started
+    # The slot's own clock, not the client's (which a loaded machine stretches): 3 x 0.25 s,
+    # where a reply made after the latency held it 3 x 0.35 s.
     busy = httpx.get(f"{sim.urls[0]}/simulator/stats").json()["busy_slot_seconds"]
-    assert 0.75 <= took < 0.95 and 0.75 <= busy < 0.85  # 3 x 0.35 s when made after it
+    assert 0.75 <= busy < 0.95
