@@ -342,12 +342,11 @@ def top_two(benchmark: Benchmark, stamp: str) -> str:
 
     def read() -> str:
         kind = get_kind(benchmark.kind)
-        kept = _kept_window(_window_key(benchmark, OVERALL, "", None, 0, TOP_ROWS, False))
-        if kept is not None or state[1]:
-            top = [pk for pk, _, _ in (kept or _window(
-                benchmark, kind, OVERALL, "", None, start=0, stop=2, descending=False))[0][:2]]
-        else:
-            top = ranked_sql.first(benchmark, list(kind.ranking), OVERALL, "", 2)
+        window = _kept_window(_window_key(benchmark, OVERALL, "", None, 0, TOP_ROWS, False))
+        if window is None and state[1]:  # the stored order: two entries of it read
+            window = overall_window(benchmark, start=0, stop=2)
+        top = [pk for pk, _, _ in window[0][:2]] if window is not None \
+            else ranked_sql.first(benchmark, list(kind.ranking), OVERALL, "", 2)
         models = shown(benchmark, top)
         return ",".join(str(models[pk].model_id) for pk in top if pk in models)
 

@@ -28,10 +28,12 @@ def _tables() -> dict[str, str]:
             "m": ModelEntry._meta.db_table, "f": SliceResult._meta.db_table}
 
 
-def _candidates(benchmark) -> tuple[str, list]:
+def _candidates(benchmark, *, models: bool = False) -> tuple[str, list]:
     """FROM and WHERE of the submissions that may represent their model on the board: public,
-    not hidden, their current run finished with the board's judge."""
-    sql = """FROM {s} s JOIN {r} r ON r.id = s.current_run_id
+    not hidden, their current run finished with the board's judge (their models joined as
+    `m` when asked)."""
+    joined = " JOIN {m} m ON m.id = s.model_id" if models else ""
+    sql = """FROM {s} s JOIN {r} r ON r.id = s.current_run_id""" + joined + """
         WHERE s.benchmark_id = %s AND s.public = %s AND s.hidden = %s
           AND r.benchmark_id = %s AND r.status = %s AND r.judge_config_id = %s"""
     return sql.format(**_tables()), [benchmark.id, True, False, benchmark.id,
@@ -40,14 +42,13 @@ def _candidates(benchmark) -> tuple[str, list]:
 
 def _chosen(benchmark) -> tuple[str, list]:
     """The CTE `chosen`: each model's representative (id, current_run_id, name, licence)."""
-    candidates, params = _candidates(benchmark)
-    sql = f"""reps AS (
+    candidates, params = _candidates(benchmark, models=True)
+    return f"""reps AS (
         SELECT s.id, s.current_run_id, m.name, m.licence, ROW_NUMBER() OVER (
             PARTITION BY s.model_id
             ORDER BY s.representative DESC, s.created_at DESC, s.id DESC) AS pick
-        {candidates.replace("WHERE", "JOIN {m} m ON m.id = s.model_id WHERE", 1)}),
-        chosen AS (SELECT id, current_run_id, name, licence FROM reps WHERE pick = 1)"""
-    return sql.format(**_tables()), params
+        {candidates}),
+        chosen AS (SELECT id, current_run_id, name, licence FROM reps WHERE pick = 1)""", params
 
 
 def _key(name: str) -> tuple[str, list]:
@@ -95,15 +96,20 @@ def _ranked(benchmark, figures: list[str], dimension: str, bucket: str) -> tuple
     return sql, [*params, dimension, bucket]
 
 
+def _order(figures: list[str], descending: bool = False) -> str:
+    """ORDER BY of `ranked` in board order (the key, then the name, then the id)."""
+    way = " DESC" if descending else ""
+    return ", ".join(f"{c}{way}" for c in [*(f"k{i}" for i in range(len(figures))),
+                                           _lowered("name"), "id"])
+
+
 def window_sql(benchmark, figures: list[str], dimension: str, bucket: str, *, start: int,
                stop: int, descending: bool = False) -> tuple[str, list]:
     """The query of `window`, and its parameters."""
     sql, params = _ranked(benchmark, figures, dimension, bucket)
     keys = ", ".join(f"k{i}" for i in range(len(figures)))
-    way = " DESC" if descending else ""
-    order = ", ".join(f"{c}{way}" for c in [*keys.split(", "), _lowered("name"), "id"])
     sql += f"""SELECT id, RANK() OVER (ORDER BY {keys}), COUNT(*) OVER (), {keys}
-        FROM ranked ORDER BY {order} LIMIT %s OFFSET %s"""
+        FROM ranked ORDER BY {_order(figures, descending)} LIMIT %s OFFSET %s"""
     return sql, [*params, max(0, stop - start), start]
 
 
@@ -125,10 +131,9 @@ def first(benchmark, figures: list[str], dimension: str, bucket: str, n: int) ->
     """The submission ids of the slice's first `n` rows in board order (window's first rows
     without their ranks or the slice's count, which cost a sort of the whole slice)."""
     sql, params = _ranked(benchmark, figures, dimension, bucket)
-    keys = ", ".join(f"k{i}" for i in range(len(figures)))
     with no_nested_loops() as cursor:
-        cursor.execute(f"{sql} SELECT id FROM ranked ORDER BY {keys}, {_lowered('name')}, id "
-                       "LIMIT %s", [*params, n])
+        cursor.execute(f"{sql} SELECT id FROM ranked ORDER BY {_order(figures)} LIMIT %s",
+                       [*params, n])
         return [pk for (pk,) in cursor.fetchall()]
 
 
