@@ -38,7 +38,14 @@ def own_packages() -> list[str]:
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
-    return lay_out(tmp_path_factory.mktemp("image"))
+    # The wheel stage's `pip wheel` builds with the .venv's setuptools, not in an isolated
+    # environment fetched from the package index, so that laying out the image needs no network
+    # (`unshare -n make test`). pip reads its `--no-build-isolation` flag from the environment
+    # as PIP_NO_BUILD_ISOLATION, whose value is the option's destination, `build_isolation`:
+    # "0" turns isolation off. Only the layout sees it; the commands run later do not.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PIP_NO_BUILD_ISOLATION", "0")
+        return lay_out(tmp_path_factory.mktemp("image"))
 
 
 def production(image, database_url: str, **extra):
