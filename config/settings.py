@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "scoring",
     "submissions",
     "leaderboard",
+    "panel",
     "audit",
 ]
 

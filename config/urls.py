@@ -29,7 +29,8 @@ urlpatterns = [
         path("", include("submissions.staff_urls")),
         path("", include("scoring.staff_urls")),
         path("", include("audit.staff_urls")),
-        path("", include("leaderboard.staff_urls")),
+        path("", include("panel.staff_urls")),
     ], "staff"))),
+    path("", include("panel.urls")),
     path("", include("leaderboard.urls")),
 ]

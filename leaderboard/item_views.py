@@ -18,7 +18,6 @@ from leaderboard import item_pages, responses
 from leaderboard import state as board_state
 from leaderboard.explorer_selectors import slice_buckets
 from leaderboard.forms import CompareItemsForm, ItemPageForm, normalised
-from leaderboard.panel.drawing import PANEL_KINDS
 from leaderboard.views import _asking, _benchmark_or_404, _errors, _page
 from scoring.kinds import get_kind
 
@@ -103,6 +102,6 @@ def _item_page(request, benchmark, key: str):
                    before=before, after=after, dimension=data["dimension"],
                    dimension_label=kind.dimension_label(data["dimension"])
                    if data["dimension"] else "", bucket=data["bucket"],
-                   panel_url=reverse("leaderboard:api-panel-item", args=[benchmark.slug, key])
-                   if kind.name in PANEL_KINDS and found["sides"] else "")
+                   panel_url=reverse("panel:api-panel-item", args=[benchmark.slug, key])
+                   if kind.has_panel and found["sides"] else "")
     return render(_asking(request, normal), "leaderboard/item.html", context)

@@ -9,8 +9,6 @@ from leaderboard import (
     picker_views,
     views,
 )
-from leaderboard.panel import api as panel_api
-from leaderboard.panel import views as panel_views
 
 app_name = "leaderboard"
 
@@ -45,15 +43,6 @@ urlpatterns = [
     path("b/<slug:slug>/compare/models/", picker_views.compare_models, name="compare-models"),
     path("b/<slug:slug>/i/<str:key>/", item_views.item, name="item"),
     path("b/<slug:slug>/scoring/", views.scoring, name="scoring"),
-    path("b/<slug:slug>/panel/", panel_views.panel, name="panel"),
-    path("b/<slug:slug>/judge/", panel_views.judge, name="judge"),
-    path("api/panel/<slug:slug>/next/", panel_api.PanelNextApi.as_view(), name="api-panel-next"),
-    path("api/panel/<slug:slug>/tasks/<int:task>/", panel_api.PanelAnswerApi.as_view(),
-         name="api-panel-answer"),
-    path("api/panel/<slug:slug>/items/<str:key>/", panel_api.ItemPanelApi.as_view(),
-         name="api-panel-item"),
-    path("api/leaderboards/<slug:slug>/judge/", panel_api.JudgeCardApi.as_view(),
-         name="api-judge-card"),
     path("m/<int:model_id>/", views.model, name="model"),
     path("static-plotly-<str:version>.js", views.plotly_js, name="plotly-js"),
 ]

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.integration  # each test runs lint-imports in a process
 ROOT = Path(__file__).resolve().parent.parent
 LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
         "sys.exit(lint_imports_command())"]
-APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leaderboard")
+APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leaderboard",
+        "panel")
 
 
 def lint(cwd: Path) -> subprocess.CompletedProcess:

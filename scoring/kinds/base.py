@@ -271,6 +271,9 @@ class Kind(abc.ABC):
     item_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
     # One item with several systems' outputs of it side by side (the item pages).
     versus_template: ClassVar[str] = "leaderboard/_text_versus.html"
+    # People answer its rubrics as the judge is asked them (the listening panel, app `panel`),
+    # and the judge card sets their verdicts against the judge's.
+    has_panel: ClassVar[bool] = False
 
     # --- the judge simulator -----------------------------------------------------------
 

@@ -6,12 +6,12 @@ Screenshots: artifacts/screenshots/panel-<width>-<step>.png."""
 import pytest
 from playwright.sync_api import expect
 
-from leaderboard.models import PanelAnswer, PanelAssignment
-from leaderboard.panel.services import labels, options
+from panel.models import PanelAnswer, PanelAssignment
+from panel.services import labels, options
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS
 from tests.conftest import CAST_PASSWORD
-from tests.leaderboard.panel.conftest import panel_board, raters  # noqa: F401 - fixtures
+from tests.panel.conftest import panel_board, raters  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -78,8 +78,8 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
 
 def answer_all(benchmark, people) -> None:
     """Each rater answers every task they are given (right when the task id is even)."""
-    from leaderboard.panel.drawing import panel_next
-    from leaderboard.panel.services import panel_answer
+    from panel.assignment import panel_next
+    from panel.services import panel_answer
 
     for rater in people:
         for _ in range(6):

@@ -110,13 +110,13 @@ def test_every_read_body_is_what_its_schema_describes(client, boards, author):
         ("/api/submissions/{id}/slices/", client, "/api/submissions/999999/slices/", 404),
         ("/api/submissions/", mine, "/api/submissions/", 200),
         ("/api/submissions/{id}/", mine, f"/api/submissions/{alpha.id}/", 200),
-        # With panel answers and a task's body: tests/leaderboard/panel/test_api_bodies.py.
+        # With panel answers and a task's body: tests/panel/test_api_bodies.py.
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/mmae/judge/", 200),
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/air-bench-chat/judge/",
          200),
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/nope/judge/", 404),
         ("/api/panel/{slug}/next/", mine, "/api/panel/air-bench-chat/next/", 404),
-        # With answers: tests/leaderboard/panel/test_item_panel.py.
+        # With answers: tests/panel/test_item_verdicts.py.
         ("/api/panel/{slug}/items/{key}/", client, "/api/panel/mmae/items/nope/", 404),
         ("/api/panel/{slug}/items/{key}/", client, "/api/panel/air-bench-chat/items/x/", 404),
     ]

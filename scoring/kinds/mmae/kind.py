@@ -118,6 +118,7 @@ class MMAE(Kind):
     explorer_template = "leaderboard/_mmae_sample.html"
     explorer_detail_template = "leaderboard/_mmae_rubrics.html"
     versus_template = "leaderboard/_mmae_versus.html"
+    has_panel = True
 
     # --- metadata ------------------------------------------------------------------------
 

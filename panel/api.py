@@ -10,8 +10,9 @@ from rest_framework.views import APIView
 from config.serializers import error_responses
 from config.throttle import ScopedThrottle
 from leaderboard import state
-from leaderboard.panel import card, drawing, items, services
-from leaderboard.panel.serializers import AnswerIn, AnswerOut, ItemPanelOut, JudgeCardOut, TaskOut
+from panel import assignment, item_verdicts, judge_card, services
+from panel.serializers import AnswerIn, AnswerOut, ItemPanelOut, JudgeCardOut, TaskOut
+from scoring.kinds import get_kind
 
 # Panel answers come in at any time and change no board state, so the item page's verdicts
 # are read afresh; a shared cache may keep them this long.
@@ -20,7 +21,7 @@ ITEM_PANEL_MAX_AGE = 60
 
 def _panel_benchmark(slug: str):
     benchmark = state.benchmark_current(slug)
-    if benchmark is None or benchmark.kind not in drawing.PANEL_KINDS:
+    if benchmark is None or not get_kind(benchmark.kind).has_panel:
         raise NotFound(f"no listening panel on {slug!r}")
     return benchmark
 
@@ -39,10 +40,10 @@ class PanelNextApi(APIView):
         200: TaskOut, 204: None, **error_responses(401, 403, 404)})
     def get(self, request, slug):
         benchmark = _panel_benchmark(slug)
-        assignment = drawing.panel_next(benchmark=benchmark, rater=_rater(request))
-        if assignment is None:
+        given = assignment.panel_next(benchmark=benchmark, rater=_rater(request))
+        if given is None:
             return Response(status=204)
-        return Response(TaskOut(services.task_payload(assignment)).data)
+        return Response(TaskOut(services.task_payload(given)).data)
 
 
 class PanelAnswerApi(APIView):
@@ -75,7 +76,7 @@ class JudgeCardApi(APIView):
         benchmark = state.benchmark_current(slug)
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
-        return Response(JudgeCardOut(card.judge_card(benchmark)).data)
+        return Response(JudgeCardOut(judge_card.judge_card(benchmark)).data)
 
 
 class ItemPanelApi(APIView):
@@ -87,7 +88,7 @@ class ItemPanelApi(APIView):
     @extend_schema(operation_id="panel_item", responses={200: ItemPanelOut,
                                                          **error_responses(404)})
     def get(self, request, slug, key):
-        found = items.item_panel(_panel_benchmark(slug), key)
+        found = item_verdicts.item_panel(_panel_benchmark(slug), key)
         if found is None:
             raise NotFound(f"no item {key!r} on {slug!r}")
         response = Response(ItemPanelOut(found).data)

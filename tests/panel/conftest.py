@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from leaderboard.panel import drawing
+from panel import assignment
 from scoring.boards import board_changed
 from scoring.kinds import get_kind
 from scoring.kinds.mmae import metrics as mmae_metrics
@@ -26,7 +26,7 @@ def panel_board(db, tmp_path, settings):
     settings.PANEL_MIN_LISTEN_SECONDS = 10.0
     settings.PANEL_RATERS_PER_TASK = 3
     settings.PANEL_REPEAT_EVERY = 100
-    drawing._strata_kept.clear()
+    assignment._strata_kept.clear()
     root = tmp_path / "mmae"
     samples = json.loads(write_benchmark(root, 6, seed=4, seconds=SECONDS).read_text())
     benchmark, _ = benchmark_import(kind="mmae", path=root / "MMAE-meta.json", audio_root=root,

@@ -16,7 +16,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
 from leaderboard.explorer_selectors import audio_file
-from leaderboard.models import PanelAnswer, PanelAssignment, PanelRemoval
+from panel.models import PanelAnswer, PanelAssignment, PanelRemoval
 from scoring.kinds.mmae import rules as mmae
 from submissions.models import Submission
 

@@ -5,16 +5,25 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import ServiceError
 from config.staff import staff_only
 from leaderboard import judge_checks
-from leaderboard.models import PanelRemoval
-from leaderboard.panel import card, drawing, services
-from leaderboard.views import _benchmark_or_404
+from leaderboard.state import benchmark_current
+from panel import judge_card, services
+from panel.models import PanelRemoval
 from scoring.kinds import get_kind
+
+
+def _benchmark_or_404(slug):
+    """The board's current benchmark version, as every board page looks it up."""
+    benchmark = benchmark_current(slug)
+    if benchmark is None:
+        raise Http404("no such benchmark")
+    return benchmark
 
 
 @require_GET
@@ -25,11 +34,11 @@ def panel(request, slug):
     problem = None
     if not request.user.is_authenticated:
         problem = "sign in to rate"
-    elif benchmark.kind not in drawing.PANEL_KINDS:
+    elif not get_kind(benchmark.kind).has_panel:
         problem = "this benchmark has no listening panel: its questions are not multiple choice"
     else:
         problem = services.rater_problem(request.user)
-    return render(request, "leaderboard/panel.html", {
+    return render(request, "panel/panel.html", {
         "benchmark": benchmark, "problem": problem,
         "min_listen": settings.PANEL_MIN_LISTEN_SECONDS})
 
@@ -58,7 +67,7 @@ def _shown(block: dict) -> dict:
 def _config_shown(kind, config: dict) -> dict:
     human = config["human"]
     by = [] if human is None else [
-        {"dimension": kind.dimension_label(d) if d != card.CATEGORY else "rubric category",
+        {"dimension": kind.dimension_label(d) if d != judge_card.CATEGORY else "rubric category",
          "rows": [{"bucket": b, **_shown(figures)} for b, figures in buckets.items()]}
         for d, buckets in human["by"].items() if buckets]
     return {**config, "shown": None if human is None else _shown(human), "by": by,
@@ -73,9 +82,9 @@ def judge(request, slug):
     """The judge card: for each judge config, how it agrees with the listening panel."""
     benchmark = _benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
-    body = card.judge_card(benchmark)
+    body = judge_card.judge_card(benchmark)
     panel_figures = body["panel"]
-    return render(request, "leaderboard/judge.html", {
+    return render(request, "panel/judge.html", {
         "benchmark": benchmark, "kind": kind, "panel": panel_figures,
         "self_consistency": _share(panel_figures["self_consistency"]),
         "configs": [_config_shown(kind, c) for c in body["configs"]],
@@ -93,8 +102,8 @@ def _staff_raters_page(request, *, errors: list[str], status: int = 200):
     removed = set(PanelRemoval.objects.values_list("rater_id", flat=True))
     rows = [{**row, "self_consistency": _share(row["self_consistency"]),
              "repeats": len(row["pairs"]), "removed": row["rater"] in removed}
-            for row in card.rater_rows()]
-    return render(request, "leaderboard/staff_raters.html", {
+            for row in judge_card.rater_rows()]
+    return render(request, "panel/staff_raters.html", {
         "rows": rows, "errors": errors,
         "removals": PanelRemoval.objects.select_related("rater", "removed_by")
         .order_by("-removed_at")}, status=status)

@@ -14,16 +14,13 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from leaderboard import state as board_state
-from leaderboard.models import PanelAnswer, PanelAssignment, PanelTask
+from panel.models import PanelAnswer, PanelAssignment, PanelTask
 from scoring.models import Benchmark, Criterion, ScoringRun
 from submissions.models import Submission
 
 # An assignment nobody answered for this long no longer holds a rater's seat on its task:
 # someone who walked away does not block it for good (their answer still counts if it comes).
 SEAT_SECONDS = 3600
-
-# Kinds whose criteria are multiple-choice questions a person answers by listening.
-PANEL_KINDS = frozenset({"mmae"})
 
 
 def eligible(benchmark: Benchmark, rater) -> dict[int, ScoringRun]:

@@ -8,11 +8,11 @@ import re
 import jsonschema
 
 from leaderboard import item_pages
-from leaderboard.models import PanelAnswer, PanelTask
-from leaderboard.panel.services import panel_rater_remove
-from tests.leaderboard.panel import test_judge_card
-from tests.leaderboard.panel.test_judge_card import CARD
+from panel.models import PanelAnswer, PanelTask
+from panel.services import panel_rater_remove
 from tests.leaderboard.test_api_bodies import described
+from tests.panel import test_judge_card
+from tests.panel.test_judge_card import CARD
 
 # The judge card's rated board (two systems, five raters, a second judge config), shared.
 rated_board = test_judge_card.rated_board

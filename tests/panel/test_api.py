@@ -9,9 +9,9 @@ from allauth.account.models import EmailAddress
 from rest_framework.throttling import SimpleRateThrottle
 
 from audit.models import AuditEvent
-from leaderboard.models import PanelAnswer, PanelAssignment, PanelTask
+from panel.models import PanelAnswer, PanelAssignment, PanelTask
 from scoring.models import Criterion
-from tests.leaderboard.panel.conftest import SECONDS, heard, letter
+from tests.panel.conftest import SECONDS, heard, letter
 
 NEXT = "/api/panel/mmae/next/"
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from leaderboard.panel import figures
-from leaderboard.panel.figures import Rated
+from panel import agreement
+from panel.agreement import Rated
 
 
 def rated(judge, *rights, buckets=None):
@@ -12,25 +12,25 @@ def rated(judge, *rights, buckets=None):
 
 
 def test_the_majority_is_the_human_verdict_and_a_tie_has_none():
-    assert figures.human_verdict([True, True, False]) is True
-    assert figures.human_verdict([True, False, False]) is False
-    assert figures.human_verdict([True, False]) is None
-    assert figures.human_verdict([]) is None
+    assert agreement.human_verdict([True, True, False]) is True
+    assert agreement.human_verdict([True, False, False]) is False
+    assert agreement.human_verdict([True, False]) is None
+    assert agreement.human_verdict([]) is None
 
 
 def test_kappa_of_a_known_table():
     # 20 both yes, 5 human only, 10 judge only, 15 both no: p_o 0.7, p_e 0.5, kappa 0.4.
     pairs = ([(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 10
              + [(False, False)] * 15)
-    assert figures.agreement(pairs) == pytest.approx(0.7)
-    assert figures.kappa(pairs) == pytest.approx(0.4)
-    assert figures.kappa([(True, True)] * 3) is None  # chance agreement is total
+    assert agreement.agreement(pairs) == pytest.approx(0.7)
+    assert agreement.kappa(pairs) == pytest.approx(0.4)
+    assert agreement.kappa([(True, True)] * 3) is None  # chance agreement is total
 
 
 def test_rubrics_with_one_answer_or_a_tie_are_left_out_but_pairs_count_ties():
     rubrics = [rated(True, True, True), rated(False, True, False), rated(True, False),
                rated(True, False, False, True)]
-    block = figures.block(rubrics, seed=1)
+    block = agreement.block(rubrics, seed=1)
     assert block["rubrics"] == 2  # the tie and the single answer are out
     assert block["answers"] == 8
     assert block["agreement"] == pytest.approx(1 / 2)
@@ -40,7 +40,7 @@ def test_rubrics_with_one_answer_or_a_tie_are_left_out_but_pairs_count_ties():
 
 def test_intervals_are_seeded_and_hold_the_figure():
     rubrics = [rated(k % 3 == 0, True, k % 2 == 0, True) for k in range(30)]
-    one, two = figures.block(rubrics, seed=7), figures.block(rubrics, seed=7)
+    one, two = agreement.block(rubrics, seed=7), agreement.block(rubrics, seed=7)
     assert one == two
     assert one["agreement_lo"] <= one["agreement"] <= one["agreement_hi"]
     assert one["agreement_lo"] < one["agreement_hi"]
@@ -48,7 +48,7 @@ def test_intervals_are_seeded_and_hold_the_figure():
 
 
 def test_no_answer_gives_no_figure():
-    block = figures.human([], seed=1, dimensions=("category",))
+    block = agreement.human([], seed=1, dimensions=("category",))
     assert block["rubrics"] == 0 and block["agreement"] is None
     assert block["agreement_lo"] is None and block["kappa"] is None
     assert block["by"] == {"category": {}}
@@ -57,10 +57,10 @@ def test_no_answer_gives_no_figure():
 def test_buckets_hold_their_own_rubrics():
     rubrics = [rated(True, True, True, buckets={"operation": ["a", "b"]}),
                rated(False, True, True, buckets={"operation": ["b"]})]
-    by = figures.human(rubrics, seed=1, dimensions=("operation",))["by"]["operation"]
+    by = agreement.human(rubrics, seed=1, dimensions=("operation",))["by"]["operation"]
     assert by["a"]["agreement"] == 1.0 and by["b"]["agreement"] == 0.5
 
 
 def test_self_consistency_compares_the_chosen_options():
-    assert figures.self_consistency([("x", "x"), ("x", "y")]) == 0.5
-    assert figures.self_consistency([]) is None
+    assert agreement.self_consistency([("x", "x"), ("x", "y")]) == 0.5
+    assert agreement.self_consistency([]) is None

@@ -6,11 +6,11 @@ every figure."""
 import numpy as np
 import pytest
 
-from leaderboard.models import PanelTask
-from leaderboard.panel.services import panel_rater_remove
+from panel.models import PanelTask
+from panel.services import panel_rater_remove
 from scoring.models import Criterion
 from tests.conftest import judge_config
-from tests.leaderboard.panel.conftest import heard, letter
+from tests.panel.conftest import heard, letter
 
 CARD = "/api/leaderboards/mmae/judge/"
 

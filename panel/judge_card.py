@@ -1,5 +1,5 @@
 """The judge card (`/b/<slug>/judge/` and its API): per judge config, how its verdicts agree
-with the listening panel's (leaderboard.panel.figures), its vote unanimity or position bias,
+with the listening panel's (panel.agreement), its vote unanimity or position bias,
 and the rubrics where judge and people disagree. Only public representatives' tasks count:
 a submission made private or hidden since leaves every figure."""
 
@@ -8,11 +8,10 @@ from __future__ import annotations
 from django.conf import settings
 
 from leaderboard import item_pages, judge_checks, responses
-from leaderboard.models import PanelAnswer, PanelTask
-from leaderboard.panel import figures
-from leaderboard.panel.drawing import PANEL_KINDS
 from leaderboard.selectors import judge_figures_by_config
 from leaderboard.state import board_stamp
+from panel import agreement
+from panel.models import PanelAnswer, PanelTask
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun
 from submissions.models import Submission
@@ -27,7 +26,7 @@ def judge_card(benchmark: Benchmark) -> dict:
     (leaderboard.judge_checks; the latter made once per board state, its bootstrap growing
     with the square of the rows)."""
     kind = get_kind(benchmark.kind)
-    tasks, answers = rated_tasks(benchmark) if kind.name in PANEL_KINDS else ({}, {})
+    tasks, answers = rated_tasks(benchmark) if kind.has_panel else ({}, {})
     judged = verdicts(tasks)
     link = item_pages.item_linker(benchmark) if tasks else None
     configs = [_config_block(benchmark, kind, entry, (tasks, answers, link),
@@ -87,11 +86,11 @@ def verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
     return verdicts
 
 
-def rated_rubric(kind, task: PanelTask, judge: bool, answers: list) -> figures.Rated:
+def rated_rubric(kind, task: PanelTask, judge: bool, answers: list) -> agreement.Rated:
     dims = task.criterion.item.dimensions
     buckets = {CATEGORY: [task.criterion.category],
                **{d: kind.buckets(d, dims) for d in kind.dimension_keys}}
-    return figures.Rated(judge=judge, rights=tuple(r for _, r in answers),
+    return agreement.Rated(judge=judge, rights=tuple(r for _, r in answers),
                          raters=tuple(rater for rater, _ in answers), buckets=buckets)
 
 
@@ -106,12 +105,12 @@ def _config_block(benchmark, kind, entry, panel, verdicts) -> dict:
              "vote_unanimity": entry["values"].get("agreement"),
              "position_bias": entry["values"].get("position_bias"),
              "human": None, "disagreements": []}
-    if kind.name in PANEL_KINDS:
+    if kind.has_panel:
         seed = _seed(entry["config_id"])
-        block["human"] = figures.human(list(rated.values()), seed=seed,
+        block["human"] = agreement.human(list(rated.values()), seed=seed,
                                        dimensions=(CATEGORY, *kind.dimension_keys))
         block["disagreements"] = [_disagreement(tasks[pk], r, link)
-                                  for pk, r in sorted(rated.items()) if figures.disagrees(r)]
+                                  for pk, r in sorted(rated.items()) if agreement.disagrees(r)]
     return block
 
 
@@ -120,13 +119,14 @@ def _seed(config_id: int) -> int:
     return JudgeConfig.objects.filter(id=config_id).values_list("seed", flat=True).first() or 0
 
 
-def panel_verdict(rubric: figures.Rated) -> dict:
+def panel_verdict(rubric: agreement.Rated) -> dict:
     """The panel's verdict on one rubric as the card and the item page say it."""
-    return {"human": figures.human_verdict(rubric.rights), "counted": figures.is_counted(rubric),
-            "right_answers": sum(rubric.rights), "answers": len(rubric.rights)}
+    return {"human": agreement.human_verdict(rubric.rights),
+            "counted": agreement.is_counted(rubric), "right_answers": sum(rubric.rights),
+            "answers": len(rubric.rights)}
 
 
-def _disagreement(task: PanelTask, rubric: figures.Rated, link) -> dict:
+def _disagreement(task: PanelTask, rubric: agreement.Rated, link) -> dict:
     item = task.criterion.item
     verdict = panel_verdict(rubric)
     return {"task": task.id, "submission": task.submission_id,
@@ -140,7 +140,7 @@ def _disagreement(task: PanelTask, rubric: figures.Rated, link) -> dict:
 
 def _panel(benchmark, kind) -> dict:
     """The panel as a whole: its size and the raters' self-consistency (repeats)."""
-    if kind.name not in PANEL_KINDS:
+    if not kind.has_panel:
         return {"open": False, "tasks": 0, "answers": 0, "raters": 0, "repeats": 0,
                 "self_consistency": None, "raters_per_task": settings.PANEL_RATERS_PER_TASK,
                 "min_listen_seconds": settings.PANEL_MIN_LISTEN_SECONDS}
@@ -150,7 +150,7 @@ def _panel(benchmark, kind) -> dict:
             "tasks": PanelTask.objects.filter(benchmark=benchmark).count(),
             "answers": sum(row["answers"] for row in rows),
             "raters": len(rows), "repeats": len(pairs),
-            "self_consistency": figures.self_consistency(pairs),
+            "self_consistency": agreement.self_consistency(pairs),
             "raters_per_task": settings.PANEL_RATERS_PER_TASK,
             "min_listen_seconds": settings.PANEL_MIN_LISTEN_SECONDS}
 
@@ -170,5 +170,5 @@ def rater_rows(benchmark: Benchmark | None = None) -> list[dict]:
     for row in by_rater.values():
         row["pairs"] = [(row["first"][t], c) for t, c in row["second"].items()
                         if t in row["first"]]
-        row["self_consistency"] = figures.self_consistency(row["pairs"])
+        row["self_consistency"] = agreement.self_consistency(row["pairs"])
     return sorted(by_rater.values(), key=lambda r: r["username"])

@@ -4,8 +4,8 @@ every read endpoint on boards without a panel)."""
 
 import jsonschema
 
-from tests.leaderboard.panel.test_judge_card import CARD, rate
 from tests.leaderboard.test_api_bodies import described
+from tests.panel.test_judge_card import CARD, rate
 
 
 def test_a_task_and_a_rated_card_are_what_the_schema_describes(client, panel_board, author,

@@ -1,5 +1,5 @@
 """The panel's verdicts on one item (`GET /api/panel/<slug>/items/<key>/`), which the item page
-shows beside the judge's: counted as the judge card counts them (leaderboard.panel.card: first
+shows beside the judge's: counted as the judge card counts them (panel.judge_card: first
 answers only, removed raters' gone, published submissions only), each rubric's judge verdict
 that of the board's judge config. Read apart from the item page because panel answers change
 without the board changing, and the page is cached per board state."""
@@ -7,7 +7,7 @@ without the board changing, and the page is cached per board state."""
 from __future__ import annotations
 
 from leaderboard import item_pages
-from leaderboard.panel import card, figures
+from panel import agreement, judge_card
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item
 
@@ -18,8 +18,8 @@ def item_panel(benchmark: Benchmark, key: str) -> dict | None:
     if not Item.objects.filter(benchmark=benchmark, key=key).exists():
         return None
     kind = get_kind(benchmark.kind)
-    tasks, answers = card.rated_tasks(benchmark, item_key=key)
-    judged = card.verdicts(tasks).get(benchmark.judge_config_id, {})
+    tasks, answers = judge_card.rated_tasks(benchmark, item_key=key)
+    judged = judge_card.verdicts(tasks).get(benchmark.judge_config_id, {})
     order = sorted(tasks.values(), key=lambda t: (t.submission_id, t.criterion.index))
     return {"benchmark": benchmark.slug, "item": key,
             "rubrics": [_rubric(kind, task, answers[task.id], judged.get(task.id))
@@ -27,10 +27,10 @@ def item_panel(benchmark: Benchmark, key: str) -> dict | None:
 
 
 def _rubric(kind, task, answers: list, judge: bool | None) -> dict:
-    rubric = card.rated_rubric(kind, task, bool(judge), answers)
-    verdict = card.panel_verdict(rubric)
+    rubric = judge_card.rated_rubric(kind, task, bool(judge), answers)
+    verdict = judge_card.panel_verdict(rubric)
     return {"submission": task.submission_id, "rubric": task.criterion.index, **verdict,
-            "judge": judge, "disagrees": judge is not None and figures.disagrees(rubric),
+            "judge": judge, "disagrees": judge is not None and agreement.disagrees(rubric),
             "label": label(verdict),
             "anchor": item_pages.anchor(task.submission_id, task.criterion.index)}
 
