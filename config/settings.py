@@ -376,7 +376,7 @@ if PRODUCTION and not REDIS_URL:
     raise ImproperlyConfigured("DJANGO_ENV=production needs REDIS_URL: Celery's broker and the "
                                "rate limits' counters must be shared by every process")
 
-# Boards are cached per state (leaderboard.state.board_stamp): in Redis when there is one,
+# Boards are cached per state (leaderboard.state.BoardState): in Redis when there is one,
 # so every web process shares them; else in each process's memory. A Redis that cannot be
 # reached reads as an empty cache (config.cache), and gives up within the timeouts.
 _REDIS_CACHE = {"BACKEND": "config.cache.FailSoftRedisCache",
@@ -404,11 +404,6 @@ CACHES = {
     "responses": {**_REDIS_CACHE, "LOCATION": RESPONSE_CACHE_URL} if RESPONSE_CACHE_URL else
     {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "responses",
      "OPTIONS": {"MAX_ENTRIES": env_int("RESPONSE_CACHE_ENTRIES", 300, minimum=1)}},
-    # Each process's copy of the hottest shared responses, keyed by state: never stale.
-    "process": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-                "LOCATION": "shared-responses",
-                "OPTIONS": {"MAX_ENTRIES": env_int("BOARD_PROCESS_CACHE_ENTRIES", 200,
-                                                   minimum=1)}},
 }
 # Boards, pivots, comparisons, model pages and the read API tell a CDN (and any shared cache)
 # in front that it may serve them to anonymous visitors for this long without asking; then it

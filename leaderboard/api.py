@@ -20,7 +20,6 @@ from leaderboard import (
     board_pages,
     datasets,
     model_pages,
-    rank_ranges,
     responses,
     selectors,
     serializers,
@@ -94,13 +93,10 @@ class LeaderboardApi(APIView):
         benchmark = state.benchmark_current(slug)
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
-        stamp = state.board_stamp(benchmark)
-        # The rank ranges arrive from a worker after the state changes: a response made
-        # before them is not reused once they are there.
-        ranged = rank_ranges.ready(benchmark, stamp)
+        now = state.board_state(benchmark)
         kind = get_kind(benchmark.kind)
         form = ApiBoardForm(request.query_params, kind=kind,
-                            buckets=board_pages.board_buckets(benchmark, stamp))
+                            buckets=board_pages.board_buckets(benchmark))
         if not form.is_valid():
             raise ServiceError([f"{k}: {m}" for k, ms in form.errors.items() for m in ms])
         query = form.query()
@@ -111,13 +107,13 @@ class LeaderboardApi(APIView):
         # rows are serialized once for each, never per request (BoardOut takes some 20 ms for
         # 1,000 rows, the cached body a few).
         return responses.shared(
-            request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
+            request, state=now.key, changed_at=benchmark.board_changed_at,
             # The scheme and host too: the page links are absolute URLs; and whether the
             # format was asked in the query, which the links then carry on (else the format
             # came from Accept).
             parts=("api", request.scheme, responses.canonical_host(request), renderer.format,
                    "format" in request.query_params, _normal(form).urlencode()),
-            vary=("Accept",), boards=state.final_versions(benchmark, ranged),
+            vary=("Accept",), boards=now.versions,
             render=lambda: self._respond(request, benchmark, form, query, renderer))
 
     def _respond(self, request, benchmark, form, query, renderer):
@@ -223,7 +219,7 @@ class LeaderboardItemsApi(APIView):
             raise NotFound(f"no benchmark {slug!r}")
         stamp = state.board_stamp(benchmark)
         form = DatasetForm(request.query_params, kind=get_kind(benchmark.kind),
-                           buckets=board_pages.board_buckets(benchmark, stamp))
+                           buckets=board_pages.board_buckets(benchmark))
         if not form.is_valid():
             raise ServiceError([f"{field}: {message}" for field, messages in
                                 form.errors.items() for message in messages])

@@ -11,29 +11,17 @@ keep selectors' full ranking in Python; so does everything that needs every row.
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_left, bisect_right
 from collections import Counter
 
-from django.core.cache import cache
 from django.http import Http404
 
-from leaderboard import rank_ranges, ranked_sql, ranking, selectors
+from leaderboard import rank_ranges, ranked_sql, ranking, selectors, state
 from leaderboard.models import ReferenceFigure
-from leaderboard.state import (
-    KEPT_SECONDS,
-    OVERALL,
-    PerState,
-    _snapshots,
-    board_stamp,
-    cache_key,
-    shown,
-)
+from leaderboard.state import OVERALL, shown
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, SliceResult
 from submissions.attempts import attempts_by_model
-
-TOP_ROWS = 100  # the window a board's first page reads (where top_two finds the top two)
 
 
 def fast(kind: Kind, query: selectors.BoardQuery) -> bool:
@@ -42,35 +30,12 @@ def fast(kind: Kind, query: selectors.BoardQuery) -> bool:
         and (query.sort == "rank" or selectors._ranked_metric(kind, query) is not None)
 
 
-# The last windows this process read, per board state: a first visit reads the overall
-# board's top rows twice (for its snapshot and its body).
-_windows: dict[tuple, tuple] = {}
-
-
-def _window_key(benchmark: Benchmark, dimension: str, bucket: str, metric: str | None,
-                start: int, stop: int, descending: bool) -> tuple:
-    # Kept apart once the worker's ranges are known to be there: a window read before holds
-    # the ranges of the state before.
-    return (benchmark.id, benchmark.board_version, benchmark.judge_config_id, dimension, bucket,
-            metric, start, stop, descending,
-            rank_ranges.known_ready(benchmark, board_stamp(benchmark)))
-
-
-def _kept_window(key: tuple) -> tuple | None:
-    found = _windows.get(key)
-    return found[1] if found is not None and time.monotonic() - found[0] < KEPT_SECONDS \
-        else None
-
-
 def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
             metric: str | None, *, start: int, stop: int,
             descending: bool) -> tuple[list[tuple], int, dict]:
     """Ranked rows [start, stop) of a slice, as (submission id, rank, key) in board order
-    (reversed when `descending`); how many it ranks; its stored rank ranges for the sort."""
-    key = _window_key(benchmark, dimension, bucket, metric, start, stop, descending)
-    found = _kept_window(key)
-    if found is not None:
-        return found
+    (reversed when `descending`); how many it ranks; its stored rank ranges for the sort
+    (the window's rows only: a slice's are 10,000 lists at 10,000 submissions)."""
     ranges, entries, total = rank_ranges.stored_window(
         benchmark, dimension, bucket, metric or ranking.RANK, start=start, stop=stop,
         descending=descending)
@@ -82,14 +47,8 @@ def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
                                         stop=stop, descending=descending)
         if total is None:
             total = ranked_sql.count(benchmark, dimension, bucket) if start else 0
-    # Only the window's ranges are kept: a slice's are 10,000 lists at 10,000 submissions,
-    # and 64 windows of them would be most of what the garbage collector walks.
     shown = {str(pk) for pk, _, _ in rows}
-    result = (rows, total, {pk: pair for pk, pair in ranges.items() if pk in shown})
-    if len(_windows) > 64:
-        _windows.clear()
-    _windows[key] = (time.monotonic(), result)
-    return result
+    return rows, total, {pk: pair for pk, pair in ranges.items() if pk in shown}
 
 
 def _place(key: tuple, keys: list[tuple], start: int, descending: bool) -> int:
@@ -266,11 +225,11 @@ def api_rows(benchmark: Benchmark, query: selectors.BoardQuery, *, number: int,
 
 
 def board_slices(benchmark: Benchmark) -> set[tuple[str, str]]:
-    """(dimension, bucket) of the slices the board's rows have figures for: as the worker
-    stored them for the board's state; until it has, as it stored them for the state before
-    (a board change rarely changes its slices: a new one lists once the worker has run),
-    and from the database where it never ran."""
-    found = rank_ranges.stored_slices(benchmark)
+    """(dimension, bucket) of the slices the board's rows have figures for in its current
+    state: as the worker stored them for that state, else from the database (never a past
+    state's: a submission may bring a bucket the board did not have)."""
+    board = state.board_state(benchmark)
+    found = rank_ranges.stored_slices(benchmark, board.stamp) if board.ranged else []
     if not found:
         return ranked_sql.slices(benchmark)
     return {s for s in found if s[0] != OVERALL}
@@ -288,69 +247,38 @@ def bucket_choices(benchmark: Benchmark) -> dict[str, list[str]]:
     return choices
 
 
-def _kept(kept: PerState, benchmark: Benchmark, name: str, state: tuple, make):
-    """What `make` gives for the board's state: this process's copy, else the shared cache's
-    (kept 300 s), else made and kept in both."""
-    found = kept.get(benchmark.id, state)
-    if found is None:
-        key = cache_key(name, *state)
-        found = cache.get(key)
-        if found is None:
-            found = make()
-            cache.set(key, found, 300)
-        kept.put(benchmark.id, state, found)
-    return found
+def board_buckets(benchmark: Benchmark) -> dict[str, list[str]]:
+    """The board state's bucket choices, for what validates a slice (the read API, the
+    datasets, the board's form), made once per state apart from the snapshot (which also
+    reads the licences and the calibration baselines, which the API never shows)."""
+    return state.kept(state.board_state(benchmark), "buckets",
+                      lambda: bucket_choices(benchmark))
 
 
-_buckets = PerState()
-
-
-def board_buckets(benchmark: Benchmark, stamp: str) -> dict[str, list[str]]:
-    """The board state's bucket choices alone, for what validates a slice but shows no board
-    (the read API, the datasets): the snapshot's when this process keeps it, else read and
-    kept on their own (the snapshot also reads the licences and the calibration baselines,
-    which the API never shows)."""
-    state = (stamp, rank_ranges.known_ready(benchmark, stamp))
-    snapshot = _snapshots.get(benchmark.id, state)
-    if snapshot is not None:
-        return snapshot["buckets"]
-    return _kept(_buckets, benchmark, "board-buckets", (stamp,),
-                 lambda: bucket_choices(benchmark))
-
-
-def board_snapshot(benchmark: Benchmark, stamp: str) -> dict:
+def board_snapshot(benchmark: Benchmark) -> dict:
     """What every view of a board needs (bucket and licence choices, the calibration
-    baselines), computed once per board state and again once this process has
-    found the worker's orders of the state there (views ask rank_ranges.ready first)."""
-    return _kept(_snapshots, benchmark, "board-snapshot",
-                 (stamp, rank_ranges.known_ready(benchmark, stamp)),
-                 lambda: {"buckets": bucket_choices(benchmark),
-                          "licences": ranked_sql.licences(benchmark),
-                          "diagnostics": selectors.diagnostic_rows(benchmark)})
+    baselines), made once per board state."""
+    return state.kept(state.board_state(benchmark), "snapshot",
+                      lambda: {"buckets": board_buckets(benchmark),
+                               "licences": ranked_sql.licences(benchmark),
+                               "diagnostics": selectors.diagnostic_rows(benchmark)})
 
 
-_top_two = PerState()
-
-
-def top_two(benchmark: Benchmark, stamp: str) -> str:
+def top_two(benchmark: Benchmark) -> str:
     """The board's top two models, as the compare link names them ("id,id"), once per board
-    state. Asked once the page's body is made: on the overall board that body read the top
-    rows already; elsewhere the stored order's first two rows, or, before the worker stored
-    the state, the database's first two (no rank or count over the slice: 34 ms at 10,000
-    submissions, against 55 ms for the board's window)."""
-    state = (stamp, rank_ranges.known_ready(benchmark, stamp))
+    state: the stored order's first two rows, or, before the worker stored the state, the
+    database's first two (no rank or count over the slice: 34 ms at 10,000 submissions,
+    against 55 ms for the board's window)."""
+    board = state.board_state(benchmark)
 
     def read() -> str:
         kind = get_kind(benchmark.kind)
-        window = _kept_window(_window_key(benchmark, OVERALL, "", None, 0, TOP_ROWS, False))
-        if window is None and state[1]:  # the stored order: two entries of it read
-            window = overall_window(benchmark, start=0, stop=2)
-        top = [pk for pk, _, _ in window[0][:2]] if window is not None \
-            else ranked_sql.first(benchmark, list(kind.ranking), OVERALL, "", 2)
+        top = [pk for pk, _, _ in overall_window(benchmark, start=0, stop=2)[0]] \
+            if board.ranged else ranked_sql.first(benchmark, list(kind.ranking), OVERALL, "", 2)
         models = shown(benchmark, top)
         return ",".join(str(models[pk].model_id) for pk in top if pk in models)
 
-    return _kept(_top_two, benchmark, "board-top-two", state, read)
+    return state.kept(board, "top-two", read)
 
 
 def pivot_page(benchmark: Benchmark, *, dimension: str, metric: str, number: int,

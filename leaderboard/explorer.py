@@ -20,6 +20,7 @@ from leaderboard import explorer_selectors as selectors
 from leaderboard.compression import validated
 from leaderboard.forms import ExplorerForm
 from leaderboard.spectrogram_selectors import spectrograms_annotate
+from leaderboard.state import board_state
 from scoring.kinds import get_kind
 from submissions.selectors import submission_get
 
@@ -64,7 +65,7 @@ def _fixed_by(submission, response) -> dict[int, int] | None:
     (a spectrogram being drawn)."""
     if response.status_code != 200 or SPECTROGRAM_PENDING in response.content:
         return None
-    return {submission.benchmark_id: submission.benchmark.board_version}
+    return board_state(submission.benchmark).versions
 
 
 @require_safe

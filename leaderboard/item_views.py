@@ -34,16 +34,16 @@ def compare_items(request, slug):
     """The items where two models' representatives differ, most different first, a page at
     a time, each with both outputs, figures and verdicts side by side."""
     benchmark = _benchmark_or_404(slug)
-    stamp = board_state.board_stamp(benchmark)
+    now = board_state.board_state(benchmark)
     return responses.shared(
-        request, state=stamp, changed_at=benchmark.board_changed_at,
+        request, state=now.key, changed_at=benchmark.board_changed_at,
         parts=("compare-items", *_parts(request, ("dimension", "bucket", "by", "winner",
                                                   "page"))),
-        render=lambda: _compare_items_page(request, benchmark, stamp), costly=True,
-        boards=board_state.versions(benchmark))
+        render=lambda: _compare_items_page(request, benchmark, now), costly=True,
+        boards=now.versions)
 
 
-def _compare_items_page(request, benchmark, stamp: str):
+def _compare_items_page(request, benchmark, now: board_state.BoardState):
     kind = get_kind(benchmark.kind)
     form = CompareItemsForm(request.GET, board=comparison.board_models(
                                 benchmark, comparison.asked_ids(request.GET.getlist("models"))),
@@ -56,8 +56,9 @@ def _compare_items_page(request, benchmark, stamp: str):
     a, b = form.submissions()
     slice_ = {name: data[name] for name in ("dimension", "bucket", "by", "winner")}
     # The order is read once per state and filter; every page of it is served from it.
-    ids = responses.fragment("compare-items", state=stamp, parts=(data["models"], *slice_.values()),
-                             render=lambda: item_pages.differing(kind, a, b, **slice_))
+    ids = board_state.kept(now, "compare-items", shared=True,
+                           parts=(data["models"], *slice_.values()),
+                           make=lambda: item_pages.differing(kind, a, b, **slice_))
     shown, paging = _page(ids, data["page"], item_pages.PAGE_SIZE)
     normal = normalised(form, page=1)
     context.update(items=item_pages.pair_items(benchmark, a, b, shown), paging=paging,
@@ -75,11 +76,11 @@ def item(request, slug, key):
     """One item across every representative on the board, in board order, with the previous
     and next item of the slice it was reached from."""
     benchmark = _benchmark_or_404(slug)
-    stamp = board_state.board_stamp(benchmark)
+    now = board_state.board_state(benchmark)
     return responses.shared(
-        request, state=stamp, changed_at=benchmark.board_changed_at,
+        request, state=now.key, changed_at=benchmark.board_changed_at,
         parts=("item", key, *_parts(request, ("dimension", "bucket", "page"))[1:]),
-        render=lambda: _item_page(request, benchmark, key), boards=board_state.versions(benchmark))
+        render=lambda: _item_page(request, benchmark, key), boards=now.versions)
 
 
 def _item_page(request, benchmark, key: str):

@@ -24,8 +24,9 @@ def compare_models(request, slug):
         return JsonResponse({"errors": [f"q: a search is at most {MAX_SEARCH} characters "
                                         f"(got {len(text)})"]}, status=400)
     needle = comparison.picker_needle(text)
+    now = board_state.board_state(benchmark)
     return responses.shared(
-        request, state=board_state.board_stamp(benchmark), changed_at=benchmark.board_changed_at,
+        request, state=now.key, changed_at=benchmark.board_changed_at,
         parts=("compare-models", needle), render=lambda: _found(benchmark, needle))
 
 

@@ -10,12 +10,13 @@ import logging
 
 import numpy as np
 from celery import shared_task
-from django.core.cache import cache
 from django.db import connection, transaction
 
+from config import front
 from leaderboard.models import RankRanges
 from leaderboard.ranking import RANK, REPLICATES, SEED, board_order, draws, slice_ranges, verdict
 from leaderboard.state import board_stamp, representatives
+from scoring.boards import state_token
 from scoring.kinds import get_kind
 from scoring.kinds.base import rank_value
 from scoring.models import Benchmark, Item, RunVector, SliceResult
@@ -118,6 +119,9 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
             RankRanges(benchmark=benchmark, state=state, dimension=d, bucket=b,
                        ranges=ranges, order=ordered[(d, b)], replicates=replicates)
             for (d, b), ranges in computed.items()])
+        # Pages made while the ranges were computed are replaced once they are stored.
+        transaction.on_commit(lambda: front.publish(
+            {benchmark.id: state_token(benchmark.board_version, True)}), robust=True)
     log.info("rank ranges of %s computed for %d slices", benchmark, len(computed))
     return True
 
@@ -161,11 +165,11 @@ def stored_window(benchmark: Benchmark, dimension: str, bucket: str, key: str = 
     return ranges or {}, entries[::-1] if descending else entries, total
 
 
-def stored_slices(benchmark: Benchmark) -> list[tuple[str, str]]:
-    """(dimension, bucket) of the slices the board's rows had figures for when the worker
-    last stored its ranges ([] before it first did)."""
-    return list(RankRanges.objects.filter(benchmark=benchmark).values_list("dimension",
-                                                                           "bucket"))
+def stored_slices(benchmark: Benchmark, stamp: str) -> list[tuple[str, str]]:
+    """(dimension, bucket) of the slices the board's rows have figures for, as the worker
+    stored them for the state `stamp` ([] where it stored another state's)."""
+    return list(RankRanges.objects.filter(benchmark=benchmark, state=stamp)
+                .values_list("dimension", "bucket"))
 
 
 def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICATES,
@@ -219,34 +223,6 @@ def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICAT
         rows.append({"dimension": dimension, "bucket": bucket, "n": len(at), "cells": cells,
                      "dimension_label": kind.dimension_label(dimension)})
     return rows
-
-
-# benchmark id -> the last state this process found ready, or asked a worker for.
-_ready: dict[int, str] = {}
-
-
-_asked: dict[int, str] = {}
-
-
-def known_ready(benchmark: Benchmark, state: str) -> bool:
-    """Whether this process has found the board's ranges ready for `state` (no query)."""
-    return _ready.get(benchmark.id) == state
-
-
-def ready(benchmark: Benchmark, state: str) -> bool:
-    """Whether the board's ranges are those of `state`; if not, a worker is asked (once per
-    state, whatever the number of visits and processes) to compute them. A raised board
-    version asks already (scoring.boards.board_changed): this is the fallback."""
-    if _ready.get(benchmark.id) == state:
-        return True
-    if RankRanges.objects.filter(benchmark=benchmark, state=state).exists():
-        _ready[benchmark.id] = state
-        return True
-    if _asked.get(benchmark.id) != state:
-        _asked[benchmark.id] = state
-        if cache.add(f"rank-ranges:{benchmark.id}:{state}", 1, 600):
-            refresh_rank_ranges.delay(benchmark.id)
-    return False
 
 
 # Named as when it lived in leaderboard.tasks: queued messages and routes keep working.

@@ -41,6 +41,7 @@ from django_ratelimit.core import get_usage
 
 from config import front
 from config.throttle import too_many_requests
+from leaderboard.state import shared_kept
 
 # The state is in the key: an entry outlives its board's state only until this timeout.
 RESPONSE_CACHE_SECONDS = 300
@@ -52,14 +53,7 @@ def fragment(name: str, *, state, parts: tuple, render: Callable[[], object],
     or a page's data, made once per state and kept in the "responses" cache (when `keep` says
     so of it), so that signed-in visitors, whose whole page is theirs, are served around it
     without rendering its rows."""
-    key = f"{name}:" + hashlib.sha256("|".join(map(str, (state, *parts))).encode()).hexdigest()
-    store = caches["responses"]
-    found = store.get(key)
-    if found is None:
-        found = render()
-        if keep(found):
-            store.set(key, found, RESPONSE_CACHE_SECONDS)
-    return found
+    return shared_kept(f"{name}:{state}", parts, render, keep=keep)
 
 
 def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
@@ -158,10 +152,6 @@ def _cached(request: HttpRequest, digest: str, etag: str,
     afresh)."""
     gzipped = accepts_gzip(request)
     key = f"shared-response:{digest}:{'gzip' if gzipped else 'plain'}"
-    near = caches["process"]  # this process's copy first, then the cache every process shares
-    response = near.get(key)
-    if response is not None:
-        return response
     store = caches["responses"]
     response = store.get(key)
     if response is None:
@@ -173,7 +163,6 @@ def _cached(request: HttpRequest, digest: str, etag: str,
             _compress(response)
         patch_vary_headers(response, ("Accept-Encoding",))
         store.set(key, response, RESPONSE_CACHE_SECONDS)
-    near.set(key, response, RESPONSE_CACHE_SECONDS)
     return response
 
 

@@ -6,15 +6,15 @@ Boards read precomputed aggregates only (SliceResult, ReferenceFigure), never th
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from leaderboard import lookups, rank_ranges, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.models import ReferenceFigure
 from leaderboard.state import (
-    KEPT_SECONDS,
     OVERALL,
     benchmark_current,
+    board_state,
+    kept,
     representatives,
 )
 from scoring.kinds import Kind, get_kind
@@ -101,20 +101,17 @@ def leaderboard_rows(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) 
     return _sorted(rows, query)
 
 
-# The last slice ranked by this process, for its board state: a cold board page ranks the
-# same slice twice (its snapshot and its body), and a board holds thousands of rows.
-_last_ranked: tuple = (None, 0.0, [])
-
-
 def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
             metric: str | None) -> list[dict]:
-    """The representatives' rows on one slice, with their ranks, in rank order."""
-    global _last_ranked
-    key = (benchmark.id, benchmark.board_version, benchmark.judge_config_id, dimension, bucket,
-           metric)
-    last_key, made, last_rows = _last_ranked
-    if last_key == key and time.monotonic() - made < KEPT_SECONDS:
-        return last_rows
+    """The representatives' rows on one slice, with their ranks, in rank order: the last
+    slice ranked kept for the board state (a filtered page and its CSV rank it in turn)."""
+    return kept(board_state(benchmark), "ranked",
+                lambda: _rank(benchmark, kind, dimension, bucket, metric),
+                parts=(dimension, bucket, metric))
+
+
+def _rank(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
+          metric: str | None) -> list[dict]:
     subs = {s.current_run_id: s for s in representatives(benchmark)}
     rows = [_row(subs[f.run_id], f, kind) for f in SliceResult.objects.filter(
         run_id__any=list(subs), dimension=dimension, bucket=bucket)]
@@ -130,7 +127,6 @@ def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
     rows = [{**rows[i], "rank": rank} for i, rank in order]
     for position, (row, place) in enumerate(zip(rows, places, strict=True)):
         row["decided_by"] = names[place] if place is not None else TIED if position else None
-    _last_ranked = (key, time.monotonic(), rows)
     return rows
 
 

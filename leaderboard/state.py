@@ -1,17 +1,24 @@
-"""A board's state and what is kept per state: the newest version of each benchmark, its
-representative submissions, the stamp (board version and judge config) that every cache, ETag
-and rank range of the board keys on, and the per-process copies kept for one state."""
+"""The one owner of a board's state: what a state is (BoardState: the board version, the judge
+config, whether the worker stored the version's rank ranges), and every value kept per state,
+through one store (`kept`): in this process, or in the cache every process shares. Also the
+newest version of each benchmark and its representative submissions."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
+from django.core.cache import caches
+from django.db.models import CharField, Exists, OuterRef, Value
+from django.db.models.functions import Cast, Concat
 
 from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.models import RankRanges
+from scoring.boards import state_token
 from scoring.models import Benchmark, JudgeConfig, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
@@ -31,7 +38,19 @@ def benchmark_list() -> list[Benchmark]:
 
 
 def benchmark_current(slug: str) -> Benchmark | None:
-    return Benchmark.objects.filter(slug=slug).order_by("-version").first()
+    """The newest version of benchmark `slug`, with its board's state read in the same query
+    (`board_state`)."""
+    return with_state(Benchmark.objects.filter(slug=slug)).order_by("-version").first()
+
+
+def with_state(benchmarks):
+    """`benchmarks` (a queryset) each read with whether the worker stored the rank ranges of
+    its board version: the whole BoardState in the row's query."""
+    stamp = Concat(Cast("id", CharField()), Value(":"), Cast("board_version", CharField()),
+                   output_field=CharField())
+    return benchmarks.annotate(board_stamp_read=stamp, board_ranged=Exists(
+        RankRanges.objects.filter(benchmark_id=OuterRef("pk"),
+                                  state=OuterRef("board_stamp_read"))))
 
 
 def _published(benchmark: Benchmark):
@@ -90,44 +109,107 @@ class Shown:
     partial = Submission.partial
 
 
-# How long a process keeps what it read of one board state: a new state reads afresh at once;
-# the age bounds what a change made without board_changed (the admin) leaves stale.
+# How long a process keeps a value of one board state: a new state reads afresh at once; the
+# age bounds what a change made without board_changed (the admin) leaves stale.
 KEPT_SECONDS = 300
 
 
-class PerState:
-    """One value per benchmark, kept by this process for one board state (every view of a
-    board needs it, several times on a cold request, on every request on a warm one)."""
+@dataclass(frozen=True)
+class BoardState:
+    """What fixes everything a board shows: its benchmark's board version (raised by every
+    change: scoring.boards.board_changed) and judge config, and whether the worker has stored
+    that version's rank ranges and ranked orders (leaderboard.rank_ranges). Every cache,
+    ETag and front entry of a board keys on it; a request learns it once (`board_state`)."""
 
-    def __init__(self):
-        self.kept: dict[int, tuple] = {}
+    benchmark_id: int
+    version: int
+    judge_config_id: int | None
+    ranged: bool
 
-    def get(self, benchmark_id: int, state):
-        found = self.kept.get(benchmark_id)
-        if found is not None and found[0] == state \
-                and time.monotonic() - found[1] < KEPT_SECONDS:
-            return found[2]
-        return None
+    @property
+    def stamp(self) -> str:
+        """The version alone, as the worker's rank ranges are stored under it."""
+        return f"{self.benchmark_id}:{self.version}"
 
-    def put(self, benchmark_id: int, state, value):
-        self.kept[benchmark_id] = (state, time.monotonic(), value)
-        return value
+    @property
+    def key(self) -> str:
+        """The whole state, for cache keys and validators."""
+        return f"{self.stamp}:{self.judge_config_id}:{'ranged' if self.ranged else 'ranging'}"
+
+    @property
+    def versions(self) -> dict[int, int]:
+        """{benchmark id: state token}: what the front (config.front) compares with the
+        token a change or the worker published, to answer a page of this state."""
+        return {self.benchmark_id: state_token(self.version, self.ranged)}
 
 
-_representatives = PerState()
+def board_state(benchmark: Benchmark) -> BoardState:
+    """The board's state: its benchmark row (already read) and whether the worker stored the
+    ranges of its version (read with the row by `benchmark_current`, else one query), learnt
+    once per benchmark instance, so once per request."""
+    found = benchmark.__dict__.get("_board_state")
+    if found is not None and found.version == benchmark.board_version \
+            and found.judge_config_id == benchmark.judge_config_id:
+        return found
+    stamp = board_stamp(benchmark)
+    ranged = benchmark.__dict__.get("board_ranged") \
+        if benchmark.__dict__.get("board_stamp_read") == stamp \
+        else RankRanges.objects.filter(benchmark_id=benchmark.id, state=stamp).exists()
+    found = BoardState(benchmark.id, benchmark.board_version, benchmark.judge_config_id, ranged)
+    benchmark.__dict__["_board_state"] = found
+    return found
 
 
-_snapshots = PerState()
+# (benchmark id, name) -> (state key, parts, when made, value): this process's values of one
+# board state, at most one per name and board (a new state or other parts replace it).
+_process: dict[tuple[int, str], tuple] = {}
+
+
+def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tuple = (),
+         shared: bool = False, keep: Callable[[object], bool] = lambda value: True):
+    """The one store of a board state's values: what `make` gives for the state (and
+    `parts`, the query it answers), made once per state and kept while the state holds.
+    Kept in this process (one value per board and `name`: the representatives, the
+    snapshot, the last slice ranked), or, `shared`, in the "responses" cache that every
+    process reads (rendered bodies, which signed-in pages are rendered around; any number
+    per state, evicted least recently used). `keep` says whether a value may be kept."""
+    if shared:
+        return shared_kept(f"{name}:{board.key}", parts, make, keep=keep)
+    slot = (board.benchmark_id, name)
+    found = _process.get(slot)
+    if found is not None and found[0] == board.key and found[1] == parts \
+            and time.monotonic() - found[2] < KEPT_SECONDS:
+        return found[3]
+    value = make()
+    if keep(value):
+        _process[slot] = (board.key, parts, time.monotonic(), value)
+    return value
+
+
+# The "responses" cache keeps a value this long: its key holds the state, so this bounds only
+# how long an entry of a past state lingers.
+SHARED_SECONDS = 300
+
+
+def shared_kept(name: str, parts: tuple, make: Callable[[], object], *,
+                keep: Callable[[object], bool] = lambda value: True):
+    """What `make` gives for `name` (which names what fixes it: a board state, or a
+    benchmark's items) and `parts`, kept in the "responses" cache every process reads."""
+    key = cache_key(name, *parts)
+    store = caches["responses"]
+    found = store.get(key)
+    if found is None:
+        found = make()
+        if keep(found):
+            store.set(key, found, SHARED_SECONDS)
+    return found
 
 
 def representatives(benchmark: Benchmark) -> list[Shown]:
     """Each model's representative submission: the one its author chose, else its latest
     public, finished one (under the benchmark's current judge config)."""
-    state = (benchmark.board_version, benchmark.judge_config_id)
-    found = _representatives.get(benchmark.id, state)
-    if found is None:
-        found = _representatives.put(benchmark.id, state, _read_representatives(benchmark))
-    return found
+    return kept(board_state(benchmark), "representatives",
+                lambda: _read_representatives(benchmark))
 
 
 # What a board row reads of a submission, in Shown's order.
@@ -176,10 +258,11 @@ def representatives_of(benchmark: Benchmark, model_ids: list[int]) -> dict[int, 
     for these models alone (a compare page names a few of a board of thousands)."""
     if not model_ids:
         return {}
-    kept = _representatives.get(benchmark.id, (benchmark.board_version, benchmark.judge_config_id))
-    if kept is not None:
+    board = board_state(benchmark)
+    found = _process.get((benchmark.id, "representatives"))
+    if found is not None and found[0] == board.key:
         wanted = set(model_ids)
-        return {s.model_id: s for s in kept if s.model_id in wanted}
+        return {s.model_id: s for s in found[3] if s.model_id in wanted}
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None:
         return {}
@@ -224,24 +307,20 @@ def board_stamp(benchmark: Benchmark) -> str:
 
 
 def versions(benchmark: Benchmark) -> dict[int, int]:
-    """The board version a page of `benchmark` is fixed by (leaderboard.responses.shared)."""
-    return {benchmark.id: benchmark.board_version}
-
-
-def final_versions(benchmark: Benchmark, ranged: bool) -> dict[int, int] | None:
-    """The same for a page that shows rank ranges once a worker has stored them: fixed by its
-    version only once they are there (before, a visit must ask whether they are)."""
-    return versions(benchmark) if ranged else None
+    """The state token a page of `benchmark` is fixed by (leaderboard.responses.shared)."""
+    return board_state(benchmark).versions
 
 
 def boards_state() -> tuple[str, object, dict[int, int]]:
     """The state of every board at once (for pages that gather figures across boards, such as
-    a model's), when the last of them changed, and each board's version: one query over the
-    benchmarks."""
+    a model's), when the last of them changed, and each board's state token: two queries."""
     found = list(Benchmark.objects.values_list("id", "board_version", "board_changed_at"))
-    versions = {pk: version for pk, version, _ in found}
+    ranged = set(RankRanges.objects.filter(state__in=[f"{pk}:{v}" for pk, v, _ in found])
+                 .values_list("state", flat=True).distinct())
+    tokens = {pk: state_token(version, f"{pk}:{version}" in ranged)
+              for pk, version, _ in found}
     changed = max((at for *_, at in found if at is not None), default=None)
-    return f"all:{len(found)}:{sum(versions.values())}", changed, versions
+    return f"all:{len(found)}:{sum(tokens.values())}", changed, tokens
 
 
 def cache_key(prefix: str, *parts) -> str:

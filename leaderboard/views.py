@@ -79,12 +79,11 @@ def home(request):
 @draws_charts
 def board(request, slug):
     """A board on one slice. The part below the filters is rendered once per board state
-    (see board_state.board_stamp) and query, then served from the cache; anonymous visitors get
+    (board_state.BoardState) and query, then served from the cache; anonymous visitors get
     the whole page from it (leaderboard.responses)."""
     benchmark = _benchmark_or_404(slug)
-    stamp = board_state.board_stamp(benchmark)
-    ranged = rank_ranges.ready(benchmark, stamp)  # computed by a worker, never here
-    snapshot = board_pages.board_snapshot(benchmark, stamp)
+    now = board_state.board_state(benchmark)
+    snapshot = board_pages.board_snapshot(benchmark)
     kind = get_kind(benchmark.kind)
     form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
     context = {"benchmark": benchmark, "form": form,
@@ -93,29 +92,29 @@ def board(request, slug):
     if not form.is_valid():
         return render(request, "leaderboard/board.html", {
             **context, "benchmarks": board_state.benchmark_list(),
-            "compare_models": board_pages.top_two(benchmark, stamp)}, status=400)
+            "compare_models": board_pages.top_two(benchmark)}, status=400)
     normal = normalised(form, dimension=board_state.OVERALL, sort="rank", page=1)
     return responses.shared(
-        request, state=(stamp, ranged), changed_at=benchmark.board_changed_at,
-        parts=("board", normal.urlencode()), boards=board_state.final_versions(benchmark, ranged),
+        request, state=now.key, changed_at=benchmark.board_changed_at,
+        parts=("board", normal.urlencode()), boards=now.versions,
         render=functools.partial(_board_page, _asking(request, normal), form, context,
-                                 state=(stamp, ranged)))
+                                 state=now))
 
 
 def _board_page(request, form, context: dict, *, state) -> HttpResponse:
     """The board's page for `request` (asking exactly the normalised query, so that the page
     is shared) around its body, rendered once per board state and query."""
     benchmark, query = context["benchmark"], form.query()
-    body = responses.fragment("board-body", state=state, parts=(request.GET.urlencode(),),
-                              render=lambda: render_to_string(
-                                  "leaderboard/_board_body.html",
-                                  _board_body(benchmark, query, form.cleaned_data["page"] or 1,
-                                              form.cleaned_data["chart"]), request=request))
+    body = board_state.kept(state, "board-body", shared=True, parts=(request.GET.urlencode(),),
+                            make=lambda: render_to_string(
+                                "leaderboard/_board_body.html",
+                                {**_board_body(benchmark, query, form.cleaned_data["page"] or 1,
+                                               form.cleaned_data["chart"]),
+                                 "ranging": not state.ranged}, request=request))
     return render(request, "leaderboard/board.html", {
         **context, "benchmarks": board_state.benchmark_list(), "query": query,
         "body": mark_safe(body),  # noqa: S308 - our own rendered template
-        # After the body: on the overall board it read the top rows already.
-        "compare_models": board_pages.top_two(benchmark, state[0]),
+        "compare_models": board_pages.top_two(benchmark),
         "diagnostics": context["snapshot"]["diagnostics"]})
 
 
@@ -308,20 +307,19 @@ def pivot(request, slug):
         return render(request, "leaderboard/pivot.html", context, status=400)
     data = form.cleaned_data
     normal = normalised(form, page=1)
-    stamp = board_state.board_stamp(benchmark)
-
+    now = board_state.board_state(benchmark)
     asking = _asking(request, normal)
 
     def respond():
-        page = responses.fragment("pivot", state=stamp, parts=(normal.urlencode(),),
-                                  render=lambda: _pivot_page(benchmark, data, asking))
+        page = board_state.kept(now, "pivot", shared=True, parts=(normal.urlencode(),),
+                                make=lambda: _pivot_page(benchmark, data, asking))
         context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
                        body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template
         return render(asking, "leaderboard/pivot.html", context)
 
-    return responses.shared(request, state=stamp, changed_at=benchmark.board_changed_at,
+    return responses.shared(request, state=now.key, changed_at=benchmark.board_changed_at,
                             parts=("pivot", normal.urlencode()), render=respond, costly=True,
-                            boards=board_state.versions(benchmark))
+                            boards=now.versions)
 
 
 def _pivot_page(benchmark, data, request) -> dict:
@@ -360,9 +358,10 @@ def compare(request, slug):
     needle = comparison.picker_needle(request.GET.get("q", ""))[:100]
     asked = QueryDict(mutable=True)
     asked.update({"models": chosen, "q": needle})
+    now = board_state.board_state(benchmark)
     return responses.shared(
-        request, state=board_state.board_stamp(benchmark), changed_at=benchmark.board_changed_at,
-        parts=("compare", chosen, needle), costly=True, boards=board_state.versions(benchmark),
+        request, state=now.key, changed_at=benchmark.board_changed_at,
+        parts=("compare", chosen, needle), costly=True, boards=now.versions,
         render=lambda: _compare_page(_asking(request, asked), benchmark, needle))
 
 
@@ -406,10 +405,9 @@ def _paired(benchmark, a, b) -> list[dict]:
     page's work) is the same for everyone allowed to compare the two, and only those who
     passed the form's access checks ask for it. An empty answer (a run without its vector)
     is not kept."""
-    return responses.fragment(
-        "paired", state=f"{benchmark.id}:{benchmark.sha256}",
-        parts=(a.current_run_id, b.current_run_id),
-        render=lambda: rank_ranges.paired_differences(benchmark, a, b), keep=bool)
+    return board_state.shared_kept(
+        f"paired:{benchmark.id}:{benchmark.sha256}", (a.current_run_id, b.current_run_id),
+        lambda: rank_ranges.paired_differences(benchmark, a, b), keep=bool)
 
 
 # Said of every kind: how the platform turns figures into intervals, ranks and ranges.

@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from config.front import ENTRY_BYTES, Front, publish, version_key
 from leaderboard import rank_ranges
-from scoring.boards import board_changed
+from scoring.boards import board_changed, state_token
 from tests.concurrent import redis_cache  # noqa: F401 - a fixture
 from tests.factories import board_benchmark, scored_submission
 
@@ -364,7 +364,8 @@ def test_a_version_the_cache_lost_sends_the_request_to_django(front, board, cloc
     caches["default"].delete(version_key(benchmark.id))
     clock.now += 1
     call(front, "/b/mmae/")  # Django's, which publishes the version again
-    assert caches["default"].get(version_key(benchmark.id)) == benchmark.board_version
+    assert caches["default"].get(version_key(benchmark.id)) == \
+        state_token(benchmark.board_version, True)
 
 
 def test_a_query_not_seen_and_other_methods_go_to_django(front, board,
@@ -377,13 +378,24 @@ def test_a_query_not_seen_and_other_methods_go_to_django(front, board,
     assert posted.status == 403 and b"CSRF" in posted.body  # Django's CSRF check answered
 
 
-def test_a_board_without_its_rank_ranges_is_always_djangos(front, db, author,
-                                                           django_assert_num_queries):
+def test_a_board_whose_ranges_are_being_computed_is_answered_and_replaced_when_they_arrive(
+        front, db, author, clock, django_capture_on_commit_callbacks):
+    """The window after a change costs nothing: its pages are answered by the front as any
+    other's (saying that ranges are being computed), and the worker's ranges replace them."""
     benchmark = board_benchmark()
-    scored_submission(benchmark, author, "Alpha", {("overall", ""): (50.0, 60.0, 30.0)},
-                      changed=True)
-    call(front, "/b/mmae/")
-    assert not front.kept  # a worker has yet to store the ranges: each visit asks for them
+    with django_capture_on_commit_callbacks(execute=True):
+        scored_submission(benchmark, author, "Alpha", {("overall", ""): (50.0, 60.0, 30.0)},
+                          changed=True)
+    first = call(front, "/b/mmae/")
+    assert b"Rank ranges are being computed" in first.body
+    assert queries(front, "/b/mmae/") == 0  # kept under the state's token
+    with django_capture_on_commit_callbacks(execute=True):  # the worker stores the ranges
+        assert rank_ranges.refresh(benchmark, replicates=20)
+    clock.now += 1  # the front learns the published token
+    assert queries(front, "/b/mmae/") > 0  # replaced: Django renders the ranged page
+    ranged = call(front, "/b/mmae/")
+    assert b"Rank ranges are being computed" not in ranged.body
+    assert b"rank range of the paired bootstrap" in ranged.body
 
 
 def test_a_response_that_sets_a_cookie_or_names_a_nonce_is_never_kept(settings, clock):

@@ -50,9 +50,10 @@ def test_models_sharing_a_name_are_told_apart(board, other_author):
 
 
 def test_the_pivot_reads_the_slices_in_one_query(board3, django_assert_num_queries):
-    # The representatives (their judge config, runs, submissions, models, owners and the
-    # owners' verified log-ins, one table each), then their slices.
-    with django_assert_num_queries(7):
+    # The board's state (whether its ranges are stored), the representatives (their judge
+    # config, runs, submissions, models, owners and the owners' verified log-ins, one table
+    # each), then their slices.
+    with django_assert_num_queries(8):
         pivot(benchmark=board3, dimension="operation", metric="CR")
 
 

@@ -111,14 +111,17 @@ def test_ranges_are_computed_once_per_board_state(item_board, author):
     assert all(r[2] is not None for r in rows(benchmark))
 
 
-def test_a_board_visit_asks_a_worker_and_never_computes(item_board, client, monkeypatch):
+def test_a_board_visit_neither_computes_nor_asks_a_worker(item_board, client, monkeypatch):
+    """The change asks the worker (scoring.boards.board_changed); a visit only reads."""
     benchmark, scored, _ = item_board
     scored("A", clear_gap(0.6))
     asked = []
     monkeypatch.setattr("leaderboard.rank_ranges.refresh_rank_ranges.delay", asked.append)
+    monkeypatch.setattr("celery.current_app.send_task", lambda *a, **k: asked.append(a))
     for _ in range(3):
-        assert client.get("/b/mmae/").status_code == 200
-    assert asked == [benchmark.id] and not RankRanges.objects.exists()
+        page = client.get("/b/mmae/")
+        assert page.status_code == 200 and b"Rank ranges are being computed" in page.content
+    assert asked == [] and not RankRanges.objects.exists()
 
 
 def test_rows_without_per_item_values_keep_their_figures_in_every_replicate(board):

@@ -114,17 +114,3 @@ def test_a_bad_query_is_answered_afresh_and_never_cached(client, filled, cache_w
     assert cache_writes("shared-response") == []
 
 
-def test_a_process_answers_a_hot_page_from_its_own_copy_until_the_board_changes(
-        client, filled, monkeypatch):
-    from django.core.cache import caches
-    first = client.get("/b/mmae/")
-    shared = caches["responses"]
-    reads: list[str] = []
-    real_get = shared.get
-    monkeypatch.setattr(shared, "get", lambda key, *a, **k: reads.append(key) or real_get(
-        key, *a, **k))
-    assert client.get("/b/mmae/").content == first.content
-    assert [k for k in reads if k.startswith("shared-response:")] == []
-    board_changed(filled[0].id)
-    client.get("/b/mmae/")  # a new state: the process has no copy and asks the shared cache
-    assert [k for k in reads if k.startswith("shared-response:")] != []
