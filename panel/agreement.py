@@ -2,8 +2,10 @@
 plain Python and numpy, no Django, so that the tests count them independently.
 
 A rubric here is one rubric of one output (a panel task). Its human verdict is the majority
-of its raters' answers (right choice or not; a tie has none); its judge verdict is the
-rubric's score, the judge's majority of three votes.
+of its raters' answers (the output passes it or not, as the first option says; a tie has
+none); its judge verdict is what the benchmark's kind reads from the item's result
+(Kind.panel_verdict: a rubric's score, the majority of the judge's votes, or whether a scored
+answer is above the middle of the scale).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ RESAMPLES = 1000
 @dataclass(frozen=True)
 class Rated:
     """One rubric: the judge's verdict, each first answer's rightness and its rater, and the
-    buckets it falls in per dimension (a list: an MMAE sample may have several operations)."""
+    buckets it falls in per dimension (a list: an item may be in several buckets of one)."""
 
     judge: bool
     rights: tuple[bool, ...]

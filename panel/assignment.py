@@ -1,6 +1,7 @@
 """Handing a rater their next task (`GET /api/panel/<slug>/next/`): their open task again, a
 repeat when one is due, a task that has answers already, else a new one drawn from the
-stratum (rubric category x modality x complexity) with the fewest tasks so far. Tasks come
+stratum (rubric category x the item's stratum as its kind names it: Kind.panel_stratum) with the
+fewest tasks so far. Tasks come
 from public representative submissions only, and never from the rater's own."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from leaderboard import state as board_state
 from panel.models import PanelAnswer, PanelAssignment, PanelTask
+from scoring.kinds import get_kind
 from scoring.models import Benchmark, Criterion, ScoringRun
 from submissions.models import Submission
 
@@ -99,8 +101,8 @@ def _new(benchmark, rater, runs) -> PanelAssignment | None:
         return None
     taken = set(PanelTask.objects.filter(benchmark=benchmark)
                 .values_list("submission_id", "criterion_id"))
-    counts = {tuple(row[:3]): row[3] for row in PanelTask.objects.filter(benchmark=benchmark)
-              .values_list("category", "modality", "complexity").annotate(n=Count("id"))}
+    counts = {tuple(row[:2]): row[2] for row in PanelTask.objects.filter(benchmark=benchmark)
+              .values_list("category", "stratum").annotate(n=Count("id"))}
     rng = random.Random(f"panel:{rater.pk}:{benchmark.pk}:{len(taken)}")
     strata = _strata(benchmark)
     order = sorted(strata, key=lambda s: (counts.get(s, 0), rng.random()))
@@ -121,8 +123,7 @@ def _draw(benchmark, stratum, criteria, runs, taken, rng) -> PanelTask | None:
                 continue
             task, _ = PanelTask.objects.get_or_create(
                 submission_id=submission_id, criterion_id=criterion_id, defaults={
-                    "benchmark": benchmark, "category": stratum[0], "modality": stratum[1],
-                    "complexity": stratum[2]})
+                    "benchmark": benchmark, "category": stratum[0], "stratum": stratum[1]})
             return task
     return None
 
@@ -130,16 +131,16 @@ def _draw(benchmark, stratum, criteria, runs, taken, rng) -> PanelTask | None:
 _strata_kept: dict[int, dict] = {}
 
 
-def _strata(benchmark: Benchmark) -> dict[tuple[str, str, str], list[tuple[int, str]]]:
+def _strata(benchmark: Benchmark) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """The benchmark's rubrics by stratum, as (criterion id, item key). A benchmark version
     never changes once imported, so each process reads this once per version."""
     found = _strata_kept.get(benchmark.pk)
     if found is None:
-        found = {}
+        kind, found = get_kind(benchmark.kind), {}
         for pk, category, dims, key in (Criterion.objects.filter(item__benchmark=benchmark)
                                         .values_list("id", "category", "item__dimensions",
                                                      "item__key").order_by("id")):
-            stratum = (category, str(dims.get("modality", "")), str(dims.get("complexity", "")))
+            stratum = (category, kind.panel_stratum(dims))
             found.setdefault(stratum, []).append((pk, key))
         _strata_kept[benchmark.pk] = found
     return found

@@ -19,7 +19,7 @@ def item_panel(benchmark: Benchmark, key: str) -> dict | None:
         return None
     kind = get_kind(benchmark.kind)
     tasks, answers = judge_card.rated_tasks(benchmark, item_key=key)
-    judged = judge_card.verdicts(tasks).get(benchmark.judge_config_id, {})
+    judged = judge_card.verdicts(kind, tasks).get(benchmark.judge_config_id, {})
     order = sorted(tasks.values(), key=lambda t: (t.submission_id, t.criterion.index))
     return {"benchmark": benchmark.slug, "item": key,
             "rubrics": [_rubric(kind, task, answers[task.id], judged.get(task.id))

@@ -16,7 +16,8 @@ from scoring.kinds import get_kind
 from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun
 from submissions.models import Submission
 
-# The rubric's category is a dimension of the card besides the kind's own.
+# The rubric's category is a dimension of the card besides the kind's own, unless the kind has
+# one of that name (then the kind's stands for it).
 CATEGORY = "category"
 
 
@@ -27,7 +28,7 @@ def judge_card(benchmark: Benchmark) -> dict:
     with the square of the rows)."""
     kind = get_kind(benchmark.kind)
     tasks, answers = rated_tasks(benchmark) if kind.has_panel else ({}, {})
-    judged = verdicts(tasks)
+    judged = verdicts(kind, tasks)
     link = item_pages.item_linker(benchmark) if tasks else None
     configs = [_config_block(benchmark, kind, entry, (tasks, answers, link),
                              judged.get(entry["config_id"], {}))
@@ -58,9 +59,10 @@ def rated_tasks(benchmark: Benchmark, *, item_key: str | None = None
     return {t.id: t for t in tasks}, answers
 
 
-def verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
-    """judge config id -> task id -> the rubric's score in the submission's latest finished
-    run under that config (no verdict where the output was missing)."""
+def verdicts(kind, tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
+    """judge config id -> task id -> the judge's verdict on the rubric in the submission's
+    latest finished run under that config, as the kind reads it from the item's result
+    (Kind.panel_verdict; none where the output was missing or the judge gave none)."""
     latest: dict[tuple[int, int], tuple] = {}  # (submission, config) -> (created, run)
     for run_id, config_id, submission_id, created in ScoringRun.objects.filter(
             submissions__id__in={t.submission_id for t in tasks.values()},
@@ -80,14 +82,16 @@ def verdicts(tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
     for (submission_id, config_id), run_id in run_of.items():
         for task in by_submission.get(submission_id, []):
             values = results.get((run_id, task.criterion.item_id))
-            if values is not None:
-                verdicts.setdefault(config_id, {})[task.id] = bool(
-                    values["rubric_scores"][task.criterion.index])
+            verdict = None if values is None else kind.panel_verdict(values,
+                                                                     task.criterion.index)
+            if verdict is not None:
+                verdicts.setdefault(config_id, {})[task.id] = verdict
     return verdicts
 
 
 def rated_rubric(kind, task: PanelTask, judge: bool, answers: list) -> agreement.Rated:
     dims = task.criterion.item.dimensions
+    # A kind's own dimension named CATEGORY comes second: it stands for the rubric's.
     buckets = {CATEGORY: [task.criterion.category],
                **{d: kind.buckets(d, dims) for d in kind.dimension_keys}}
     return agreement.Rated(judge=judge, rights=tuple(r for _, r in answers),
@@ -108,10 +112,22 @@ def _config_block(benchmark, kind, entry, panel, verdicts) -> dict:
     if kind.has_panel:
         seed = _seed(entry["config_id"])
         block["human"] = agreement.human(list(rated.values()), seed=seed,
-                                       dimensions=(CATEGORY, *kind.dimension_keys))
+                                       dimensions=dimensions(kind))
         block["disagreements"] = [_disagreement(tasks[pk], r, link)
                                   for pk, r in sorted(rated.items()) if agreement.disagrees(r)]
     return block
+
+
+def dimensions(kind) -> tuple[str, ...]:
+    """The dimensions the card's human figures are given by: the rubric's category (CATEGORY),
+    then the kind's own."""
+    own = kind.dimension_keys
+    return own if CATEGORY in own else (CATEGORY, *own)
+
+
+def dimension_label(kind, dimension: str) -> str:
+    return kind.dimension_label(dimension) if dimension in kind.dimension_keys \
+        else "rubric category"
 
 
 def _seed(config_id: int) -> int:

@@ -12,15 +12,15 @@ from submissions.models import Submission
 
 class PanelTask(models.Model):
     """One rubric asked about one submission's output, to PANEL_RATERS_PER_TASK raters. The
-    strata the drawing balances (rubric category, item modality and complexity) are kept here
-    so that counting tasks per stratum is one query."""
+    strata the drawing balances (the rubric's category, and the item's stratum as its kind
+    names it: Kind.panel_stratum) are kept here so that counting tasks per stratum is one
+    query."""
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="+")
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
     criterion = models.ForeignKey(Criterion, on_delete=models.CASCADE, related_name="+")
     category = models.CharField(max_length=100)
-    modality = models.CharField(max_length=100)
-    complexity = models.CharField(max_length=100)
+    stratum = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -32,8 +32,7 @@ class PanelTask(models.Model):
         ]
         indexes = [
             # Serves counting a benchmark's tasks per stratum when a new one is drawn.
-            models.Index(fields=["benchmark", "category", "modality", "complexity"],
-                         name="paneltask_stratum"),
+            models.Index(fields=["benchmark", "category", "stratum"], name="paneltask_stratum"),
         ]
 
     def __str__(self):

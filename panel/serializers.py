@@ -8,16 +8,27 @@ class ChoiceOut(serializers.Serializer):
     text = serializers.CharField()
 
 
+class TextOut(serializers.Serializer):
+    label = serializers.CharField(help_text="what the text is (the reference answer, the "
+                                            "system's answer, ...)")
+    text = serializers.CharField(allow_blank=True)
+
+
 class TaskOut(serializers.Serializer):
     task = serializers.IntegerField()
     submission = serializers.IntegerField()
     item = serializers.CharField()
     rubric = serializers.IntegerField(help_text="the rubric's index in its item")
-    instruction = serializers.CharField(help_text="the editing instruction the system got")
+    instruction = serializers.CharField(allow_blank=True,
+                                        help_text="what the system was asked: its instruction "
+                                                  "or question")
     question = serializers.CharField()
     choices = ChoiceOut(many=True, help_text="shuffled for this rater, the same every time")
+    texts = TextOut(many=True, help_text="texts to read before answering, in order (none where "
+                                         "the output is audio)")
     audio = serializers.DictField(child=serializers.CharField(),
-                                  help_text="audio label (output, input1, ...) -> its URL")
+                                  help_text="audio label (output, input1, ...) -> its URL; "
+                                            "none where the output is text")
     listen = serializers.DictField(
         child=serializers.FloatField(),
         help_text="audio label -> seconds to listen before answering: the audio's length, "
@@ -70,8 +81,10 @@ class DisagreementOut(serializers.Serializer):
     rubric = serializers.IntegerField()
     category = serializers.CharField()
     question = serializers.CharField()
-    human = serializers.BooleanField(help_text="the raters' majority: the right choice or not")
-    judge = serializers.BooleanField(help_text="the rubric's score (the judge's 3-vote majority)")
+    human = serializers.BooleanField(help_text="the raters' majority: the output passes the "
+                                               "rubric (the right choice) or not")
+    judge = serializers.BooleanField(help_text="the judge's verdict on the rubric, as the "
+                                               "benchmark's kind reads it from the item's result")
     right_answers = serializers.IntegerField()
     answers = serializers.IntegerField()
     url = serializers.CharField(help_text="the item page, where both verdicts are heard")
@@ -83,8 +96,10 @@ class ConfigCardOut(serializers.Serializer):
     simulated = serializers.BooleanField()
     runs = serializers.IntegerField()
     vote_unanimity = _share("percent of rubrics whose votes chose the same option in every "
-                            "round (MMAE), over all the config's runs")
-    position_bias = _share("AIR-Bench chat: mean score in pass A minus pass B")
+                            "round, over all the config's runs; null where the kind asks no "
+                            "multiple-choice question")
+    position_bias = _share("mean score in the first pass minus the second, where the kind "
+                           "judges twice with the answers' positions swapped")
     human = HumanOut(allow_null=True, help_text="null where the benchmark has no panel")
     disagreements = DisagreementOut(many=True)
 
@@ -154,8 +169,8 @@ class ItemRubricOut(serializers.Serializer):
                                                "null for a tie")
     counted = serializers.BooleanField(help_text="2 or more answers and a majority: a rubric "
                                                  "the judge card counts")
-    right_answers = serializers.IntegerField(help_text="first answers that chose the right "
-                                                       "option")
+    right_answers = serializers.IntegerField(help_text="first answers that said the output "
+                                                       "passes (chose the right option)")
     answers = serializers.IntegerField(help_text="first answers")
     judge = serializers.BooleanField(allow_null=True,
                                      help_text="the rubric's score under the board's judge "

@@ -1,9 +1,11 @@
-"""The panel's operations: who may rate, what a task shows its rater, answering it under the
-listening rule, and staff removing a rater with their answers (audited)."""
+"""The panel's operations: who may rate, what a task shows its rater (its rubric as the kind
+puts it: Kind.panel_question), answering it under the listening rule, and staff removing a
+rater with their answers (audited)."""
 
 from __future__ import annotations
 
 import random
+import string
 
 import soundfile
 from django.conf import settings
@@ -16,13 +18,17 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
 from leaderboard.explorer_selectors import audio_file
-from panel.models import PanelAnswer, PanelAssignment, PanelRemoval
-from scoring.kinds.mmae import rules as mmae
+from panel.models import PanelAnswer, PanelAssignment, PanelRemoval, PanelTask
+from scoring.kinds import get_kind
+from scoring.kinds.base import PanelQuestion
 from submissions.models import Submission
 
 # A sum of play-head steps falls short of an audio's length by rounding (0.49999 s of 0.5 s);
 # static/js/panel.js forgives the same.
 LISTEN_SLACK = 0.01
+
+# The options' letters as a rater sees them, in the order shown.
+LETTERS = string.ascii_uppercase
 
 
 def rater_problem(user) -> str | None:
@@ -36,20 +42,22 @@ def rater_problem(user) -> str | None:
     return None
 
 
-def options(assignment: PanelAssignment) -> list[tuple[int, str]]:
-    """The rubric's options as this rater sees them: (position in [right] + wrong, text),
-    shuffled by rater and task, the same every time they are shown (a repeat too, so that
-    it tests the rater, not the shuffle)."""
-    spec = assignment.task.criterion.spec
-    texts = [spec["right"], *spec["wrong"]]
-    order = list(range(len(texts)))
+def panel_question(task: PanelTask) -> PanelQuestion:
+    """The task's rubric as its benchmark's kind puts it to a rater, about the submission's
+    output of the item."""
+    item, run = task.criterion.item, task.submission.current_run
+    output = run.outputs.get(item.key) if run is not None else None
+    return get_kind(task.benchmark.kind).panel_question(item.as_rows(), task.criterion.index,
+                                                        output)
+
+
+def options(assignment: PanelAssignment, question: PanelQuestion) -> list[tuple[int, str]]:
+    """The question's options as this rater sees them: (position in the kind's order, whose
+    first says the output passes; text), shuffled by rater and task, the same every time they
+    are shown (a repeat too, so that it tests the rater, not the shuffle)."""
+    order = list(range(len(question.options)))
     random.Random(f"panel:{assignment.rater_id}:{assignment.task_id}").shuffle(order)
-    return [(i, texts[i]) for i in order]
-
-
-def labels(assignment: PanelAssignment) -> list[str]:
-    """The audios the rubric's question names (as the judge hears them: SPEC section 3)."""
-    return mmae.question_labels(assignment.task.criterion.question)
+    return [(i, question.options[i]) for i in order]
 
 
 def required_seconds(submission: Submission, item_key: str, label: str) -> float:
@@ -68,32 +76,30 @@ def task_payload(assignment: PanelAssignment) -> dict:
     """What the rater is shown: never the judge's votes, nor whether this is a repeat."""
     task = assignment.task
     submission, item = task.submission, task.criterion.item
-    shown = labels(assignment)
+    question = panel_question(task)
     return {
         "task": task.id, "submission": submission.id, "item": item.key,
         "rubric": task.criterion.index,
-        "instruction": _instruction(item.content),
-        "question": task.criterion.question,
-        "choices": [{"letter": mmae.LETTERS[n], "text": text}
-                    for n, (_, text) in enumerate(options(assignment))],
+        "instruction": question.instruction,
+        "question": question.question,
+        "choices": [{"letter": LETTERS[n], "text": text}
+                    for n, (_, text) in enumerate(options(assignment, question))],
+        "texts": [{"label": label, "text": text} for label, text in question.texts],
         "audio": {label: reverse("leaderboard:submission-audio",
-                                 args=[submission.id, item.key, label]) for label in shown},
-        "listen": {label: required_seconds(submission, item.key, label) for label in shown},
+                                 args=[submission.id, item.key, label])
+                  for label in question.audio},
+        "listen": {label: required_seconds(submission, item.key, label)
+                   for label in question.audio},
     }
 
 
-def _instruction(content: dict) -> str:
-    return "\n".join(part["text"] for message in content.get("messages") or []
-                     if isinstance(message, dict) for part in mmae.content_parts(message)
-                     if part.get("type") == "text" and isinstance(part.get("text"), str))
-
-
-def _listening_problems(assignment: PanelAssignment, listened) -> list[str]:
+def _listening_problems(assignment: PanelAssignment, question: PanelQuestion,
+                        listened) -> list[str]:
     if not isinstance(listened, dict):
         return ["listened: give the seconds heard of each audio, as {label: seconds}"]
-    shown = labels(assignment)
-    problems = [f"listened: this task has no audio {label!r} (its audio: {', '.join(shown)})"
-                for label in listened if label not in shown]
+    shown = question.audio
+    problems = [f"listened: this task has no audio {label!r} (its audio: "
+                f"{', '.join(shown) or 'none'})" for label in listened if label not in shown]
     task = assignment.task
     for label in shown:
         heard = listened.get(label, 0)
@@ -110,10 +116,12 @@ def _listening_problems(assignment: PanelAssignment, listened) -> list[str]:
 def panel_answer(*, rater, task_id: int, choice, listened) -> PanelAnswer:
     """Answer the rater's open assignment of the task. Refused (nothing stored) when the
     choice is not one of its letters or an audio was not listened to long enough; a task
-    the rater was not given (or whose submission left the board) is a 404."""
+    the rater was not given (or whose submission left the board) is a 404. The answer is
+    right when it chose the option that says the output passes."""
     with transaction.atomic():
         assignment = (PanelAssignment.objects.select_for_update(of=("self",))
-                      .select_related("task__criterion__item", "task__submission__benchmark")
+                      .select_related("task__criterion__item", "task__benchmark",
+                                      "task__submission__current_run")
                       .filter(task_id=task_id, rater=rater, answered=False,
                               task__submission__in=Submission.objects.published())
                       .exclude(task__submission__owner=rater).order_by("id").first())
@@ -121,11 +129,12 @@ def panel_answer(*, rater, task_id: int, choice, listened) -> PanelAnswer:
             if PanelAnswer.objects.filter(task_id=task_id, rater=rater).exists():
                 raise ServiceError(f"task {task_id} is answered already", code="conflict")
             raise Http404(f"no task {task_id} waiting for your answer")
-        shown = options(assignment)
-        letters = mmae.LETTERS[:len(shown)]
+        question = panel_question(assignment.task)
+        shown = options(assignment, question)
+        letters = LETTERS[:len(shown)]
         problems = [] if isinstance(choice, str) and len(choice) == 1 and choice in letters \
             else [f"choice: {choice!r} is not one of the letters {', '.join(letters)}"]
-        problems += _listening_problems(assignment, listened)
+        problems += _listening_problems(assignment, question, listened)
         if problems:
             raise ServiceError(problems)
         position, text = shown[letters.index(choice)]

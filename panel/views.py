@@ -28,18 +28,19 @@ def _benchmark_or_404(slug):
 
 @require_GET
 def panel(request, slug):
-    """The listening page: its script asks for a task, plays its audio and unlocks the
-    choices once each audio was heard long enough (static/js/panel.js)."""
+    """The listening page: its script asks for a task, shows its texts, plays its audio and
+    unlocks the choices once each audio was heard long enough (static/js/panel.js)."""
     benchmark = _benchmark_or_404(slug)
+    kind = get_kind(benchmark.kind)
     problem = None
     if not request.user.is_authenticated:
         problem = "sign in to rate"
-    elif not get_kind(benchmark.kind).has_panel:
-        problem = "this benchmark has no listening panel: its questions are not multiple choice"
+    elif not kind.has_panel:
+        problem = "this benchmark has no listening panel: its kind puts no question to people"
     else:
         problem = services.rater_problem(request.user)
     return render(request, "panel/panel.html", {
-        "benchmark": benchmark, "problem": problem,
+        "benchmark": benchmark, "kind": kind, "problem": problem,
         "min_listen": settings.PANEL_MIN_LISTEN_SECONDS})
 
 
@@ -67,7 +68,7 @@ def _shown(block: dict) -> dict:
 def _config_shown(kind, config: dict) -> dict:
     human = config["human"]
     by = [] if human is None else [
-        {"dimension": kind.dimension_label(d) if d != judge_card.CATEGORY else "rubric category",
+        {"dimension": judge_card.dimension_label(kind, d),
          "rows": [{"bucket": b, **_shown(figures)} for b, figures in buckets.items()]}
         for d, buckets in human["by"].items() if buckets]
     return {**config, "shown": None if human is None else _shown(human), "by": by,

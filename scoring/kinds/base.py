@@ -143,6 +143,20 @@ def answer_record(job: Job, answer) -> dict:
 
 
 @dataclass(frozen=True)
+class PanelQuestion:
+    """One rubric about one system's output as a person on the listening panel is asked it
+    (Kind.panel_question): what the system was asked, the question, its options with the one
+    that says the output passes first (the panel shuffles them for each rater), the audio to
+    hear in full and the texts to read before answering."""
+
+    instruction: str
+    question: str
+    options: tuple[str, ...]
+    audio: tuple[str, ...] = ()  # audio labels as the explorer serves them: output, input1, ...
+    texts: tuple[tuple[str, str], ...] = ()  # (what it is, its text)
+
+
+@dataclass(frozen=True)
 class ReferenceRow:
     """A published result (a paper's table row), with its figures per slice."""
 
@@ -272,8 +286,9 @@ class Kind(abc.ABC):
     # One item with several systems' outputs of it side by side (the item pages).
     versus_template: ClassVar[str] = "leaderboard/_text_versus.html"
     # People answer its rubrics as the judge is asked them (the listening panel, app `panel`),
-    # and the judge card sets their verdicts against the judge's.
+    # and the judge card sets their verdicts against the judge's: the `panel_` methods.
     has_panel: ClassVar[bool] = False
+    panel_how: ClassVar[str] = ""  # what a rater does, as the panel's page tells them
 
     # --- the judge simulator -----------------------------------------------------------
 
@@ -479,6 +494,24 @@ class Kind(abc.ABC):
         """(dimension, bucket) for every bucket of every dimension an item falls in. Stored
         with the item at import."""
         return [(d, b) for d in self.dimension_keys for b in dict.fromkeys(self.buckets(d, dims))]
+
+    # --- the listening panel (a kind that has_panel) ---------------------------------------
+
+    def panel_question(self, rows: ItemRows, index: int, output: str | None) -> PanelQuestion:
+        """Criterion `index` of an item about a system's output of it (a file's path, or a
+        text response; None: missing) as a rater is asked it."""
+        raise NotImplementedError(f"{self.title} has no listening panel")
+
+    def panel_verdict(self, values: dict, index: int) -> bool | None:
+        """The judge's verdict on criterion `index` of an item, read from the item's per-item
+        row as ItemResult.values keeps it: whether the output passes, as a rater says by
+        choosing the question's first option; None where the judge gave none."""
+        raise NotImplementedError(f"{self.title} has no listening panel")
+
+    def panel_stratum(self, dims: dict) -> str:
+        """The stratum of an item (its dimensions) that the panel spreads its tasks over,
+        besides the criterion's category; by default one for every item."""
+        return ""
 
     # --- documentation -----------------------------------------------------------------
 

@@ -1,7 +1,8 @@
-// The listening panel (/b/<slug>/panel/): ask the panel API for a task, play its audio, count
-// how long each audio was really heard (timeupdate while playing, never a seek), and unlock
-// the choices once every audio was heard for the seconds the task asks (its length, or the
-// panel's minimum when longer). The server checks the same rule again.
+// The listening panel (/b/<slug>/panel/): ask the panel API for a task, show its texts, play its
+// audio, count how long each audio was really heard (timeupdate while playing, never a seek),
+// and unlock the choices once every audio was heard for the seconds the task asks (its length,
+// or the panel's minimum when longer); a task without audio is answered once read. The server
+// checks the same rule again.
 
 (() => {
   const root = document.getElementById("panel");
@@ -11,6 +12,8 @@
   const status = document.getElementById("panel-status");
   const box = document.getElementById("panel-task");
   const audioBox = document.getElementById("panel-audio");
+  const listen = document.getElementById("panel-listen");
+  const texts = document.getElementById("panel-texts");
   const fieldset = document.getElementById("panel-choices");
   const options = document.getElementById("panel-options");
   const submit = document.getElementById("panel-submit");
@@ -73,11 +76,25 @@
     return wrap;
   }
 
+  function passage(shown) {
+    const wrap = document.createElement("div");
+    wrap.className = "panel-text";
+    const name = document.createElement("h3");
+    name.textContent = shown.label;
+    const text = document.createElement("p");
+    text.textContent = shown.text;
+    wrap.append(name, text);
+    return wrap;
+  }
+
   function show(found) {
     task = found;
     heard = {};
     document.getElementById("panel-instruction").textContent = task.instruction;
     document.getElementById("panel-question").textContent = task.question;
+    texts.replaceChildren(...task.texts.map(passage));
+    const labels = Object.keys(task.audio);
+    listen.hidden = labels.length === 0;
     audioBox.replaceChildren(...Object.entries(task.audio).map(([label, url]) => {
       heard[label] = 0;
       return player(label, url);
@@ -94,7 +111,7 @@
       return label;
     }));
     error.hidden = true;
-    status.textContent = "Listen to each audio, then choose.";
+    status.textContent = labels.length ? "Listen to each audio, then choose." : "Read each text, then choose.";
     box.hidden = false;
     unlockIfHeard();
   }

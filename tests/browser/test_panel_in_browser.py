@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from panel.models import PanelAnswer, PanelAssignment
-from panel.services import labels, options
+from panel.services import options, panel_question
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS
 from tests.conftest import CAST_PASSWORD
@@ -57,7 +57,9 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
     shot(page, width, "locked")
 
     assignment = PanelAssignment.objects.select_related("task__criterion").get(rater=rater)
-    right = next(n for n, (position, _) in enumerate(options(assignment)) if position == 0)
+    question = panel_question(assignment.task)
+    right = next(n for n, (position, _) in enumerate(options(assignment, question))
+                 if position == 0)
     for button in page.locator(".panel-play").all():
         button.click()
     expect(page.locator(".panel-option input").first).to_be_enabled(timeout=10_000)
@@ -72,7 +74,7 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
     answer = PanelAnswer.objects.get(rater=rater)
     assert answer.task_id == assignment.task_id and answer.right
     assert all(seconds >= 0.49 for seconds in answer.listened.values())
-    assert set(answer.listened) == set(labels(assignment))
+    assert set(answer.listened) == set(question.audio)
     assert page.evaluate("window.__violations") == []
 
 
@@ -86,11 +88,12 @@ def answer_all(benchmark, people) -> None:
             assignment = panel_next(benchmark=benchmark, rater=rater)
             if assignment is None:
                 break
-            shown = options(assignment)
+            question = panel_question(assignment.task)
+            shown = options(assignment, question)
             pick = next(n for n, (position, _) in enumerate(shown)
                         if (position == 0) == (assignment.task_id % 2 == 0))
             panel_answer(rater=rater, task_id=assignment.task_id, choice="ABCDEFG"[pick],
-                         listened={label: 0.5 for label in labels(assignment)})
+                         listened={label: 0.5 for label in question.audio})
 
 
 @pytest.mark.parametrize("device", WIDTHS)

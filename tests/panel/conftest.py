@@ -59,18 +59,22 @@ def panel_board(db, tmp_path, settings):
         return made
 
     def scored(name, owner, scores=lambda item, criterion: 1, *, public=True):
-        made = run(name, scores)
-        model, _ = ModelEntry.objects.get_or_create(owner=owner, name=name,
-                                                    defaults={"organisation": "Lab"})
-        submission = Submission.objects.create(
-            owner=owner, model=model, benchmark=benchmark, public=public, status="queued",
-            current_run=made, coverage=1.0)
-        submission.runs.add(made)
-        board_changed(benchmark.id)
-        return submission
+        return published(run(name, scores), name, owner, public=public)
 
     return SimpleNamespace(benchmark=benchmark, scored=scored, run=run, items=items,
                            config=config, root=root)
+
+
+def published(run: ScoringRun, name: str, owner, *, public=True) -> Submission:
+    """`owner`'s submission of model `name` whose current run is `run`, on its board."""
+    model, _ = ModelEntry.objects.get_or_create(owner=owner, name=name,
+                                                defaults={"organisation": "Lab"})
+    submission = Submission.objects.create(
+        owner=owner, model=model, benchmark=run.benchmark, public=public, status="queued",
+        current_run=run, coverage=1.0)
+    submission.runs.add(run)
+    board_changed(run.benchmark_id)
+    return submission
 
 
 @pytest.fixture

@@ -44,7 +44,8 @@ def test_a_task_shows_its_rubric_shuffled_choices_and_audio_but_no_vote(
     assert response.status_code == 200
     task = response.json()
     assert set(task) == {"task", "submission", "item", "rubric", "instruction", "question",
-                         "choices", "audio", "listen"}
+                         "choices", "texts", "audio", "listen"}
+    assert task["texts"] == []  # an audio output: nothing to read but the question
     assert task["submission"] == submission.pk
     criterion = Criterion.objects.get(item__key=task["item"], index=task["rubric"])
     assert task["question"] == criterion.question
@@ -205,7 +206,8 @@ def test_new_tasks_are_drawn_across_strata(client, panel_board, author, raters):
               for c in Criterion.objects.select_related("item")}
     for _ in range(len(strata)):
         assert answer(client, next_task(client, rater).json()).status_code == 201
-    drawn = [(t.category, t.modality, t.complexity) for t in PanelTask.objects.all()]
+    # MMAE's stratum of an item: "<modality> / <complexity>" (Kind.panel_stratum).
+    drawn = [(t.category, *t.stratum.split(" / ")) for t in PanelTask.objects.all()]
     assert sorted(drawn) == sorted(strata)  # one task in each stratum before any second
 
 

@@ -20,6 +20,7 @@ from scoring.kinds.base import (
     Media,
     Metric,
     OutputFormat,
+    PanelQuestion,
     ReferenceRow,
     RunData,
     Section,
@@ -119,6 +120,8 @@ class MMAE(Kind):
     explorer_detail_template = "leaderboard/_mmae_rubrics.html"
     versus_template = "leaderboard/_mmae_versus.html"
     has_panel = True
+    panel_how = ("Listen to the audio the system made (and to its inputs where the question "
+                 "names them), then answer the question about it as the judge is asked it.")
 
     # --- metadata ------------------------------------------------------------------------
 
@@ -166,6 +169,25 @@ class MMAE(Kind):
             if text:
                 turns.append(text)
         return tuple(turns)
+
+    # --- the listening panel ---------------------------------------------------------------
+
+    def panel_question(self, rows: ItemRows, index: int, output: str | None) -> PanelQuestion:
+        """The rubric's question and options, and the audio it names, as the judge hears
+        them (SPEC section 3)."""
+        sample = self.from_rows(rows)
+        rubric = next(r for r in sample.rubrics if r.index == index)
+        return PanelQuestion(instruction=sample.instruction, question=rubric.question,
+                             options=(rubric.right_choice, *rubric.wrong_choices),
+                             audio=tuple(rubric.labels))
+
+    def panel_verdict(self, values: dict, index: int) -> bool | None:
+        """The rubric's score: the majority of the judge's votes chose its right option."""
+        return bool(values["rubric_scores"][index])
+
+    def panel_stratum(self, dims: dict) -> str:
+        """Modality x complexity."""
+        return f"{dims.get('modality', '')} / {dims.get('complexity', '')}"
 
     # --- judging ---------------------------------------------------------------------------
 

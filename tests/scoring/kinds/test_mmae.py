@@ -56,3 +56,27 @@ def test_the_per_item_vector_holds_what_the_bootstrap_resamples():
     ifr, cr, em, missing = KIND.item_vector(mmae_metrics.sample_result(sample(), None))
     assert (ifr, em, missing) == (0.0, 0.0, 1.0)
     assert cr != cr  # NaN: the sample has no consistency rubric
+
+
+def test_a_rubric_is_put_to_the_panel_with_its_options_and_the_audio_it_names():
+    rows = KIND.to_rows(mmae.Sample(
+        id="s1", complexity="single", modality="sound", granularity=("local",),
+        operations=(("local", "addition"),), tags=[], input_audio=("a.wav",),
+        messages=[{"role": "user", "content": [{"type": "text", "text": "Add a dog."},
+                                               {"type": "audio_url", "audio_url": "a.wav"}]}],
+        rubrics=(mmae.Rubric(index=0, category=mmae.IF_CATEGORY, question="A dog?",
+                             right_choice="yes", wrong_choices=("no",)),
+                 mmae.Rubric(index=1, category="Consistency", right_choice="same",
+                             question="Is <audio output[:2s]> like <audio input1>?",
+                             wrong_choices=("louder", "quieter")))))
+    first, second = (KIND.panel_question(rows, n, "out.wav") for n in (0, 1))
+    assert (first.instruction, first.question, first.options, first.audio, first.texts) == \
+        ("Add a dog.", "A dog?", ("yes", "no"), ("output",), ())
+    assert second.options == ("same", "louder", "quieter")  # the right one first
+    assert second.audio == ("output", "input1")
+    assert KIND.panel_stratum(rows.dimensions) == "sound / single"
+
+
+def test_the_judges_verdict_for_the_panel_is_the_rubrics_score():
+    values = {"rubric_scores": [1, 0]}
+    assert (KIND.panel_verdict(values, 0), KIND.panel_verdict(values, 1)) == (True, False)
