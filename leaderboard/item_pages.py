@@ -114,6 +114,9 @@ def _item(kind: Kind, rows: ItemRows, item_id: int, sides: list[dict], playable:
     first = sides[0]["submission"] if sides else None
     for side in sides:
         side["anchor"] = anchor(side["submission"]) if anchored else ""
+        # A kind without rubric rows judges one criterion an item: its verdict is the side's.
+        side["verdict_anchor"] = anchor(side["submission"], 0) \
+            if anchored and not own.get("rubrics") else ""
     # A kind whose explorer item lists rubrics (MMAE) has them compared row by row.
     rubrics = [(rubric, [(side["model"], side["s"]["rubrics"][n],
                           anchor(side["submission"], rubric["index"]) if anchored else "")

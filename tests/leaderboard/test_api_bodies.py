@@ -115,7 +115,7 @@ def test_every_read_body_is_what_its_schema_describes(client, boards, author):
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/air-bench-chat/judge/",
          200),
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/nope/judge/", 404),
-        ("/api/panel/{slug}/next/", mine, "/api/panel/air-bench-chat/next/", 404),
+        ("/api/panel/{slug}/next/", mine, "/api/panel/air-bench-foundation/next/", 404),
         # With answers: tests/panel/test_item_verdicts.py.
         ("/api/panel/{slug}/items/{key}/", client, "/api/panel/mmae/items/nope/", 404),
         ("/api/panel/{slug}/items/{key}/", client, "/api/panel/air-bench-chat/items/x/", 404),

@@ -40,7 +40,7 @@ def test_the_card_of_a_board_without_answers_says_so(client, panel_board, author
     assert "no rubric has two answers" in client.get("/b/mmae/judge/").content.decode()
 
 
-def test_an_airbench_chat_card_shows_the_position_bias_and_no_panel(client, db, author):
+def test_an_airbench_chat_card_shows_the_position_bias_beside_its_panel(client, db, author):
     from scoring.kinds.airbench.rules import CHAT
     from scoring.models import Benchmark, ScoringRun, SliceResult
     from tests.conftest import judge_config
@@ -59,7 +59,24 @@ def test_an_airbench_chat_card_shows_the_position_bias_and_no_panel(client, db, 
     card = client.get("/api/leaderboards/air-bench-chat/judge/").json()
     only, = card["configs"]
     assert only["position_bias"] == pytest.approx(0.26)  # (0.5 x 6 - 0.1 x 4) / 10
-    assert only["human"] is None and not card["panel"]["open"]
+    assert card["panel"]["open"] and only["human"]["rubrics"] == 0  # answered in test_text_panel
     assert "+0.26" in client.get("/b/air-bench-chat/judge/").content.decode()
     client.force_login(author)
-    assert client.get("/api/panel/air-bench-chat/next/").status_code == 404
+    assert client.get("/api/panel/air-bench-chat/next/").status_code == 204  # no submission
+
+
+def test_a_kind_without_a_panel_has_none(client, db, author):
+    from scoring.kinds.airbench.rules import FOUNDATION
+    from scoring.models import Benchmark
+
+    Benchmark.objects.create(
+        slug="air-bench-foundation", kind=FOUNDATION, version=1, title="AIR-Bench foundation",
+        sha256="f" * 64, source_name="Foundation_meta.json", audio_root="", n_items=6,
+        n_criteria=6)
+    card = client.get("/api/leaderboards/air-bench-foundation/judge/").json()
+    assert not card["panel"]["open"] and card["configs"] == []
+    client.force_login(author)
+    assert client.get("/api/panel/air-bench-foundation/next/").status_code == 404
+    assert client.get("/api/panel/air-bench-foundation/items/x/").status_code == 404
+    page = client.get("/b/air-bench-foundation/panel/").content.decode()
+    assert "has no listening panel" in page and "panel.js" not in page

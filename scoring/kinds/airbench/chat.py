@@ -21,6 +21,7 @@ from scoring.kinds.base import (
     ItemRows,
     Job,
     Metric,
+    PanelQuestion,
     ReferenceRow,
     Section,
     mean_score,
@@ -76,6 +77,10 @@ class Chat(AirBench):
     scale = 10.0
     pairwise = (None, "Mean score of the two passes")
     failed_filter = "only items with an unreadable judge reply"
+    has_panel = True
+    panel_how = ("Read the question the system was asked, the reference answer and the system's "
+                 "answer, then say whether the answer is right, as the judge scores it against "
+                 "the reference.")
 
     def load(self, path) -> list[airbench.ChatItem]:
         return airbench.load_chat(path)
@@ -120,6 +125,18 @@ class Chat(AirBench):
                     answers: dict[tuple[int, int], dict]) -> dict:
         scores = [(answers.get((0, k)) or {}).get("score") for k in range(airbench.CHAT_ROUNDS)]
         return airbench_metrics.chat_row(item, *scores, missing=output is None)
+
+    def panel_question(self, rows: ItemRows, index: int, output: str | None) -> PanelQuestion:
+        """The reference answer against the system's, as text; nothing to hear (the judge
+        hears nothing either)."""
+        item = self.from_rows(rows)
+        return PanelQuestion(
+            instruction=item.question, question=airbench.CHAT_PANEL_QUESTION,
+            options=airbench.CHAT_PANEL_OPTIONS,
+            texts=(("reference answer", item.answer_gt), ("the system's answer", output or "")))
+
+    def panel_verdict(self, values: dict, index: int) -> bool | None:
+        return airbench_metrics.chat_right(values)
 
     def score_columns(self, row: dict) -> dict:
         """No pass or fail; the mean of its two passes' scores (of those not failed)."""

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from scoring.kinds.airbench.rules import (
     AVERAGE_OF,
     CATEGORY_ORDER,
+    CHAT_RIGHT_ABOVE,
     CHAT_TASK_ORDER,
     DOMAINS,
     MIXED,
@@ -92,6 +93,14 @@ def chat_row(item: ChatItem, score_a: float | None, score_b: float | None, *,
         "failed_A": not missing and score_a is None, "failed_B": not missing and score_b is None,
         "missing": missing,
     }
+
+
+def chat_right(row: dict) -> bool | None:
+    """The judge's verdict on an item's answer as the listening panel is asked it: right when
+    the mean of its passes' scores (those not failed) is above CHAT_RIGHT_ABOVE, 5.5; None
+    when both passes failed."""
+    mean = _mean([row.get("score_A"), row.get("score_B")])
+    return None if mean is None else mean > CHAT_RIGHT_ABOVE
 
 
 def _both(a: float | None, b: float | None) -> float | None:

@@ -130,6 +130,15 @@ CHAT_ROUNDS = 2
 MAX_CHAT_SCORE = 10
 
 
+# The listening panel: a rater reads the question, the reference answer and the system's answer
+# and says whether the answer is right (the first option); the judge says so when the mean of
+# its two passes' scores is above the middle of its 1-10 scale.
+CHAT_PANEL_QUESTION = "Is the system's answer right, against the reference answer?"
+CHAT_PANEL_OPTIONS = ("Right: it answers the question as the reference answer does",
+                      "Wrong: it misses or contradicts the reference answer")
+CHAT_RIGHT_ABOVE = (1 + MAX_CHAT_SCORE) / 2
+
+
 @dataclass(frozen=True)
 class FoundationItem:
     uniq_id: str

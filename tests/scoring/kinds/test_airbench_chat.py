@@ -87,3 +87,19 @@ def test_the_strict_score_ranks():
     kind = get_kind(airbench.CHAT)
     assert kind.ranking == ("score",) and kind.label("score") == "score (strict)"
     assert kind.published == {"score": "score_answered"}
+
+
+def test_the_panel_reads_the_reference_against_the_answer():
+    item, = airbench.parse_chat(chat_meta()[:1])
+    question = KIND.panel_question(KIND.to_rows(item), 0, "A dog barks.")
+    assert (question.instruction, question.question) == (item.question,
+                                                         airbench.CHAT_PANEL_QUESTION)
+    assert question.texts == (("reference answer", item.answer_gt),
+                              ("the system's answer", "A dog barks."))
+    assert question.options[0].startswith("Right") and question.audio == ()
+
+
+@pytest.mark.parametrize(("a", "b", "right"), [
+    (6, 6, True), (5, 6, False), (9, None, True), (None, 5, False), (None, None, None)])
+def test_the_judge_says_right_above_the_middle_of_its_scale(a, b, right):
+    assert KIND.panel_verdict({"score_A": a, "score_B": b}, 0) is right
