@@ -1,7 +1,8 @@
 """Latency of the board's pages and read API at 1,000 and 10,000 submissions, each against a
 static file of the same size from the same server in the same run, for anonymous and signed-in
-visitors; a visit right after a board changes (cold cache); the explorer of a full-size
-AIR-Bench foundation set; the web processes' memory over 100,000 board requests.
+visitors (with --window, each page right after a board change, while the worker computes the
+new state's rank ranges); a visit right after a board changes (cold cache); the explorer of a
+full-size AIR-Bench foundation set; the web processes' memory over 100,000 board requests.
 
 As production runs it: seeds a scratch PostgreSQL database with a synthetic MMAE benchmark and
 scored submissions (`seed_board`), with no planner statistics at all (autovacuum is off on its
@@ -19,7 +20,7 @@ cookies of a visitor who owns none of the models.
 
     .venv/bin/python bench/board_latency.py [--submissions 1000 10000] [--seconds 10]
         [--concurrency 8] [--memory-requests 100000] [--explorer-items 24700]
-        [--only explorer|cold] [--no-front] [--redis-url redis://127.0.0.1:6379/13]
+        [--only explorer|cold] [--window] [--no-front] [--redis-url redis://127.0.0.1:6379/13]
         [--response-cache-url redis://127.0.0.1:6379/14]
 """
 
@@ -184,6 +185,9 @@ class Bench:
         print(f"{'url':<24} {'bytes':>8} {'p50 ms':>8} {'p95 ms':>8} {'req/s':>8} "
               f"{'errors':>6} {'static p95':>10} {'static/s':>8} {'p95 ratio':>9}")
         for label, path in urls.items():
+            if self.args.window:  # a new state, whose ranges the worker starts computing
+                bump()
+                time.sleep(1.1)  # the front learns the new state within a second
             warm = httpx.get(self.base + path, timeout=120, headers=headers)  # warms caches
             if warm.status_code != 200:
                 print(f"{label}: status {warm.status_code}: {warm.text[:300]}")
@@ -198,8 +202,11 @@ class Bench:
             # wrk times a request out after 2 s and reports no latency when none finished
             ratio = p95 / s95 if p95 or not errors else float("inf")
             self.ratios.setdefault((size, label), {})[who] = ratio
+            window = ("" if not self.args.window else
+                      "  in the window" if not ranges_stored() else "  ranges arrived")
             print(f"{label:<24} {size_bytes:8d} {p50:8.1f} {p95:8.1f} {rate:8.1f} "
-                  f"{errors + serrors:6d} {s95:10.1f} {srate:8.1f} {ratio:9.2f}", flush=True)
+                  f"{errors + serrors:6d} {s95:10.1f} {srate:8.1f} {ratio:9.2f}{window}",
+                  flush=True)
 
     def summary(self) -> None:
         print("\np95 as a ratio of a same-size static file's (targets: anonymous at most "
@@ -235,6 +242,13 @@ def bump() -> None:
     from scoring.boards import board_changed
 
     board_changed(slug="mmae")
+
+
+def ranges_stored() -> bool:
+    """Whether the worker has stored the rank ranges of the board's current state."""
+    from leaderboard.state import benchmark_current, board_state
+
+    return board_state(benchmark_current("mmae")).ranged
 
 
 def wait_for_ranges(timeout: float) -> float:
@@ -293,6 +307,10 @@ def main():
                         help="how long to wait for the worker's rank ranges")
     parser.add_argument("--no-front", action="store_true",
                         help="serve everything through Django (FRONT=false), to compare")
+    parser.add_argument("--window", action="store_true",
+                        help="measure each page right after a board change, while the worker "
+                        "computes the new state's rank ranges (each row says whether they "
+                        "arrived before its measurement ended)")
     parser.add_argument("--only", choices=("explorer", "cold"),
                         help="measure only this part (the explorer: about a minute; cold: "
                         "the first visits after a change at each size)")

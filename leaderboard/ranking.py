@@ -116,10 +116,17 @@ def slice_ranges(kind: Kind, *, weights: np.ndarray, values: dict, dims: list[di
         parts = [figures[metric]] if metric in figures else []
         parts.append(np.broadcast_to(fixed[metric], (replicates, len(fixed[metric]))))
         columns[metric] = np.concatenate(parts, axis=1)
-    result = {RANK: _ranges(_replicate_ranks([columns[m] for m in kind.ranking]))}
+    # A sort by the ranking's first figure ranks by the ranking's own key: ranked once.
+    by_key: dict[tuple[str, ...], list[list[int]]] = {}
+
+    def ranges(key: tuple[str, ...]) -> list[list[int]]:
+        if key not in by_key:
+            by_key[key] = _ranges(_replicate_ranks([columns[m] for m in key]))
+        return by_key[key]
+
+    result = {RANK: ranges(tuple(kind.ranking))}
     for metric in metrics:
-        key = [metric, *(m for m in kind.ranking if m != metric)]
-        result[metric] = _ranges(_replicate_ranks([columns[m] for m in key]))
+        result[metric] = ranges((metric, *(m for m in kind.ranking if m != metric)))
     return result
 
 
