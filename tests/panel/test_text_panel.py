@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
+from django.utils.html import escape
 
 from panel import assignment
 from panel.models import PanelAnswer
@@ -93,6 +94,8 @@ def test_a_task_puts_the_reference_and_the_systems_answer_as_text(client, chat_b
     assert answer(client, task, right=False).status_code == 201
     saved = PanelAnswer.objects.get(rater=rater)
     assert (saved.chosen, saved.right, saved.listened) == (WRONG, False, {})
+    page = client.get("/b/air-bench-chat/panel/").content.decode()
+    assert escape(get_kind(airbench.CHAT).panel_how) in page and 'id="panel-texts"' in page
 
 
 def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_board, author,
