@@ -4,7 +4,7 @@ Makes a scratch database (bench_store_<pid>), migrates it, imports a synthetic f
 benchmark (2,000 samples, 17,741 rubrics; the input WAVs are empty files, enough for the
 importer's existence checks) and adds a ScoringRun. Then, for the same 53,223 answer rows
 (17,741 rubrics x 3 rounds; choices of 3-4 strings, reason ~120 chars, raw ~200 chars):
-  (a) stores them as the pipeline does: scoring.runs._store per batch of 40 items
+  (a) stores them as the pipeline does: scoring.judgments.answers_write per batch of 40 items
       (SCORING_BATCH_ITEMS), i.e. COPY into a temporary table, then INSERT ... ON CONFLICT
       DO NOTHING from it;
   (b) truncates the table and stores them with one bare psycopg3 `COPY scoring_answer FROM
@@ -93,7 +93,7 @@ def main():
 
         from scoring import synthetic
         from scoring.judge_configs import judge_config_current
-        from scoring.judgments import STORED_FIELDS, _answer, _store
+        from scoring.judgments import STORED_FIELDS, answer_from, answers_store
         from scoring.kinds import get_kind
         from scoring.models import Answer, Item, ScoringRun
         from scoring.services import benchmark_import
@@ -134,7 +134,7 @@ def main():
 
         # The same Answer objects for both, built once (as the pipeline builds them while
         # its queries are answered): what is timed is storing them.
-        prepared = [[_answer(run, criterion_ids[(r["id"], r["rubric_index"])], "", r)
+        prepared = [[answer_from(run, criterion_ids[(r["id"], r["rubric_index"])], "", r)
                      for r in records] for records in batches]
         fields = [Answer._meta.get_field(name.removesuffix("_id")) for name in STORED_FIELDS]
         columns = ", ".join(field.column for field in fields)
@@ -145,7 +145,7 @@ def main():
             truncate()
             started = time.perf_counter()
             for answers in prepared:
-                _store(run, answers, [True] * len(answers))
+                answers_store(run, answers, [True] * len(answers))
             return time.perf_counter() - started
 
         def copy_store() -> float:
@@ -175,7 +175,7 @@ def main():
             best_a, best_b = min(best_a, a), min(best_b, b)
             print(f"repeat {attempt}: (a) pipeline store {a:.2f} s, (b) COPY {b:.2f} s, "
                   f"ratio {a / b:.2f}")
-        print(f"(a) pipeline _store (COPY to a temporary table, INSERT ... ON CONFLICT DO "
+        print(f"(a) pipeline answers_store (COPY to a temporary table, INSERT ... ON CONFLICT DO "
               f"NOTHING) per batch of {args.batch_items} items: {best_a:.2f} s = "
               f"{n_rows / best_a:,.0f} rows/s")
         print(f"(b) one COPY FROM STDIN (write_row): {best_b:.2f} s = {n_rows / best_b:,.0f} "

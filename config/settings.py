@@ -248,7 +248,7 @@ THROTTLE_PASSWORD_RESET = env_rate("THROTTLE_PASSWORD_RESET", "5/h")
 THROTTLE_UPLOAD = env_rate("THROTTLE_UPLOAD", "20/h")
 THROTTLE_API_ANON = env_rate("THROTTLE_API_ANON", "300/m")
 THROTTLE_API_USER = env_rate("THROTTLE_API_USER", "1200/m")
-# Listening-panel answers per rater (leaderboard.panel.api): an answer takes a listen, so a
+# Listening-panel answers per rater (panel.api): an answer takes a listen, so a
 # faster stream is a script, not a person.
 THROTTLE_PANEL = env_rate("THROTTLE_PANEL", "240/h")
 # django-ratelimit's client address. The library is used without being an installed app: its
@@ -415,7 +415,7 @@ THROTTLE_RENDER = env_rate("THROTTLE_RENDER", "30/m")
 FRONT = env_bool("FRONT", bool(REDIS_URL))
 FRONT_MAX_BYTES = env_int("FRONT_MAX_BYTES", 64 * 1024**2, minimum=0)  # kept per process
 
-# The listening panel (leaderboard.panel): how many raters answer each task, how long a rater
+# The listening panel (panel): how many raters answer each task, how long a rater
 # must have listened to each audio before answering (or its whole length, if shorter), and
 # after how many answers a rater is asked one of their answered tasks again (self-consistency).
 PANEL_RATERS_PER_TASK = env_int("PANEL_RATERS_PER_TASK", 3, minimum=1)

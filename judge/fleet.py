@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from judge.body import JsonBody
-from judge.health import Endpoint, EndpointHealth, _describe, error_message
+from judge.health import Endpoint, EndpointHealth, describe_error, error_message
 
 if TYPE_CHECKING:
     from judge.leases import RedisLeases
@@ -200,7 +200,7 @@ class JudgeFleet(EndpointHealth):
         options = {
             "headers": {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {},
             "timeout": httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-            "verify": _ssl_context(any(e.base_url.startswith("https:") for e in self.endpoints)),
+            "verify": ssl_context(any(e.base_url.startswith("https:") for e in self.endpoints)),
             # httpx reads the proxy variables for each client it builds (a millisecond or so,
             # for every lane of every batch): with none set, there is nothing to read.
             "trust_env": bool(urllib.request.getproxies()),
@@ -415,7 +415,7 @@ class JudgeFleet(EndpointHealth):
             raise _Retry(f"timeout after {self.timeout:g} s", kind=TIMEOUT,
                          endpoint_fault=True) from None
         except httpx.HTTPError as exc:
-            raise _Retry(_describe(exc), kind=CONNECTION, endpoint_fault=True) from None
+            raise _Retry(describe_error(exc), kind=CONNECTION, endpoint_fault=True) from None
         status = response.status_code
         if status >= 500:
             raise _Retry(f"HTTP {status}: {response.text[:200]}", kind=SERVER,
@@ -464,7 +464,7 @@ class JudgeFleet(EndpointHealth):
 
 
 @functools.cache
-def _ssl_context(trust_store: bool = True) -> ssl.SSLContext:
+def ssl_context(trust_store: bool = True) -> ssl.SSLContext:
     """One context per process: building one loads the CA store (tens of milliseconds of
     CPU), and the pipeline opens a fleet client for every batch. A fleet of plain http
     endpoints gets one that loads no CA (so it trusts none): httpx wants a context for every

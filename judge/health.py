@@ -167,7 +167,7 @@ class EndpointHealth:
                 else:
                     endpoint.last_error = f"probe: {problem}"
             except httpx.HTTPError as exc:
-                endpoint.last_error = f"probe: {_describe(exc)}"
+                endpoint.last_error = f"probe: {describe_error(exc)}"
             interval = min(interval * 2, self.probe_interval_max)
         log.warning("judge endpoint %s serves %r again; back in the fleet", endpoint.base_url,
                     self.model)
@@ -196,6 +196,6 @@ def error_message(text: str) -> str:
     return text[:500] or "(empty body)"
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def describe_error(exc: httpx.HTTPError) -> str:
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}"[:300]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from judge.fleet import _describe, _ssl_context
+from judge.fleet import describe_error, ssl_context
 
 RUNNING = "vllm:num_requests_running"
 WAITING = "vllm:num_requests_waiting"
@@ -82,7 +82,7 @@ async def probe(client: httpx.AsyncClient, base_url: str) -> ProbeResult:
                                "GET /v1/models: not a model list", None, None)
         simulator = response.headers.get("x-judge-simulator") is not None
     except httpx.HTTPError as exc:
-        return ProbeResult(base_url, False, None, f"GET /v1/models: {_describe(exc)}",
+        return ProbeResult(base_url, False, None, f"GET /v1/models: {describe_error(exc)}",
                            None, None)
     except ValueError:
         return ProbeResult(base_url, False, latency_ms, "GET /v1/models: not JSON", None, None)
@@ -99,7 +99,7 @@ async def probe(client: httpx.AsyncClient, base_url: str) -> ProbeResult:
         else:
             error = f"GET /metrics: HTTP {response.status_code}"
     except httpx.HTTPError as exc:
-        error = f"GET /metrics: {_describe(exc)}"
+        error = f"GET /metrics: {describe_error(exc)}"
     return ProbeResult(base_url, True, latency_ms, error, running, waiting, simulator, models)
 
 
@@ -112,5 +112,5 @@ async def probe_all(base_urls: list[str], *, timeout: float = 5.0,
     """Probe every server at once, in the order given."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     async with httpx.AsyncClient(timeout=timeout, headers=headers,
-                                 verify=_ssl_context()) as client:
+                                 verify=ssl_context()) as client:
         return list(await asyncio.gather(*(probe(client, url) for url in base_urls)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import Counter
 
+from django.core.paginator import EmptyPage, Paginator
 from django.http import Http404
 
 from leaderboard import rank_ranges, ranked_sql, ranking, selectors, state
@@ -27,7 +28,7 @@ from submissions.attempts import attempts_by_model
 def fast(kind: Kind, query: selectors.BoardQuery) -> bool:
     """Whether the query's rows are a window of a ranked order (no filter, ranked sort)."""
     return not query.search.strip() and query.open_weights is None and not query.licence \
-        and (query.sort == "rank" or selectors._ranked_metric(kind, query) is not None)
+        and (query.sort == "rank" or selectors.ranked_metric(kind, query) is not None)
 
 
 def _window(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
@@ -80,9 +81,9 @@ def ranked_page(benchmark: Benchmark, query: selectors.BoardQuery, *, number: in
     reference rows where their figures place them; and how many rows the board lists."""
     kind = get_kind(benchmark.kind)
     bucket = query.bucket if query.dimension != OVERALL else ""
-    metric = selectors._ranked_metric(kind, query)
-    rank_key = selectors._rank_key(kind, metric)
-    placed = sorted(((rank_key(selectors._placed(kind, r)), i, r)
+    metric = selectors.ranked_metric(kind, query)
+    rank_key = selectors.key_function(kind, metric)
+    placed = sorted(((rank_key(selectors.placed_figures(kind, r)), i, r)
                      for i, r in enumerate(references)), key=lambda p: p[:2])
     placed = placed[::-1] if query.descending else placed
     first = (number - 1) * size
@@ -123,9 +124,9 @@ def standing(benchmark: Benchmark, submission_id: int) -> dict | None:
         place, rank, total, key = found
     # A reference row comes after the ranked rows it ties with (_place): before this row
     # exactly when its key is the smaller.
-    rank_key = selectors._rank_key(kind, None)
+    rank_key = selectors.key_function(kind, None)
     before = sum(1 for r in selectors.reference_rows(benchmark=benchmark, kind=kind)
-                 if rank_key(selectors._placed(kind, r)) < key)
+                 if rank_key(selectors.placed_figures(kind, r)) < key)
     found_range = ranges.get(str(submission_id))
     return {"rank": rank, "range": tuple(found_range) if found_range else None,
             "of": total, "position": place + before}
@@ -160,7 +161,7 @@ def _decided(benchmark: Benchmark, kind: Kind, query: selectors.BoardQuery,
     extra = _window(benchmark, kind, query.dimension, bucket, metric, start=at, stop=at + 1,
                     descending=query.descending)[0][:1] if at >= 0 else []
     ascending = list(reversed(window + extra)) if query.descending else extra + window
-    names = selectors._key_metrics(kind, metric)
+    names = selectors.key_metrics(kind, metric)
     places = ranking.deciders([tuple(k) for *_, k in ascending])
     for index, ((pk, _, _), place) in enumerate(zip(ascending, places, strict=True)):
         if pk in rows and index >= len(extra):  # the extra row comes first either way
@@ -181,21 +182,23 @@ def _rows(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str, entries
         submission = subs.get(pk)
         if submission is not None and submission.current_run_id in figures:
             found = ranges.get(str(pk))
-            rows[pk] = {**selectors._row(submission, figures[submission.current_run_id], kind),
+            rows[pk] = {**selectors.board_row(submission, figures[submission.current_run_id], kind),
                         "rank": rank, "rank_range": tuple(found) if found else None,
                         "attempts": attempts.get(submission.model_id, 0)}
     return rows
 
 
 def paging(number: int, size: int, total: int) -> dict:
-    """What a page's links need; a page past the end is not found (it would be one more
-    cached copy of an empty page)."""
-    pages = max(1, -(-total // size))
-    if number > pages:
-        raise Http404(f"page {number} is past the last page ({pages})")
-    return {"number": number, "pages": pages, "total": total,
-            "previous": number - 1 if number > 1 else None,
-            "next": number + 1 if number < pages else None}
+    """What a page's links need, from Django's Paginator over `total` rows; a page past the
+    end is not found (it would be one more cached copy of an empty page)."""
+    pages = Paginator(range(total), size)
+    try:
+        page = pages.page(number)
+    except EmptyPage:
+        raise Http404(f"page {number} is past the last page ({pages.num_pages})") from None
+    return {"number": page.number, "pages": pages.num_pages, "total": total,
+            "previous": page.previous_page_number() if page.has_previous() else None,
+            "next": page.next_page_number() if page.has_next() else None}
 
 
 def board_page(benchmark: Benchmark, query: selectors.BoardQuery, *, number: int,

@@ -8,7 +8,7 @@ from itertools import combinations
 
 from leaderboard import board_pages, lookups, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.forms import MODEL_ID
-from leaderboard.model_pages import _labels, _slice_order
+from leaderboard.model_pages import model_labels, slice_order
 from leaderboard.selectors import metric_figures
 from leaderboard.state import representatives, representatives_of, shown
 from scoring.kinds import Kind
@@ -32,7 +32,7 @@ def asked_ids(values: list[str]) -> list[int]:
 
 def compared_models(submissions: list[Submission]) -> list[dict]:
     """The columns of a comparison, in the order asked for."""
-    labels = _labels([s.model for s in submissions])
+    labels = model_labels([s.model for s in submissions])
     return [{"model": labels[s.model_id], "model_id": s.model_id, "submission": s.id,
              "organisation": s.model.organisation} for s in submissions]
 
@@ -46,7 +46,7 @@ def compare_rows(submissions: list[Submission], kind: Kind) -> list[dict]:
     for figures in SliceResult.objects.filter(run_id__in=runs):
         by_slice.setdefault((figures.dimension, figures.bucket), {})[figures.run_id] = figures
     rows = []
-    for dimension, bucket in sorted(by_slice, key=lambda k: _slice_order(*k, kind)):
+    for dimension, bucket in sorted(by_slice, key=lambda k: slice_order(*k, kind)):
         found = by_slice[(dimension, bucket)]
         cells = [metric_figures(found[run], kind) if run in found else None for run in runs]
         for metric in kind.metric_keys:
@@ -80,7 +80,7 @@ def pairwise(submissions: list[Submission]) -> list[dict]:
     for run, item, passed, score in (ItemResult.objects.filter(run_id__in=runs)
                                      .values_list("run_id", "item_id", "passed", "score")):
         per_run[run][item] = (passed, score)
-    labels = _labels([s.model for s in submissions])
+    labels = model_labels([s.model for s in submissions])
     pairs = []
     for a, b in combinations(submissions, 2):
         mine, theirs = per_run[a.current_run_id], per_run[b.current_run_id]

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from leaderboard import board_pages
 from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
-from leaderboard.model_pages import _labels
+from leaderboard.model_pages import model_labels
 from leaderboard.state import representatives, shown
 from scoring.aggregation import answers_of
 from scoring.kinds import ItemRows, Kind, get_kind
@@ -132,7 +132,7 @@ def _item(kind: Kind, rows: ItemRows, item_id: int, sides: list[dict], playable:
 def systems(entries) -> list[dict]:
     """What a side says of its system: its label (names shared by two models told apart),
     model and submission."""
-    labels = _labels([e.model for e in entries])
+    labels = model_labels([e.model for e in entries])
     return [{"model": labels[e.model_id], "model_id": e.model_id, "submission": e.id,
              "run": e.current_run_id} for e in entries]
 

@@ -18,7 +18,8 @@ from leaderboard import item_pages, responses
 from leaderboard import state as board_state
 from leaderboard.explorer_selectors import slice_buckets
 from leaderboard.forms import CompareItemsForm, ItemPageForm, normalised
-from leaderboard.views import _asking, _benchmark_or_404, _errors, _page
+from leaderboard.state import benchmark_or_404
+from leaderboard.views import as_asked, form_errors, page_of
 from scoring.kinds import get_kind
 
 
@@ -33,7 +34,7 @@ def _parts(request, names: tuple[str, ...]) -> tuple:
 def compare_items(request, slug):
     """The items where two models' representatives differ, most different first, a page at
     a time, each with both outputs, figures and verdicts side by side."""
-    benchmark = _benchmark_or_404(slug)
+    benchmark = benchmark_or_404(slug)
     now = board_state.board_state(benchmark)
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
@@ -50,7 +51,7 @@ def _compare_items_page(request, benchmark, now: board_state.BoardState):
                             buckets=slice_buckets(benchmark), kind=kind)
     context = {"benchmark": benchmark, "kind": kind, "form": form, "errors": []}
     if not form.is_valid():
-        context["errors"] = _errors(form)
+        context["errors"] = form_errors(form)
         return render(request, "leaderboard/compare_items.html", context, status=400)
     data = form.cleaned_data
     a, b = form.submissions()
@@ -59,7 +60,7 @@ def _compare_items_page(request, benchmark, now: board_state.BoardState):
     ids = board_state.kept(now, "compare-items", shared=True,
                            parts=(data["models"], *slice_.values()),
                            make=lambda: item_pages.differing(kind, a, b, **slice_))
-    shown, paging = _page(ids, data["page"], item_pages.PAGE_SIZE)
+    shown, paging = page_of(ids, data["page"], item_pages.PAGE_SIZE)
     normal = normalised(form, page=1)
     context.update(items=item_pages.pair_items(benchmark, a, b, shown), paging=paging,
                    query=normal, slice=slice_, models=item_pages.systems([a, b]),
@@ -68,14 +69,14 @@ def _compare_items_page(request, benchmark, now: board_state.BoardState):
                                           if data[n]]),
                    dimension_label=kind.dimension_label(data["dimension"])
                    if data["dimension"] else "")
-    return render(_asking(request, normal), "leaderboard/compare_items.html", context)
+    return render(as_asked(request, normal), "leaderboard/compare_items.html", context)
 
 
 @require_safe
 def item(request, slug, key):
     """One item across every representative on the board, in board order, with the previous
     and next item of the slice it was reached from."""
-    benchmark = _benchmark_or_404(slug)
+    benchmark = benchmark_or_404(slug)
     now = board_state.board_state(benchmark)
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
@@ -88,7 +89,7 @@ def _item_page(request, benchmark, key: str):
     form = ItemPageForm(request.GET, buckets=slice_buckets(benchmark), kind=kind)
     context = {"benchmark": benchmark, "kind": kind, "form": form, "errors": []}
     if not form.is_valid():
-        context["errors"] = _errors(form)
+        context["errors"] = form_errors(form)
         return render(request, "leaderboard/item.html", context, status=400)
     data = form.cleaned_data
     shown, paging = item_pages.systems_page(benchmark, data["page"] or 1)
@@ -105,4 +106,4 @@ def _item_page(request, benchmark, key: str):
                    if data["dimension"] else "", bucket=data["bucket"],
                    panel_url=reverse("panel:api-panel-item", args=[benchmark.slug, key])
                    if kind.has_panel and found["sides"] else "")
-    return render(_asking(request, normal), "leaderboard/item.html", context)
+    return render(as_asked(request, normal), "leaderboard/item.html", context)

@@ -131,7 +131,7 @@ def attempt_rows(entry: ModelEntry, featured: dict[str, Submission]) -> list[dic
     return rows
 
 
-def _slice_order(dimension: str, bucket: str, kind: Kind) -> tuple:
+def slice_order(dimension: str, bucket: str, kind: Kind) -> tuple:
     known = (OVERALL, *kind.dimension_keys)
     return (known.index(dimension) if dimension in known else len(known), dimension,
             kind.bucket_key(dimension, bucket))
@@ -143,10 +143,10 @@ def slice_rows(run_id: int, kind: Kind) -> list[dict]:
     rows = [{"dimension": f.dimension, "dimension_label": kind.dimension_label(f.dimension),
              "bucket": f.bucket, **metric_figures(f, kind)}
             for f in SliceResult.objects.filter(run_id=run_id)]
-    return sorted(rows, key=lambda r: _slice_order(r["dimension"], r["bucket"], kind))
+    return sorted(rows, key=lambda r: slice_order(r["dimension"], r["bucket"], kind))
 
 
-def _labels(models: list[ModelEntry]) -> dict[int, str]:
+def model_labels(models: list[ModelEntry]) -> dict[int, str]:
     """Display names, with the id added where two models share a name (axes key on them)."""
     names = Counter(m.name for m in models)  # counted once: list.count per model was quadratic
     return {m.id: m.name if names[m.name] == 1 else f"{m.name} (#{m.id})" for m in models}
@@ -179,7 +179,7 @@ def pivot(*, benchmark: Benchmark, dimension: str, metric: str) -> dict:
         return kind.rank_key(overall[run].figures() if run in overall else {})
 
     order = sorted(subs, key=key)
-    labels = _labels([subs[run].model for run in order])
+    labels = model_labels([subs[run].model for run in order])
     ranks = _ranks([key(run) for run in order])
     rows = []
     for run, rank in zip(order, ranks, strict=True):

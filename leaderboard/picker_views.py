@@ -11,14 +11,14 @@ from django.views.decorators.http import require_GET
 from leaderboard import compare as comparison
 from leaderboard import responses
 from leaderboard import state as board_state
-from leaderboard.views import _benchmark_or_404
+from leaderboard.state import benchmark_or_404
 
 MAX_SEARCH = 100  # characters, as the compare page reads its search
 
 
 @require_GET
 def compare_models(request, slug):
-    benchmark = _benchmark_or_404(slug)
+    benchmark = benchmark_or_404(slug)
     text = request.GET.get("q", "")
     if len(text) > MAX_SEARCH:
         return JsonResponse({"errors": [f"q: a search is at most {MAX_SEARCH} characters "

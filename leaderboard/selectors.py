@@ -64,7 +64,7 @@ def metric_figures(figures: SliceResult, kind: Kind) -> dict:
     return row
 
 
-def _row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
+def board_row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
     model = submission.model
     run = submission.current_run
     return {
@@ -89,7 +89,7 @@ def leaderboard_rows(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) 
     every model; filters only choose what shows."""
     kind = get_kind(benchmark.kind)
     bucket = query.bucket if query.dimension != OVERALL else ""
-    metric = _ranked_metric(kind, query)
+    metric = ranked_metric(kind, query)
     ranges = rank_ranges.stored(benchmark, query.dimension, bucket).get(metric or ranking.RANK, {})
     rows = []
     for row in _ranked(benchmark, kind, query.dimension, bucket, metric):
@@ -113,16 +113,16 @@ def _ranked(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
 def _rank(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
           metric: str | None) -> list[dict]:
     subs = {s.current_run_id: s for s in representatives(benchmark)}
-    rows = [_row(subs[f.run_id], f, kind) for f in SliceResult.objects.filter(
+    rows = [board_row(subs[f.run_id], f, kind) for f in SliceResult.objects.filter(
         run_id__any=list(subs), dimension=dimension, bucket=bucket)]
     attempts = attempts_by_model(benchmark.slug, [r["model_id"] for r in rows])
     for row in rows:
         row["attempts"] = attempts.get(row["model_id"], 0)
-    rank_key = _rank_key(kind, metric)
+    rank_key = key_function(kind, metric)
     keys = [rank_key(r) for r in rows]
     order = ranking.board_order(keys, [r["model"] for r in rows],
                                 [r["submission"] for r in rows])
-    names = _key_metrics(kind, metric)
+    names = key_metrics(kind, metric)
     places = ranking.deciders([keys[i] for i, _ in order])
     rows = [{**rows[i], "rank": rank} for i, rank in order]
     for position, (row, place) in enumerate(zip(rows, places, strict=True)):
@@ -130,27 +130,27 @@ def _rank(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str,
     return rows
 
 
-def _ranked_metric(kind: Kind, query: BoardQuery) -> str | None:
+def ranked_metric(kind: Kind, query: BoardQuery) -> str | None:
     """The metric a sort re-ranks on (None: the ranking itself)."""
     if query.sort in kind.metric_keys and not kind.metric(query.sort).count:
         return query.sort
     return None
 
 
-def _rank_key(kind: Kind, metric: str | None):
+def key_function(kind: Kind, metric: str | None):
     if metric is None:
         return kind.rank_key
     return lambda figures: kind.sort_key(metric, figures)
 
 
-def _key_metrics(kind: Kind, metric: str | None) -> tuple[str, ...]:
-    """The metric of each position of the ranking key (_rank_key)."""
+def key_metrics(kind: Kind, metric: str | None) -> tuple[str, ...]:
+    """The metric of each position of the ranking key (key_function)."""
     return kind.ranking if metric is None else (metric, *kind.ranking)
 
 
 def ranked_by(kind: Kind, query: BoardQuery) -> str:
     """The board's ranking rule in words, as a sort by a figure changes it."""
-    metric = _ranked_metric(kind, query)
+    metric = ranked_metric(kind, query)
     if metric is None:
         return kind.ranking_text
     return f"Ranked by {kind.label(metric)}, then by the board's rule " \
@@ -161,7 +161,7 @@ def separation(kind: Kind, rows: list[dict], query: BoardQuery) -> str:
     """Which figures of the ranking key separated the ranked rows, in words ("EMR separates 3
     rows; where EMR ties, IFR separates 6 rows"): each row's `decided_by` is the figure that
     placed it below the row ranked above it."""
-    names = list(dict.fromkeys(_key_metrics(kind, _ranked_metric(kind, query))))
+    names = list(dict.fromkeys(key_metrics(kind, ranked_metric(kind, query))))
     counts = {m: sum(1 for r in rows if r.get("decided_by") == m) for m in names}
     last = max((i for i, m in enumerate(names) if counts[m]), default=-1)
     parts = []
@@ -220,10 +220,10 @@ def reported_rows(*, slug: str, kind: Kind, dimension: str = OVERALL,
                      "n_samples": f.result.n_samples, "source": f.result.source,
                      **{m: values.get(m) for m in kind.metric_keys},
                      "cells": [values.get(m) for m in kind.metric_keys]})
-    return sorted(rows, key=lambda r: kind.rank_key(_placed(kind, r)))
+    return sorted(rows, key=lambda r: kind.rank_key(placed_figures(kind, r)))
 
 
-def _placed(kind: Kind, figures: dict) -> dict:
+def placed_figures(kind: Kind, figures: dict) -> dict:
     """A reference row's figures as a ranking key reads them: a ranking metric it lacks
     (published tables give the official, answered-only figure) takes the published one."""
     return {**figures, **{metric: figures.get(published)
@@ -273,15 +273,15 @@ def board_table(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> li
     references = [r for r in reference_rows(benchmark=benchmark, kind=kind,
                                             dimension=query.dimension, bucket=query.bucket)
                   if not needle or needle in r["model"].lower()]
-    metric = _ranked_metric(kind, query)
+    metric = ranked_metric(kind, query)
     if metric is None and query.sort != "rank":
         return _sorted(rows + references, query)
-    key = _rank_key(kind, metric)
+    key = key_function(kind, metric)
     # Merged in rank order, then reversed whole: a reversed board is the board backwards,
     # ties included (as the read API reverses it).
     rows = rows[::-1] if query.descending else rows
     merged = sorted([(key(r), 0, i, r) for i, r in enumerate(rows)]
-                    + [(key(_placed(kind, r)), 1, i, r) for i, r in enumerate(references)],
+                    + [(key(placed_figures(kind, r)), 1, i, r) for i, r in enumerate(references)],
                     key=lambda entry: entry[:3])
     merged = [r for *_, r in merged]
     return merged[::-1] if query.descending else merged

@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import caches
 from django.db.models import CharField, Exists, OuterRef, Value
 from django.db.models.functions import Cast, Concat
+from django.http import Http404
 
 from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.models import RankRanges
@@ -41,6 +42,14 @@ def benchmark_current(slug: str) -> Benchmark | None:
     """The newest version of benchmark `slug`, with its board's state read in the same query
     (`board_state`)."""
     return with_state(Benchmark.objects.filter(slug=slug)).order_by("-version").first()
+
+
+def benchmark_or_404(slug: str) -> Benchmark:
+    """benchmark_current, or a 404 for a board that does not exist."""
+    benchmark = benchmark_current(slug)
+    if benchmark is None:
+        raise Http404("no such benchmark")
+    return benchmark
 
 
 def with_state(benchmarks):

@@ -6,7 +6,7 @@ from pathlib import Path
 import plotly
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
-from django.http import Http404, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -81,7 +81,7 @@ def board(request, slug):
     """A board on one slice. The part below the filters is rendered once per board state
     (board_state.BoardState) and query, then served from the cache; anonymous visitors get
     the whole page from it (leaderboard.responses)."""
-    benchmark = _benchmark_or_404(slug)
+    benchmark = board_state.benchmark_or_404(slug)
     now = board_state.board_state(benchmark)
     snapshot = board_pages.board_snapshot(benchmark)
     kind = get_kind(benchmark.kind)
@@ -97,7 +97,7 @@ def board(request, slug):
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
         parts=("board", normal.urlencode()), boards=now.versions,
-        render=functools.partial(_board_page, _asking(request, normal), form, context,
+        render=functools.partial(_board_page, as_asked(request, normal), form, context,
                                  state=now))
 
 
@@ -118,24 +118,16 @@ def _board_page(request, form, context: dict, *, state) -> HttpResponse:
         "diagnostics": context["snapshot"]["diagnostics"]})
 
 
-def _asking(request, query: QueryDict):
+def as_asked(request, query: QueryDict):
     """The request as though it had asked exactly `query`, to render a cached body with."""
     normal = copy.copy(request)
     normal.GET = query
     return normal
 
 
-def _page(rows: list, number: int, size: int) -> tuple[list, dict]:
-    """One page of rows and what the page links need; a page past the end is not found
-    (it would be one more cached copy of an empty page)."""
-    pages = max(1, -(-len(rows) // size))
-    if number > pages:
-        raise Http404(f"page {number} is past the last page ({pages})")
-    return rows[(number - 1) * size: number * size], {
-        "number": number, "pages": pages, "total": len(rows),
-        "previous": number - 1 if number > 1 else None,
-        "next": number + 1 if number < pages else None,
-    }
+def page_of(rows: list, number: int, size: int) -> tuple[list, dict]:
+    """One page of rows and what the page links need (board_pages.paging)."""
+    return rows[(number - 1) * size: number * size], board_pages.paging(number, size, len(rows))
 
 
 def _board_body(benchmark, query, page: int, chart: str) -> dict:
@@ -212,13 +204,6 @@ def plotly_js(request, version):
     return response
 
 
-def _benchmark_or_404(slug):
-    benchmark = board_state.benchmark_current(slug)
-    if benchmark is None:
-        raise Http404("no such benchmark")
-    return benchmark
-
-
 def _with_cells(rows: list[dict], kind) -> list[dict]:
     """Each row's figure cells in the kind's order: (formatted value, interval, is a
     count)."""
@@ -227,7 +212,7 @@ def _with_cells(rows: list[dict], kind) -> list[dict]:
     return rows
 
 
-def _errors(form) -> list[str]:
+def form_errors(form) -> list[str]:
     return [f"{field}: {message}" if field != "__all__" else message
             for field, messages in form.errors.items() for message in messages]
 
@@ -262,7 +247,7 @@ def _model_page(request, model_id):
                "dimensions": dimension_choices(next(iter(kinds.values())))
                if kinds else []}
     if not form.is_valid():
-        context["errors"] = _errors(form)
+        context["errors"] = form_errors(form)
         return render(request, "leaderboard/model.html", context, status=400)
     data = form.cleaned_data
     shown = featured.get(data["benchmark"])
@@ -297,18 +282,18 @@ def _model_page(request, model_id):
 @require_safe
 @draws_charts
 def pivot(request, slug):
-    benchmark = _benchmark_or_404(slug)
+    benchmark = board_state.benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
     form = PivotForm(request.GET, kind=kind)
     context = {"benchmark": benchmark, "form": form, "errors": [],
                "metrics": kind.metric_keys, "kind": kind}
     if not form.is_valid():
-        context["errors"] = _errors(form)
+        context["errors"] = form_errors(form)
         return render(request, "leaderboard/pivot.html", context, status=400)
     data = form.cleaned_data
     normal = normalised(form, page=1)
     now = board_state.board_state(benchmark)
-    asking = _asking(request, normal)
+    asking = as_asked(request, normal)
 
     def respond():
         page = board_state.kept(now, "pivot", shared=True, parts=(normal.urlencode(),),
@@ -351,7 +336,7 @@ def compare(request, slug):
     """Models side by side. With none chosen, a picker (search and choose); with two or more,
     whether each is really apart from the first (paired differences with their intervals and
     a verdict, per metric and slice), per-item wins and losses, and every slice's figures."""
-    benchmark = _benchmark_or_404(slug)
+    benchmark = board_state.benchmark_or_404(slug)
     # Keyed and rendered as the canonical query: every spelling of one comparison is one
     # cached page, and one bootstrap.
     chosen = CompareForm.canonical(request.GET)
@@ -362,7 +347,7 @@ def compare(request, slug):
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
         parts=("compare", chosen, needle), costly=True, boards=now.versions,
-        render=lambda: _compare_page(_asking(request, asked), benchmark, needle))
+        render=lambda: _compare_page(as_asked(request, asked), benchmark, needle))
 
 
 def _compare_page(request, benchmark, needle: str):
@@ -376,7 +361,7 @@ def _compare_page(request, benchmark, needle: str):
     if not form.data["models"].strip():  # nothing chosen yet: the picker
         return render(request, "leaderboard/compare.html", context)
     if not form.is_valid():
-        context["errors"] = _errors(form)
+        context["errors"] = form_errors(form)
         return render(request, "leaderboard/compare.html", context, status=400)
     submissions = form.submissions()
     models = comparison.compared_models(submissions)
@@ -446,7 +431,7 @@ COMMON_SECTIONS = [
 def scoring(request, slug):
     """How scoring works on this board: the kind's metrics and rules, the judge config that
     scores it, and how intervals, ranks and rank ranges are made."""
-    benchmark = _benchmark_or_404(slug)
+    benchmark = board_state.benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
     return render(request, "leaderboard/scoring.html", {
         "benchmark": benchmark, "kind": kind, "config": benchmark.judge_config,

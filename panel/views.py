@@ -5,32 +5,23 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import ServiceError
 from config.staff import staff_only
 from leaderboard import judge_checks
-from leaderboard.state import benchmark_current
+from leaderboard.state import benchmark_or_404
 from panel import judge_card, services
 from panel.models import PanelRemoval
 from scoring.kinds import get_kind
-
-
-def _benchmark_or_404(slug):
-    """The board's current benchmark version, as every board page looks it up."""
-    benchmark = benchmark_current(slug)
-    if benchmark is None:
-        raise Http404("no such benchmark")
-    return benchmark
 
 
 @require_GET
 def panel(request, slug):
     """The listening page: its script asks for a task, shows its texts, plays its audio and
     unlocks the choices once each audio was heard long enough (static/js/panel.js)."""
-    benchmark = _benchmark_or_404(slug)
+    benchmark = benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
     problem = None
     if not request.user.is_authenticated:
@@ -81,7 +72,7 @@ def _config_shown(kind, config: dict) -> dict:
 @require_GET
 def judge(request, slug):
     """The judge card: for each judge config, how it agrees with the listening panel."""
-    benchmark = _benchmark_or_404(slug)
+    benchmark = benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
     body = judge_card.judge_card(benchmark)
     panel_figures = body["panel"]

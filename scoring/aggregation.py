@@ -30,7 +30,7 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
-from scoring.runs import Status, _move, run_fail
+from scoring.runs import Status, run_fail, run_move
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +95,14 @@ def run_aggregate(run_id: int) -> bool:
     results = [{"run_id": run.id, "item_id": item.id, "position": item.position,
                 "missing": row["missing"], **kind.item_columns(row)}
                for item, row in zip(items, rows, strict=True)]
-    slices = _slices(run, kind.summarize(rows), kind.intervals(rows, seed=run.seed))
+    slices = slice_results(run, kind.summarize(rows), kind.intervals(rows, seed=run.seed))
     with transaction.atomic():
         ItemResult.objects.filter(run=run).delete()
         SliceResult.objects.filter(run=run).delete()
         item_results_store(kind, results)
         SliceResult.objects.bulk_create(slices, batch_size=1000)
         run_vector_store(run, kind, rows)
-        _move(run.id, [Status.AGGREGATING], Status.FINISHED, refused_queries=len(refused))
+        run_move(run.id, [Status.AGGREGATING], Status.FINISHED, refused_queries=len(refused))
         board_changed(run.benchmark_id)
     return True
 
@@ -119,7 +119,7 @@ def _refused_fail(run: ScoringRun, refused: list[dict]) -> None:
            f"its judgment of your outputs. It said: {reasons[0][0]} This is a limit of our "
            "judge deployment, not a fault in your upload: no quota was charged, staff have "
            "been told and will rescore it once the judge is fixed.")
-    if _move(run.id, [Status.AGGREGATING], Status.FAILED, error=why,
+    if run_move(run.id, [Status.AGGREGATING], Status.FAILED, error=why,
              refused_queries=len(refused)):
         staff_alert(f"run {run.id}: the judge refused {share:.1%} of its queries", why,
                     key=f"run-refused:{run.id}")
@@ -192,7 +192,7 @@ def run_vector_store(run: ScoringRun, kind: Kind, rows: list[dict]) -> None:
         "data": RunVector.pack([kind.item_vector(row) for row in rows])})
 
 
-def _slices(run: ScoringRun, summary: dict, intervals: dict) -> list[SliceResult]:
+def slice_results(run: ScoringRun, summary: dict, intervals: dict) -> list[SliceResult]:
     def row(dimension, bucket, figures, bounds):
         return SliceResult(run=run, dimension=dimension, bucket=bucket, n=figures["n"],
                            values=figures, intervals={metric: list(interval) for metric,

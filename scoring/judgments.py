@@ -27,7 +27,7 @@ from scoring.models import (
 log = logging.getLogger(__name__)
 
 
-def _digests(*, audio_root: str, outputs: dict[str, str], digests: dict[str, str],
+def output_digests(*, audio_root: str, outputs: dict[str, str], digests: dict[str, str],
              benchmark: Benchmark, items: list[Item]):
     """sha256 of each audio file a run's queries may send, by its absolute path: outputs
     from the run's digests, inputs from their items (hashed here when the import could not)."""
@@ -46,7 +46,7 @@ def _digests(*, audio_root: str, outputs: dict[str, str], digests: dict[str, str
     return digest
 
 
-def _from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) -> list[Answer]:
+def from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) -> list[Answer]:
     """Answers to `wanted` (content key -> job) that an earlier run already has for the very
     same request under the same judge config: copies, marked cached, that cost no judge
     query. Each is read again through this job's own parse and fields, so the verdict is
@@ -93,13 +93,13 @@ ANSWER_FIELDS = ("choices", "verdict", "choice", "reason", "raw", "error", "erro
                  "endpoint", "attempts", "latency_ms", "score")
 
 
-def _answer(run: ScoringRun, criterion_id: int, content_key: str, record: dict) -> Answer:
+def answer_from(run: ScoringRun, criterion_id: int, content_key: str, record: dict) -> Answer:
     return Answer(run_id=run.id, criterion_id=criterion_id, round=record["round"],
                   content_key=content_key, answered_at=timezone.now(),
                   **{name: record.get(name) for name in ANSWER_FIELDS})
 
 
-def _store(run: ScoringRun, records: list[Answer], simulated: list) -> None:
+def answers_write(run: ScoringRun, records: list[Answer], simulated: list) -> None:
     answers_store(records)
     if any(simulated):
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)

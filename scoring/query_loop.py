@@ -27,7 +27,7 @@ from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls
 from scoring import media
 from scoring.jobs import JobFeed, ask_jobs
-from scoring.judgments import _answer, _digests, _from_cache, _store, answers_store
+from scoring.judgments import answer_from, answers_store, answers_write, from_cache, output_digests
 from scoring.kinds import Job, get_kind
 from scoring.kinds.base import answer_record
 from scoring.models import (
@@ -38,12 +38,12 @@ from scoring.models import (
 )
 from scoring.runs import (
     Status,
-    _items,
-    _move,
     batch_claim,
     batch_claim_next,
     connection_replace_broken,
+    items_of,
     run_jobs,
+    run_move,
 )
 
 log = logging.getLogger(__name__)
@@ -83,13 +83,13 @@ class _Open:
     simulated: bool = False
 
     def add(self, job: Job, answer) -> None:
-        self.records.append(_answer(self.run, self.criterion_ids[(job.item, job.criterion)],
+        self.records.append(answer_from(self.run, self.criterion_ids[(job.item, job.criterion)],
                                     self.keys[job], answer_record(job, answer)))
         self.simulated = self.simulated or answer.simulated
         self.left -= 1
 
     def store(self) -> None:
-        _store(self.run, self.records, [self.simulated])
+        answers_write(self.run, self.records, [self.simulated])
         self.records = []
 
 
@@ -99,8 +99,8 @@ def _batch_open(batch_id: int) -> tuple[_Open, list[Job]]:
     batch = RunBatch.objects.select_related("run__benchmark", "run__judge_config").get(
         id=batch_id)
     run = batch.run
-    _move(run.id, [Status.QUEUED], Status.SCORING)
-    items = _items(run.benchmark, batch.item_keys)
+    run_move(run.id, [Status.QUEUED], Status.SCORING)
+    items = items_of(run.benchmark, batch.item_keys)
     media.outputs_fetch(run, batch.item_keys)
     criterion_ids = {(item.key, c.index): c.id for item in items for c in item.ordered_criteria()}
     answered = set(Answer.objects.filter(run=run, criterion_id__in=criterion_ids.values())
@@ -111,12 +111,12 @@ def _batch_open(batch_id: int) -> tuple[_Open, list[Job]]:
                                     seed=run.seed, options=run.options)
             if (criterion_ids[(job.item, job.criterion)], job.round) not in answered]
     key_of = functools.partial(Job.content_key, config=str(run.judge_config_id),
-                               digest=_digests(audio_root=run.audio_root, outputs=run.outputs,
+                               digest=output_digests(audio_root=run.audio_root, outputs=run.outputs,
                                                digests=run.digests, benchmark=run.benchmark,
                                                items=items))
     keys = {job: key_of(job) for job in jobs}
     run.simulated = False
-    cached = _from_cache(run, {keys[job]: job for job in jobs}, criterion_ids)
+    cached = from_cache(run, {keys[job]: job for job in jobs}, criterion_ids)
     answers_store(cached)
     if run.simulated:
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)

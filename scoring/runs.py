@@ -22,7 +22,7 @@ from config.alerts import staff_alert
 from judge.fleet import REFUSED
 from scoring import media
 from scoring.judge_configs import judge_config_current
-from scoring.judgments import _digests
+from scoring.judgments import output_digests
 from scoring.kinds import Job, Kind, get_kind
 from scoring.kinds.files import resolve_audio
 from scoring.models import (
@@ -44,14 +44,14 @@ def _stamp(times: dict, status: str) -> dict:
     return {**times, status: timezone.now().isoformat()}
 
 
-def _move(run_id: int, source: list[str], target: str, **fields) -> bool:
+def run_move(run_id: int, source: list[str], target: str, **fields) -> bool:
     """Conditional status change: True when this caller made it."""
     run = ScoringRun.objects.only("status_times").get(id=run_id)
     return bool(ScoringRun.objects.filter(id=run_id, status__in=source).update(
         status=target, status_times=_stamp(run.status_times, target), **fields))
 
 
-def _items(benchmark: Benchmark, keys) -> list[Item]:
+def items_of(benchmark: Benchmark, keys) -> list[Item]:
     return list(Item.objects.filter(benchmark=benchmark, key__in=list(keys))
                 .prefetch_related("criteria").order_by("position"))
 
@@ -73,7 +73,7 @@ def run_workload(*, benchmark: Benchmark, outputs: dict[str, str], config: Judge
     """What scoring these outputs asks of the judge: the keys of the items with a query, in
     file order, and the queries (before the judgment cache)."""
     jobs = run_jobs(kind=get_kind(benchmark.kind), benchmark=benchmark,
-                    items=_items(benchmark, outputs), outputs=outputs, audio_root=audio_root,
+                    items=items_of(benchmark, outputs), outputs=outputs, audio_root=audio_root,
                     rounds=config.rounds, seed=config.seed, options=options)
     return list(dict.fromkeys(job.item for job in jobs)), jobs
 
@@ -151,13 +151,13 @@ def run_try_aggregate(run_id: int) -> bool:
     """Move a run to aggregating once every batch is done; True for the caller that did."""
     if RunBatch.objects.filter(run_id=run_id).exclude(status=RunBatch.Status.DONE).exists():
         return False
-    return _move(run_id, [Status.QUEUED, Status.SCORING], Status.AGGREGATING)
+    return run_move(run_id, [Status.QUEUED, Status.SCORING], Status.AGGREGATING)
 
 
 def run_fail(run_id: int, why: str) -> bool:
     """Fail an active run, on our side (the author's mistakes never reach scoring): staff
     are alerted, and the run can be resumed (run_retry)."""
-    if not _move(run_id, list(ScoringRun.ACTIVE), Status.FAILED, error=why):
+    if not run_move(run_id, list(ScoringRun.ACTIVE), Status.FAILED, error=why):
         return False
     staff_alert(f"scoring run {run_id} failed", f"Scoring run {run_id} failed: {why}\n"
                 "Its answers are kept; retry it from the staff submissions page once the "
@@ -172,7 +172,7 @@ def run_retry(run_id: int) -> bool:
     pending again with their claims reset, and the run queued. True when this caller resumed
     it; it then enqueues the run (scoring.tasks.enqueue_run)."""
     with transaction.atomic():
-        if not _move(run_id, [Status.FAILED], Status.QUEUED, error="", refused_queries=0):
+        if not run_move(run_id, [Status.FAILED], Status.QUEUED, error="", refused_queries=0):
             return False
         Answer.objects.filter(run_id=run_id, error_kind=REFUSED).delete()
         batches = RunBatch.objects.filter(run_id=run_id)
@@ -185,7 +185,7 @@ def run_retry(run_id: int) -> bool:
 
 
 def run_cancel(run_id: int) -> bool:
-    return _move(run_id, [Status.QUEUED, Status.SCORING], Status.CANCELLED)
+    return run_move(run_id, [Status.QUEUED, Status.SCORING], Status.CANCELLED)
 
 
 def sweep(now=None) -> tuple[list[int], list[int]]:
@@ -243,11 +243,11 @@ def cached_count(*, benchmark: Benchmark, outputs: dict[str, str], audio_root: s
                  digests: dict[str, str], config: JudgeConfig, options: dict) -> tuple[int, int]:
     """(answers a run of these outputs under `config` needs, how many of them the judgment
     cache already has): the dry run of a rescore, by the very keys a batch looks up."""
-    items = _items(benchmark, outputs)
+    items = items_of(benchmark, outputs)
     jobs = run_jobs(kind=get_kind(benchmark.kind), benchmark=benchmark, items=items,
                     outputs=outputs, audio_root=audio_root, rounds=config.rounds,
                     seed=config.seed, options=options)
-    digest = _digests(audio_root=audio_root, outputs=outputs, digests=digests,
+    digest = output_digests(audio_root=audio_root, outputs=outputs, digests=digests,
                       benchmark=benchmark, items=items)
     keys = [job.content_key(config=str(config.id), digest=digest) for job in jobs]
     found = set()

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from judge.body import JsonBody
 from judge.errors import FleetUnavailable
-from judge.fleet import JudgeFleet, _ssl_context, full_sampling
+from judge.fleet import JudgeFleet, full_sampling, ssl_context
 from judge.simulator import DEFAULT_MODEL as MODEL
 from judge.simulator import SimulatorConfig
 from scoring.kinds.mmae import rules as mmae
@@ -432,8 +432,8 @@ def test_a_byte_budget_below_one_is_refused():
 
 
 def test_a_plain_http_fleet_loads_no_ca_store_yet_never_turns_verification_off():
-    bare, trusting = _ssl_context(False), _ssl_context(True)
+    bare, trusting = ssl_context(False), ssl_context(True)
     assert bare.cert_store_stats()["x509_ca"] == 0  # nothing loaded, nothing trusted
     assert (bare.verify_mode, bare.check_hostname) == (ssl.CERT_REQUIRED, True)
     assert (trusting.verify_mode, trusting.check_hostname) == (ssl.CERT_REQUIRED, True)
-    assert _ssl_context(False) is bare  # built once per process
+    assert ssl_context(False) is bare  # built once per process

@@ -73,7 +73,7 @@ def item_board(db, author, tmp_path):
             judge_model=config.judge_model, prompt_sha256=config.prompt_sha256, rounds=3,
             max_attempts=5, status="finished",
             status_times={"finished": timezone.now().isoformat()})
-        SliceResult.objects.bulk_create(aggregation._slices(run, kind.summarize(rows), {}))
+        SliceResult.objects.bulk_create(aggregation.slice_results(run, kind.summarize(rows), {}))
         aggregation.run_vector_store(run, kind, rows)
         submission = Submission.objects.create(
             owner=owner or author, model=model, benchmark=benchmark, public=public,

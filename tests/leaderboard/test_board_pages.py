@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from leaderboard import board_pages, item_pages, rank_ranges, ranked_sql
-from leaderboard.model_pages import _labels, pivot
+from leaderboard.model_pages import model_labels, pivot
 from leaderboard.models import RankRanges, ReferenceFigure, ReferenceResult
 from leaderboard.selectors import (
     BoardQuery,
@@ -247,7 +247,7 @@ def test_labels_count_each_name_once(board, other_author):
             self.id, self.name = pk, name
 
     models = [Model(i, "Same" if i % 2 else f"Model {i}") for i in range(2000)]
-    labels = _labels(models)
+    labels = model_labels(models)
     assert labels[1] == "Same (#1)" and labels[2] == "Model 2"
     assert sum(1 for v in labels.values() if "(#" in v) == 1000
 

@@ -207,7 +207,7 @@ def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
     criterion = Criterion.objects.filter(item__benchmark=run.benchmark).first()
 
     def answers(choice):
-        return [judgments._answer(run, criterion.id, f"key{r}", {
+        return [judgments.answer_from(run, criterion.id, f"key{r}", {
             "round": r, "choices": ["yes", "no, \"quoted\"\ttab"],
             "verdict": {"correct_letter": "A", "correct": choice == "A"},
             "choice": choice, "reason": None, "raw": "{}",

@@ -9,7 +9,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from leaderboard.state import benchmark_current
-from scoring.aggregation import _slices, item_results_store
+from scoring.aggregation import item_results_store, slice_results
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
@@ -116,7 +116,7 @@ def _store(benchmark, kind, config, items, user, drawn: list[dict], *, seed: int
         simulated=True, status_times={"finished": now.isoformat()}, total_queries=0)
         for _ in drawn])
     SliceResult.objects.bulk_create([s for run, d in zip(runs, drawn, strict=True)
-                                     for s in _slices(run, d["summary"], d["intervals"])],
+                                     for s in slice_results(run, d["summary"], d["intervals"])],
                                     batch_size=5000)
     RunVector.objects.bulk_create([RunVector(run=run, names=list(kind.vector_names),
                                              data=d["vector"])
