@@ -1,0 +1,81 @@
+"""Boundaries read from the source: no module uses another module's private name, and no module
+but leaderboard.state keeps values of a board state (one owner, one store: state.kept)."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leaderboard",
+        "panel")
+# Module-level stores outside leaderboard.state, each with why it is not a board state's.
+NOT_BOARD_STATE = {
+    # A benchmark version's rubrics by stratum: a version never changes once imported.
+    ("panel/assignment.py", "_strata_kept"),
+    # What a seeding process draws with, set once per forked process of the command.
+    ("leaderboard/management/commands/seed_board.py", "_drawing"),
+}
+
+
+def modules():
+    for app in APPS:
+        for path in (ROOT / app).rglob("*.py"):
+            if "migrations" not in path.parts:
+                yield path, ast.parse(path.read_text())
+
+
+def private_uses(path: Path, tree: ast.Module) -> list[str]:
+    """`from app.module import _name` and `module._name` where `module` is one of the
+    project's (Django's `_meta`, a public API by its convention, aside)."""
+    found, aliases = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module \
+                and node.module.split(".")[0] in APPS:
+            for alias in node.names:
+                aliases.add(alias.asname or alias.name)
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: "
+                                 f"from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname or a.name.split(".")[0] for a in node.names
+                        if a.name.split(".")[0] in APPS}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in aliases and node.attr.startswith("_") \
+                and not node.attr.startswith("__") and node.attr != "_meta":
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_name():
+    found = [use for path, tree in modules() for use in private_uses(path, tree)]
+    assert found == []
+
+
+def test_the_private_name_check_finds_one():
+    tree = ast.parse("from leaderboard.selectors import _hidden\nfrom leaderboard import views"
+                     "\nviews._page(1)\n")
+    assert len(private_uses(ROOT / "x.py", tree)) == 2
+
+
+def stores(path: Path, tree: ast.Module) -> list[tuple[str, str]]:
+    """Module-level mutable containers with a private name: where a process keeps values."""
+    found = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
+        value = getattr(node, "value", None)
+        mutable = isinstance(value, ast.Dict | ast.List | ast.Set) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name | ast.Attribute)
+            and getattr(value.func, "id", getattr(value.func, "attr", "")) in (
+                "dict", "OrderedDict", "defaultdict", "set", "list"))
+        for target in targets:
+            if mutable and isinstance(target, ast.Name) and target.id.startswith("_") \
+                    and not target.id.isupper():  # a constant's name is upper case
+                found.append((str(path.relative_to(ROOT)), target.id))
+    return found
+
+
+def test_only_the_board_state_module_keeps_per_state_values():
+    kept = {store for path, tree in modules() for store in stores(path, tree)
+            if store[0].split("/")[0] in ("leaderboard", "panel")}
+    assert kept - NOT_BOARD_STATE == {("leaderboard/state.py", "_process")}
