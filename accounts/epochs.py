@@ -14,7 +14,7 @@ from config import front
 
 def _account_changed(sender, instance, **kwargs) -> None:
     # After the commit: a page rendered from the account as it was before is then sure to
-    # hold the older epoch (leaderboard.responses reads the epoch before the user).
+    # hold the older epoch (leaderboard.pages.responses reads the epoch before the user).
     user_id = instance.pk  # a deleted instance's pk is None by the commit
     transaction.on_commit(lambda: front.new_epoch(user_id), robust=True)
 

@@ -1,5 +1,5 @@
 """The staff audit page. A benchmark's public changelog, which shows the events marked public
-(audit.selectors.changelog_events), is a page of its board (leaderboard.views.changelog)."""
+(audit.selectors.changelog_events), is a page of its board (leaderboard.pages.views.changelog)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ from scoring import synthetic  # noqa: E402
 from scoring.kinds.airbench import rules as airbench  # noqa: E402
 
 manage = _scratch.manage
-EXPLORER_PAGE_SIZE = 20  # leaderboard.explorer_selectors.PAGE_SIZE
+EXPLORER_PAGE_SIZE = 20  # leaderboard.boards.explorer_selectors.PAGE_SIZE
 
 
 def percentile(values, q):
@@ -246,15 +246,15 @@ def bump() -> None:
 
 def ranges_stored() -> bool:
     """Whether the worker has stored the rank ranges of the board's current state."""
-    from leaderboard.state import benchmark_current, board_state
+    from leaderboard.boards.state import benchmark_current, board_state
 
     return board_state(benchmark_current("mmae")).ranged
 
 
 def wait_for_ranges(timeout: float) -> float:
     """Seconds until the worker has stored the rank ranges of the board's current state."""
+    from leaderboard.boards.state import benchmark_current, board_stamp
     from leaderboard.models import RankRanges
-    from leaderboard.state import benchmark_current, board_stamp
 
     started = time.monotonic()
     while True:
@@ -332,7 +332,8 @@ def main():
            # One load generator sends thousands of requests a minute: the API's limits (an
            # anonymous caller counts against both, by address) would answer most with 429.
            "THROTTLE_API_ANON": "off", "THROTTLE_API_USER": "off",
-           # Signed in, every pivot and compare page counts as a render (leaderboard.responses).
+           # Signed in, every pivot and compare page counts as a render
+           # (leaderboard.pages.responses).
            "THROTTLE_RENDER": "off"}
     os.environ.update(env)  # this process's Django: board changes, sessions, the worker's ping
     bench = worker = None
@@ -435,7 +436,7 @@ def board_urls(base: str) -> dict[str, str]:
     }
 
 
-# What a browser sends: the explorer's pages are gzipped for it (leaderboard.compression).
+# What a browser sends: the explorer's pages are gzipped for it (leaderboard.pages.compression).
 BROWSER = {"Accept-Encoding": "gzip, deflate, br"}
 
 

@@ -1,7 +1,7 @@
 """The first visit of a board, a slice and a pivot right after the board changes, at 1,000 and
 10,000 submissions: before the worker has stored the new state's ranked orders (the database
-ranks the page: leaderboard.ranked_sql) and after (a page of the stored order:
-leaderboard.board_pages), each against its target (300 ms median; 600 ms for the pivot).
+ranks the page: leaderboard.boards.ranked_sql) and after (a page of the stored order:
+leaderboard.boards.board_pages), each against its target (300 ms median; 600 ms for the pivot).
 
 Seeds a scratch PostgreSQL database with a synthetic MMAE benchmark and scored submissions
 (`seed_board`), with no planner statistics (autovacuum off, no ANALYZE), and serves it with
@@ -45,7 +45,8 @@ URLS = {"board": ("/b/mmae/", 300), "slice": ("/b/mmae/?dimension=modality&bucke
         "pivot (its default metric)": ("/b/mmae/pivot/?dimension=operation", 600),
         "API (slice, 100 rows)": ("/api/leaderboards/mmae/?dimension=operation"
                                   "&bucket=local/removal", 300)}
-REFRESH = ("from leaderboard import rank_ranges; from leaderboard.state import benchmark_current;"
+REFRESH = ("from leaderboard.boards import rank_ranges;"
+           " from leaderboard.boards.state import benchmark_current;"
            " rank_ranges.refresh(benchmark_current('mmae'), replicates=20)")
 
 

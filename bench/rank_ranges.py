@@ -1,5 +1,5 @@
 """How long the worker takes to store a board state's rank ranges and ranked orders
-(leaderboard.rank_ranges.refresh) at 1,000 and 10,000 submissions, against the targets of
+(leaderboard.boards.rank_ranges.refresh) at 1,000 and 10,000 submissions, against the targets of
 30 s and 120 s: the window after a change, during which pages say that ranges are being
 computed.
 
@@ -38,7 +38,7 @@ TARGETS = {1000: 30.0, 10000: 120.0}
 
 def timed_refresh(replicates: int) -> dict[str, float]:
     """refresh of the board's current state, its phases timed (the functions it calls)."""
-    from leaderboard import rank_ranges, state
+    from leaderboard.boards import rank_ranges, state
     from scoring.models import Benchmark
 
     phases: dict[str, float] = {}

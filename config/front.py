@@ -1,7 +1,7 @@
 """The front: shared pages answered to anonymous visitors before Django, from the bytes and
 headers Django sent for them, with no database round trip.
 
-Django marks what may be answered so (`mark_shared`, from leaderboard.responses.shared: a
+Django marks what may be answered so (`mark_shared`, from leaderboard.pages.responses.shared: a
 response to an anonymous visitor whose content is fixed by the board versions it names). The
 front keeps it whole, as Django's middleware finished it (security headers and CSP
 included), in this process, under the request as it came: the scheme, the host, the path, the
@@ -133,7 +133,7 @@ def mark_private(request, *, boards: dict[int, int], etag: str, keep_seconds: fl
                  user: int, epoch: str) -> None:
     """Say that the response to `request`, a signed-in visitor's, is theirs to be answered
     again while the `boards` stay as they are and `user`'s epoch is still `epoch` (read before
-    the user was: `leaderboard.responses`)."""
+    the user was: `leaderboard.pages.responses`)."""
     note = request.META.get(ENVIRON_KEY)
     if note is not None and epoch:
         note.boards, note.etag, note.keep_seconds = dict(boards), etag, keep_seconds

@@ -376,7 +376,7 @@ if PRODUCTION and not REDIS_URL:
     raise ImproperlyConfigured("DJANGO_ENV=production needs REDIS_URL: Celery's broker and the "
                                "rate limits' counters must be shared by every process")
 
-# Boards are cached per state (leaderboard.state.BoardState): in Redis when there is one,
+# Boards are cached per state (leaderboard.boards.state.BoardState): in Redis when there is one,
 # so every web process shares them; else in each process's memory. A Redis that cannot be
 # reached reads as an empty cache (config.cache), and gives up within the timeouts.
 _REDIS_CACHE = {"BACKEND": "config.cache.FailSoftRedisCache",
@@ -392,11 +392,11 @@ def _next_db(url: str) -> str:
     return urlunsplit(parts._replace(path=f"/{int(db) + 1}"))
 
 
-# The responses anonymous visitors share (leaderboard.responses), in a cache of their own: every
-# distinct query is an entry, so it must evict rather than grow. In production a Redis with
-# `maxmemory` and `maxmemory-policy allkeys-lru` (docker/compose.yml); by default the next
-# database of REDIS_URL, which is bounded only if that server is. Without Redis, each process's
-# memory, at most RESPONSE_CACHE_ENTRIES entries.
+# The responses anonymous visitors share (leaderboard.pages.responses), in a cache of their
+# own: every distinct query is an entry, so it must evict rather than grow. In production a
+# Redis with `maxmemory` and `maxmemory-policy allkeys-lru` (docker/compose.yml); by default
+# the next database of REDIS_URL, which is bounded only if that server is. Without Redis, each
+# process's memory, at most RESPONSE_CACHE_ENTRIES entries.
 RESPONSE_CACHE_URL = env_str("RESPONSE_CACHE_URL", _next_db(REDIS_URL) if REDIS_URL else "")
 CACHES = {
     "default": {**_REDIS_CACHE, "LOCATION": REDIS_URL} if REDIS_URL else

@@ -44,15 +44,15 @@ class ReferenceFigure(models.Model):
 
 
 class RankRanges(models.Model):
-    """A board slice's rank ranges from the paired bootstrap (leaderboard.ranking), for the
+    """A board slice's rank ranges from the paired bootstrap (leaderboard.boards.ranking), for the
     board state they were computed at: {"rank" or a metric: {submission id: [best, worst]}},
-    and the slice's ranked order at that state (leaderboard.board_pages reads a page of it):
+    and the slice's ranked order at that state (leaderboard.boards.board_pages reads a page of it):
     [[submission id, rank, *ranking key], ...] best first. Recomputed in the background
     whenever the board's state changes, never per request."""
 
     benchmark = models.ForeignKey("scoring.Benchmark", on_delete=models.CASCADE,
                                   related_name="+")
-    state = models.CharField(max_length=300)  # leaderboard.state.board_stamp
+    state = models.CharField(max_length=300)  # leaderboard.boards.state.board_stamp
     dimension = models.CharField(max_length=50)  # "overall" with bucket ""
     bucket = models.CharField(max_length=200, blank=True)
     ranges = models.JSONField(default=dict)
@@ -73,16 +73,16 @@ class RankRanges(models.Model):
 
 class BoardSnapshot(models.Model):
     """A board as it was at one board version, kept from the first time a visitor cites it
-    (leaderboard.snapshots): its overall rows as the read API gives them and its items
+    (leaderboard.boards.snapshots): its overall rows as the read API gives them and its items
     dataset (Parquet), never changed after. `/b/<slug>/v/<version>/` renders it."""
 
     benchmark = models.ForeignKey("scoring.Benchmark", on_delete=models.CASCADE,
                                   related_name="+")
     board_version = models.PositiveBigIntegerField()
     taken_at = models.DateTimeField(auto_now_add=True)
-    state = models.CharField(max_length=300)  # leaderboard.state.board_stamp
-    rows = models.JSONField(default=list)  # leaderboard.serializers.BoardRowOut, overall
-    items = models.BinaryField()  # leaderboard.datasets as Parquet
+    state = models.CharField(max_length=300)  # leaderboard.boards.state.board_stamp
+    rows = models.JSONField(default=list)  # leaderboard.boards.serializers.BoardRowOut, overall
+    items = models.BinaryField()  # leaderboard.boards.datasets as Parquet
 
     class Meta:
         constraints = [

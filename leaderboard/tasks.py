@@ -1,10 +1,13 @@
-"""The periodic task of the leaderboard. A board's own refresh is beside its rank ranges
-(leaderboard.rank_ranges.refresh_rank_ranges)."""
+"""The leaderboard's tasks, where Celery's autodiscovery finds them: the periodic sweep, and a
+board's own refresh, beside its rank ranges (leaderboard.boards.rank_ranges)."""
 
 from celery import shared_task
 
 from config import front
-from leaderboard import rank_ranges, state
+from leaderboard.boards import rank_ranges, state
+from leaderboard.boards.rank_ranges import refresh_rank_ranges
+
+__all__ = ["refresh_boards", "refresh_rank_ranges"]
 
 
 @shared_task(ignore_result=True)

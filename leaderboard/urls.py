@@ -1,14 +1,7 @@
 from django.urls import path
 
-from leaderboard import (
-    api,
-    explorer,
-    history_views,
-    item_views,
-    media_views,
-    picker_views,
-    views,
-)
+from leaderboard.api import views as api
+from leaderboard.pages import explorer, history_views, item_views, media_views, picker_views, views
 
 app_name = "leaderboard"
 

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from config.serializers import error_responses
 from config.throttle import ScopedThrottle
-from leaderboard import state
+from leaderboard.boards import state
 from panel import assignment, item_verdicts, judge_card, services
 from panel.serializers import AnswerIn, AnswerOut, ItemPanelOut, JudgeCardOut, TaskOut
 from scoring.kinds import get_kind

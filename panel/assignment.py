@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from leaderboard import state as board_state
+from leaderboard.boards import state as board_state
 from panel.models import PanelAnswer, PanelAssignment, PanelTask
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Criterion, ScoringRun

@@ -6,7 +6,7 @@ without the board changing, and the page is cached per board state."""
 
 from __future__ import annotations
 
-from leaderboard import item_pages
+from leaderboard.boards import item_pages
 from panel import agreement, judge_card
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from leaderboard import item_pages, judge_checks, responses
-from leaderboard.selectors import judge_figures_by_config
-from leaderboard.state import board_stamp
+from leaderboard.boards import item_pages, judge_checks
+from leaderboard.boards.selectors import judge_figures_by_config
+from leaderboard.boards.state import board_stamp
+from leaderboard.pages import responses
 from panel import agreement
 from panel.models import PanelAnswer, PanelTask
 from scoring.kinds import get_kind
@@ -24,7 +25,7 @@ CATEGORY = "category"
 def judge_card(benchmark: Benchmark) -> dict:
     """The card's body, as the API gives it: the panel, each config's figures, the
     robustness battery of the board's config and the rank agreement across configs
-    (leaderboard.judge_checks; the latter made once per board state, its bootstrap growing
+    (leaderboard.boards.judge_checks; the latter made once per board state, its bootstrap growing
     with the square of the rows)."""
     kind = get_kind(benchmark.kind)
     tasks, answers = rated_tasks(benchmark) if kind.has_panel else ({}, {})

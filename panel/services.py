@@ -17,7 +17,7 @@ from accounts.verification import verification_needed
 from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
-from leaderboard.explorer_selectors import audio_file
+from leaderboard.boards.explorer_selectors import audio_file
 from panel.models import PanelAnswer, PanelAssignment, PanelRemoval, PanelTask
 from scoring.kinds import get_kind
 from scoring.kinds.base import PanelQuestion

@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import ServiceError
 from config.staff import staff_only
-from leaderboard import judge_checks
-from leaderboard.state import benchmark_or_404
+from leaderboard.boards import judge_checks
+from leaderboard.boards.state import benchmark_or_404
 from panel import judge_card, services
 from panel.models import PanelRemoval
 from scoring.kinds import get_kind

@@ -2,7 +2,7 @@
 inputs (Silence, Reversed) or from a public system's outputs given to the wrong items
 (Shuffled), and the figure an honest judge should give each of them and the paper's Identity
 and Noise rows (EXPECTED). scoring.baselines scores them as calibration baselines; the
-judge card (leaderboard.judge_checks) sets what the judge gave against these figures.
+judge card (leaderboard.boards.judge_checks) sets what the judge gave against these figures.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ REFRESH_TASK = "leaderboard.rank_ranges.refresh_rank_ranges"
 
 def state_token(version: int, ranged: bool) -> int:
     """A board state as one integer that only rises: version v is 2v while its rank ranges are
-    being computed and 2v + 1 once the worker stored them (leaderboard.state.BoardState). The
+    being computed and 2v + 1 once the worker stored them (leaderboard.boards.state.BoardState). The
     front (config.front) answers a page while the token it was made under is the one
     published, so pages made while ranges were computed are replaced when they arrive."""
     return 2 * version + int(ranged)

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
             name='order',
             field=models.JSONField(default=list),
         ),
-        # Serves a board slice's rows where the database ranks them (leaderboard.ranked_sql):
+        # Serves a board slice's rows where the database ranks them (leaderboard.boards.ranked_sql):
         # one slice's 10,000 rows read through it rather than through every slice's entries
         # of the (run, dimension, bucket) index. Here rather than on SliceResult's Meta since
         # that query is the leaderboard's.

@@ -279,7 +279,7 @@ class Kind(abc.ABC):
     explorer_template: ClassVar[str] = "leaderboard/_text_sample.html"
     # What a sample's <details> opens, fetched when opened: every judge answer of an item.
     explorer_detail_template: ClassVar[str] = "leaderboard/_text_judgments.html"
-    # The per-item figures the board's items dataset carries (leaderboard.datasets), by their
+    # The per-item figures the board's items dataset carries (leaderboard.boards.datasets), by their
     # names in ItemResult.values, with their types: "float", "int", "bool", "string" or
     # "list<int>".
     item_fields: ClassVar[tuple[tuple[str, str], ...]] = ()

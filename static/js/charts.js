@@ -1,4 +1,4 @@
-// Draws each figure a page embeds as JSON (leaderboard/charts.py, to_html) with plotly.js,
+// Draws each figure a page embeds as JSON (leaderboard/pages/charts.py, to_html) with plotly.js,
 // which the page loads before this script.
 document.addEventListener("DOMContentLoaded", () => {
   for (const holder of document.querySelectorAll("div.plotly-chart[data-figure]")) {

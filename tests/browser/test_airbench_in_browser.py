@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from leaderboard import selectors
+from leaderboard.boards import selectors
 from scoring import aggregation, query_loop, runs
 from scoring.kinds.airbench import rules as airbench
 from scoring.services import benchmark_import

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.db import connections
 from playwright.sync_api import expect
 
-from leaderboard import selectors
+from leaderboard.boards import selectors
 from scoring import aggregation, query_loop, runs
 from scoring.kinds.mmae.predictions import load_predictions
 from scoring.services import benchmark_import

@@ -9,7 +9,7 @@ simulator). Screenshots: artifacts/screenshots/items-<width>-<page>.png.
 import pytest
 from playwright.sync_api import expect
 
-from leaderboard.compare import pairwise
+from leaderboard.pages.compare import pairwise
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.test_board_in_browser import board_data  # noqa: F401 - a fixture
 

@@ -8,8 +8,8 @@ artifacts/screenshots/names-<width>-<page>.png.
 
 import pytest
 
-from leaderboard import rank_ranges
-from leaderboard.selectors import leaderboard_rows
+from leaderboard.boards import rank_ranges
+from leaderboard.boards.selectors import leaderboard_rows
 from scoring.boards import board_changed
 from submissions.models import Submission
 from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS

@@ -17,7 +17,7 @@ from django.db import close_old_connections, connection
 from django.test.utils import CaptureQueriesContext
 
 from config.front import ENTRY_BYTES, Front, publish, version_key
-from leaderboard import rank_ranges
+from leaderboard.boards import rank_ranges
 from scoring.boards import board_changed, state_token
 from tests.concurrent import redis_cache  # noqa: F401 - a fixture
 from tests.factories import board_benchmark, scored_submission

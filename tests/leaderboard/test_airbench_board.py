@@ -6,7 +6,7 @@ import io
 import pytest
 from django.utils import timezone
 
-from leaderboard import rank_ranges
+from leaderboard.boards import rank_ranges
 from scoring.kinds import get_kind
 from scoring.kinds.airbench import rules as airbench
 from scoring.models import Benchmark, ScoringRun, SliceResult

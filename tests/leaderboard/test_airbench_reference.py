@@ -5,8 +5,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from leaderboard.boards.selectors import reported_rows
 from leaderboard.models import ReferenceFigure, ReferenceResult
-from leaderboard.selectors import reported_rows
 from scoring.kinds import get_kind
 from scoring.models import Benchmark
 from tests.scoring.airbench_data import REFERENCE

@@ -1,11 +1,11 @@
-"""The board API (leaderboard/api.py): its CSV cells and its cache key."""
+"""The board API (leaderboard/api/views.py): its CSV cells and its cache key."""
 
 import csv
 import io
 
 import pytest
 
-from leaderboard.api import CsvRenderer
+from leaderboard.api.views import CsvRenderer
 
 FORMULA_STARTS = ["=", "+", "-", "@", "\t", "\r"]
 
@@ -76,7 +76,7 @@ def test_a_first_call_checks_its_slice_against_the_buckets_alone(client, board, 
     """The read API and the datasets check a slice against the board state's buckets, kept on
     their own: a first call after a change does not make the board's snapshot (which ranks
     the board's top rows). A new board state reads its buckets anew."""
-    from leaderboard import board_pages
+    from leaderboard.boards import board_pages
 
     benchmark, scored = board
     scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})

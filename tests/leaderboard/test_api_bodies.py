@@ -9,7 +9,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
-from leaderboard import rank_ranges
+from leaderboard.boards import rank_ranges
 from scoring.boards import board_changed
 from scoring.kinds.airbench import rules as airbench
 from scoring.models import ScoringRun, SliceResult

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from leaderboard.forms import ApiBoardForm
+from leaderboard.pages.forms import ApiBoardForm
 
 
 @pytest.fixture

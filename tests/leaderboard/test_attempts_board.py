@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from leaderboard.model_pages import ATTEMPT_DAYS_LISTED, dated_attempts
+from leaderboard.boards.model_pages import ATTEMPT_DAYS_LISTED, dated_attempts
 from submissions.moderation import submission_delete
 
 pytestmark = pytest.mark.django_db

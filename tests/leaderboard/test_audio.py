@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from leaderboard.explorer import RangeNotSatisfiable, byte_range
+from leaderboard.pages.explorer import RangeNotSatisfiable, byte_range
 from scoring.models import ScoringRun
 from submissions.models import Submission
 

@@ -7,16 +7,16 @@ import itertools
 import pytest
 from django.utils import timezone
 
-from leaderboard import board_pages, item_pages, rank_ranges, ranked_sql
-from leaderboard.model_pages import model_labels, pivot
-from leaderboard.models import RankRanges, ReferenceFigure, ReferenceResult
-from leaderboard.selectors import (
+from leaderboard.boards import board_pages, item_pages, rank_ranges, ranked_sql
+from leaderboard.boards.model_pages import model_labels, pivot
+from leaderboard.boards.selectors import (
     BoardQuery,
     board_table,
     bucket_choices,
     leaderboard_rows,
     licences,
 )
+from leaderboard.models import RankRanges, ReferenceFigure, ReferenceResult
 from scoring.boards import board_changed
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import Submission

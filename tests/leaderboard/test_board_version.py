@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import audit_record
-from leaderboard import state
-from leaderboard.services import reference_results_load
+from leaderboard.boards import state
+from leaderboard.boards.services import reference_results_load
 from scoring import aggregation
 from scoring.boards import board_changed
 from scoring.judge_configs import benchmark_set_judge_config

@@ -1,4 +1,4 @@
-"""What anonymous visitors cannot do to the shared responses (leaderboard.responses): make
+"""What anonymous visitors cannot do to the shared responses (leaderboard.pages.responses): make
 one comparison into many bootstraps, render costly pages without limit, fill the cache with
 spellings of one query, revalidate into a stale body by date, or cross header variants."""
 
@@ -10,7 +10,8 @@ import httpx
 import pytest
 from django.test import RequestFactory
 
-from leaderboard import rank_ranges, responses, views
+from leaderboard.boards import rank_ranges
+from leaderboard.pages import responses, views
 from scoring.boards import board_changed
 from submissions.models import Submission
 

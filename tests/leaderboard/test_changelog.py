@@ -83,7 +83,7 @@ def test_an_unknown_benchmark_or_bad_page_is_refused(client, board, url, code):
 
 
 def test_a_long_changelog_is_paged(client, board, staff):
-    from leaderboard import history_views as module
+    from leaderboard.pages import history_views as module
 
     _, scored = board
     submission = scored("Echo Editor", (50.0, 40.0, 30.0))

@@ -7,10 +7,10 @@ import re
 import plotly
 import pytest
 
-from leaderboard import charts
-from leaderboard.model_pages import slice_rows
-from leaderboard.selectors import BoardQuery, leaderboard_rows
-from leaderboard.views import PLOTLY_JS
+from leaderboard.boards.model_pages import slice_rows
+from leaderboard.boards.selectors import BoardQuery, leaderboard_rows
+from leaderboard.pages import charts
+from leaderboard.pages.views import PLOTLY_JS
 from scoring.kinds import get_kind
 from tests.config.test_csp import assert_nothing_from_outside, policy
 

@@ -10,8 +10,8 @@ import re
 import pytest
 from django.utils.html import escape
 
-from leaderboard import item_pages
-from leaderboard.compare import pairwise
+from leaderboard.boards import item_pages
+from leaderboard.pages.compare import pairwise
 from scoring.kinds import get_kind
 from scoring.kinds.airbench import rules as airbench
 from tests.leaderboard.conftest import CHAT_RESPONSES

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from leaderboard.compare import PICKER_LIMIT, picker_matches
+from leaderboard.pages.compare import PICKER_LIMIT, picker_matches
 
 MODELS = 45  # more than two searches' worth
 
@@ -136,7 +136,7 @@ def test_a_compare_page_reads_its_models_and_the_boards_first_20_not_the_whole_b
     seconds): now the picker reads the first 20 of the board's order and the form the models
     asked for. With a search, every representative is read (the board's order, not a
     ranking in Python)."""
-    from leaderboard import selectors, state
+    from leaderboard.boards import selectors, state
 
     _, made = crowd
     whole: list = []

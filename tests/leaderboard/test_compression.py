@@ -1,5 +1,5 @@
 """The explorer's responses gzipped by Accept-Encoding where they hold no secret, each encoding
-with its own ETag and 304 (leaderboard.compression), on `light_explorer`'s submissions."""
+with its own ETag and 304 (leaderboard.pages.compression), on `light_explorer`'s submissions."""
 
 import gzip
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.utils.html import escape
 
-from leaderboard import item_pages, selectors
+from leaderboard.boards import item_pages, selectors
 from tests.leaderboard.conftest import CHAT_RESPONSES
 
 
@@ -144,7 +144,7 @@ def test_a_page_of_systems_reads_its_window_not_every_representative(client, tri
     """Each page of systems is a window of the board's order with its rows' submissions
     (a first visit at 10,000 submissions read every representative for a page of 50), in
     the order and with the ranks the board gives; a page past the last is a 404."""
-    from leaderboard import state
+    from leaderboard.boards import state
 
     benchmark, (middling, perfect, hopeless), items = trio
     monkeypatch.setattr(item_pages, "SYSTEMS_PER_PAGE", 2)

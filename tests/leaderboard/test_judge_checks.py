@@ -8,8 +8,8 @@ import pytest
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from leaderboard import judge_checks
-from leaderboard.judge_checks import battery, checks_context, kendall_tau, rank_agreement
+from leaderboard.boards import judge_checks
+from leaderboard.boards.judge_checks import battery, checks_context, kendall_tau, rank_agreement
 from scoring.battery import EXPECTED, Expected
 from scoring.models import ScoringRun, SliceResult
 from tests.conftest import judge_config

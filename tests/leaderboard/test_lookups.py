@@ -1,10 +1,10 @@
-"""`field__any` (leaderboard.lookups): one array parameter, typed as the column, so that
+"""`field__any` (leaderboard.boards.lookups): one array parameter, typed as the column, so that
 PostgreSQL hashes it once instead of comparing a bigint column with a smallint array element
 by element (psycopg types a list of small ids as smallint[])."""
 
 import pytest
 
-from leaderboard import lookups  # noqa: F401 - registers field__any
+from leaderboard.boards import lookups  # noqa: F401 - registers field__any
 from scoring.models import SliceResult
 from submissions.models import ModelEntry
 

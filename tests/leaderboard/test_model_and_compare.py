@@ -3,8 +3,8 @@ wins and losses) against figures worked out by hand."""
 
 import pytest
 
-from leaderboard.compare import compare_rows, pairwise
-from leaderboard.model_pages import slice_rows
+from leaderboard.boards.model_pages import slice_rows
+from leaderboard.pages.compare import compare_rows, pairwise
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, Item, ItemResult
 from tests.conftest import CAST_PASSWORD

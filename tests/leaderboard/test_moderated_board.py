@@ -4,7 +4,7 @@ chosen representative is the model's row."""
 
 import pytest
 
-from leaderboard import model_pages
+from leaderboard.boards import model_pages
 from submissions import moderation
 
 
@@ -120,7 +120,7 @@ def test_the_representatives_of_a_few_models_are_the_boards_read_or_kept(board, 
     """state.representatives_of (what the compare forms read for the models asked for) picks
     each model's representative as the whole board's reading does: the chosen one, else the
     latest public; never a private or hidden submission; a model without one left out."""
-    from leaderboard import state
+    from leaderboard.boards import state
 
     benchmark, scored = board
     older = scored("Echo Editor", (80.0, 70.0, 60.0))

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from leaderboard import rank_ranges
+from leaderboard.boards import rank_ranges
 from leaderboard.models import ReferenceFigure, ReferenceResult
 
 
@@ -193,7 +193,7 @@ def test_a_repeated_view_is_served_from_the_cache(client, filled, django_assert_
 
 
 def test_a_long_board_is_paged_and_ranks_stay_global(client, board, settings):
-    from leaderboard import views
+    from leaderboard.pages import views
 
     benchmark, scored = board
     for i in range(5):

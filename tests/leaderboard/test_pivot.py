@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from leaderboard.model_pages import pivot
+from leaderboard.boards.model_pages import pivot
 from tests.leaderboard.test_charts import figure_data, figure_spec
 
 

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connection
 
-from leaderboard import rank_ranges, state
+from leaderboard.boards import rank_ranges, state
 from leaderboard.models import RankRanges
 from tests.leaderboard.test_ranking import clear_gap
 

@@ -1,4 +1,4 @@
-"""Responses shared per board state (leaderboard/responses.py): whole responses for anonymous
+"""Responses shared per board state (leaderboard/pages/responses.py): whole responses for anonymous
 visitors, ETag and Last-Modified with 304 on revalidation, Cache-Control for a CDN, gzip, and
 signed-in visitors' own navigation kept out of what others get."""
 
@@ -78,7 +78,7 @@ def test_a_signed_in_visitors_navigation_never_reaches_anonymous_visitors(client
 
 
 def test_signed_in_visitors_get_the_cached_rows(client, filled, author, monkeypatch):
-    from leaderboard import views
+    from leaderboard.pages import views
 
     client.get("/b/mmae/")  # an anonymous visit renders the rows once
     client.force_login(author)

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from leaderboard.selectors import TIED, BoardQuery, leaderboard_rows, ranked_by, separation
-from leaderboard.state import representatives
+from leaderboard.boards.selectors import TIED, BoardQuery, leaderboard_rows, ranked_by, separation
+from leaderboard.boards.state import representatives
 from scoring.kinds import get_kind
 
 MMAE = get_kind("mmae")

@@ -4,8 +4,8 @@ what they send is what DRF's own Serializer.to_representation sends, row for row
 import pytest
 from rest_framework import serializers as drf
 
-from leaderboard import serializers
-from leaderboard.selectors import baseline_rows, leaderboard_rows, reported_rows
+from leaderboard.boards import serializers
+from leaderboard.boards.selectors import baseline_rows, leaderboard_rows, reported_rows
 from scoring.kinds import get_kind
 from tests.leaderboard.test_board_pages import seeded  # noqa: F401 (a fixture)
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from leaderboard import rank_ranges
+from leaderboard.boards import rank_ranges
 from scoring.boards import board_changed
 from scoring.kinds.airbench import rules as airbench
 from scoring.models import Benchmark, ScoringRun, SliceResult

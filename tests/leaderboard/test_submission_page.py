@@ -12,7 +12,7 @@ from django.test import override_settings
 from django.urls import reverse
 from django.utils.html import escape
 
-from leaderboard import explorer_selectors
+from leaderboard.boards import explorer_selectors
 from scoring import aggregation, query_loop, runs
 from scoring.kinds import get_kind
 from scoring.kinds.mmae.predictions import load_predictions

@@ -1,9 +1,9 @@
-"""The board and pivot views (leaderboard/views.py): their cached bodies are keyed on the
+"""The board and pivot views (leaderboard/pages/views.py): their cached bodies are keyed on the
 validated query only."""
 
 import pytest
 
-from leaderboard import views
+from leaderboard.pages import views
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import re
 
 import jsonschema
 
-from leaderboard import item_pages
+from leaderboard.boards import item_pages
 from panel.models import PanelAnswer, PanelTask
 from panel.services import panel_rater_remove
 from tests.leaderboard.test_api_bodies import described

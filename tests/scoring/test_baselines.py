@@ -8,8 +8,8 @@ import soundfile
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEvent
+from leaderboard.boards.selectors import diagnostic_rows
 from leaderboard.models import ReferenceFigure, ReferenceResult
-from leaderboard.selectors import diagnostic_rows
 from scoring.baselines import BaselineError, baseline_folder, baselines_create
 from scoring.models import SliceResult
 from tests.conftest import CAST_PASSWORD, score_run

@@ -24,7 +24,7 @@ def test_representative_choices_at_once_all_answer_and_leave_one(live_server, sc
 
 
 def test_an_unexpected_failure_under_the_api_answers_json(client, db, monkeypatch):
-    from leaderboard import state
+    from leaderboard.boards import state
 
     def broken():
         raise RuntimeError("the database went away")

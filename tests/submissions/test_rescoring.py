@@ -8,7 +8,7 @@ from django.test import override_settings
 
 from audit.models import AuditEvent
 from config.errors import ServiceError
-from leaderboard.selectors import leaderboard_rows
+from leaderboard.boards.selectors import leaderboard_rows
 from scoring import aggregation, query_loop, runs, synthetic
 from scoring.judge_configs import benchmark_set_judge_config
 from scoring.kinds.mmae.predictions import load_predictions

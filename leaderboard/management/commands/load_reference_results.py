@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from leaderboard.services import ReferenceFileError, reference_results_load
+from leaderboard.boards.services import ReferenceFileError, reference_results_load
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 from tqdm import tqdm
 
-from leaderboard.state import benchmark_current
+from leaderboard.boards.state import benchmark_current
 from scoring.aggregation import item_results_store, slice_results
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current

@@ -1,6 +1,6 @@
 """The item pages: the items where two models differ (`/b/<slug>/compare/items/`) and one item
 across every representative of a board (`/b/<slug>/i/<key>/`). Both are shared per board
-state (leaderboard.responses) like the compare page; bad parameters are a 400. A fresh page
+state (leaderboard.pages.responses) like the compare page; bad parameters are a 400. A fresh page
 of differing items renders every vote of 20 items twice over (about half a second at 2,000
 samples): it counts against THROTTLE_RENDER, as the compare page does."""
 
@@ -13,13 +13,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from leaderboard import compare as comparison
-from leaderboard import item_pages, responses
-from leaderboard import state as board_state
-from leaderboard.explorer_selectors import slice_buckets
-from leaderboard.forms import CompareItemsForm, ItemPageForm, normalised
-from leaderboard.state import benchmark_or_404
-from leaderboard.views import as_asked, form_errors, page_of
+from leaderboard.boards import item_pages
+from leaderboard.boards import state as board_state
+from leaderboard.boards.explorer_selectors import slice_buckets
+from leaderboard.boards.state import benchmark_or_404
+from leaderboard.pages import compare as comparison
+from leaderboard.pages import responses
+from leaderboard.pages.forms import CompareItemsForm, ItemPageForm, normalised
+from leaderboard.pages.views import as_asked, form_errors, page_of
 from scoring.kinds import get_kind
 
 

@@ -41,7 +41,7 @@ from django_ratelimit.core import get_usage
 
 from config import front
 from config.throttle import too_many_requests
-from leaderboard.state import shared_kept
+from leaderboard.boards.state import shared_kept
 
 # The state is in the key: an entry outlives its board's state only until this timeout.
 RESPONSE_CACHE_SECONDS = 300

@@ -1,5 +1,5 @@
 """A board's history: its public changelog (the audit events marked public for it) and the
-snapshots visitors cited (leaderboard.snapshots)."""
+snapshots visitors cited (leaderboard.boards.snapshots)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from django.views.decorators.http import require_GET, require_safe
 
 from audit.forms import ChangelogForm
 from audit.selectors import changelog_events, changelog_rows, changelog_subjects
-from leaderboard import datasets, snapshots
-from leaderboard import state as board_state
+from leaderboard.boards import datasets, snapshots
+from leaderboard.boards import state as board_state
 from leaderboard.models import BoardSnapshot
 from scoring.kinds import get_kind
 from submissions import selectors as submission_selectors
@@ -44,7 +44,7 @@ def changelog(request, slug):
 @require_safe
 def board_snapshot(request, slug, version):
     """The board as it was at a board version a visitor cited: immutable, so cached for good
-    (leaderboard.snapshots)."""
+    (leaderboard.boards.snapshots)."""
     snapshot = snapshots.snapshot_get(slug, version)
     if snapshot is None:
         raise Http404(f"board version {version} of {slug!r} was not kept: a version is kept "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from leaderboard import datasets, selectors, serializers, state
+from leaderboard.boards import datasets, selectors, serializers, state
 from leaderboard.models import BoardSnapshot
 from scoring.kinds import get_kind
 from scoring.models import Benchmark

@@ -4,10 +4,10 @@ from urllib.parse import urlencode
 from django import forms
 from django.http import QueryDict
 
-from leaderboard import explorer_selectors
-from leaderboard.model_pages import visible_models
-from leaderboard.selectors import SORTS, BoardQuery
-from leaderboard.state import OVERALL
+from leaderboard.boards import explorer_selectors
+from leaderboard.boards.model_pages import visible_models
+from leaderboard.boards.selectors import SORTS, BoardQuery
+from leaderboard.boards.state import OVERALL
 from scoring.kinds import KINDS, Kind
 
 

@@ -14,8 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from leaderboard import state
-from leaderboard.csvs import csv_cell
+from leaderboard.boards import state
+from leaderboard.boards.csvs import csv_cell
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, Item, ItemBucket, ItemResult
 

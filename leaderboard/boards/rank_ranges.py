@@ -1,6 +1,6 @@
 """A board's rank ranges, stored per board state: computed from the runs' per-item vectors by the
-paired bootstrap of leaderboard.ranking whenever the board's state changes (a background task,
-beside them here), read by the board, and the paired differences of two submissions for the
+paired bootstrap of leaderboard.boards.ranking whenever the board's state changes (a background
+task, beside them here), read by the board, and the paired differences of two submissions for the
 compare page."""
 
 from __future__ import annotations
@@ -13,9 +13,17 @@ from celery import shared_task
 from django.db import connection, transaction
 
 from config import front
+from leaderboard.boards.ranking import (
+    RANK,
+    REPLICATES,
+    SEED,
+    board_order,
+    draws,
+    slice_ranges,
+    verdict,
+)
+from leaderboard.boards.state import board_stamp, representatives
 from leaderboard.models import RankRanges
-from leaderboard.ranking import RANK, REPLICATES, SEED, board_order, draws, slice_ranges, verdict
-from leaderboard.state import board_stamp, representatives
 from scoring.boards import state_token
 from scoring.kinds import get_kind
 from scoring.kinds.base import rank_value
@@ -44,7 +52,7 @@ def slice_figures(submissions: list) -> dict[tuple[str, str], dict[int, dict]]:
 def orders(benchmark: Benchmark, submissions: list,
            figures: dict[tuple[str, str], dict[int, dict]]) -> dict[tuple[str, str], list]:
     """Every slice's ranked order as RankRanges.order keeps it, ranked as the board ranks
-    (leaderboard.ranking.board_order, the kind's ranking key)."""
+    (leaderboard.boards.ranking.board_order, the kind's ranking key)."""
     kind = get_kind(benchmark.kind)
     result = {}
     for slice_key, by_run in figures.items():
@@ -225,7 +233,7 @@ def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICAT
     return rows
 
 
-# Named as when it lived in leaderboard.tasks: queued messages and routes keep working.
+# Named as when it lived in leaderboard/rank_ranges.py: queued messages and routes keep working.
 @shared_task(ignore_result=True, name="leaderboard.rank_ranges.refresh_rank_ranges")
 def refresh_rank_ranges(benchmark_id: int) -> None:
     """Recompute a board's rank ranges if its state changed since they were computed."""

@@ -1,7 +1,7 @@
 """A page of a board without ranking the whole board per request. The slice's ranked order
-comes from the row the worker stored for the board's state (leaderboard.rank_ranges, read
+comes from the row the worker stored for the board's state (leaderboard.boards.rank_ranges, read
 with its rank ranges in one query), or, where it has not yet run on that state, from the
-database ranking one window of it (leaderboard.ranked_sql); then only the page's rows are
+database ranking one window of it (leaderboard.boards.ranked_sql); then only the page's rows are
 read: their submissions, models and slice figures. Reported and diagnostic rows are placed
 where their figures put them, as selectors.board_table places them.
 
@@ -17,9 +17,9 @@ from collections import Counter
 from django.core.paginator import EmptyPage, Paginator
 from django.http import Http404
 
-from leaderboard import rank_ranges, ranked_sql, ranking, selectors, state
+from leaderboard.boards import rank_ranges, ranked_sql, ranking, selectors, state
+from leaderboard.boards.state import OVERALL, shown
 from leaderboard.models import ReferenceFigure
-from leaderboard.state import OVERALL, shown
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, SliceResult
 from submissions.attempts import attempts_by_model

@@ -16,17 +16,10 @@ from rest_framework.views import APIView
 
 from config.errors import ServiceError
 from config.serializers import error_responses
-from leaderboard import (
-    board_pages,
-    datasets,
-    model_pages,
-    responses,
-    selectors,
-    serializers,
-    state,
-)
-from leaderboard.csvs import csv_text
-from leaderboard.forms import ApiBoardForm, DatasetForm, normalised
+from leaderboard.boards import board_pages, datasets, model_pages, selectors, serializers, state
+from leaderboard.boards.csvs import csv_text
+from leaderboard.pages import responses
+from leaderboard.pages.forms import ApiBoardForm, DatasetForm, normalised
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
 from submissions.selectors import submission_get
@@ -103,7 +96,7 @@ class LeaderboardApi(APIView):
         renderer = request.accepted_renderer
         if renderer.format not in ("json", "csv"):  # the browsable page renders per request
             return self._respond(request, benchmark, form, query, renderer)
-        # JSON and CSV are served per board state and query (leaderboard.responses): the
+        # JSON and CSV are served per board state and query (leaderboard.pages.responses): the
         # rows are serialized once for each, never per request (BoardOut takes some 20 ms for
         # 1,000 rows, the cached body a few).
         return responses.shared(

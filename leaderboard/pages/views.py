@@ -13,17 +13,11 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
-from leaderboard import (
-    board_pages,
-    charts,
-    model_pages,
-    rank_ranges,
-    responses,
-    selectors,
-)
-from leaderboard import compare as comparison
-from leaderboard import state as board_state
-from leaderboard.forms import (
+from leaderboard.boards import board_pages, model_pages, rank_ranges, selectors
+from leaderboard.boards import state as board_state
+from leaderboard.pages import charts, responses
+from leaderboard.pages import compare as comparison
+from leaderboard.pages.forms import (
     BoardForm,
     CompareForm,
     ModelPageForm,
@@ -80,7 +74,7 @@ def home(request):
 def board(request, slug):
     """A board on one slice. The part below the filters is rendered once per board state
     (board_state.BoardState) and query, then served from the cache; anonymous visitors get
-    the whole page from it (leaderboard.responses)."""
+    the whole page from it (leaderboard.pages.responses)."""
     benchmark = board_state.benchmark_or_404(slug)
     now = board_state.board_state(benchmark)
     snapshot = board_pages.board_snapshot(benchmark)

@@ -9,10 +9,10 @@ from datetime import datetime
 from django.db.models import Q
 from django.http import Http404
 
-from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
-from leaderboard.board_pages import standing
-from leaderboard.selectors import metric_figures
-from leaderboard.state import (
+from leaderboard.boards import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.boards.board_pages import standing
+from leaderboard.boards.selectors import metric_figures
+from leaderboard.boards.state import (
     OVERALL,
     benchmark_current,
     representatives,
@@ -83,7 +83,7 @@ def featured_submissions(submissions: list[Submission]) -> dict[str, Submission]
     return featured
 
 
-BOARD_PAGE_ROWS = 100  # the rows of a board page (leaderboard.views pages by it)
+BOARD_PAGE_ROWS = 100  # the rows of a board page (leaderboard.pages.views pages by it)
 
 
 def board_standings(featured: dict[str, Submission]) -> list[dict]:

@@ -17,7 +17,7 @@ from django.db.models import CharField, Exists, OuterRef, Value
 from django.db.models.functions import Cast, Concat
 from django.http import Http404
 
-from leaderboard import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.boards import lookups, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.models import RankRanges
 from scoring.boards import state_token
 from scoring.models import Benchmark, JudgeConfig, ScoringRun, SliceResult
@@ -127,7 +127,7 @@ KEPT_SECONDS = 300
 class BoardState:
     """What fixes everything a board shows: its benchmark's board version (raised by every
     change: scoring.boards.board_changed) and judge config, and whether the worker has stored
-    that version's rank ranges and ranked orders (leaderboard.rank_ranges). Every cache,
+    that version's rank ranges and ranked orders (leaderboard.boards.rank_ranges). Every cache,
     ETag and front entry of a board keys on it; a request learns it once (`board_state`)."""
 
     benchmark_id: int
@@ -284,7 +284,7 @@ def representatives_of(benchmark: Benchmark, model_ids: list[int]) -> dict[int, 
 
 def shown(benchmark: Benchmark, ids: list[int]) -> dict[int, Shown]:
     """submission id -> what the board shows of it, for a page of representatives only (the
-    board's order says which: leaderboard.board_pages)."""
+    board's order says which: leaderboard.boards.board_pages)."""
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None or not ids:
         return {}
@@ -316,7 +316,7 @@ def board_stamp(benchmark: Benchmark) -> str:
 
 
 def versions(benchmark: Benchmark) -> dict[int, int]:
-    """The state token a page of `benchmark` is fixed by (leaderboard.responses.shared)."""
+    """The state token a page of `benchmark` is fixed by (leaderboard.pages.responses.shared)."""
     return board_state(benchmark).versions
 
 

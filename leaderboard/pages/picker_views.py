@@ -1,17 +1,17 @@
 """The compare page's model search (`/b/<slug>/compare/models/?q=`): at most
 compare.PICKER_LIMIT of the board's public representatives as JSON, for the picker's search
 box (static/js/compare-picker.js). Shared per board state and search like the page itself
-(leaderboard.responses); without scripts the page's own GET form runs the same search."""
+(leaderboard.pages.responses); without scripts the page's own GET form runs the same search."""
 
 from __future__ import annotations
 
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from leaderboard import compare as comparison
-from leaderboard import responses
-from leaderboard import state as board_state
-from leaderboard.state import benchmark_or_404
+from leaderboard.boards import state as board_state
+from leaderboard.boards.state import benchmark_or_404
+from leaderboard.pages import compare as comparison
+from leaderboard.pages import responses
 
 MAX_SEARCH = 100  # characters, as the compare page reads its search
 

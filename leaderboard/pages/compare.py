@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from itertools import combinations
 
-from leaderboard import board_pages, lookups, ranking  # noqa: F401 - lookups registers field__any
-from leaderboard.forms import MODEL_ID
-from leaderboard.model_pages import model_labels, slice_order
-from leaderboard.selectors import metric_figures
-from leaderboard.state import representatives, representatives_of, shown
+from leaderboard.boards import board_pages, lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.boards.model_pages import model_labels, slice_order
+from leaderboard.boards.selectors import metric_figures
+from leaderboard.boards.state import representatives, representatives_of, shown
+from leaderboard.pages.forms import MODEL_ID
 from scoring.kinds import Kind
 from scoring.models import Benchmark, ItemResult, SliceResult
 from submissions.models import Submission

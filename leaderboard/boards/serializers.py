@@ -1,5 +1,5 @@
-"""The read API's responses: leaderboard.api answers `Serializer(data).data` from these, and the
-OpenAPI schema describes them, so what is sent and what is described are one definition.
+"""The read API's responses: leaderboard.api.views answers `Serializer(data).data` from these, and
+the OpenAPI schema describes them, so what is sent and what is described are one definition.
 
 A row's figures are named by its benchmark kind's metrics (IFR, CR, EMR for MMAE; the AIR-Bench
 kinds' own): they are fields of their own, made per kind (`KindFiguresOut`). Values reach the
@@ -217,7 +217,7 @@ class DiagnosticOut(KindFiguresOut):
 
 
 class BoardOut(serializers.Serializer):
-    """A page of a board: `benchmark`, `kind` and `query` (leaderboard.forms.BoardQuery) say
+    """A page of a board: `benchmark`, `kind` and `query` (leaderboard.pages.forms.BoardQuery) say
     which board and slice; `rows` and `reported` are the selectors' rows (the context's `kind`
     names their figures)."""
 

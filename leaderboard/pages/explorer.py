@@ -16,11 +16,11 @@ from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 from django_htmx.http import push_url
 
-from leaderboard import explorer_selectors as selectors
-from leaderboard.compression import validated
-from leaderboard.forms import ExplorerForm
-from leaderboard.spectrogram_selectors import spectrograms_annotate
-from leaderboard.state import board_state
+from leaderboard.boards import explorer_selectors as selectors
+from leaderboard.boards.spectrogram_selectors import spectrograms_annotate
+from leaderboard.boards.state import board_state
+from leaderboard.pages.compression import validated
+from leaderboard.pages.forms import ExplorerForm
 from scoring.kinds import get_kind
 from submissions.selectors import submission_get
 
@@ -76,7 +76,7 @@ def submission_page(request, pk):
     status = 400 if context["explorer"] is None else 200
     response = render(request, "leaderboard/submission.html", context, status=status)
     # The whole page is compressed for anonymous visitors only (who see only published
-    # submissions): a signed-in visitor's holds a CSRF token (leaderboard.compression).
+    # submissions): a signed-in visitor's holds a CSRF token (leaderboard.pages.compression).
     return validated(request, response, secret_free=not request.user.is_authenticated,
                      boards=_fixed_by(submission, response))
 

@@ -1,8 +1,8 @@
 """A board ranked by the database, for a board state whose ranked orders no worker has stored
-yet (leaderboard.board_pages): one query picks each model's representative (ROW_NUMBER over
-its public, finished submissions, as leaderboard.state.representatives picks them), joins its
+yet (leaderboard.boards.board_pages): one query picks each model's representative (ROW_NUMBER over
+its public, finished submissions, as leaderboard.boards.state.representatives picks them), joins its
 slice, ranks by the kind's key with RANK() and returns one window of the order
-(LIMIT/OFFSET), the same rows and ranks as leaderboard.ranking.board_order gives.
+(LIMIT/OFFSET), the same rows and ranks as leaderboard.boards.ranking.board_order gives.
 
 Plans must not depend on planner statistics (a freshly seeded database has none): without
 them PostgreSQL takes every table for a few rows and nests loops over bitmap scans of 10,000
@@ -62,7 +62,7 @@ def _key(name: str) -> tuple[str, list]:
 
 
 def _lowered(column: str) -> str:
-    # ASCII-only lowering and code-point order, as leaderboard.ranking.name_key.
+    # ASCII-only lowering and code-point order, as leaderboard.boards.ranking.name_key.
     return f'LOWER({column} COLLATE "C")' if connection.vendor == "postgresql" \
         else f"LOWER({column})"
 

@@ -1,8 +1,8 @@
 """Reads of the item pages: the items where two models' representatives differ, most
 different first, and one item across every representative of a board, in board order.
 
-Only representatives appear (leaderboard.state.representatives: public, finished, not hidden),
-and their outputs are played through the explorer's audio view, which checks access again
+Only representatives appear (leaderboard.boards.state.representatives: public, finished, not
+hidden), and their outputs are played through the explorer's audio view, which checks access again
 (submissions.selectors.submission_get).
 """
 
@@ -13,10 +13,15 @@ import json
 from django.db.models import Exists, F, Func, OuterRef, TextField, Value
 from django.urls import reverse
 
-from leaderboard import board_pages
-from leaderboard.explorer_selectors import CRITERION_FIELDS, ITEM_FIELDS, RESULT_COLUMNS, ItemRow
-from leaderboard.model_pages import model_labels
-from leaderboard.state import representatives, shown
+from leaderboard.boards import board_pages
+from leaderboard.boards.explorer_selectors import (
+    CRITERION_FIELDS,
+    ITEM_FIELDS,
+    RESULT_COLUMNS,
+    ItemRow,
+)
+from leaderboard.boards.model_pages import model_labels
+from leaderboard.boards.state import representatives, shown
 from scoring.aggregation import answers_of
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun

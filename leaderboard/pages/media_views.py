@@ -11,7 +11,7 @@ import re
 from django.http import Http404
 from django.views.decorators.http import require_safe
 
-from leaderboard.explorer import ranged_file_response
+from leaderboard.pages.explorer import ranged_file_response
 from scoring import spectrogram_store
 from scoring.models import Item
 from submissions.selectors import submission_get

@@ -9,7 +9,7 @@ from itertools import combinations
 
 import numpy as np
 
-from leaderboard.ranking import competition_ranks
+from leaderboard.boards.ranking import competition_ranks
 from scoring.baselines import BASELINES
 from scoring.battery import EXPECTED, Expected
 from scoring.kinds import get_kind

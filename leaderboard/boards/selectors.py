@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from leaderboard import lookups, rank_ranges, ranking  # noqa: F401 - lookups registers field__any
-from leaderboard.models import ReferenceFigure
-from leaderboard.state import (
+from leaderboard.boards import lookups, rank_ranges, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.boards.state import (
     OVERALL,
     benchmark_current,
     board_state,
     kept,
     representatives,
 )
+from leaderboard.models import ReferenceFigure
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.attempts import attempts_by_model
@@ -85,7 +85,7 @@ def leaderboard_rows(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) 
     """Ranked rows of a board on one slice: by the kind's ranking key (MMAE: EMR, then IFR,
     then CR) or, sorted by a metric, by that metric then the ranking key; figures compared
     exactly, equal keys sharing a rank. Rank ranges are the paired bootstrap's (computed
-    whenever the board changes: leaderboard.ranking), None until computed. Ranks are over
+    whenever the board changes: leaderboard.boards.ranking), None until computed. Ranks are over
     every model; filters only choose what shows."""
     kind = get_kind(benchmark.kind)
     bucket = query.bucket if query.dimension != OVERALL else ""

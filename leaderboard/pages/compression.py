@@ -22,7 +22,7 @@ from django.utils.cache import get_conditional_response, patch_cache_control, pa
 from django.utils.text import compress_string
 
 from config import front
-from leaderboard.responses import RESPONSE_CACHE_SECONDS, accepts_gzip
+from leaderboard.pages.responses import RESPONSE_CACHE_SECONDS, accepts_gzip
 
 # Below this, gzip's header and trailer outweigh what it saves.
 MIN_COMPRESSED_BYTES = 200

@@ -1,0 +1,1 @@
+"""The read API of the boards."""

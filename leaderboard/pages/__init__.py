@@ -1,0 +1,1 @@
+"""The board's pages: views, their forms and charts, and the responses shared per board state."""
