@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m config.run
+	$(BIN)/python -m embedded.run
 
 # The suite runs on PostgreSQL (as in production) and Redis: throwaway servers of its own
 # (tests/servers.py, which also brings the loopback interface up in a fresh network namespace),

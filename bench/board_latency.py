@@ -369,7 +369,7 @@ def main():
         if args.only == "explorer":
             bench.serve()
         cookie = {"Cookie": signed_in_cookie()}
-        print(f"the front (config.front): {'off' if args.no_front else 'on'}")
+        print(f"the front (config.page_cache): {'off' if args.no_front else 'on'}")
         seeded = 0
         for size in [] if args.only == "explorer" else sorted(args.submissions):
             started = time.monotonic()

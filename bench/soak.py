@@ -1,6 +1,6 @@
-"""Soak: `make run` (python -m config.run) under real use by several people for an hour.
+"""Soak: `make run` (python -m embedded.run) under real use by several people for an hour.
 
-Starts config.run as a subprocess in a scratch folder of its own (VAR_DIR, a SQLite
+Starts embedded.run as a subprocess in a scratch folder of its own (VAR_DIR, a SQLite
 DATABASE_URL, MEDIA_ROOT under it; free ports for PORT, SIMULATOR_PORTS and
 EMBEDDED_REDIS_PORT; ACCOUNT_EMAIL_VERIFICATION=none so that new authors may upload at once),
 everything on 127.0.0.1. Signs up 4 authors through the site's sign-up form and gets each an
@@ -16,12 +16,12 @@ The soak is about breakage, not about limits: SUBMISSIONS_PER_DAY, SUBMISSIONS_I
 the API and upload rate limits are set out of reach through the environment (printed with the
 figures), so any refused upload is a failure. At the end (and on the progress line meanwhile)
 it prints uploads made, finished, rejected, failed (on our side), still in flight; visitor
-requests by status code, 5xx and unanswered, p50/p95 latency; the restarts config.run reported
+requests by status code, 5xx and unanswered, p50/p95 latency; the restarts embedded.run reported
 on its console (its "restarting" lines). It exits 1 if any upload was refused, rejected, failed
 or cancelled or is still unfinished after the drain, any 5xx was served or a request went
-unanswered, or config.run died. With --kill-worker-every M it SIGKILLs the Celery worker (a
-child of config.run) every M minutes, to show that the restarts hold and no upload is lost.
-config.run's console is kept in the scratch folder, which is removed only when the soak passes.
+unanswered, or embedded.run died. With --kill-worker-every M it SIGKILLs the Celery worker (a
+child of embedded.run) every M minutes, to show that the restarts hold and no upload is lost.
+embedded.run's console is kept in the scratch folder, which is removed only when the soak passes.
 
     .venv/bin/python bench/soak.py [--minutes 60 --authors 4 --visitors 3]
     .venv/bin/python bench/soak.py --minutes 3 --kill-worker-every 1
@@ -59,10 +59,10 @@ DIMENSIONS = ("complexity", "complexity_group", "modality", "granularity", "oper
 # Set out of reach for the soak, so that no quota or rate refusal passes for a failure.
 LIMITS = {"SUBMISSIONS_PER_DAY": "100000", "SUBMISSIONS_IN_FLIGHT": "100000",
           "THROTTLE_UPLOAD": "off", "THROTTLE_API_USER": "off", "THROTTLE_API_ANON": "off"}
-# Settings of the parent's environment that would point config.run away from its own servers.
+# Settings of the parent's environment that would point embedded.run away from its own servers.
 FOREIGN = ("REDIS_URL", "CELERY_BROKER_URL", "JUDGE_BASE_URLS", "DJANGO_ENV", "STATIC_ROOT",
            "UPLOAD_TEMP_DIR", "SITE_URL")
-# config.run's console: "worker was killed by SIGKILL; restarting in 1 s", "worker: restarting".
+# embedded.run's console: "worker was killed by SIGKILL; restarting in 1 s", "worker: restarting".
 DIED = re.compile(r"^(?P<name>[a-z ]+) (?:was killed by \w+|exited with code -?\d+); "
                   r"restarting in [\d.]+ s$")
 RESTARTED = re.compile(r"^(?P<name>[a-z ]+): restarting$")
@@ -117,7 +117,7 @@ class Figures:
                 self.client_errors.append(f"{status} {path}")
 
 
-# --- config.run ---------------------------------------------------------------------------
+# --- embedded.run ---------------------------------------------------------------------------
 
 def run_env(folder: Path) -> dict:
     web, sim_a, sim_b, redis_port = _scratch.free_ports(4)
@@ -131,13 +131,13 @@ def run_env(folder: Path) -> dict:
 
 
 def start_run(env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "config.run"], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "embedded.run"], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace", start_new_session=True)
 
 
 def read_console(process: subprocess.Popen, log: Path, figures: Figures) -> None:
-    """Copy config.run's console to `log`, counting its deaths, restarts and errors."""
+    """Copy embedded.run's console to `log`, counting its deaths, restarts and errors."""
     with open(log, "w") as out:
         for line in process.stdout:
             out.write(line)
@@ -153,7 +153,7 @@ def read_console(process: subprocess.Popen, log: Path, figures: Figures) -> None
 
 
 def celery_worker_pid(run_pid: int) -> int | None:
-    """The Celery worker's main process: a child of config.run running `celery ... worker`."""
+    """The Celery worker's main process: a child of embedded.run running `celery ... worker`."""
     for pid in _scratch.children(run_pid):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -349,7 +349,7 @@ def report(figures: Figures, args, command: str, date: str, run_died: str | None
     counts = figures.statuses()
     in_flight = [u for u in figures.uploads if u.status not in (*TERMINAL, "refused")]
     took = [u.ended - u.sent for u in figures.uploads if u.status == "finished"]
-    print(f"\nsoak of `make run` (python -m config.run), {date}\n  {command}")
+    print(f"\nsoak of `make run` (python -m embedded.run), {date}\n  {command}")
     print(f"  {args.minutes:g} min, {args.authors} authors uploading every "
           f"{args.upload_every:g} s, {args.visitors} visitors, worker SIGKILLed "
           + (f"every {args.kill_worker_every:g} min ({figures.kills} times)"
@@ -376,7 +376,7 @@ def report(figures: Figures, args, command: str, date: str, run_died: str | None
         print(f"  {line}")
     deaths = ", ".join(f"{k} {v}" for k, v in sorted(figures.died.items())) or "none"
     restarts = ", ".join(f"{k} {v}" for k, v in sorted(figures.restarted.items())) or "none"
-    print(f"config.run's console: deaths {deaths}; restarts {restarts}; "
+    print(f"embedded.run's console: deaths {deaths}; restarts {restarts}; "
           f"{len(figures.console_errors)} error or traceback lines")
     for line in figures.console_errors[:10]:
         print(f"  {line[:300]}")
@@ -385,7 +385,7 @@ def report(figures: Figures, args, command: str, date: str, run_died: str | None
     problems += [f"{len(in_flight)} uploads unfinished"] if in_flight else []
     problems += [f"{len(figures.server_errors)} responses 5xx"] if figures.server_errors else []
     problems += [f"{len(figures.unanswered)} requests unanswered"] if figures.unanswered else []
-    problems += [f"config.run {run_died}"] if run_died else []
+    problems += [f"embedded.run {run_died}"] if run_died else []
     print("result: " + ("PASS" if not problems else "FAIL: " + "; ".join(problems)))
     return problems
 
@@ -400,14 +400,14 @@ def started_threads(targets: list[tuple]) -> list[threading.Thread]:
 
 
 def wait_for_site(base: str, process: subprocess.Popen, env: dict) -> None:
-    print(f"starting config.run in {env['VAR_DIR']} (web {base}, judge simulator "
+    print(f"starting embedded.run in {env['VAR_DIR']} (web {base}, judge simulator "
           f"{env['SIMULATOR_PORTS']}, redis {env['EMBEDDED_REDIS_PORT']})", flush=True)
     _scratch.wait_http([f"{base}/b/{BENCHMARK}/"], timeout=300, process=process)
 
 
 def soak(args, process: subprocess.Popen, env: dict, figures: Figures) -> str | None:
     """Run the authors, visitors and killer for the soak's minutes, then drain; answer how
-    config.run died, if it did."""
+    embedded.run died, if it did."""
     base = f"http://127.0.0.1:{env['PORT']}"
     wait_for_site(base, process, env)
     tokens = dict(sign_up(base, n) for n in range(1, args.authors + 1))
@@ -437,7 +437,7 @@ def soak(args, process: subprocess.Popen, env: dict, figures: Figures) -> str | 
 def watch(process: subprocess.Popen, figures: Figures, seconds: float, label: str,
           done) -> str | None:
     """Show the progress line each second for `seconds` or until done(); answer how
-    config.run died, if it did."""
+    embedded.run died, if it did."""
     deadline = time.monotonic() + seconds
     # One line each half-minute when the console is a file rather than a terminal.
     every = 1 if sys.stderr.isatty() else 30
@@ -479,7 +479,7 @@ def main() -> int:
     if died is None and process.returncode != 0:
         died = f"stopped with code {process.returncode} on SIGTERM"
     if report(figures, args, command, date, died):
-        print(f"config.run's console and files kept in {folder}")
+        print(f"embedded.run's console and files kept in {folder}")
         return 1
     shutil.rmtree(folder, ignore_errors=True)
     return 0

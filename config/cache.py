@@ -33,7 +33,7 @@ class FailSoftRedisCache(RedisCache):
 
     def raise_to(self, key: str, value: int, timeout: int) -> None:
         """Set an integer `key` to `value` unless it holds a greater one, in one step
-        (config.front: two writers that read different board versions leave the greater),
+        (config.page_cache: two writers that read different board versions leave the greater),
         for `timeout` seconds."""
         key = self.make_and_validate_key(key)
         try:

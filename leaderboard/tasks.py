@@ -3,7 +3,7 @@ board's own refresh, beside its rank ranges (leaderboard.boards.rank_ranges)."""
 
 from celery import shared_task
 
-from config import front
+from config import page_cache
 from leaderboard.boards import rank_ranges, state
 from leaderboard.boards.rank_ranges import refresh_rank_ranges
 
@@ -15,6 +15,6 @@ def refresh_boards() -> None:
     """Periodic: every board's rank ranges follow its state (RANK_RANGES_SWEEP_SECONDS), and
     the front knows every board's version (a publication lost when Redis could not be reached
     is repaired here)."""
-    front.publish(state.boards_state()[2])
+    page_cache.publish(state.boards_state()[2])
     for benchmark in state.benchmark_list():
         rank_ranges.refresh(benchmark)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from scoring import media
+from scoring import media, visibility
 from scoring.kinds.files import resolve_audio
 from scoring.models import Benchmark, ScoringRun
 
@@ -128,10 +128,9 @@ def public_source(benchmark: Benchmark) -> ScoringRun | None:
     """The public system whose outputs Shuffled hands to the wrong items: the finished run of
     a public submission not hidden (anyone may download those files) with the most outputs,
     the earliest on a tie, so that the choice is deterministic."""
-    runs = (ScoringRun.objects.filter(
-        benchmark=benchmark, status=ScoringRun.Status.FINISHED,
-        purpose__in=[ScoringRun.Purpose.SUBMISSION, ScoringRun.Purpose.RESCORE],
-        submissions__public=True, submissions__hidden=False).distinct().order_by("id"))
+    runs = (visibility.published_runs().filter(
+        benchmark=benchmark,
+        purpose__in=[ScoringRun.Purpose.SUBMISSION, ScoringRun.Purpose.RESCORE]).order_by("id"))
     best = None
     for run in runs:
         if best is None or len(run.outputs) > len(best.outputs):

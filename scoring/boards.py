@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config import front
+from config import page_cache
 from scoring.models import Benchmark
 
 # The leaderboard's task recomputing a board's rank ranges for its new state (named, since
@@ -23,14 +23,14 @@ REFRESH_TASK = "leaderboard.rank_ranges.refresh_rank_ranges"
 def state_token(version: int, ranged: bool) -> int:
     """A board state as one integer that only rises: version v is 2v while its rank ranges are
     being computed and 2v + 1 once the worker stored them (leaderboard.boards.state.BoardState). The
-    front (config.front) answers a page while the token it was made under is the one
+    front (config.page_cache) answers a page while the token it was made under is the one
     published, so pages made while ranges were computed are replaced when they arrive."""
     return 2 * version + int(ranged)
 
 
 def board_changed(*benchmark_ids: int, slug: str = "") -> None:
     """Raise the board version of the benchmarks given (and of every version of `slug`) in one
-    UPDATE; once that commits, the new versions are published to the front (config.front),
+    UPDATE; once that commits, the new versions are published to the front (config.page_cache),
     which answers with the new state within a second, and a worker is asked for each new
     state's rank ranges so that no visitor waits for them (should the broker be down, the
     error is logged and the periodic sweep asks again: leaderboard.tasks.refresh_boards)."""
@@ -44,6 +44,6 @@ def board_changed(*benchmark_ids: int, slug: str = "") -> None:
 
 def _refresh_ranges(boards: Q) -> None:
     versions = dict(Benchmark.objects.filter(boards).values_list("id", "board_version"))
-    front.publish({pk: state_token(version, False) for pk, version in versions.items()})
+    page_cache.publish({pk: state_token(version, False) for pk, version in versions.items()})
     for pk in versions:
         current_app.send_task(REFRESH_TASK, args=[pk])

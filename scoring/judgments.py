@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from scoring import media
+from scoring import media, visibility
 from scoring.kinds import Job, Media, file_sha256
 from scoring.kinds.files import resolve_audio
 from scoring.models import (
@@ -54,7 +54,7 @@ def from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) -> 
 
     Only from runs whose answers tell this run's author nothing new, since a hit is quicker
     than a judge query and the speed would show that someone sent the same audio: baselines,
-    published runs (finished, of a public submission not hidden) and the author's own runs
+    published runs (scoring.visibility, the submissions app's rule) and the author's own runs
     (a run of no submission, e.g. from the command line, counts as its own kind of author).
     The reverse names (`submissions`) are the ORM's; scoring imports nothing of them."""
     if not wanted:
@@ -64,8 +64,7 @@ def from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) -> 
               .values_list("submissions__owner", flat=True) if o is not None]
     sources = ScoringRun.objects.filter(
         Q(purpose=ScoringRun.Purpose.BASELINE)
-        | Q(status=ScoringRun.Status.FINISHED, submissions__public=True,
-            submissions__hidden=False)
+        | Q(id__in=visibility.published_runs().values("id"))
         | (Q(submissions__owner__in=owners) if owners else Q(submissions=None)))
     # Originals only: every copy repeats its original, whose run it names as its source.
     earlier = (Answer.objects.filter(content_key__in=list(wanted), error=None, cached=False,

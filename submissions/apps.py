@@ -3,3 +3,9 @@ from django.apps import AppConfig
 
 class SubmissionsConfig(AppConfig):
     name = "submissions"
+
+    def ready(self):
+        from scoring import visibility
+        from submissions.models import published_runs
+
+        visibility.give_published_runs(published_runs)

@@ -35,10 +35,16 @@ class SubmissionQuerySet(models.QuerySet):
     """The one rule of who sees which submission: `published()` for everyone (public, not
     hidden by staff, scored), `visible_to(user)` adds an author's own and, for staff, all."""
 
-    PUBLISHED = Q(public=True, hidden=False, current_run__status=ScoringRun.Status.FINISHED)
+    # What its author and staff let everyone see; published once its current run is finished.
+    SHOWN = Q(public=True, hidden=False)
+    PUBLISHED = SHOWN & Q(current_run__status=ScoringRun.Status.FINISHED)
 
     def published(self):
         return self.filter(self.PUBLISHED)
+
+    def shown(self):
+        """Public and not hidden, whatever their runs (a board checks those apart)."""
+        return self.filter(self.SHOWN)
 
     def visible_to(self, user):
         if user.is_authenticated and user.is_staff:
@@ -217,3 +223,12 @@ class QuotaOverride(models.Model):
     def as_dict(self) -> dict:
         """The limits it sets, as audit records show them."""
         return {"per_day": self.per_day, "in_flight": self.in_flight}
+
+
+def published_runs():
+    """The finished runs of shown submissions (current or earlier runs: a public submission's
+    page shows them all): what anyone may learn from (scoring.visibility)."""
+    return ScoringRun.objects.filter(
+        status=ScoringRun.Status.FINISHED,
+        id__in=Submission.runs.through.objects.filter(
+            submission__in=Submission.objects.shown()).values("scoringrun_id"))

@@ -203,6 +203,9 @@ def _test_settings(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     for each in caches.all():  # boards are cached by state; a test's state must not meet
         each.clear()           # another's
+    from leaderboard.boards import state
+
+    state.forget()
     settings.STORAGES = {
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -80,3 +80,30 @@ def test_only_the_board_state_module_keeps_per_state_values():
     kept = {store for path, tree in modules() for store in stores(path, tree)
             if store[0].split("/")[0] in ("leaderboard", "panel")}
     assert kept - NOT_BOARD_STATE == {("leaderboard/boards/state.py", "_process")}
+
+
+def published_rule_uses(path: Path, tree: ast.Module) -> list[str]:
+    """Filters that restate who may see a submission (`hidden=False`, `submissions__public`,
+    `submissions__hidden` as keyword arguments of a call): the rule's own words."""
+    return [f"{path.relative_to(ROOT)}:{node.lineno}: {keyword.arg}"
+            for node in ast.walk(tree) if isinstance(node, ast.Call)
+            for keyword in node.keywords
+            if keyword.arg in ("hidden", "submissions__public", "submissions__hidden",
+                               "submission__public", "submission__hidden")
+            and isinstance(keyword.value, ast.Constant) and keyword.value.value is False]
+
+
+def test_the_published_rule_is_written_once():
+    """submissions.models says who may see a submission and which runs are everyone's; every
+    other module asks it (scoring through scoring.visibility)."""
+    found = [use for path, tree in modules() for use in published_rule_uses(path, tree)
+             if path.relative_to(ROOT).as_posix() not in (
+                 "submissions/models.py",
+                 # Staff unhiding a submission: an action, not a filter.
+                 "submissions/management/commands/moderate.py")]
+    assert found == []
+
+
+def test_the_published_rule_check_finds_one():
+    tree = ast.parse("Run.objects.filter(submissions__public=True, submissions__hidden=False)")
+    assert len(published_rule_uses(ROOT / "x.py", tree)) == 1

@@ -123,7 +123,7 @@ def tau_interval(a, b, *, resamples: int = RESAMPLES, seed: int = SEED) -> tuple
 def _figures_by_config(benchmark: Benchmark) -> dict[int, dict[int, dict]]:
     """config id -> {submission id -> overall figures of its latest finished run under that
     config}, over the public submissions not hidden (the card is public)."""
-    shown = Submission.objects.filter(benchmark=benchmark, public=True, hidden=False)
+    shown = Submission.objects.shown().filter(benchmark=benchmark)
     latest: dict[tuple[int, int], int] = {}
     for submission, config, run in (Submission.runs.through.objects.filter(
             submission__in=shown, scoringrun__status=ScoringRun.Status.FINISHED)

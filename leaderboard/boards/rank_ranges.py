@@ -12,7 +12,7 @@ import numpy as np
 from celery import shared_task
 from django.db import connection, transaction
 
-from config import front
+from config import page_cache
 from leaderboard.boards.ranking import (
     RANK,
     REPLICATES,
@@ -128,7 +128,7 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
                        ranges=ranges, order=ordered[(d, b)], replicates=replicates)
             for (d, b), ranges in computed.items()])
         # Pages made while the ranges were computed are replaced once they are stored.
-        transaction.on_commit(lambda: front.publish(
+        transaction.on_commit(lambda: page_cache.publish(
             {benchmark.id: state_token(benchmark.board_version, True)}), robust=True)
     log.info("rank ranges of %s computed for %d slices", benchmark, len(computed))
     return True

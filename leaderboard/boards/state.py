@@ -147,7 +147,7 @@ class BoardState:
 
     @property
     def versions(self) -> dict[int, int]:
-        """{benchmark id: state token}: what the front (config.front) compares with the
+        """{benchmark id: state token}: what the front (config.page_cache) compares with the
         token a change or the worker published, to answer a page of this state."""
         return {self.benchmark_id: state_token(self.version, self.ranged)}
 
@@ -195,6 +195,12 @@ def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tup
     return value
 
 
+def forget() -> None:
+    """This process keeps nothing of any board state (a test's boards must not meet
+    another's, whose ids and versions may be the same)."""
+    _process.clear()
+
+
 # The "responses" cache keeps a value this long: its key holds the state, so this bounds only
 # how long an entry of a past state lingers.
 SHARED_SECONDS = 300
@@ -239,8 +245,7 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
 
 def _candidates(benchmark: Benchmark):
     """The submissions a representative is chosen among (their runs checked apart)."""
-    return Submission.objects.filter(benchmark=benchmark, public=True, hidden=False,
-                                     current_run__isnull=False)
+    return Submission.objects.shown().filter(benchmark=benchmark, current_run__isnull=False)
 
 
 def _runs(config: JudgeConfig, **filters) -> dict[int, ShownRun]:

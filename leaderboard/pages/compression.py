@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.utils.text import compress_string
 
-from config import front
+from config import page_cache
 from leaderboard.pages.responses import RESPONSE_CACHE_SECONDS, accepts_gzip
 
 # Below this, gzip's header and trailer outweigh what it saves.
@@ -34,7 +34,7 @@ def validated(request: HttpRequest, response: HttpResponse, *, secret_free: bool
     the client takes gzip, or 304 when the client's copy is current. `vary`: the request
     headers besides Cookie and Accept-Encoding that the body depends on. `boards`: the board
     versions ({benchmark id: version}, read with what the body shows) that fix the body for
-    good, when they do: the front (config.front) then answers anonymous visitors from it
+    good, when they do: the front (config.page_cache) then answers anonymous visitors from it
     while they hold, as it answers the boards."""
     patch_vary_headers(response, ("Cookie", "Accept-Encoding", *vary))
     if response.status_code != 200 or response.streaming:
@@ -55,8 +55,8 @@ def validated(request: HttpRequest, response: HttpResponse, *, secret_free: bool
     digest = hashlib.sha256(response.content).hexdigest()[:40]
     response["ETag"] = f'"{digest}-gzip"' if gzipped else f'"{digest}"'
     if shared:
-        front.publish(boards)  # read from the database just now: repairs a lost publication
-        front.mark_shared(request, boards=boards, etag=response["ETag"],
+        page_cache.publish(boards)  # read from the database just now: repairs a lost publication
+        page_cache.mark_shared(request, boards=boards, etag=response["ETag"],
                           keep_seconds=RESPONSE_CACHE_SECONDS)
     conditional = get_conditional_response(request, etag=response["ETag"], response=response)
     if conditional is not response:  # 304 (or 412 for an If-Match that fails)

@@ -6,7 +6,7 @@ whole response is cached under them (gzipped once for clients that accept it: th
 hold no secret, so compression cannot leak one) and a CDN in front may keep it for
 BOARD_SHARED_MAX_AGE seconds. Signed-in visitors get a page rendered around the cached body (the
 rows are never rendered per request), with their own navigation, private to them; the front
-answers it again to their session alone (config.front.mark_private) unless the page says it
+answers it again to their session alone (config.page_cache.mark_private) unless the page says it
 shows them what others may not see (`personal`). Every
 response carries an ETag (the state, the query and who asks), so that a revalidation answers
 304 without a body. It also says Last-Modified (when the board last changed), but a
@@ -39,7 +39,7 @@ from django.utils.http import http_date
 from django.utils.text import compress_string
 from django_ratelimit.core import get_usage
 
-from config import front
+from config import page_cache
 from config.throttle import too_many_requests
 from leaderboard.boards.state import shared_kept
 
@@ -64,7 +64,7 @@ def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
     the request headers besides Cookie and Accept-Encoding that `render` reads; `costly`:
     a fresh render counts against the client's THROTTLE_RENDER; `boards`: the board versions
     ({benchmark id: version}) that fix `state` for good, when they do, so that the front
-    (config.front) answers anonymous visitors from the response while they hold."""
+    (config.page_cache) answers anonymous visitors from the response while they hold."""
     epoch = _epoch_before_user(request)
     anonymous = not request.user.is_authenticated
     # A signed-in visitor's validator moves with their epoch too (their name in the page).
@@ -88,12 +88,12 @@ def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
             patch_cache_control(response, private=True, no_cache=True)
     patch_vary_headers(response, ("Cookie", *vary))
     if boards is not None and response.status_code in (200, 304):
-        front.publish(boards)  # read from the database just now: repairs a lost publication
+        page_cache.publish(boards)  # read from the database just now: repairs a lost publication
         if anonymous:
-            front.mark_shared(request, boards=boards, etag=etag,
+            page_cache.mark_shared(request, boards=boards, etag=etag,
                               keep_seconds=RESPONSE_CACHE_SECONDS)
         elif epoch:
-            front.mark_private(request, boards=boards, etag=etag, user=request.user.pk,
+            page_cache.mark_private(request, boards=boards, etag=etag, user=request.user.pk,
                                epoch=epoch, keep_seconds=min(
                                    RESPONSE_CACHE_SECONDS, request.session.get_expiry_age()))
     return response
@@ -101,11 +101,11 @@ def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
 
 def personal(request: HttpRequest) -> None:
     """The page shows what only its visitor may see: the front never answers it again."""
-    front.personal(request)
+    page_cache.personal(request)
 
 
 def _epoch_before_user(request: HttpRequest) -> str:
-    """The epoch (config.front.user_epoch) of the user the request's session names, read
+    """The epoch (config.page_cache.user_epoch) of the user the request's session names, read
     before the user is: a page rendered from a user read before their account changed then
     holds an epoch older than the change's, and is never answered again. "" when the user was
     read already, or the session names none."""
@@ -113,7 +113,7 @@ def _epoch_before_user(request: HttpRequest) -> str:
     if not isinstance(user, SimpleLazyObject) or user._wrapped is not empty:
         return ""
     user_id = request.session.get(SESSION_KEY)
-    return front.user_epoch(user_id) if user_id is not None else ""
+    return page_cache.user_epoch(user_id) if user_id is not None else ""
 
 
 def _limited(request: HttpRequest, render: Callable[[], HttpResponse]):
@@ -133,8 +133,8 @@ def _limited(request: HttpRequest, render: Callable[[], HttpResponse]):
 
 
 def accepts_gzip(request: HttpRequest) -> bool:
-    """Whether the request's Accept-Encoding takes gzip, with its q-values (config.front)."""
-    return front.takes_gzip(request.headers.get("Accept-Encoding", ""))
+    """Whether the request's Accept-Encoding takes gzip, with its q-values (config.page_cache)."""
+    return page_cache.takes_gzip(request.headers.get("Accept-Encoding", ""))
 
 
 def canonical_host(request: HttpRequest) -> str:

@@ -1,4 +1,4 @@
-"""`make run` (config.run) holds: uploads side by side on SQLite are all scored, a killed
+"""`make run` (embedded.run) holds: uploads side by side on SQLite are all scored, a killed
 worker is started again, and SIGTERM stops every process it started."""
 
 import os
@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 from tests.servers import free_ports
 
 PASSWORD = "a-Sturdy-passphrase-7"
-# What the test process's own settings point at, which config.run must choose for itself.
+# What the test process's own settings point at, which embedded.run must choose for itself.
 NOT_PASSED_ON = {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "JUDGE_BASE_URLS", "SITE_URL",
                  "VAR_DIR", "MEDIA_ROOT", "STATIC_ROOT", "PORT"}
 
@@ -84,7 +84,7 @@ def command_of(pid: int) -> str:
 
 
 class Embedded:
-    """`python -m config.run` in a folder of its own, on free ports."""
+    """`python -m embedded.run` in a folder of its own, on free ports."""
 
     def __init__(self, folder: Path, **extra_env: str):
         self.web_port, simulator_a, simulator_b, self.redis_port = free_ports(4)
@@ -101,7 +101,7 @@ class Embedded:
         self.base = f"http://127.0.0.1:{self.web_port}"
         self.archive = var / "demo" / "uploads" / "demo-system-a.zip"
         with open(self.log_path, "w") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "config.run"], cwd=ROOT,
+            self.process = subprocess.Popen([sys.executable, "-m", "embedded.run"], cwd=ROOT,
                                             env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self._wait_for_web()
         self.token = self._token()
@@ -112,7 +112,7 @@ class Embedded:
     def _wait_for_web(self, timeout=120):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.process.poll() is None, f"config.run exited:\n{self.log()[-3000:]}"
+            assert self.process.poll() is None, f"embedded.run exited:\n{self.log()[-3000:]}"
             try:
                 if httpx.get(f"{self.base}/api/", timeout=2).status_code < 500:
                     return

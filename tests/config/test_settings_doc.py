@@ -19,9 +19,10 @@ from tests.conftest import ROOT
 
 SETTINGS_DOC = ROOT / "docs" / "settings.md"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-# The project's own packages: config and every app of INSTALLED_APPS kept in this repository.
+# The project's own packages: config, `make run`'s embedded (which reads settings of its own),
+# and every app of INSTALLED_APPS kept in this repository.
 PACKAGES = tuple(dict.fromkeys(
-    ["config", *(app.split(".")[0] for app in settings.INSTALLED_APPS
+    ["config", "embedded", *(app.split(".")[0] for app in settings.INSTALLED_APPS
                  if (ROOT / app.split(".")[0] / "__init__.py").is_file())]))
 # A variable's name as the code spells it: PORT, JUDGE_BASE_URLS.
 VARIABLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")

@@ -1,4 +1,4 @@
-"""A published submission's explorer through the front (config/front.py): its page, its list
+"""A published submission's explorer through the front (config/page_cache.py): its page, its list
 partial and a sample's table answered again to anonymous visitors with no database query once
 nothing on them can change without the board's version (every spectrogram drawn); made
 private (as every moderation and rescore, it raises the version), it stops being answered
@@ -10,7 +10,7 @@ import pytest
 from scoring.tasks import draw_input_spectrograms
 from submissions.moderation import submission_set_public
 from submissions.services import draw_output_spectrograms
-from tests.config.test_front import call, clock, django_app, front, queries  # noqa: F401
+from tests.config.test_page_cache import call, clock, django_app, front, queries  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 

@@ -135,7 +135,7 @@ def test_the_representatives_of_a_few_models_are_the_boards_read_or_kept(board, 
     benchmark.refresh_from_db()
     asked = [older.model_id, chosen.model_id, hidden.model_id, private.model_id, 999_999]
     whole = {s.model_id: s for s in state._read_representatives(benchmark)}
-    state._process.clear()
+    state.forget()
     read = state.representatives_of(benchmark, asked)  # read for these models alone
     assert {m: s.id for m, s in read.items()} == {older.model_id: latest.id,
                                                    chosen.model_id: chosen.id}

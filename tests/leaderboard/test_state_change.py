@@ -2,7 +2,7 @@
 board did not have, a rescore), every slice of the board page, the read API (JSON and CSV) and
 the items dataset answers 200 with the new state's figures, before any worker has stored the
 new state's rank ranges: never a refusal, never a figure of the state before. Asked through
-Django and through the front (config.front) with Redis, as production serves them."""
+Django and through the front (config.page_cache) with Redis, as production serves them."""
 
 import csv
 import io
@@ -17,7 +17,7 @@ from scoring.kinds.airbench import rules as airbench
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 from tests.concurrent import redis_cache  # noqa: F401 - a fixture
-from tests.config.test_front import Clock, call
+from tests.config.test_page_cache import Clock, call
 from tests.conftest import judge_config
 from tests.factories import board_benchmark, scored_submission
 
@@ -62,7 +62,7 @@ def asked(client, benchmark: Benchmark, metrics: tuple[str, ...]) -> None:
 
 
 class Fronted:
-    """A visitor whose requests pass through the front (config.front) before Django, as
+    """A visitor whose requests pass through the front (config.page_cache) before Django, as
     gunicorn calls it (tests/config/test_front.py's `call`)."""
 
     def __init__(self, front, clock):
@@ -85,14 +85,14 @@ def front_client(settings, redis_cache):  # noqa: F811 - the fixture imported ab
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import close_old_connections
 
-    from config.front import Front
+    from config.page_cache import PageCache
 
     settings.FRONT = True
     settings.ALLOWED_HOSTS = ["testserver"]
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
     clock = Clock()
-    yield Fronted(Front(WSGIHandler(), clock=clock), clock)
+    yield Fronted(PageCache(WSGIHandler(), clock=clock), clock)
     signals.request_started.connect(close_old_connections)
     signals.request_finished.connect(close_old_connections)
 

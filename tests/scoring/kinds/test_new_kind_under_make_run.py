@@ -1,6 +1,6 @@
 """A benchmark kind added as one package (tests/scoring/kinds/tone/: audio outputs, its own
 simulated replies), named in BENCHMARK_KINDS_EXTRA and nowhere else, goes through `make run`
-(config.run: SQLite, a real worker, the judge simulator): imported, uploaded through the API,
+(embedded.run: SQLite, a real worker, the judge simulator): imported, uploaded through the API,
 validated, scored, shown on its board and in the read API."""
 
 import subprocess

@@ -1,5 +1,5 @@
-"""The front: shared pages answered to anonymous visitors before Django, from the bytes and
-headers Django sent for them, with no database round trip.
+"""The page cache in front of Django ("the front"): shared pages answered to anonymous visitors
+before Django, from the bytes and headers Django sent for them, with no database round trip.
 
 Django marks what may be answered so (`mark_shared`, from leaderboard.pages.responses.shared: a
 response to an anonymous visitor whose content is fixed by the board versions it names). The
@@ -51,7 +51,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.utils.http import parse_etags
 
-ENVIRON_KEY = "config.front.note"
+ENVIRON_KEY = "config.page_cache.note"
 
 # How often each process reads the board versions from the cache.
 LEARN_SECONDS = 1.0
@@ -193,7 +193,7 @@ ENTRY_BYTES = 2048
 PASSED_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE")
 
 
-class Front:
+class PageCache:
     """The WSGI layer around Django's application (config.wsgi)."""
 
     def __init__(self, app, *, clock=time.monotonic):

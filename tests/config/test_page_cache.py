@@ -1,8 +1,8 @@
-"""The front (config/front.py): anonymous visitors' shared pages answered before Django from the
-bytes and headers Django sent, with no database query; 304 and HEAD; gzip or not by
-Accept-Encoding; a board change passed on within a second; a signed-in visitor's page kept
-for their session alone, until their account changes or they log out; a query not seen,
-another method: Django's."""
+"""The page cache in front of Django (config/page_cache.py): anonymous visitors' shared pages
+answered before Django from the bytes and headers Django sent, with no database query; 304 and
+HEAD; gzip or not by Accept-Encoding; a board change passed on within a second; a signed-in
+visitor's page kept for their session alone, until their account changes or they log out; a
+query not seen, another method: Django's."""
 
 import gzip
 import io
@@ -16,7 +16,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections, connection
 from django.test.utils import CaptureQueriesContext
 
-from config.front import ENTRY_BYTES, Front, publish, version_key
+from config.page_cache import ENTRY_BYTES, PageCache, publish, version_key
 from leaderboard.boards import rank_ranges
 from scoring.boards import board_changed, state_token
 from tests.concurrent import redis_cache  # noqa: F401 - a fixture
@@ -101,7 +101,7 @@ def clock():
 
 @pytest.fixture
 def front(django_app, clock):
-    return Front(django_app, clock=clock)
+    return PageCache(django_app, clock=clock)
 
 
 @pytest.fixture
@@ -400,7 +400,7 @@ def test_a_board_whose_ranges_are_being_computed_is_answered_and_replaced_when_t
 
 def test_a_response_that_sets_a_cookie_or_names_a_nonce_is_never_kept(settings, clock):
     settings.FRONT = True
-    from config.front import ENVIRON_KEY
+    from config.page_cache import ENVIRON_KEY
 
     def app_with(headers):
         def app(environ, start_response):
@@ -415,10 +415,10 @@ def test_a_response_that_sets_a_cookie_or_names_a_nonce_is_never_kept(settings, 
     for headers in ([("Set-Cookie", "a=b")],
                     [("Content-Security-Policy", "script-src 'self' 'nonce-abc'")],
                     [("Vary", "*")]):
-        front = Front(app_with(headers), clock=clock)
+        front = PageCache(app_with(headers), clock=clock)
         call(front, "/")
         assert not front.kept, headers
-    kept = Front(app_with([]), clock=clock)
+    kept = PageCache(app_with([]), clock=clock)
     call(kept, "/")
     assert len(kept.kept) == 1
 
@@ -447,10 +447,10 @@ def test_a_published_version_only_rises(cache, request, settings):
 
 
 def test_gunicorn_serves_the_front_around_django():
-    """`make run` and docker/ serve config.wsgi (config/run.py, docker/Dockerfile)."""
+    """`make run` and docker/ serve config.wsgi (embedded/run.py, docker/Dockerfile)."""
     from config import wsgi
 
-    assert isinstance(wsgi.application, Front)
+    assert isinstance(wsgi.application, PageCache)
     assert isinstance(wsgi.application.app, WSGIHandler)
 
 
