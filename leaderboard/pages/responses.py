@@ -30,7 +30,6 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
-from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
@@ -41,10 +40,10 @@ from django_ratelimit.core import get_usage
 
 from config import page_cache
 from config.throttle import too_many_requests
-from leaderboard.boards.state import shared_kept
+from leaderboard.boards.state import SHARED_SECONDS, shared_kept
 
 # The state is in the key: an entry outlives its board's state only until this timeout.
-RESPONSE_CACHE_SECONDS = 300
+RESPONSE_CACHE_SECONDS = SHARED_SECONDS
 
 
 def fragment(name: str, *, state, parts: tuple, render: Callable[[], object],
@@ -151,19 +150,18 @@ def _cached(request: HttpRequest, digest: str, etag: str,
     then weak, as Django's GZipMiddleware makes it); only a 200 is kept (an error is answered
     afresh)."""
     gzipped = accepts_gzip(request)
-    key = f"shared-response:{digest}:{'gzip' if gzipped else 'plain'}"
-    store = caches["responses"]
-    response = store.get(key)
-    if response is None:
+
+    def made() -> HttpResponse:
         response = render()
-        if response.status_code != 200:
-            return response
-        response["ETag"] = etag
-        if gzipped:
-            _compress(response)
-        patch_vary_headers(response, ("Accept-Encoding",))
-        store.set(key, response, RESPONSE_CACHE_SECONDS)
-    return response
+        if response.status_code == 200:
+            response["ETag"] = etag
+            if gzipped:
+                _compress(response)
+            patch_vary_headers(response, ("Accept-Encoding",))
+        return response
+
+    return shared_kept("shared-response", (digest, "gzip" if gzipped else "plain"), made,
+                       keep=lambda response: response.status_code == 200)
 
 
 def _compress(response: HttpResponse) -> None:

@@ -2,6 +2,7 @@
 
 import random
 
+import numpy as np
 import pytest
 
 from leaderboard.boards import rank_ranges, ranking
@@ -216,3 +217,21 @@ def test_the_model_page_shows_its_rank_and_rank_range_and_links_the_board(item_b
     line = line[:line.index("</p>")]
     assert "Rank <strong>2</strong>" in line and "(range 2&ndash;2)" in line
     assert "of 2 on the" in line and 'href="/b/mmae/"' in line
+
+
+@pytest.mark.parametrize("levels", [(2, 1000, 1000), (1000, 3, 1000), (10**6,), (3, 3, 3)],
+                         ids=["first figure ties often", "first figure seldom ties",
+                              "one figure", "every figure ties"])
+def test_replicate_ranks_are_one_more_than_the_rows_strictly_ahead(levels):
+    """Competition ranks by the whole key, exact to 1e-9, NaN last, against their definition
+    computed pair by pair: both ways of sorting (by every figure, or by the first and then the
+    tied rows) give them."""
+    rng = np.random.default_rng(len(levels) + levels[0])
+    columns = [np.round(rng.integers(0, n, (20, 60)) / n * 100, 9) for n in levels]
+    for column in columns:
+        column[rng.random(column.shape) < 0.1] = np.nan
+    found = ranking._replicate_ranks(columns)
+    keys = [np.where(np.isnan(c), -np.inf, np.round(c, 9)) for c in columns]
+    for r in range(20):
+        rows = [tuple(k[r, m] for k in keys) for m in range(60)]
+        assert list(found[r]) == [1 + sum(other > mine for other in rows) for mine in rows]
