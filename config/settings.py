@@ -142,7 +142,9 @@ SQLITE_OPTIONS = {
 
 def _database(url: str) -> dict:
     try:
-        config = dj_database_url.parse(url, conn_max_age=60)
+        # Kept for a minute, and checked before its first use in each request: a connection
+        # the server dropped (a restart) is replaced, not answered with a 500.
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     except Exception as exc:  # dj-database-url raises several types for bad URLs
         raise ImproperlyConfigured(f"DATABASE_URL={url!r} cannot be used: {exc}") from None
     if config.get("ENGINE") == "django.db.backends.sqlite3":
