@@ -29,9 +29,12 @@ def wheel_files(tmp_path_factory) -> set[str]:
     for name in TRACKED:
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, source / name)
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir",
-                             str(out), str(source)], capture_output=True, text=True,
-                            timeout=300)
+    # Built with the .venv's setuptools, not in an isolated environment fetched from the
+    # package index, and with no index at all: the suite needs no network (`unshare -n make
+    # test`), as the image's wheel stage in tests/config/test_image.py.
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                             "--no-build-isolation", "--no-index", "--wheel-dir", str(out),
+                             str(source)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     (wheel,) = out.glob("mmae_board-*.whl")
     return set(zipfile.ZipFile(wheel).namelist())
