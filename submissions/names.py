@@ -10,12 +10,17 @@ import re
 import unicodedata
 from functools import lru_cache
 
+import regex
 from confusable_homoglyphs.confusables import confusables_data
 from django.core.exceptions import ValidationError
 
 # Control, format (zero-width characters, bidi overrides and isolates) and private use: none
 # shows as itself, and a bidi override reorders what follows it on the page.
 HIDDEN = frozenset({"Cc", "Cf", "Co"})
+# Unicode's default-ignorable code points (variation selectors, the combining grapheme joiner,
+# Mongolian free variation selectors, the Hangul fillers...) and the Braille blank: each renders
+# as nothing or as a blank, so a name holding them looks like one without.
+INVISIBLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u2800]")
 SPACES = re.compile(r"\s+")
 # confusables.txt wraps right-to-left characters in left-to-right marks in its comments,
 # from which confusable-homoglyphs reads its pairs.
@@ -23,9 +28,9 @@ MARKS = str.maketrans("", "", "\u200e\u200f")
 
 
 def name_normalise(value: str) -> str:
-    """NFKC, without hidden characters, every run of whitespace (no-break spaces included)
-    one space, stripped."""
-    text = unicodedata.normalize("NFKC", value)
+    """NFKC, without hidden or invisible characters, every run of whitespace (no-break spaces
+    included) one space, stripped."""
+    text = INVISIBLE.sub("", unicodedata.normalize("NFKC", value))
     text = "".join(" " if c.isspace() else c for c in text
                    if c.isspace() or unicodedata.category(c) not in HIDDEN)
     return SPACES.sub(" ", unicodedata.normalize("NFKC", text)).strip()

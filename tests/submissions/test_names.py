@@ -28,6 +28,12 @@ LOOK_ALIKES = [
     "\uff21lice Editor",  # a fullwidth A (NFKC)
     "AIice Editor",  # a capital I for the small l
     "ALICE EDITOR",
+    "Alice\ufe0f Editor",  # a variation selector (VS16)
+    "Alice\u034f Editor",  # the combining grapheme joiner
+    "Alice\u180b Editor",  # a Mongolian free variation selector
+    "Alice Editor\u3164",  # the Hangul filler
+    "\u115fAlice Editor",  # the Hangul choseong filler
+    "Alice Editor\u2800",  # the Braille blank
 ]
 
 
@@ -43,6 +49,9 @@ LOOK_ALIKES = [
     ("\uff21lice \u2460", "Alice 1"),  # compatibility forms (NFKC)
     ("  Alice   Editor  ", "Alice Editor"),
     ("\u0410lice", "\u0410lice"),  # a Cyrillic letter is kept: the skeleton tells it apart
+    ("Alice\ufe0f\u034f\u180b\u180c\u180d Editor", "Alice Editor"),  # default-ignorable
+    ("\u115f\u3164Alice\uffa0 Editor", "Alice Editor"),  # the Hangul fillers
+    ("Alice\u2800\u2800Editor", "AliceEditor"),  # the Braille blank: nothing to read
 ])
 def test_a_name_is_normalised(given, shown):
     assert name_normalise(given) == shown
