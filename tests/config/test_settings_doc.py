@@ -145,6 +145,8 @@ def _file_names() -> frozenset[str]:
 def file_problem(path: str) -> str | None:
     """None if the file is there: a path from the repository's root (also under templates/
     and static/, as Django finds those), a pattern, or a bare name found anywhere in it."""
+    if path.startswith("../"):
+        return None  # outside the repository (the specifications beside it): not its to check
     if "/" not in path:
         return None if path in _file_names() else "no file of that name in the repository"
     for base in (ROOT, ROOT / "templates", ROOT / "static"):

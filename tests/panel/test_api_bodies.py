@@ -4,20 +4,35 @@ every read endpoint on boards without a panel)."""
 
 import jsonschema
 
+from scoring.models import Criterion
 from tests.leaderboard.test_api_bodies import described
-from tests.panel.test_judge_card import CARD, rate
+from tests.panel.conftest import heard, letter
+from tests.panel.test_judge_card import CARD
 
 
 def test_a_task_and_a_rated_card_are_what_the_schema_describes(client, panel_board, author,
                                                                other_author, raters):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    panel_board.scored("Alpha", author, lambda item, criterion: criterion.index % 2)
+    # The judge passes every rubric of both: raters who fail one disagree with it, whichever
+    # tasks the drawing gives them.
+    panel_board.scored("Alpha", author)
     panel_board.scored("Beta", other_author)
     people = raters(3)
     client.force_login(people[0])
     task = client.get("/api/panel/mmae/next/").json()
     jsonschema.validate(task, described(schema, "/api/panel/{slug}/next/", 200))
-    rate(client, people, per_rater=4)
+    for rater in people:
+        client.force_login(rater)
+        for _ in range(4):
+            response = client.get("/api/panel/mmae/next/")
+            if response.status_code == 204:
+                break
+            drawn = response.json()
+            text = Criterion.objects.get(item__key=drawn["item"], index=drawn["rubric"]) \
+                .spec["right"]
+            assert client.post(f"/api/panel/mmae/tasks/{drawn['task']}/", {
+                "choice": letter(drawn, text, right=False), "listened": heard(drawn)},
+                content_type="application/json").status_code == 201
     card = client.get(CARD).json()
     assert card["configs"][0]["human"]["rubrics"] and card["configs"][0]["disagreements"]
     jsonschema.validate(card, described(schema, "/api/leaderboards/{slug}/judge/", 200))
