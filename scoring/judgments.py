@@ -63,8 +63,7 @@ def from_cache(run: ScoringRun, wanted: dict[str, Job], criterion_ids: dict) -> 
     owners = [o for o in ScoringRun.objects.filter(id=run.id)
               .values_list("submissions__owner", flat=True) if o is not None]
     sources = ScoringRun.objects.filter(
-        Q(purpose=ScoringRun.Purpose.BASELINE)
-        | Q(id__in=visibility.published_runs().values("id"))
+        Q(id__in=visibility.public_runs().values("id"))
         | (Q(submissions__owner__in=owners) if owners else Q(submissions=None)))
     # Originals only: every copy repeats its original, whose run it names as its source.
     earlier = (Answer.objects.filter(content_key__in=list(wanted), error=None, cached=False,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 _published_runs: list[Callable[[], QuerySet]] = []
 
@@ -19,7 +19,18 @@ def give_published_runs(rule: Callable[[], QuerySet]) -> None:
 
 
 def published_runs() -> QuerySet:
-    """The runs whose figures and answers are everyone's (a queryset of ScoringRun)."""
+    """The runs of published submissions (a queryset of ScoringRun)."""
     if not _published_runs:
         raise ImproperlyConfigured("the submissions app gave scoring no published-runs rule")
     return _published_runs[0]()
+
+
+def public_runs() -> QuerySet:
+    """Every run whose figures and answers are everyone's: the published runs and the
+    calibration baselines (scored here on inputs anyone has), finished. Whatever the public
+    reads of runs taken together (a judge's figures, counts) is read over these alone."""
+    from scoring.models import ScoringRun
+
+    return ScoringRun.objects.filter(
+        Q(id__in=published_runs().values("id"))
+        | Q(purpose=ScoringRun.Purpose.BASELINE, status=ScoringRun.Status.FINISHED))

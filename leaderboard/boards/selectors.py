@@ -17,6 +17,7 @@ from leaderboard.boards.state import (
     representatives,
 )
 from leaderboard.models import ReferenceFigure
+from scoring import visibility
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.attempts import attempts_by_model
@@ -374,14 +375,16 @@ def board_simulated(benchmark: Benchmark) -> bool:
 
 
 def judge_figures_by_config(benchmark: Benchmark) -> list[dict]:
-    """Each judge config that scored the benchmark, with its judge figures over all its
-    finished runs (each run's overall figure weighted by the answers it covers)."""
+    """Each judge config that scored the benchmark, with its judge figures over its public
+    runs (published and baselines: scoring.visibility), each run's overall figure weighted
+    by the answers it covers. A private run counts nowhere: its figure would follow from the
+    totals, and the count would tell when it finished."""
     kind = get_kind(benchmark.kind)
     if not kind.judge_figures:
         return []
     totals: dict[int, dict] = {}
     for config_id, name, simulated, values in (SliceResult.objects.filter(
-            run__benchmark__slug=benchmark.slug, run__status=ScoringRun.Status.FINISHED,
+            run__benchmark__slug=benchmark.slug, run__in=visibility.public_runs(),
             dimension=OVERALL).values_list("run__judge_config_id", "run__judge_config__name",
                                            "run__simulated", "values")):
         entry = totals.setdefault(config_id, {"config": name, "config_id": config_id,

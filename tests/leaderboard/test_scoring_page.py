@@ -79,3 +79,26 @@ def test_the_judge_figures_are_an_optional_column_and_in_the_api(client, board):
     assert client.get("/api/leaderboards/mmae/").json()["rows"][0]["agreement"] == 87.5
     page = client.get("/b/mmae/scoring/").content.decode()
     assert 'id="judge-figures"' in page and "87.50" in page
+
+
+def test_the_judge_figures_are_read_over_public_runs_alone(client, board, other_author):
+    """A private run's figures and its finishing count nowhere public: with one public and
+    one private submission, the scoring page's judge card says one run and the public run's
+    vote agreement, as the API's judge card does."""
+    from scoring.models import SliceResult
+
+    benchmark, scored = board
+    public = scored("Public", (50.0, 50.0, 10.0)).current_run
+    private = scored("Private", (60.0, 60.0, 20.0), owner=other_author,
+                     public=False).current_run
+    for run, agreement in ((public, 84.0), (private, 90.0)):
+        SliceResult.objects.filter(run=run, dimension="overall").update(values={
+            "n": 4, "IFR": 50.0, "CR": 50.0, "EMR": 10.0, "agreement": agreement,
+            "judged": 8})
+    page = client.get("/b/mmae/scoring/").content.decode()
+    card = page[page.index('id="judge-figures"'):]
+    assert "84.00" in card and "87.00" not in card and "90.00" not in card
+    from leaderboard.boards.selectors import judge_figures_by_config
+
+    (config,) = judge_figures_by_config(benchmark)
+    assert config["runs"] == 1 and config["values"]["agreement"] == 84.0
