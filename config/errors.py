@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
+from config.text import bounded
+
 
 class ServiceError(ValidationError):
     """`problems`: each reason, in words an author or staff member acts on, or a dict of them
@@ -20,9 +22,12 @@ class ServiceError(ValidationError):
         if code not in self.STATUS:
             raise ValueError(f"unknown ServiceError code {code!r}")
         if isinstance(problems, dict):
-            problems = {field: list(found) for field, found in problems.items() if found}
+            problems = {field: [bounded(str(p)) for p in found]
+                        for field, found in problems.items() if found}
         elif isinstance(problems, str):
-            problems = [problems]
+            problems = [bounded(problems)]
+        else:
+            problems = [bounded(str(p)) for p in problems]
         super().__init__(problems if isinstance(problems, dict) else list(problems))
         self.code = code
 

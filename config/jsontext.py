@@ -69,8 +69,27 @@ def lines(text) -> Iterator[tuple[int, str]]:
     "\\r\\n" or "\\r", as Python's text files read them, and nowhere else: U+2028, U+2029 and
     U+0085, which json.dumps(..., ensure_ascii=False) writes raw inside strings, are not line
     ends here (str.splitlines() would split on them)."""
+    for number, line, _ in bounded_lines(text, None):
+        yield number, line
+
+
+# How much of an over-long line is read at a time while it is skipped.
+SKIP_CHARS = 1024**2
+
+
+def bounded_lines(text, max_chars: int | None) -> Iterator[tuple[int, str | None, int]]:
+    """lines(), each with its length, but never holding more than `max_chars` characters of
+    one line: a longer line is read past in pieces and given as (number, None, its length)."""
     stream = io.StringIO(text, newline=None) if isinstance(text, str) else text
-    for number, line in enumerate(stream, start=1):
+    number = 0
+    while line := stream.readline(-1 if max_chars is None else max_chars + 1):
+        number += 1
+        if max_chars is not None and len(line) > max_chars and not line.endswith("\n"):
+            length = len(line)
+            while (rest := stream.readline(SKIP_CHARS)) and not rest.endswith("\n"):
+                length += len(rest)
+            yield number, None, length + len(rest.removesuffix("\n"))
+            continue
         line = line.removesuffix("\n")
         if line.strip():
-            yield number, line
+            yield number, line, len(line)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config import jsontext
+from config.text import bounded
 
 
 class FileFaults(ValueError):
@@ -44,6 +45,11 @@ class ReplyError(ValueError):
 # ids"). SUBMISSION_REPORT_MAX_PER_KIND in the site's settings.
 MAX_PER_KIND = 50
 CHUNK_BYTES = 1024**2
+# A predictions line holds one id and its output's path (or answer): 64 KiB is far more than
+# any needs, and a longer line is refused before it is parsed or held whole. A JSON array is
+# read whole, so the document is bounded instead.
+MAX_LINE_CHARS = 64 * 1024
+MAX_DOCUMENT_CHARS = 64 * 1024**2
 
 
 @dataclass
@@ -61,7 +67,7 @@ class Problems:
     def add(self, kind: str, message: str) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         if self.counts[kind] <= self.per_kind:
-            self.kept.append(message)
+            self.kept.append(bounded(message))
 
     def messages(self) -> list[str]:
         return self.kept + [f"... and {n - self.per_kind:,} more {kind}"
@@ -85,15 +91,23 @@ def entries(text, name: str, problems: Problems) -> Iterator[tuple[str, object]]
     syntax go to `problems`."""
     stream = io.StringIO(text, newline=None) if isinstance(text, str) else text
     if first_character(stream) == "[":
+        document = stream.read(MAX_DOCUMENT_CHARS + 1)
+        if len(document) > MAX_DOCUMENT_CHARS:
+            raise PredictionError([f"{name}: over {MAX_DOCUMENT_CHARS:,} characters; a JSON "
+                                   f"array of predictions is at most that (or use JSONL)"])
         try:
-            data = jsontext.loads(stream.read())
+            data = jsontext.loads(document)
         except json.JSONDecodeError as exc:
             raise PredictionError(
                 [f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
             ) from None
         yield from ((f"entry {i}", value) for i, value in enumerate(data, start=1))
         return
-    for number, line in jsontext.lines(stream):
+    for number, line, length in jsontext.bounded_lines(stream, MAX_LINE_CHARS):
+        if line is None:
+            problems.add("lines over the size limit", f"{name} line {number}: {length:,} "
+                         f"characters; a line holds at most {MAX_LINE_CHARS:,}")
+            continue
         try:
             yield f"line {number}", jsontext.loads(line)
         except json.JSONDecodeError as exc:

@@ -61,7 +61,7 @@ class TestBadInput:
             "64 levels)"]
 
     def test_a_jsonl_line_nested_too_deeply_is_refused_naming_the_line(self):
-        text = '{"id": "a1", "audio_path": "a.wav"}\n{"id": ' + "[" * 100_000 + "\n"
+        text = '{"id": "a1", "audio_path": "a.wav"}\n{"id": ' + "[" * 60_000 + "\n"
         assert problems(text, "submission.jsonl") == [
             "submission.jsonl line 2: invalid JSON at column 71: nested too deeply (more than "
             "64 levels)"]
@@ -129,3 +129,50 @@ class TestCheckAudio:
         assert check_audio(tmp_path / "none.wav") == "file not found"
         assert check_audio(tmp_path / "bad.wav").startswith("unreadable audio")
         assert check_audio(tmp_path / "empty.wav") == "empty audio (no frames)"
+
+
+class TestLongValues:
+    """No value an author sends comes back whole, and no line is held whole past its cap."""
+
+    def test_an_over_long_line_is_refused_unread_and_the_next_line_is_still_read(self, tmp_path):
+        import tracemalloc
+
+        from scoring.kinds.files import MAX_LINE_CHARS, text_stream
+
+        path = tmp_path / "submission.jsonl"
+        long = json.dumps({"id": "s1", "audio_path": "a" * 20_000_000})
+        path.write_text(f"{long}\n" + json.dumps({"id": "s9", "audio_path": "x.wav"}) + "\n")
+        tracemalloc.start()
+        with open(path, "rb") as binary, text_stream(binary) as stream, \
+                pytest.raises(PredictionError) as info:
+            parse_predictions(stream, name="submission.jsonl", known_ids=IDS)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 8 * 1024**2  # a 20 MB line never held whole
+        assert info.value.problems[0] == (f"submission.jsonl line 1: {len(long):,} characters; "
+                                          f"a line holds at most {MAX_LINE_CHARS:,}")
+        assert "line 2: unknown id 's9'" in info.value.problems[1]
+
+    def test_an_over_long_path_is_refused_saying_its_length(self):
+        text = json.dumps([{"id": "s1", "audio_path": "a/" * 50_000}])
+        with pytest.raises(PredictionError) as info:
+            parse_predictions(text, name="predictions.json", known_ids=IDS)
+        assert info.value.problems == ["predictions.json entry 1 (id s1): 'audio_path' is "
+                                       "100,000 characters; a path is at most 1,024"]
+
+    def test_an_unknown_id_is_quoted_cut(self):
+        text = json.dumps([{"id": "z" * 1_000_000, "audio_path": "a.wav"}])
+        with pytest.raises(PredictionError) as info:
+            parse_predictions(text, name="predictions.json", known_ids=IDS)
+        (problem,) = info.value.problems
+        assert len(problem) < 300 and problem.startswith("predictions.json entry 1: unknown id")
+
+    def test_a_service_error_cuts_a_reason_saying_by_how_much(self):
+        from config.errors import ServiceError
+        from config.text import MAX_PROBLEM_CHARS
+
+        error = ServiceError(["short", "x" * 1_000_000])
+        assert error.problems[0] == "short"
+        assert len(error.problems[1]) <= MAX_PROBLEM_CHARS
+        assert error.problems[1].endswith(f"... ({1_000_000 - MAX_PROBLEM_CHARS + 40:,} "
+                                          "characters cut)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from config.text import cut
 from scoring.kinds.files import (
     MAX_PER_KIND,
     Prediction,
@@ -20,6 +21,8 @@ from scoring.kinds.files import (
 from scoring.kinds.mmae.rules import audio_url_of, content_parts
 
 NAMES = ("predictions.json", "submission.jsonl")  # what an archive may hold them as
+# An output's path inside the archive: far longer than any archive member's name needs.
+MAX_PATH_CHARS = 1024
 
 
 def _output_path(entry: dict) -> tuple[str | None, str | None]:
@@ -28,6 +31,9 @@ def _output_path(entry: dict) -> tuple[str | None, str | None]:
         path = entry["audio_path"]
         if not isinstance(path, str) or not path.strip():
             return None, f"'audio_path' must be a non-empty string, got {show(path)}"
+        if len(path) > MAX_PATH_CHARS:
+            return None, (f"'audio_path' is {len(path):,} characters; a path is at most "
+                          f"{MAX_PATH_CHARS:,}")
         return path, None
     messages = entry.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -44,6 +50,9 @@ def _output_path(entry: dict) -> tuple[str | None, str | None]:
             if len(urls) != 1
             else "the assistant's audio item has no audio_url"
         )
+    if len(urls[0]) > MAX_PATH_CHARS:
+        return None, (f"the assistant's audio_url is {len(urls[0]):,} characters; a path is "
+                      f"at most {MAX_PATH_CHARS:,}")
     return urls[0], None
 
 
@@ -69,14 +78,14 @@ def parse_predictions(text, *, name: str, known_ids: set[str],
         path, why = _output_path(value)
         if why:
             problems.add("entries without an output",
-                         f"{name} {place} (id {sample_id}): {why}")
+                         f"{name} {place} (id {cut(sample_id)}): {why}")
             continue
         if sample_id not in known_ids:
-            problems.add("unknown ids", f"{name} {place}: unknown id {sample_id!r} (not in the "
-                         "benchmark)")
+            problems.add("unknown ids", f"{name} {place}: unknown id {cut(sample_id)!r} (not "
+                         "in the benchmark)")
             continue
         if sample_id in first_place:
-            problems.add("duplicate ids", f"{name} {place}: duplicate id {sample_id!r}, first "
+            problems.add("duplicate ids", f"{name} {place}: duplicate id {cut(sample_id)!r}, first "
                          f"on {first_place[sample_id]}")
             continue
         first_place[sample_id] = place
