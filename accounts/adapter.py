@@ -17,9 +17,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.http import Http404
-from django.utils import timezone
 
-from accounts.models import ApiToken
+from accounts.password_changes import revoked_by_last_save
 from config.throttle import client_ip, login_attempt, too_many_requests
 
 
@@ -45,14 +44,6 @@ def current_site() -> Site:
     """The site as SITE_URL and SITE_NAME give it. django.contrib.sites is not installed, so
     allauth would otherwise take the Host of whatever request sent the email."""
     return Site(domain=urlsplit(settings.SITE_URL).netloc, name=settings.SITE_NAME)
-
-
-def tokens_revoke(user) -> list[str]:
-    """Revoke every active API token of the user; their names, in order."""
-    active = ApiToken.objects.filter(user=user, revoked_at=None)
-    names = list(active.order_by("name", "pk").values_list("name", flat=True))
-    active.update(revoked_at=timezone.now())
-    return names
 
 
 def email_release(email_address: EmailAddress) -> None:
@@ -91,11 +82,11 @@ class AccountAdapter(DefaultAccountAdapter):
         return confirmed
 
     def set_password(self, user, password):
-        """Every password change and reset (allauth's only path to a new password) revokes
-        the account's API tokens: whoever held the old password may have made some. The
-        author is told which, beside the email allauth sends (ACCOUNT_EMAIL_NOTIFICATIONS)."""
+        """A password change or reset revokes the account's API tokens as any new password
+        does (accounts.password_changes); here the author is told which, beside the email
+        allauth sends (ACCOUNT_EMAIL_NOTIFICATIONS)."""
         super().set_password(user, password)
-        revoked = tokens_revoke(user)
+        revoked = revoked_by_last_save(user)
         if revoked and self.request is not None:
             messages.warning(self.request, f"Your password changed, so your API tokens were "
                              f"revoked: {', '.join(revoked)}. Make new ones on the API "

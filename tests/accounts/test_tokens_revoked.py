@@ -61,3 +61,25 @@ def test_a_change_without_tokens_says_nothing_of_them(client, author):
         "oldpassword": CAST_PASSWORD, "password1": NEW_PASSWORD, "password2": NEW_PASSWORD},
         follow=True)
     assert not any("API tokens" in m for m in shown_messages(response))
+
+
+def test_a_password_set_elsewhere_revokes_the_tokens_too(client, author, keys, admin_client,
+                                                         django_user_model):
+    """The admin's password form and `manage.py changepassword` (which saves the user as a
+    shell would) revoke them as well; saving the account without a new password does not."""
+    from django.core.management import call_command
+
+    author.first_name = "Renamed"
+    author.save()
+    assert works(client, keys["ci"])
+    response = admin_client.post(f"/admin/auth/user/{author.pk}/password/", {
+        "password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "usable_password": "true"})
+    assert response.status_code == 302
+    assert not works(client, keys["ci"]) and not works(client, keys["laptop"])
+    assert works(client, keys["theirs"])
+    other = django_user_model.objects.get(api_tokens__name="theirs")
+    from unittest import mock
+
+    with mock.patch("getpass.getpass", return_value=NEW_PASSWORD):
+        call_command("changepassword", other.username, stdout=open("/dev/null", "w"))
+    assert not works(client, keys["theirs"])
