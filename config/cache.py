@@ -5,9 +5,16 @@ cannot be reached, each call answers as Django's DummyCache would: a read is a m
 is rendered afresh), a write is dropped, and `add` succeeds, so a rate-limit counter starts
 from nothing and lets the request through (fails open). Each failure is logged. Errors other
 than an unreachable server (a bad command, a full memory) still raise.
+
+A Redis that hangs (stopped, not refused) costs each call its socket timeout; so once a call
+found it unreachable, this process answers every call as on an empty cache at once for
+DOWN_SECONDS, then tries it again: a hung Redis costs a request at most one timeout, never
+one per call.
 """
 
 import logging
+import threading
+import time
 
 from django.core.cache.backends.dummy import DummyCache
 from django.core.cache.backends.redis import RedisCache
@@ -17,6 +24,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 log = logging.getLogger(__name__)
 
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError)
+# How long a process takes a Redis it found unreachable for down, before trying it again.
+DOWN_SECONDS = 5.0
 
 
 # SET unless the key holds a greater integer (Django's RedisSerializer stores ints as such).
@@ -31,15 +40,34 @@ class FailSoftRedisCache(RedisCache):
         super().__init__(server, params)
         self._empty = DummyCache(server, params)
 
+    # The server's health, per process and server (every cache of one LOCATION shares it).
+    _down_until: dict[str, float] = {}
+    _health = threading.Lock()
+    clock = staticmethod(time.monotonic)
+
+    def down(self) -> bool:
+        """Whether this process found the server unreachable less than DOWN_SECONDS ago."""
+        return self.clock() < self._down_until.get(self._server_key(), 0.0)
+
+    def found_down(self) -> None:
+        with self._health:
+            self._down_until[self._server_key()] = self.clock() + DOWN_SECONDS
+
+    def _server_key(self) -> str:
+        return str(self._servers)
+
     def raise_to(self, key: str, value: int, timeout: int) -> None:
         """Set an integer `key` to `value` unless it holds a greater one, in one step
         (config.page_cache: two writers that read different board versions leave the greater),
         for `timeout` seconds."""
+        if self.down():
+            return
         key = self.make_and_validate_key(key)
         try:
             self._cache.get_client(key, write=True).eval(RAISE, 1, key, int(value),
                                                          int(timeout))
         except UNREACHABLE as exc:
+            self.found_down()
             log.error("cache unreachable, raise_to dropped: %s", exc)
 
 
@@ -47,12 +75,15 @@ def _fail_soft(name: str):
     redis_method = getattr(RedisCache, name)
 
     def method(self, *args, **kwargs):
+        if self.down():
+            return getattr(self._empty, name)(*args, **kwargs)
         try:
             return redis_method(self, *args, **kwargs)
         except UNREACHABLE as exc:
-            log.error("cache unreachable, %s answered as on an empty cache "
+            self.found_down()
+            log.error("cache unreachable, %s answered as on an empty cache for %g s "
                       "(a page is rendered afresh, a rate limit lets the request through): %s",
-                      name, exc)
+                      name, DOWN_SECONDS, exc)
             return getattr(self._empty, name)(*args, **kwargs)
 
     method.__name__ = method.__qualname__ = name

@@ -41,7 +41,7 @@ def test_an_unreachable_cache_reads_as_empty_and_drops_writes(dead_redis):
     assert cache.has_key("board") is False
     cache.delete("board")
     messages = outages(dead_redis)
-    assert len(messages) >= 9
+    assert len(messages) == 1  # the process then takes it for down a while (config.cache)
     assert messages[0].startswith("cache unreachable, get answered as on an empty cache")
     assert "Connection refused" in messages[0]
 
@@ -57,8 +57,8 @@ def test_a_reachable_redis_is_used_as_usual(settings):
 
 
 def test_the_board_and_its_api_render_without_the_cache(client, board, dead_redis):
-    _, scored = board
-    scored("Alpha", (50.0, 60.0, 30.0))
+    _, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0))
     page = client.get("/b/mmae/")
     assert page.status_code == 200 and "Alpha" in page.content.decode()
     api = client.get("/api/leaderboards/mmae/")
