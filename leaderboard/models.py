@@ -72,9 +72,11 @@ class RankRanges(models.Model):
 
 
 class BoardSnapshot(models.Model):
-    """A board as it was at one board version, kept from the first time a visitor cites it
-    (leaderboard.boards.snapshots): its overall rows as the read API gives them and its items
-    dataset (Parquet), never changed after. `/b/<slug>/v/<version>/` renders it."""
+    """A board as it was at one board version, kept by the worker or staff, never by a visitor
+    (leaderboard.boards.snapshots): its overall rows as the read API gives them and the
+    storage name of that state's items dataset (Parquet; leaderboard.boards.dataset_files),
+    never changed after. `/b/<slug>/v/<version>/` renders it without the rows of submissions
+    withdrawn since."""
 
     benchmark = models.ForeignKey("scoring.Benchmark", on_delete=models.CASCADE,
                                   related_name="+")
@@ -82,7 +84,7 @@ class BoardSnapshot(models.Model):
     taken_at = models.DateTimeField(auto_now_add=True)
     state = models.CharField(max_length=300)  # leaderboard.boards.state.board_stamp
     rows = models.JSONField(default=list)  # leaderboard.boards.serializers.BoardRowOut, overall
-    items = models.BinaryField()  # leaderboard.boards.datasets as Parquet
+    items_file = models.CharField(max_length=300)  # leaderboard.boards.dataset_files.file_name
 
     class Meta:
         constraints = [

@@ -8,6 +8,7 @@ app_name = "leaderboard"
 urlpatterns = [
     path("", views.home, name="home"),
     path("b/<slug:slug>/", views.board, name="board"),
+    path("b/<slug:slug>/cite/", history_views.board_cite, name="board-cite"),
     path("b/<slug:slug>/v/<int:version>/", history_views.board_snapshot, name="board-snapshot"),
     path("b/<slug:slug>/v/<int:version>/items.parquet", history_views.board_snapshot_items,
          name="board-snapshot-items"),

@@ -4,7 +4,7 @@
 import hashlib
 
 from django.conf import settings
-from django.http import HttpResponse, QueryDict, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, QueryDict
 from django.utils.cache import get_conditional_response, patch_cache_control
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -14,9 +14,18 @@ from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRen
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config import slots
 from config.errors import ServiceError
 from config.serializers import error_responses
-from leaderboard.boards import board_pages, datasets, model_pages, selectors, serializers, state
+from leaderboard.boards import (
+    board_pages,
+    dataset_files,
+    datasets,
+    model_pages,
+    selectors,
+    serializers,
+    state,
+)
 from leaderboard.boards.csvs import csv_text
 from leaderboard.pages import responses
 from leaderboard.pages.forms import ApiBoardForm, DatasetForm, normalised
@@ -183,7 +192,9 @@ ITEM_COLUMNS = (
     "(each rubric's vote, 0 or 1); for AIR-Bench foundation `letter`, `source`, `parsed`, "
     "`correct`; for AIR-Bench chat `score_A`, `score_B`, `failed_A`, `failed_B`. Lists are "
     "JSON text in the CSV. The file is named after the board state (benchmark, version, board "
-    "version, slice); its ETag answers 304 while the board has not changed.")
+    "version, slice); its ETag answers 304 while the board has not changed. Each file is built "
+    "once per board state by a worker: until it is, 503 with Retry-After. Parameters other "
+    "than these answer 400.")
 
 
 class LeaderboardItemsApi(APIView):
@@ -204,34 +215,70 @@ class LeaderboardItemsApi(APIView):
         **{(200, media.split(";")[0]): OpenApiResponse(OpenApiTypes.BINARY,
                                                        description=ITEM_COLUMNS)
            for media in datasets.FORMATS.values()},
-        **error_responses(described={400: "each bad parameter", 404: "no such benchmark"}),
+        **error_responses(described={
+            400: "each bad or unknown parameter", 404: "no such benchmark",
+            429: "too many downloads at once (Retry-After)",
+            503: "the file is being built (Retry-After)"}),
     })
     def get(self, request, slug):
+        unknown = sorted(set(request.query_params) - DATASET_PARAMETERS)
+        if unknown:  # refused before any work: junk parameters make no new answer
+            raise ServiceError([f"{name}: not a parameter of this dataset (it takes "
+                                "format, dimension and bucket)" for name in unknown])
         benchmark = state.benchmark_current(slug)
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
-        stamp = state.board_stamp(benchmark)
         form = DatasetForm(request.query_params, kind=get_kind(benchmark.kind),
                            buckets=board_pages.board_buckets(benchmark))
         if not form.is_valid():
             raise ServiceError([f"{field}: {message}" for field, messages in
                                 form.errors.items() for message in messages])
         data = form.cleaned_data
-        parts = (stamp, data["format"], data["dimension"], data["bucket"])
-        etag = f'"{hashlib.sha256("|".join(parts).encode()).hexdigest()[:40]}"'
+        fmt, where = data["format"], {"dimension": data["dimension"], "bucket": data["bucket"]}
+        name = dataset_files.file_name(benchmark, fmt, **where)
+        etag = f'"{hashlib.sha256(name.encode()).hexdigest()[:40]}"'
         not_modified = get_conditional_response(request._request, etag=etag)
         if not_modified is not None:
             return not_modified
-        response = StreamingHttpResponse(
-            datasets.stream(benchmark, data["format"], dimension=data["dimension"],
-                            bucket=data["bucket"]),
-            content_type=datasets.FORMATS[data["format"]])
-        name = datasets.filename(benchmark, stamp, data["format"], data["dimension"],
-                                 data["bucket"])
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        response["ETag"] = etag
-        patch_cache_control(response, public=True, max_age=settings.BOARD_SHARED_MAX_AGE)
+        stored = dataset_files.opened(name)
+        if stored is None:  # the worker builds it, never this request
+            dataset_files.dataset_ask(benchmark, fmt, **where)
+            return being_built(f"the dataset of board version {benchmark.board_version} is "
+                               "being built")
+        response = file_response(request, stored, content_type=datasets.FORMATS[fmt],
+                                 filename=name.rpartition("/")[2])
+        if response.status_code == 200:
+            response["ETag"] = etag
+            patch_cache_control(response, public=True,
+                                max_age=settings.BOARD_SHARED_MAX_AGE)
         return response
+
+
+# The items dataset's query parameters; any other is refused, naming it.
+DATASET_PARAMETERS = {"format", "dimension", "bucket"}
+
+
+def being_built(what: str) -> Response:
+    """503 with Retry-After: a file a worker is building (asked once)."""
+    seconds = dataset_files.RETRY_SECONDS
+    return Response({"errors": [f"{what}: try again in {seconds} seconds."]}, status=503,
+                    headers={"Retry-After": str(seconds)}, content_type="application/json")
+
+
+def file_response(request, stored, *, content_type: str, filename: str):
+    """A stored file sent as it is (FileResponse), within the downloads' concurrency caps
+    (config.slots: per client address and in all); past one, 429 with Retry-After."""
+    give_back = slots.slot(request, group="datasets",
+                           per_client=dataset_files.DOWNLOADS_PER_CLIENT,
+                           overall=dataset_files.DOWNLOADS, seconds=dataset_files.SLOT_SECONDS)
+    if give_back is None:
+        stored.close()
+        seconds = dataset_files.RETRY_SECONDS
+        return Response({"errors": [f"Too many downloads at once: try again in {seconds} "
+                                    "seconds."]}, status=429,
+                        headers={"Retry-After": str(seconds)}, content_type="application/json")
+    return FileResponse(slots.Returning(stored, give_back), content_type=content_type,
+                        as_attachment=True, filename=filename)
 
 
 class BenchmarkListApi(APIView):

@@ -1,6 +1,6 @@
 """A board's rank ranges, stored per board state: computed from the runs' per-item vectors by the
-paired bootstrap of leaderboard.boards.ranking whenever the board's state changes (a background
-task, beside them here), read by the board, and the paired differences of two submissions for the
+paired bootstrap of leaderboard.boards.ranking whenever the board's state changes (by the
+worker: leaderboard.tasks), read by the board, and the paired differences of two submissions for the
 compare page."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import json
 import logging
 
 import numpy as np
-from celery import shared_task
 from django.db import connection, transaction
 
 from config import page_cache
@@ -231,12 +230,3 @@ def paired_differences(benchmark: Benchmark, a, b, *, replicates: int = REPLICAT
         rows.append({"dimension": dimension, "bucket": bucket, "n": len(at), "cells": cells,
                      "dimension_label": kind.dimension_label(dimension)})
     return rows
-
-
-# Named as when it lived in leaderboard/rank_ranges.py: queued messages and routes keep working.
-@shared_task(ignore_result=True, name="leaderboard.rank_ranges.refresh_rank_ranges")
-def refresh_rank_ranges(benchmark_id: int) -> None:
-    """Recompute a board's rank ranges if its state changed since they were computed."""
-    benchmark = Benchmark.objects.filter(id=benchmark_id).first()
-    if benchmark is not None:
-        refresh(benchmark)

@@ -117,7 +117,7 @@ def test_a_board_visit_neither_computes_nor_asks_a_worker(item_board, client, mo
     benchmark, scored, _ = item_board
     scored("A", clear_gap(0.6))
     asked = []
-    monkeypatch.setattr("leaderboard.boards.rank_ranges.refresh_rank_ranges.delay", asked.append)
+    monkeypatch.setattr("leaderboard.tasks.refresh_rank_ranges.delay", asked.append)
     monkeypatch.setattr("celery.current_app.send_task", lambda *a, **k: asked.append(a))
     for _ in range(3):
         page = client.get("/b/mmae/")
