@@ -32,15 +32,15 @@ REQUIRED = [Benchmark, Item, Criterion, JudgeConfig, Submission, ModelEntry, Sco
             ItemResult, SliceResult]
 READ_ONLY = [ScoringRun, RunBatch, Answer, ItemResult, SliceResult, AuditEvent]
 
-scored = submissions_fixtures.scored  # the submissions tests' factory of scored submissions
+score_with_files = submissions_fixtures.score_with_files  # the submissions tests' factory
 
 
 @pytest.fixture
-def world(scored, author, staff):
+def world(score_with_files, author, staff):
     """One row of every model."""
-    submission = scored("Alpha")
+    submission = score_with_files("Alpha")
     run = submission.current_run
-    item = Item.objects.create(benchmark=scored.benchmark, position=0, key="s1",
+    item = Item.objects.create(benchmark=score_with_files.benchmark, position=0, key="s1",
                                dimensions={"modality": "sound"}, content={})
     criterion = Criterion.objects.create(item=item, index=0, category="content",
                                          question="Is it louder?",
@@ -186,7 +186,7 @@ def test_changelists_join_the_related_rows_they_show():
 
 
 def test_a_changelist_costs_the_same_queries_for_one_row_or_many(client, world, superuser,
-                                                                  scored,
+                                                                  score_with_files,
                                                                   django_assert_max_num_queries):
     client.force_login(superuser)
     urls = [changelist for model, changelist, _ in admin_urls()
@@ -197,7 +197,7 @@ def test_a_changelist_costs_the_same_queries_for_one_row_or_many(client, world, 
             client.get(url)
         counts[url] = len(captured)
     for n in range(5):
-        scored(f"Model {n}")
+        score_with_files(f"Model {n}")
     for url in urls:
         with django_assert_max_num_queries(counts[url]) as captured:
             assert client.get(url).status_code == 200

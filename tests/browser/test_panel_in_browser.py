@@ -44,7 +44,7 @@ def shot(page, width: int, step: str) -> None:
 def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
         page, panel_board, author, raters, device):  # noqa: F811 - fixtures
     width, height = WIDTHS[device]
-    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
+    panel_board.score_by_criteria("Echo Editor Large v2 (instruction-tuned)", author)
     rater, = raters(1)
     page.set_viewport_size({"width": width, "height": height})
     page.add_init_script(RECORD_VIOLATIONS)
@@ -100,8 +100,9 @@ def answer_all(benchmark, people) -> None:
 def test_the_judge_card_fits_and_links_its_disagreements(
         page, panel_board, author, other_author, raters, device):  # noqa: F811 - fixtures
     width, height = WIDTHS[device]
-    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
-    panel_board.scored("Other", other_author, lambda item, criterion: criterion.index % 2)
+    panel_board.score_by_criteria("Echo Editor Large v2 (instruction-tuned)", author)
+    panel_board.score_by_criteria("Other", other_author,
+                                  lambda item, criterion: criterion.index % 2)
     answer_all(panel_board.benchmark, raters(4))
     page.set_viewport_size({"width": width, "height": height})
     page.add_init_script(RECORD_VIOLATIONS)
@@ -121,7 +122,7 @@ def test_the_judge_card_fits_and_links_its_disagreements(
 def test_the_staff_raters_page_fits_and_removes_a_rater(
         page, panel_board, author, staff, raters, device):  # noqa: F811 - fixtures
     width, height = WIDTHS[device]
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     people = raters(2)
     answer_all(panel_board.benchmark, people)
     page.set_viewport_size({"width": width, "height": height})
@@ -142,8 +143,9 @@ def test_the_staff_raters_page_fits_and_removes_a_rater(
 def test_a_disagreement_leads_to_both_verdicts_side_by_side_on_the_item_page(
         page, panel_board, author, other_author, raters, device):  # noqa: F811 - fixtures
     width, height = WIDTHS[device]
-    panel_board.scored("Echo Editor Large v2 (instruction-tuned)", author)
-    panel_board.scored("Other", other_author, lambda item, criterion: criterion.index % 2)
+    panel_board.score_by_criteria("Echo Editor Large v2 (instruction-tuned)", author)
+    panel_board.score_by_criteria("Other", other_author,
+                                  lambda item, criterion: criterion.index % 2)
     answer_all(panel_board.benchmark, raters(4))
     page.set_viewport_size({"width": width, "height": height})
     page.add_init_script(RECORD_VIOLATIONS)

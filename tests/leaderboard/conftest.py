@@ -13,16 +13,16 @@ from tests.factories import board_benchmark, scored_submission
 
 @pytest.fixture
 def board(db, author):
-    """A benchmark and a factory of scored submissions with figures given per slice
-    (tests.factories: no judge)."""
+    """A benchmark and `score_by_slices(name, overall, slices=...)`, a factory of scored
+    submissions with figures given per slice (tests.factories: no judge)."""
     benchmark = board_benchmark()
 
-    def scored(name, overall, *, slices=None, owner=None, licence="MIT", **options):
+    def score_by_slices(name, overall, *, slices=None, owner=None, licence="MIT", **options):
         return scored_submission(benchmark, owner or author, name,
                                  {("overall", ""): overall, **(slices or {})}, changed=True,
                                  licence=licence, **options)
 
-    return benchmark, scored
+    return benchmark, score_by_slices
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def cache_writes(monkeypatch):
 def item_board(db, author, tmp_path):
     """An MMAE benchmark with real items, and a factory of submissions scored from per-item
     rubric scores: per-item results, slices and the per-item vector kept as the pipeline keeps
-    them. `scored(name, passes)`: passes(sample, rubric) -> 0 or 1."""
+    them. `score_by_item_passes(name, passes)`: passes(sample, rubric) -> 0 or 1."""
     from scoring import aggregation, synthetic
     from scoring.kinds import get_kind
     from scoring.kinds.mmae import metrics as mmae_metrics
@@ -63,7 +63,7 @@ def item_board(db, author, tmp_path):
     samples = [kind.from_rows(item.as_rows())
                for item in benchmark.items.prefetch_related("criteria").order_by("position")]
 
-    def scored(name, passes, *, owner=None, public=True):
+    def score_by_item_passes(name, passes, *, owner=None, public=True):
         rows = [{**mmae_metrics.sample_result(s, [passes(s, r) for r in s.rubrics]), "agree": 0,
                  "judged": len(s.rubrics)} for s in samples]
         model, _ = ModelEntry.objects.get_or_create(owner=owner or author, name=name,
@@ -82,15 +82,16 @@ def item_board(db, author, tmp_path):
         board_changed(benchmark.id)  # as a run finishing does
         return submission
 
-    return benchmark, scored, samples
+    return benchmark, score_by_item_passes, samples
 
 
 @pytest.fixture
 def votes_board(db, author, tmp_path):
     """An MMAE benchmark of 12 real samples (empty input audio) and a factory of public
     representatives judged by votes given by hand and aggregated as the pipeline does.
-    `scored(name, votes, missing=())`: votes(position, rubric index) -> the three rounds'
-    verdicts (True: the right letter chosen); the samples at `missing` have no output."""
+    `score_by_votes(name, votes, missing=())`: votes(position, rubric index) -> the three
+    rounds' verdicts (True: the right letter chosen); the samples at `missing` have no
+    output."""
     from scoring import aggregation, synthetic
     from scoring.models import Answer
     from scoring.services import benchmark_import
@@ -102,7 +103,7 @@ def votes_board(db, author, tmp_path):
     config = judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
     items = list(benchmark.items.prefetch_related("criteria").order_by("position"))
 
-    def scored(name, votes, *, missing=(), public=True, owner=None):
+    def score_by_votes(name, votes, *, missing=(), public=True, owner=None):
         outputs = {i.key: f"{i.key}.wav" for i in items if i.position not in missing}
         run = ScoringRun.objects.create(
             benchmark=benchmark, judge_config=config, audio_root=str(tmp_path / name),
@@ -128,7 +129,7 @@ def votes_board(db, author, tmp_path):
         board_changed(benchmark.id)
         return submission
 
-    return benchmark, scored, items
+    return benchmark, score_by_votes, items
 
 
 CHAT_RESPONSES = {"Talker": "A man speaks calmly about the weather", "Mute": "Noise."}

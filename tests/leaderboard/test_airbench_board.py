@@ -21,7 +21,8 @@ def _figures(summary: dict) -> dict:
 
 @pytest.fixture
 def airboards(db, author):
-    """Both tracks' benchmarks and a factory of scored submissions from per-item rows."""
+    """Both tracks' benchmarks and `score_by_summary(kind, name, summary)`, a factory of
+    scored submissions from the kind's summary of per-item rows."""
     benchmarks = {
         kind: Benchmark.objects.create(slug=slug, kind=kind, version=1, title=title,
                                        sha256=slug, source_name="meta.json", audio_root="",
@@ -30,7 +31,7 @@ def airboards(db, author):
             (airbench.FOUNDATION, "air-bench-foundation", "AIR-Bench foundation"),
             (airbench.CHAT, "air-bench-chat", "AIR-Bench chat"))}
 
-    def scored(kind, name, summary, *, organisation="Lab"):
+    def score_by_summary(kind, name, summary, *, organisation="Lab"):
         benchmark = benchmarks[kind]
         model, _ = ModelEntry.objects.get_or_create(owner=author, name=name,
                                                     defaults={"organisation": organisation})
@@ -49,7 +50,7 @@ def airboards(db, author):
         submission.runs.add(run)
         return submission
 
-    return benchmarks, scored
+    return benchmarks, score_by_summary
 
 
 def foundation_summary(letters: list[str | None]):
@@ -78,13 +79,15 @@ def chat_summary(scores: list[int]):
 
 @pytest.fixture
 def filled(airboards):
-    benchmarks, scored = airboards
+    benchmarks, score_by_summary = airboards
     # Careful answers everything and gets 4 of 6; Lucky gets 3 of the 4 it answered: a
     # higher published accuracy (75 against 66.67) but a lower strict one.
-    scored(airbench.FOUNDATION, "Careful", foundation_summary(["A", "A", "A", "B", "A", "B"]))
-    scored(airbench.FOUNDATION, "Lucky", foundation_summary(["A", "A", "A", None, None, "C"]))
-    scored(airbench.CHAT, "Talker", chat_summary([8, 6, 4, 9, 3]))
-    scored(airbench.CHAT, "Mumbler", chat_summary([2, 7, 5, 5, 5]))
+    score_by_summary(airbench.FOUNDATION, "Careful",
+                     foundation_summary(["A", "A", "A", "B", "A", "B"]))
+    score_by_summary(airbench.FOUNDATION, "Lucky",
+                     foundation_summary(["A", "A", "A", None, None, "C"]))
+    score_by_summary(airbench.CHAT, "Talker", chat_summary([8, 6, 4, 9, 3]))
+    score_by_summary(airbench.CHAT, "Mumbler", chat_summary([2, 7, 5, 5, 5]))
     return benchmarks
 
 

@@ -19,24 +19,25 @@ class TestCsvCells:
     @pytest.mark.parametrize("start", FORMULA_STARTS, ids=repr)
     def test_a_text_cell_that_a_spreadsheet_would_run_as_a_formula_starts_with_a_quote(
             self, client, board, start):
-        _, scored = board
-        scored(f"{start}HYPERLINK(\"http://x\")", (50.0, 60.0, 30.0),
-               organisation=f"{start}cmd|' /C calc'!A0", licence=f"{start}1+1")
+        _, score_by_slices = board
+        score_by_slices(f"{start}HYPERLINK(\"http://x\")", (50.0, 60.0, 30.0),
+                        organisation=f"{start}cmd|' /C calc'!A0", licence=f"{start}1+1")
         (row,) = csv_rows(client.get("/api/leaderboards/mmae/?format=csv"))
         assert row["model"] == f"'{start}HYPERLINK(\"http://x\")"
         assert row["organisation"] == f"'{start}cmd|' /C calc'!A0"
         assert row["licence"] == f"'{start}1+1"
 
     def test_ordinary_text_is_left_alone(self, client, board):
-        _, scored = board
-        scored("Echo 2 = best", (50.0, 60.0, 30.0), organisation="Lab @ Uni", licence="MIT")
+        _, score_by_slices = board
+        score_by_slices("Echo 2 = best", (50.0, 60.0, 30.0), organisation="Lab @ Uni",
+                        licence="MIT")
         (row,) = csv_rows(client.get("/api/leaderboards/mmae/?format=csv"))
         assert (row["model"], row["organisation"], row["licence"]) == \
             ("Echo 2 = best", "Lab @ Uni", "MIT")
 
     def test_a_negative_figure_stays_a_number(self, client, board):
-        _, scored = board
-        scored("Minus", (-5.0, 60.0, -2.5))
+        _, score_by_slices = board
+        score_by_slices("Minus", (-5.0, 60.0, -2.5))
         (row,) = csv_rows(client.get("/api/leaderboards/mmae/?format=csv"))
         assert (row["IFR"], row["EMR"]) == ("-5.0", "-2.5")
 
@@ -54,8 +55,9 @@ class TestCsvCells:
 class TestCacheKey:
     def test_unknown_and_reordered_parameters_hit_the_same_key(self, client, board,
                                                                 cache_writes):
-        _, scored = board
-        scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
+        _, score_by_slices = board
+        score_by_slices("Alpha", (50.0, 60.0, 30.0),
+                        slices={("modality", "sound"): (10.0, 20.0, 0.0)})
         first = client.get("/api/leaderboards/mmae/?dimension=modality&bucket=sound&format=csv")
         for query in ("format=csv&bucket=sound&dimension=modality",
                       "dimension=modality&cachebust=1&bucket=sound&format=csv",
@@ -65,8 +67,8 @@ class TestCacheKey:
         assert len(cache_writes("shared-response")) == 1
 
     def test_each_format_and_query_gets_its_own_key(self, client, board, cache_writes):
-        _, scored = board
-        scored("Alpha", (50.0, 60.0, 30.0))
+        _, score_by_slices = board
+        score_by_slices("Alpha", (50.0, 60.0, 30.0))
         for query in ("", "format=csv", "sort=model", "sort=model&cachebust=1"):
             assert client.get(f"/api/leaderboards/mmae/?{query}").status_code == 200
         assert len(set(cache_writes("shared-response"))) == 3
@@ -78,8 +80,8 @@ def test_a_first_call_checks_its_slice_against_the_buckets_alone(client, board, 
     the board's top rows). A new board state reads its buckets anew."""
     from leaderboard.boards import board_pages
 
-    benchmark, scored = board
-    scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
+    benchmark, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
     monkeypatch.setattr(board_pages, "board_snapshot",
                         lambda *a: pytest.fail("the snapshot made for the API"))
     assert client.get("/api/leaderboards/mmae/?dimension=modality&bucket=sound") \
@@ -88,6 +90,6 @@ def test_a_first_call_checks_its_slice_against_the_buckets_alone(client, board, 
     assert unknown.status_code == 400 and "speech" in unknown.content.decode()
     items = client.get("/api/leaderboards/mmae/items/?dimension=modality&bucket=speech")
     assert items.status_code == 400
-    scored("Beta", (40.0, 50.0, 20.0), slices={("modality", "speech"): (5.0, 5.0, 5.0)})
+    score_by_slices("Beta", (40.0, 50.0, 20.0), slices={("modality", "speech"): (5.0, 5.0, 5.0)})
     assert client.get("/api/leaderboards/mmae/?dimension=modality&bucket=speech") \
         .json()["count"] == 1

@@ -64,11 +64,12 @@ def as_user(user):
 def boards(board, airboards, tmp_path):  # noqa: F811
     """An MMAE board with intervals, rank ranges, a flag, refusals, a judge figure and
     published results; both AIR-Bench boards, sharing a model with it."""
-    benchmark, scored = board
-    alpha = scored("Alpha", (50.0, 60.0, 30.0),
-                   slices={("modality", "sound"): (10.0, 20.0, 0.0)},
-                   intervals={("overall", ""): {"EMR": (25.0, 35.0), "IFR": (45.0, 55.0)}})
-    beta = scored("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (30.0, 40.0, 25.0)})
+    benchmark, score_by_slices = board
+    alpha = score_by_slices("Alpha", (50.0, 60.0, 30.0),
+                            slices={("modality", "sound"): (10.0, 20.0, 0.0)},
+                            intervals={("overall", ""): {"EMR": (25.0, 35.0), "IFR": (45.0, 55.0)}})
+    beta = score_by_slices("Beta", (40.0, 70.0, 20.0),
+                           slices={("modality", "sound"): (30.0, 40.0, 25.0)})
     SliceResult.objects.filter(run=alpha.current_run, dimension="overall").update(
         values={"n": 4, "IFR": 50.0, "CR": 60.0, "EMR": 30.0, "agreement": 83.25})
     ScoringRun.objects.filter(pk=beta.current_run_id).update(refused_queries=3)

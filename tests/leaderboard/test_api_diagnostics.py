@@ -15,8 +15,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def with_baselines(board):
-    benchmark, scored = board
-    scored("Echo Editor", (60.0, 70.0, 40.0))
+    benchmark, score_by_slices = board
+    score_by_slices("Echo Editor", (60.0, 70.0, 40.0))
     for label, (ifr, cr, emr) in (("Identity", (10.0, 95.0, 5.0)), ("Noise", (2.0, 3.0, 0.0))):
         run = ScoringRun.objects.create(
             benchmark=benchmark, judge_config=benchmark.judge_config, audio_root="/x",

@@ -11,9 +11,9 @@ from leaderboard.pages.forms import ApiBoardForm
 
 @pytest.fixture
 def five(board):
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     for i in range(5):
-        scored(f"M{i}", (50.0, 50.0, 10.0 + i))
+        score_by_slices(f"M{i}", (50.0, 50.0, 10.0 + i))
     return benchmark
 
 

@@ -18,11 +18,11 @@ pytestmark = pytest.mark.django_db
 def attempts_board(board, author, other_author):
     """Echo Editor's author tried twice in private (once under another model's name) before
     the public row; the other author submitted once."""
-    benchmark, scored = board
-    scored("Echo Editor (draft)", (70.0, 70.0, 30.0), public=False)
-    hidden = scored("Echo Editor", (60.0, 60.0, 20.0), public=False)
-    echo = scored("Echo Editor", (50.0, 60.0, 10.0))
-    scored("Other", (40.0, 50.0, 5.0), owner=other_author)
+    benchmark, score_by_slices = board
+    score_by_slices("Echo Editor (draft)", (70.0, 70.0, 30.0), public=False)
+    hidden = score_by_slices("Echo Editor", (60.0, 60.0, 20.0), public=False)
+    echo = score_by_slices("Echo Editor", (50.0, 60.0, 10.0))
+    score_by_slices("Other", (40.0, 50.0, 5.0), owner=other_author)
     return benchmark, echo, hidden
 
 

@@ -31,33 +31,36 @@ def seeded(board, other_author):
     all, figures missing on a slice, a partial submission, a hidden, a private, a flagged and
     an unfinished one, a chosen representative that is not the latest, reported results and
     two calibration baselines."""
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     noisy = 0.1 + 0.2  # equals 0.3 to 1e-9
 
     def slices(*figures):
         return dict(zip(SLICES[1:], figures, strict=False))
 
-    scored("Alpha", (50.0, 60.0, 30.0), slices=slices((70.0, 80.0, 40.0), (30.0, 40.0, 20.0),
-                                                      (1.0, 2.0, 3.0)))
-    scored("alpha", (50.0, 60.0, 30.0), slices=slices((70.0, 80.0, 40.0)), owner=other_author)
-    scored("Beta", (noisy, 70.0, 30.0), slices=slices((0.3, 45.0, 25.0), (10.0, 20.0, 5.0)))
-    scored("Gamma", (0.3, 70.0, 30.0), slices=slices((35.0, 45.0, 25.0)))
-    scored("Same", (20.0, 20.0, 10.0), slices=slices((20.0, 20.0, None), (9.0, 9.0, 9.0)))
-    scored("Same", (20.0, 20.0, 10.0), slices=slices((20.0, 20.0, None)), owner=other_author)
-    scored("Partial", (5.0, 50.0, 2.0), coverage=0.5, slices=slices((5.0, 5.0, 5.0)))
-    scored("Ünïcode", (5.0, 50.0, 2.0), slices=slices((None, None, None)))
-    flagged = scored("Flagged", (40.0, 40.0, 40.0))
-    hidden = scored("Hidden", (99.0, 99.0, 99.0))
+    score_by_slices("Alpha", (50.0, 60.0, 30.0),
+                    slices=slices((70.0, 80.0, 40.0), (30.0, 40.0, 20.0), (1.0, 2.0, 3.0)))
+    score_by_slices("alpha", (50.0, 60.0, 30.0), slices=slices((70.0, 80.0, 40.0)),
+                    owner=other_author)
+    score_by_slices("Beta", (noisy, 70.0, 30.0),
+                    slices=slices((0.3, 45.0, 25.0), (10.0, 20.0, 5.0)))
+    score_by_slices("Gamma", (0.3, 70.0, 30.0), slices=slices((35.0, 45.0, 25.0)))
+    score_by_slices("Same", (20.0, 20.0, 10.0), slices=slices((20.0, 20.0, None), (9.0, 9.0, 9.0)))
+    score_by_slices("Same", (20.0, 20.0, 10.0), slices=slices((20.0, 20.0, None)),
+                    owner=other_author)
+    score_by_slices("Partial", (5.0, 50.0, 2.0), coverage=0.5, slices=slices((5.0, 5.0, 5.0)))
+    score_by_slices("Ünïcode", (5.0, 50.0, 2.0), slices=slices((None, None, None)))
+    flagged = score_by_slices("Flagged", (40.0, 40.0, 40.0))
+    hidden = score_by_slices("Hidden", (99.0, 99.0, 99.0))
     Submission.objects.filter(pk=flagged.pk).update(flag_reason="suspicious outputs")
     Submission.objects.filter(pk=hidden.pk).update(hidden=True)
-    scored("Private", (99.0, 99.0, 99.0), public=False)
-    scored("Running", (99.0, 99.0, 99.0), status="scoring")
-    chosen = scored("Chosen", (1.0, 1.0, 1.0), slices=slices((1.0, 1.0, 1.0)))
-    scored("Chosen", (90.0, 90.0, 90.0), slices=slices((90.0, 90.0, 90.0)))  # the latest
+    score_by_slices("Private", (99.0, 99.0, 99.0), public=False)
+    score_by_slices("Running", (99.0, 99.0, 99.0), status="scoring")
+    chosen = score_by_slices("Chosen", (1.0, 1.0, 1.0), slices=slices((1.0, 1.0, 1.0)))
+    score_by_slices("Chosen", (90.0, 90.0, 90.0), slices=slices((90.0, 90.0, 90.0)))  # the latest
     chosen.representative = True
     chosen.save(update_fields=["representative"])
     for i in range(6):  # a tie of six, to cut across pages
-        scored(f"Tied {5 - i}", (15.0, 15.0, 15.0), slices=slices((15.0, 15.0, 15.0)))
+        score_by_slices(f"Tied {5 - i}", (15.0, 15.0, 15.0), slices=slices((15.0, 15.0, 15.0)))
     reported = ReferenceResult.objects.create(benchmark_slug="mmae", model="Paper model",
                                               scope="2,000 samples", source="a paper")
     for (dimension, bucket), (ifr, cr, emr) in (
@@ -177,11 +180,11 @@ def test_a_page_past_the_end_is_not_found(seeded):
 
 def test_a_board_change_makes_the_stored_order_stale_until_the_worker_stores_the_new(
         seeded, author, board):
-    _, scored = board
+    _, score_by_slices = board
     rank_ranges.refresh(seeded, replicates=20)
     assert rank_ranges.stored_window(seeded, "overall", "", start=0, stop=3)[1]
     first = python_order(seeded, "overall", "")[0][0]  # of the state before
-    newcomer = scored("Newcomer", (100.0, 100.0, 100.0))  # tells the board: a new version
+    newcomer = score_by_slices("Newcomer", (100.0, 100.0, 100.0))  # tells the board: a new version
     benchmark = Benchmark.objects.get(pk=seeded.pk)
     assert benchmark.board_version > seeded.board_version
     ranges, entries, _ = rank_ranges.stored_window(benchmark, "overall", "", start=0, stop=3)
@@ -254,7 +257,7 @@ def test_labels_count_each_name_once(board, other_author):
 
 def test_the_pivot_opens_on_the_first_ranking_metric_that_differs(seeded, board):
     assert board_pages.pivot_metric(seeded, "modality") == "EMR"
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     assert board_pages.pivot_metric(benchmark, "complexity") == "EMR"  # no cells at all
 
 

@@ -42,39 +42,39 @@ def _run(benchmark, *, status="finished", config=None, purpose="submission"):
 # Each sets its scene (which may raise the version itself) and returns the action measured.
 
 def publish(c):
-    submission = c.scored("Alpha", (50.0, 60.0, 30.0), public=False)
+    submission = c.score_by_slices("Alpha", (50.0, 60.0, 30.0), public=False)
     return lambda: moderation.submission_set_public(actor=c.author, submission=submission,
                                                     public=True)
 
 
 def hide(c):
-    submission = c.scored("Alpha", (50.0, 60.0, 30.0))
+    submission = c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
     return lambda: moderation.submission_hide(actor=c.staff, submission=submission,
                                               reason="spam")
 
 
 def unhide(c):
-    submission = c.scored("Alpha", (50.0, 60.0, 30.0))
+    submission = c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
     moderation.submission_hide(actor=c.staff, submission=submission, reason="spam")
     return lambda: moderation.submission_hide(actor=c.staff, submission=submission,
                                               reason="fine after all", hidden=False)
 
 
 def flag(c):
-    submission = c.scored("Alpha", (50.0, 60.0, 30.0))
+    submission = c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
     return lambda: moderation.submission_flag(actor=c.staff, submission=submission,
                                               reason="outputs look copied")
 
 
 def delete(c):
-    submission = c.scored("Alpha", (50.0, 60.0, 30.0))
+    submission = c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
     return lambda: moderation.submission_delete(actor=c.staff, submission=submission,
                                                 reason="asked by its author")
 
 
 def choose_representative(c):
-    older = c.scored("Alpha", (50.0, 60.0, 30.0))
-    c.scored("Alpha", (55.0, 60.0, 30.0))
+    older = c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
+    c.score_by_slices("Alpha", (55.0, 60.0, 30.0))
     return lambda: moderation.model_set_representative(actor=c.author, submission=older)
 
 
@@ -90,13 +90,13 @@ def finish_a_baseline(c):
 
 
 def make_a_run_current(c):
-    submission = c.scored("Alpha", (50.0, 60.0, 30.0))
+    submission = c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
     submission.runs.add(_run(c.benchmark))  # a rescore that finished
     return lambda: board_runs_reconcile(benchmark=c.benchmark)
 
 
 def edit_a_model(c):
-    submission = c.scored("Alpha", (50.0, 60.0, 30.0))
+    submission = c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
     submission.model_details = {"organisation": "Renamed Lab"}
     return lambda: _apply_model_details(submission)
 
@@ -123,8 +123,8 @@ ACTIONS = [publish, hide, unhide, flag, delete, choose_representative, finish_a_
 @pytest.mark.parametrize("scene", ACTIONS, ids=[a.__name__ for a in ACTIONS])
 def test_each_action_that_changes_a_board_raises_its_version(scene, board, author, staff,
                                                              tmp_path):
-    benchmark, scored = board
-    act = scene(SimpleNamespace(benchmark=benchmark, scored=scored, author=author,
+    benchmark, score_by_slices = board
+    act = scene(SimpleNamespace(benchmark=benchmark, score_by_slices=score_by_slices, author=author,
                                 staff=staff, tmp_path=tmp_path))
     before = Benchmark.objects.get(pk=benchmark.pk)
     act()
@@ -146,11 +146,11 @@ def test_an_audit_record_alone_only_writes_the_record(board, staff):
 
 
 def test_another_benchmarks_board_keeps_its_version(board, staff):
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     other = Benchmark.objects.create(
         slug="other", kind="mmae", version=1, title="Other", sha256="b" * 64,
         source_name="x.json", audio_root="/x", n_items=4, n_criteria=30)
-    moderation.submission_flag(actor=staff, submission=scored("Alpha", (50.0, 60.0, 30.0)),
+    moderation.submission_flag(actor=staff, submission=score_by_slices("Alpha", (50.0, 60.0, 30.0)),
                                reason="outputs look copied")
     assert version(other) == 0 and version(benchmark) > 0
 
@@ -174,7 +174,7 @@ def test_a_raised_version_asks_a_worker_for_the_new_states_ranges_after_commit(
 @pytest.mark.parametrize("cached", [True, False], ids=["cached", "cold"])
 def test_a_board_request_costs_the_same_queries_with_ten_times_the_submissions(
         url, cached, board, client):
-    benchmark, scored = board
+    benchmark, score_by_slices = board
 
     def queries_of_a_visit() -> int:
         client.get(url)
@@ -188,10 +188,10 @@ def test_a_board_request_costs_the_same_queries_with_ten_times_the_submissions(
         return len(queries)
 
     for i in range(2):
-        scored(f"M{i}", (50.0, 50.0, 10.0 + i), slices={("modality", "sound"): (1, 2, 3)})
+        score_by_slices(f"M{i}", (50.0, 50.0, 10.0 + i), slices={("modality", "sound"): (1, 2, 3)})
     few = queries_of_a_visit()
     for i in range(2, 20):
-        scored(f"M{i}", (50.0, 50.0, 10.0 + i), slices={("modality", "sound"): (1, 2, 3)})
+        score_by_slices(f"M{i}", (50.0, 50.0, 10.0 + i), slices={("modality", "sound"): (1, 2, 3)})
     many = queries_of_a_visit()
     assert many == few
     if cached:  # the benchmark's row and whether its rank ranges are ready

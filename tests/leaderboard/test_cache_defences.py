@@ -19,8 +19,8 @@ from submissions.models import Submission
 @pytest.fixture
 def three(board):
     """A board of three models (Alpha, Beta, Gamma) and their model ids in that order."""
-    benchmark, scored = board
-    made = [scored(name, figures) for name, figures in
+    benchmark, score_by_slices = board
+    made = [score_by_slices(name, figures) for name, figures in
             (("Alpha", (50.0, 60.0, 30.0)), ("Beta", (40.0, 70.0, 20.0)),
              ("Gamma", (30.0, 50.0, 10.0)))]
     return benchmark, [s.model_id for s in made]
@@ -151,9 +151,9 @@ def test_the_pages_live_in_the_bounded_responses_cache(client, three, cache_writ
 
 
 def test_a_revalidation_by_date_never_gets_a_stale_body(client, board):
-    benchmark, scored = board
-    scored("Alpha", (50.0, 60.0, 30.0))
-    beta = scored("Beta", (40.0, 70.0, 20.0))
+    benchmark, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0))
+    beta = score_by_slices("Beta", (40.0, 70.0, 20.0))
     for _ in range(5):  # the change lands within the second of Last-Modified, as it may
         first = client.get("/b/mmae/")
         assert "Beta" in first.content.decode()
@@ -240,9 +240,9 @@ def test_compare_pages_share_one_bootstrap_per_pair_of_runs_across_visitors_and_
     """A signed-in visitor's compare page is rendered for them, but the pair's paired
     bootstrap is made once for everyone; another submission changing the board keeps it, and
     a new run of one of the two (its figures changed) makes it again."""
-    benchmark, scored, _ = item_board
-    a = scored("Alpha", lambda s, r: 1)
-    b = scored("Beta", lambda s, r: int(r.index % 2 == 0))
+    benchmark, score_by_item_passes, _ = item_board
+    a = score_by_item_passes("Alpha", lambda s, r: 1)
+    b = score_by_item_passes("Beta", lambda s, r: int(r.index % 2 == 0))
     pairs: list = []
     real = rank_ranges.paired_differences
     monkeypatch.setattr(rank_ranges, "paired_differences",
@@ -262,11 +262,12 @@ def test_compare_pages_share_one_bootstrap_per_pair_of_runs_across_visitors_and_
         tables.append(table())
     assert len(pairs) == 1
     assert len(set(tables)) == 1 and 'title="Alpha">Alpha</span> ahead' in tables[0]
-    scored("Gamma", lambda s, r: 0)  # the board changes; Alpha's and Beta's runs do not
+    # the board changes; Alpha's and Beta's runs do not
+    score_by_item_passes("Gamma", lambda s, r: 0)
     client.force_login(author)
     assert table() == tables[0] and len(pairs) == 1
     # Beta rescored: the same submission, a new current run with other figures.
-    rescore = scored("Beta's rescore", lambda s, r: 1, public=False).current_run
+    rescore = score_by_item_passes("Beta's rescore", lambda s, r: 1, public=False).current_run
     Submission.objects.filter(pk=b.pk).update(current_run=rescore)
     b.runs.add(rescore)
     board_changed(benchmark.id)
@@ -279,9 +280,9 @@ def test_a_pair_without_per_item_values_is_not_kept(client, item_board, monkeypa
     kept: once the vector is stored, the next visit tests the difference."""
     from scoring.models import RunVector
 
-    benchmark, scored, _ = item_board
-    a = scored("Alpha", lambda s, r: 1)
-    b = scored("Beta", lambda s, r: int(r.index % 2 == 0))
+    benchmark, score_by_item_passes, _ = item_board
+    a = score_by_item_passes("Alpha", lambda s, r: 1)
+    b = score_by_item_passes("Beta", lambda s, r: int(r.index % 2 == 0))
     kept = RunVector.objects.get(run_id=b.current_run_id)
     RunVector.objects.filter(run_id=b.current_run_id).delete()
     url = f"/b/mmae/compare/?models={a.model_id},{b.model_id}"

@@ -23,8 +23,8 @@ def test_an_empty_changelog_says_so(client, board):
 
 
 def test_flags_hidden_and_deleted_submissions_show_with_their_reasons(client, board, staff):
-    _, scored = board
-    flagged, hidden, deleted = (scored(name, (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    flagged, hidden, deleted = (score_by_slices(name, (50.0, 40.0, 30.0))
                                 for name in ("Echo Editor", "Vox Remix", "Tone Shifter"))
     moderation.submission_flag(actor=staff, submission=flagged, reason="copied outputs")
     moderation.submission_hide(actor=staff, submission=hidden, reason="duplicate upload")
@@ -39,8 +39,8 @@ def test_flags_hidden_and_deleted_submissions_show_with_their_reasons(client, bo
 
 
 def test_rescoring_and_judge_config_events_show(client, board, staff):
-    benchmark, scored = board
-    submission = scored("Echo Editor", (50.0, 40.0, 30.0))
+    benchmark, score_by_slices = board
+    submission = score_by_slices("Echo Editor", (50.0, 40.0, 30.0))
     audit_record(actor=staff, action=AuditEvent.Action.RESCORE, obj=submission,
                  reason="judge fix", benchmark_slug="mmae", public=True)
     audit_record(actor=staff, action=AuditEvent.Action.JUDGE_CONFIG, obj=benchmark,
@@ -52,9 +52,9 @@ def test_rescoring_and_judge_config_events_show(client, board, staff):
 
 def test_private_submissions_quotas_and_authors_choices_stay_off_it(client, board, staff,
                                                                      author):
-    _, scored = board
-    secret = scored("Secret Model", (50.0, 40.0, 30.0), public=False)
-    shown = scored("Shown Model", (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    secret = score_by_slices("Secret Model", (50.0, 40.0, 30.0), public=False)
+    shown = score_by_slices("Shown Model", (50.0, 40.0, 30.0))
     moderation.submission_flag(actor=staff, submission=secret, reason="private flag reason")
     moderation.submission_hide(actor=staff, submission=secret, reason="private hide reason")
     moderation.quota_override(actor=staff, user=author, per_day=99, in_flight=None,
@@ -69,8 +69,8 @@ def test_private_submissions_quotas_and_authors_choices_stay_off_it(client, boar
 
 
 def test_another_benchmarks_events_stay_off_it(client, board, staff):
-    _, scored = board
-    submission = scored("Echo Editor", (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    submission = score_by_slices("Echo Editor", (50.0, 40.0, 30.0))
     audit_record(actor=staff, action=AuditEvent.Action.RESCORE, obj=submission,
                  reason="elsewhere", benchmark_slug="airbench", public=True)
     assert "elsewhere" not in changelog(client)
@@ -85,8 +85,8 @@ def test_an_unknown_benchmark_or_bad_page_is_refused(client, board, url, code):
 def test_a_long_changelog_is_paged(client, board, staff):
     from leaderboard.pages import history_views as module
 
-    _, scored = board
-    submission = scored("Echo Editor", (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    submission = score_by_slices("Echo Editor", (50.0, 40.0, 30.0))
     for i in range(3):
         audit_record(actor=staff, action=AuditEvent.Action.RESCORE, obj=submission,
                      reason=f"pass {i}", benchmark_slug="mmae", public=True)
@@ -101,8 +101,8 @@ def test_a_long_changelog_is_paged(client, board, staff):
 
 
 def test_a_hidden_submissions_name_is_withheld_in_every_event(client, board, staff):
-    _, scored = board
-    named = scored("Rude Name Model", (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    named = score_by_slices("Rude Name Model", (50.0, 40.0, 30.0))
     moderation.submission_flag(actor=staff, submission=named, reason="its name")
     assert "Rude Name Model" in changelog(client)
     moderation.submission_hide(actor=staff, submission=named, reason="an offensive name")

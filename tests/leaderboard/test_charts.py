@@ -37,13 +37,13 @@ def scatter(rows):
 
 @pytest.fixture
 def three(board):
-    benchmark, scored = board
-    scored("Alpha", (50.0, 60.0, 30.0),
-           intervals={("overall", ""): {"IFR": (45.0, 56.0), "EMR": (25.0, 35.0)}})
-    scored("Beta", (40.0, 70.0, 20.0),
-           intervals={("overall", ""): {"IFR": (30.0, 41.0), "EMR": (12.0, 28.0)}},
-           organisation="Acme")
-    scored("Gamma", (20.0, 80.0, 10.0))  # no intervals: no whiskers
+    benchmark, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0),
+                    intervals={("overall", ""): {"IFR": (45.0, 56.0), "EMR": (25.0, 35.0)}})
+    score_by_slices("Beta", (40.0, 70.0, 20.0),
+                    intervals={("overall", ""): {"IFR": (30.0, 41.0), "EMR": (12.0, 28.0)}},
+                    organisation="Acme")
+    score_by_slices("Gamma", (20.0, 80.0, 10.0))  # no intervals: no whiskers
     return benchmark
 
 
@@ -68,8 +68,8 @@ def test_the_scatter_leaves_out_a_row_without_both_figures(three):
 
 
 def test_hover_text_escapes_model_names(board):
-    benchmark, scored = board
-    scored("<img src=x onerror=alert(1)>", (50.0, 60.0, 30.0))
+    benchmark, score_by_slices = board
+    score_by_slices("<img src=x onerror=alert(1)>", (50.0, 60.0, 30.0))
     trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
     assert trace.hovertext[0].startswith("<b>&lt;img src=x onerror=alert(1)&gt;</b>")
 
@@ -77,8 +77,8 @@ def test_hover_text_escapes_model_names(board):
 def test_names_show_as_written_quotes_included(board):
     """Plotly shows `&quot;` and `&#x27;` literally: a name's quotes are left as they are,
     its < > & escaped (plotly reads those), in the hover, the point labels and the heatmap."""
-    benchmark, scored = board
-    scored('Echo "Pro" it\'s <v2> & co', (50.0, 60.0, 30.0))
+    benchmark, score_by_slices = board
+    score_by_slices('Echo "Pro" it\'s <v2> & co', (50.0, 60.0, 30.0))
     trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
     assert trace.hovertext[0].startswith("<b>Echo \"Pro\" it's &lt;v2&gt; &amp; co</b>")
     assert trace.text[0] == "Echo \"Pro\" it's &lt;v2&gt; &amp; …"
@@ -90,9 +90,9 @@ def test_names_show_as_written_quotes_included(board):
 
 
 def test_the_top_rows_are_named_beside_their_points(board):
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     for i in range(7):
-        scored(f"Model {i}", (50.0 + i, 60.0, 30.0 + i))
+        score_by_slices(f"Model {i}", (50.0 + i, 60.0, 30.0 + i))
     trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
     assert trace.mode == "markers+text"
     named = [text for text in trace.text if text]
@@ -126,8 +126,8 @@ def test_a_board_without_rows_has_no_chart(client, board):
 
 
 def test_model_bars_and_radar_hold_the_slice_table_figures(board):
-    benchmark, scored = board
-    submission = scored("Alpha", (50.0, 60.0, 30.0), slices={
+    benchmark, score_by_slices = board
+    submission = score_by_slices("Alpha", (50.0, 60.0, 30.0), slices={
         ("modality", "music"): (70.0, 80.0, 40.0), ("modality", "sound"): (30.0, None, 10.0)},
         intervals={("modality", "music"): {"IFR": (60.0, 75.0)}})
     rows = [r for r in slice_rows(submission.current_run_id, get_kind("mmae"))

@@ -37,9 +37,9 @@ def listed(html: str) -> list[str]:
 
 @pytest.fixture
 def pair(votes_board):
-    benchmark, scored, items = votes_board
-    a = scored("Steady", everything)
-    b = scored("Stumbler", stumbles, missing=(11,))
+    benchmark, score_by_votes, items = votes_board
+    a = score_by_votes("Steady", everything)
+    b = score_by_votes("Stumbler", stumbles, missing=(11,))
     return benchmark, a, b, [i.key for i in items]
 
 
@@ -130,9 +130,9 @@ def test_bad_parameters_are_a_400_naming_them(client, pair, params, message):
 
 
 def test_a_private_submission_is_never_compared(client, pair, votes_board, other_author):
-    _, scored, _ = votes_board
+    _, score_by_votes, _ = votes_board
     benchmark, a, _, keys = pair
-    hidden = scored("Hidden", stumbles, public=False, owner=other_author)
+    hidden = score_by_votes("Hidden", stumbles, public=False, owner=other_author)
     response = get(client, a, hidden)
     assert response.status_code == 400
     html = response.content.decode()

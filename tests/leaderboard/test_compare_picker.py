@@ -16,14 +16,14 @@ def crowd(board, other_author):
     """A board of 45 public models ("Echo 00" to "Echo 44", organisation "Lab"; Echo 44 the
     best), one of them "Reverb Echo" of "Sound Lab", and a private model of another author
     that no search may reveal."""
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     made = {}
     for i in range(MODELS):
         name = "Reverb Echo" if i == 7 else f"Echo {i:02d}"
-        made[name] = scored(name, (float(i), float(i), float(i)),
-                            organisation="Sound Lab" if i == 7 else "Lab")
-    made["Hidden Echo"] = scored("Hidden Echo", (99.0, 99.0, 99.0), public=False,
-                                 owner=other_author)
+        made[name] = score_by_slices(name, (float(i), float(i), float(i)),
+                                     organisation="Sound Lab" if i == 7 else "Lab")
+    made["Hidden Echo"] = score_by_slices("Hidden Echo", (99.0, 99.0, 99.0), public=False,
+                                          owner=other_author)
     return benchmark, made
 
 

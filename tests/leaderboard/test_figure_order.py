@@ -31,9 +31,11 @@ def _labels(html: str, start: str, end: str, pattern: str) -> list[str]:
 
 @pytest.fixture
 def two(board):
-    benchmark, scored = board
-    first = scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (40.0, 50.0, 20.0)})
-    second = scored("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (30.0, 60.0, 10.0)})
+    benchmark, score_by_slices = board
+    first = score_by_slices("Alpha", (50.0, 60.0, 30.0),
+                            slices={("modality", "sound"): (40.0, 50.0, 20.0)})
+    second = score_by_slices("Beta", (40.0, 70.0, 20.0),
+                             slices={("modality", "sound"): (30.0, 60.0, 10.0)})
     return first, second
 
 

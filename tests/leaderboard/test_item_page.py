@@ -29,9 +29,9 @@ def sides(html: str) -> list[int]:
 
 @pytest.fixture
 def trio(votes_board):
-    benchmark, scored, items = votes_board
-    systems = [scored("Middling", some), scored("Perfect", everything),
-               scored("Hopeless", nothing, missing=(3,))]
+    benchmark, score_by_votes, items = votes_board
+    systems = [score_by_votes("Middling", some), score_by_votes("Perfect", everything),
+               score_by_votes("Hopeless", nothing, missing=(3,))]
     return benchmark, systems, items
 
 
@@ -56,8 +56,8 @@ def test_every_representative_in_board_order(client, trio):
 
 
 def test_a_private_submission_never_appears(client, trio, votes_board, other_author, author):
-    _, scored, items = votes_board
-    hidden = scored("Hidden", everything, public=False, owner=other_author)
+    _, score_by_votes, items = votes_board
+    hidden = score_by_votes("Hidden", everything, public=False, owner=other_author)
     for user in (None, author):
         client.logout()
         if user:

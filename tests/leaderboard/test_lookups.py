@@ -12,8 +12,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_array_is_typed_as_the_column_and_matches_as_in_would(board):
-    benchmark, scored = board
-    made = [scored(f"Model {i}", (float(i), float(i), float(i))) for i in range(3)]
+    benchmark, score_by_slices = board
+    made = [score_by_slices(f"Model {i}", (float(i), float(i), float(i))) for i in range(3)]
     runs = [s.current_run_id for s in made[:2]]
     found = SliceResult.objects.filter(run_id__any=runs, dimension="overall")
     sql, _ = found.query.sql_with_params()

@@ -20,14 +20,14 @@ def login(client, user):
 
 @pytest.fixture
 def models(board, other_author):
-    benchmark, scored = board
-    public = scored("Open", (50.0, 60.0, 30.0), slices={
+    benchmark, score_by_slices = board
+    public = score_by_slices("Open", (50.0, 60.0, 30.0), slices={
         ("modality", "music"): (70.0, 80.0, 40.0), ("modality", "sound"): (30.0, 40.0, 20.0),
         ("complexity", "single"): (55.0, 65.0, 35.0)},
         intervals={("modality", "music"): {"IFR": (60.0, 75.0), "EMR": (30.0, 50.0)}})
-    hidden_twin = scored("Open", (11.0, 11.0, 11.0), public=False)  # a later private try
-    secret = scored("Secret", (90.0, 90.0, 90.0), public=False, owner=other_author,
-                    slices={("modality", "music"): (91.0, 92.0, 93.0)})
+    hidden_twin = score_by_slices("Open", (11.0, 11.0, 11.0), public=False)  # a later private try
+    secret = score_by_slices("Secret", (90.0, 90.0, 90.0), public=False, owner=other_author,
+                             slices={("modality", "music"): (91.0, 92.0, 93.0)})
     return {"public": public, "hidden_twin": hidden_twin, "secret": secret}
 
 
@@ -135,13 +135,13 @@ def item_results(submission, items, rows):
 
 @pytest.fixture
 def trio(board):
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     items = [Item.objects.create(benchmark=benchmark, position=i, key=f"s{i}", dimensions={},
                                  content={}) for i in range(4)]
-    a = scored("A", (50.0, 60.0, 30.0), slices={("modality", "music"): (70.0, 80.0, 40.0),
+    a = score_by_slices("A", (50.0, 60.0, 30.0), slices={("modality", "music"): (70.0, 80.0, 40.0),
                                                  ("modality", "sound"): (30.0, 40.0, 20.0)})
-    b = scored("B", (50.0, 55.0, 30.0), slices={("modality", "music"): (75.0, 70.0, 40.0)})
-    c = scored("C", (20.0, 30.0, 10.0), slices={("modality", "music"): (75.0, 20.0, 0.0)})
+    b = score_by_slices("B", (50.0, 55.0, 30.0), slices={("modality", "music"): (75.0, 70.0, 40.0)})
+    c = score_by_slices("C", (20.0, 30.0, 10.0), slices={("modality", "music"): (75.0, 20.0, 0.0)})
     #             s0              s1                 s2              s3
     item_results(a, items, [(1, [1, 1]), (0, [1, 1, 0]), (0, [0, 0]), (1, [1, 1, 1])])
     item_results(b, items, [(0, [1, 0]), (0, [1, 0, 0]), (1, [1, 1]), (1, [1, 1, 1])])
@@ -201,8 +201,8 @@ def test_the_models_may_come_as_repeated_parameters(client, trio):
 
 @pytest.fixture
 def private_model(board, trio, other_author):
-    _, scored = board
-    return scored("Secret", (90.0, 90.0, 90.0), public=False, owner=other_author).model
+    _, score_by_slices = board
+    return score_by_slices("Secret", (90.0, 90.0, 90.0), public=False, owner=other_author).model
 
 
 @pytest.mark.parametrize("models, message", [
@@ -242,11 +242,11 @@ def test_its_owner_is_told_it_has_no_public_submission_here(client, trio, privat
 
 def test_a_model_public_on_another_board_only_is_refused_here(client, trio, board):
     benchmark, a, _b, _c = trio
-    _, scored = board
+    _, score_by_slices = board
     other = Benchmark.objects.create(slug="air", kind="mmae", version=1, title="AIR",
                                      sha256="b" * 64, source_name="x", audio_root="/x",
                                      n_items=1, n_criteria=1)
-    elsewhere = scored("Elsewhere", (1.0, 1.0, 1.0))
+    elsewhere = score_by_slices("Elsewhere", (1.0, 1.0, 1.0))
     elsewhere.benchmark = other
     elsewhere.save()
     response = client.get(f"/b/mmae/compare/?models={a.model_id},{elsewhere.model_id}")
@@ -273,8 +273,8 @@ def test_an_empty_compare_page_is_a_model_picker_with_search(client, trio):
 
 
 def test_the_model_page_shows_its_rank_on_the_board_it_stands_on(client, models, board):
-    _, scored = board
-    scored("Better", (90.0, 90.0, 90.0))
+    _, score_by_slices = board
+    score_by_slices("Better", (90.0, 90.0, 90.0))
     html = client.get(f"/m/{models['public'].model_id}/").content.decode()
     assert 'Rank <strong>2</strong> of 2 on the <a href="/b/mmae/">MMAE board</a>' in html
     assert "(range" not in html  # no ranges computed yet: none shown

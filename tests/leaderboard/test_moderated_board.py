@@ -10,9 +10,9 @@ from submissions import moderation
 
 @pytest.fixture
 def two_models(board):
-    benchmark, scored = board
-    return (benchmark, scored("Echo Editor", (80.0, 70.0, 60.0)),
-            scored("Vox Remix", (50.0, 40.0, 30.0)))
+    benchmark, score_by_slices = board
+    return (benchmark, score_by_slices("Echo Editor", (80.0, 70.0, 60.0)),
+            score_by_slices("Vox Remix", (50.0, 40.0, 30.0)))
 
 
 def board_table(client) -> str:
@@ -70,9 +70,9 @@ def test_a_flagged_submission_stays_with_its_flag_and_reason(client, two_models,
 
 
 def test_the_chosen_representative_is_the_models_row(client, board, author):
-    _, scored = board
-    older = scored("Echo Editor", (80.0, 70.0, 60.0))
-    latest = scored("Echo Editor", (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    older = score_by_slices("Echo Editor", (80.0, 70.0, 60.0))
+    latest = score_by_slices("Echo Editor", (50.0, 40.0, 30.0))
     row = client.get("/api/leaderboards/mmae/").json()["rows"][0]
     assert row["submission"] == latest.pk  # by default the latest
     moderation.model_set_representative(actor=author, submission=older)
@@ -84,9 +84,9 @@ def test_the_chosen_representative_is_the_models_row(client, board, author):
 
 
 def test_a_chosen_representative_made_private_falls_back_to_the_latest(client, board, author):
-    _, scored = board
-    older = scored("Echo Editor", (80.0, 70.0, 60.0))
-    latest = scored("Echo Editor", (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    older = score_by_slices("Echo Editor", (80.0, 70.0, 60.0))
+    latest = score_by_slices("Echo Editor", (50.0, 40.0, 30.0))
     moderation.model_set_representative(actor=author, submission=older)
     moderation.submission_set_public(actor=author, submission=older, public=False)
     rows = client.get("/api/leaderboards/mmae/").json()["rows"]
@@ -94,8 +94,8 @@ def test_a_chosen_representative_made_private_falls_back_to_the_latest(client, b
 
 
 def test_a_private_submission_made_public_by_its_author_joins_the_board(client, board, author):
-    _, scored = board
-    submission = scored("Echo Editor", (80.0, 70.0, 60.0), public=False)
+    _, score_by_slices = board
+    submission = score_by_slices("Echo Editor", (80.0, 70.0, 60.0), public=False)
     assert "Echo Editor" not in board_table(client)
     moderation.submission_set_public(actor=author, submission=submission, public=True)
     assert "Echo Editor" in board_table(client)
@@ -103,9 +103,9 @@ def test_a_private_submission_made_public_by_its_author_joins_the_board(client, 
 
 def test_the_model_api_shows_flags_to_all_and_hidden_ones_to_their_owner(client, board, author,
                                                                           staff):
-    _, scored = board
-    flagged = scored("Echo Editor", (80.0, 70.0, 60.0))
-    hidden = scored("Echo Editor", (50.0, 40.0, 30.0))
+    _, score_by_slices = board
+    flagged = score_by_slices("Echo Editor", (80.0, 70.0, 60.0))
+    hidden = score_by_slices("Echo Editor", (50.0, 40.0, 30.0))
     moderation.submission_flag(actor=staff, submission=flagged, reason="odd")
     moderation.submission_hide(actor=staff, submission=hidden, reason="duplicate")
     seen = client.get(f"/api/models/{flagged.model_id}/").json()["submissions"]
@@ -122,16 +122,16 @@ def test_the_representatives_of_a_few_models_are_the_boards_read_or_kept(board, 
     latest public; never a private or hidden submission; a model without one left out."""
     from leaderboard.boards import state
 
-    benchmark, scored = board
-    older = scored("Echo Editor", (80.0, 70.0, 60.0))
-    latest = scored("Echo Editor", (50.0, 40.0, 30.0))
-    chosen = scored("Vox Remix", (70.0, 60.0, 50.0))
-    scored("Vox Remix", (60.0, 50.0, 40.0))
+    benchmark, score_by_slices = board
+    older = score_by_slices("Echo Editor", (80.0, 70.0, 60.0))
+    latest = score_by_slices("Echo Editor", (50.0, 40.0, 30.0))
+    chosen = score_by_slices("Vox Remix", (70.0, 60.0, 50.0))
+    score_by_slices("Vox Remix", (60.0, 50.0, 40.0))
     moderation.model_set_representative(actor=author, submission=chosen)
-    hidden = scored("Hidden Hum", (90.0, 90.0, 90.0))
+    hidden = score_by_slices("Hidden Hum", (90.0, 90.0, 90.0))
     moderation.submission_hide(actor=staff, submission=hidden, reason="duplicate")
-    private = scored("Quiet Quill", (90.0, 90.0, 90.0), public=False, owner=other_author)
-    scored("Bystander", (10.0, 10.0, 10.0))
+    private = score_by_slices("Quiet Quill", (90.0, 90.0, 90.0), public=False, owner=other_author)
+    score_by_slices("Bystander", (10.0, 10.0, 10.0))
     benchmark.refresh_from_db()
     asked = [older.model_id, chosen.model_id, hidden.model_id, private.model_id, 999_999]
     whole = {s.model_id: s for s in state._read_representatives(benchmark)}

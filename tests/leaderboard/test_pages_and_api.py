@@ -11,13 +11,13 @@ from leaderboard.models import ReferenceFigure, ReferenceResult
 
 @pytest.fixture
 def filled(board):
-    benchmark, scored = board
-    scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)},
-           intervals={("overall", ""): {"EMR": (25.0, 35.0), "IFR": (45.0, 55.0)}},
-           open_weights=True)
-    scored("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (30.0, 40.0, 25.0)},
-           coverage=0.5)
-    scored("Hidden", (99.0, 99.0, 99.0), public=False)
+    benchmark, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)},
+                    intervals={("overall", ""): {"EMR": (25.0, 35.0), "IFR": (45.0, 55.0)}},
+                    open_weights=True)
+    score_by_slices("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (30.0, 40.0, 25.0)},
+                    coverage=0.5)
+    score_by_slices("Hidden", (99.0, 99.0, 99.0), public=False)
     return benchmark
 
 
@@ -171,12 +171,12 @@ def test_seed_board_fills_a_board_with_labelled_synthetic_rows(db, tmp_path, cli
 
 
 def test_a_newly_published_submission_shows_at_once_despite_the_cache(client, board):
-    benchmark, scored = board
-    scored("First", (50.0, 50.0, 10.0))
+    benchmark, score_by_slices = board
+    score_by_slices("First", (50.0, 50.0, 10.0))
     assert "First" in client.get("/b/mmae/").content.decode()
     assert [r["model"] for r in client.get("/api/leaderboards/mmae/").json()["rows"]] == \
         ["First"]
-    scored("Second", (60.0, 60.0, 20.0))
+    score_by_slices("Second", (60.0, 60.0, 20.0))
     html = client.get("/b/mmae/").content.decode()
     assert html.index("Second") < html.index("First")
     assert [r["model"] for r in client.get("/api/leaderboards/mmae/").json()["rows"]] == \
@@ -195,9 +195,9 @@ def test_a_repeated_view_is_served_from_the_cache(client, filled, django_assert_
 def test_a_long_board_is_paged_and_ranks_stay_global(client, board, settings):
     from leaderboard.pages import views
 
-    benchmark, scored = board
+    benchmark, score_by_slices = board
     for i in range(5):
-        scored(f"M{i}", (50.0, 50.0, 10.0 + i))
+        score_by_slices(f"M{i}", (50.0, 50.0, 10.0 + i))
     original = views.BOARD_PAGE_ROWS
     views.BOARD_PAGE_ROWS = 2
     try:

@@ -10,18 +10,18 @@ from tests.leaderboard.test_charts import figure_data, figure_spec
 
 @pytest.fixture
 def board3(board, other_author):
-    benchmark, scored = board
-    scored("Alpha", (50.0, 60.0, 30.0), slices={
+    benchmark, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0), slices={
         ("modality", "music"): (70.0, 80.0, 40.0), ("modality", "sound"): (30.0, 40.0, 20.0),
         ("granularity", "local"): (1.0, 2.0, 3.0)})
-    scored("Beta", (40.0, 70.0, 30.0), slices={  # EMR ties with Alpha, IFR ranks it second
+    score_by_slices("Beta", (40.0, 70.0, 30.0), slices={  # EMR ties with Alpha, IFR ranks it second
         ("modality", "sound"): (35.0, 45.0, 25.0), ("modality", "speech"): (10.0, 20.0, 5.0)})
-    scored("Gamma", (90.0, 90.0, 5.0), slices={("modality", "music"): (60.0, 65.0, 2.5)},
-           owner=other_author)
-    scored("Hidden", (99.0, 99.0, 99.0), slices={("modality", "jazz"): (9.0, 9.0, 9.0)},
-           public=False)
-    scored("Running", (99.0, 99.0, 99.0), slices={("modality", "jazz"): (9.0, 9.0, 9.0)},
-           status="scoring")
+    score_by_slices("Gamma", (90.0, 90.0, 5.0), slices={("modality", "music"): (60.0, 65.0, 2.5)},
+                    owner=other_author)
+    score_by_slices("Hidden", (99.0, 99.0, 99.0), slices={("modality", "jazz"): (9.0, 9.0, 9.0)},
+                    public=False)
+    score_by_slices("Running", (99.0, 99.0, 99.0), slices={("modality", "jazz"): (9.0, 9.0, 9.0)},
+                    status="scoring")
     return benchmark
 
 
@@ -40,9 +40,9 @@ def test_cells_are_each_models_figure_per_bucket_in_board_order(board3):
 
 
 def test_models_sharing_a_name_are_told_apart(board, other_author):
-    benchmark, scored = board
-    first = scored("Same", (50.0, 50.0, 20.0))
-    second = scored("Same", (50.0, 50.0, 10.0), owner=other_author)
+    benchmark, score_by_slices = board
+    first = score_by_slices("Same", (50.0, 50.0, 20.0))
+    second = score_by_slices("Same", (50.0, 50.0, 10.0), owner=other_author)
     table = pivot(benchmark=benchmark, dimension="modality", metric="CR")
     assert [r["model"] for r in table["rows"]] == [f"Same (#{first.model_id})",
                                                    f"Same (#{second.model_id})"]

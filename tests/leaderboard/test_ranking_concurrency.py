@@ -12,9 +12,9 @@ from tests.leaderboard.test_ranking import clear_gap
 
 
 def test_refreshes_finishing_at_once_store_one_set(transactional_db, item_board):
-    benchmark, scored, _ = item_board
-    scored("A", clear_gap(0.7))
-    scored("B", clear_gap(0.3))
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("A", clear_gap(0.7))
+    score_by_item_passes("B", clear_gap(0.3))
     start = threading.Barrier(8)
 
     def refresh(_):

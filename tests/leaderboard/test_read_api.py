@@ -19,10 +19,10 @@ def test_benchmarks_lists_the_newest_version_of_each(board, client):
 
 
 def test_a_models_public_submissions_with_their_figures(board, client):
-    benchmark, scored = board
-    public = scored("Editor", (50.0, 60.0, 10.0),
-                    intervals={("overall", ""): {"EMR": (5.0, 15.0)}})
-    scored("Editor", (99.0, 99.0, 99.0), public=False)
+    benchmark, score_by_slices = board
+    public = score_by_slices("Editor", (50.0, 60.0, 10.0),
+                             intervals={("overall", ""): {"EMR": (5.0, 15.0)}})
+    score_by_slices("Editor", (99.0, 99.0, 99.0), public=False)
     body = client.get(f"/api/models/{public.model_id}/").json()
     assert body["name"] == "Editor" and body["organisation"] == "Lab"
     assert [(s["id"], s["IFR"], s["EMR"], s["EMR_lo"], s["EMR_hi"], s["public"])
@@ -30,8 +30,8 @@ def test_a_models_public_submissions_with_their_figures(board, client):
 
 
 def test_a_model_with_only_private_submissions_is_404_for_others(board, author, other_author):
-    benchmark, scored = board
-    private = scored("Secret", (50.0, 50.0, 5.0), public=False)
+    benchmark, score_by_slices = board
+    private = score_by_slices("Secret", (50.0, 50.0, 5.0), public=False)
     path = f"/api/models/{private.model_id}/"
     assert as_user(None).get(path).status_code == 404
     assert as_user(other_author).get(path).status_code == 404
@@ -40,9 +40,9 @@ def test_a_model_with_only_private_submissions_is_404_for_others(board, author, 
 
 
 def test_a_public_submissions_slices_are_open_to_all(board, client):
-    benchmark, scored = board
-    submission = scored("Editor", (50.0, 60.0, 10.0),
-                        slices={("modality", "sound"): (40.0, 70.0, 5.0)})
+    benchmark, score_by_slices = board
+    submission = score_by_slices("Editor", (50.0, 60.0, 10.0),
+                                 slices={("modality", "sound"): (40.0, 70.0, 5.0)})
     body = client.get(f"/api/submissions/{submission.id}/slices/").json()
     assert body["model"] == "Editor" and body["benchmark"] == "mmae"
     assert [(s["dimension"], s["bucket"], s["IFR"], s["CR"], s["EMR"], s["n"])
@@ -52,15 +52,15 @@ def test_a_public_submissions_slices_are_open_to_all(board, client):
 
 @pytest.mark.parametrize("who", [None, "other_author"])
 def test_a_private_submissions_slices_are_404_for_others(request, board, who):
-    benchmark, scored = board
-    submission = scored("Secret", (50.0, 50.0, 5.0), public=False)
+    benchmark, score_by_slices = board
+    submission = score_by_slices("Secret", (50.0, 50.0, 5.0), public=False)
     user = request.getfixturevalue(who) if who else None
     assert as_user(user).get(f"/api/submissions/{submission.id}/slices/").status_code == 404
 
 
 def test_an_unfinished_submission_has_no_slices(board, author):
-    benchmark, scored = board
-    submission = scored("Busy", (50.0, 50.0, 5.0), status="scoring")
+    benchmark, score_by_slices = board
+    submission = score_by_slices("Busy", (50.0, 50.0, 5.0), status="scoring")
     response = as_user(author).get(f"/api/submissions/{submission.id}/slices/")
     assert response.status_code == 404
     assert response.json() == {"errors": [

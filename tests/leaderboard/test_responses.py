@@ -16,9 +16,9 @@ PAGES = ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound",
 
 @pytest.fixture
 def filled(board):
-    benchmark, scored = board
-    alpha = scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (1, 2, 3)})
-    scored("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (4, 5, 6)})
+    benchmark, score_by_slices = board
+    alpha = score_by_slices("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (1, 2, 3)})
+    score_by_slices("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (4, 5, 6)})
     return benchmark, alpha
 
 

@@ -29,8 +29,8 @@ def test_every_kind_explains_its_figures_its_judge_and_its_ranks(client, db, nam
 
 
 def test_every_board_links_its_scoring_page_and_defines_its_columns(client, board):
-    benchmark, scored = board
-    scored("A", (50.0, 50.0, 10.0))
+    benchmark, score_by_slices = board
+    score_by_slices("A", (50.0, 50.0, 10.0))
     html = client.get("/b/mmae/").content.decode()
     assert 'href="/b/mmae/scoring/"' in html
     # A definition a keyboard reaches: focusable, with its text.
@@ -39,10 +39,10 @@ def test_every_board_links_its_scoring_page_and_defines_its_columns(client, boar
 
 
 def test_a_simulated_row_names_the_judge_simulator_everywhere(client, board):
-    benchmark, scored = board
-    sim = scored("Sim", (50.0, 50.0, 10.0))
+    benchmark, score_by_slices = board
+    sim = score_by_slices("Sim", (50.0, 50.0, 10.0))
     ScoringRun.objects.filter(id=sim.current_run_id).update(simulated=True)
-    real = scored("Real", (40.0, 40.0, 5.0))
+    real = score_by_slices("Real", (40.0, 40.0, 5.0))
     html = client.get("/b/mmae/").content.decode()
     assert "simulated-banner" in html and "(judge simulator)" in html
     config = real.current_run.judge_config.name
@@ -60,16 +60,16 @@ def test_a_simulated_row_names_the_judge_simulator_everywhere(client, board):
 
 
 def test_a_board_of_real_judgments_has_no_simulated_banner(client, board):
-    benchmark, scored = board
-    scored("Real", (40.0, 40.0, 5.0))
+    benchmark, score_by_slices = board
+    score_by_slices("Real", (40.0, 40.0, 5.0))
     assert "simulated-banner" not in client.get("/b/mmae/").content.decode()
 
 
 def test_the_judge_figures_are_an_optional_column_and_in_the_api(client, board):
     from scoring.models import SliceResult
 
-    benchmark, scored = board
-    run = scored("A", (50.0, 50.0, 10.0)).current_run
+    benchmark, score_by_slices = board
+    run = score_by_slices("A", (50.0, 50.0, 10.0)).current_run
     SliceResult.objects.filter(run=run, dimension="overall").update(
         values={"n": 4, "IFR": 50.0, "CR": 50.0, "EMR": 10.0, "agreement": 87.5, "judged": 8})
     assert "vote agreement" not in client.get("/b/mmae/").content.decode().split(
@@ -87,10 +87,10 @@ def test_the_judge_figures_are_read_over_public_runs_alone(client, board, other_
     vote agreement, as the API's judge card does."""
     from scoring.models import SliceResult
 
-    benchmark, scored = board
-    public = scored("Public", (50.0, 50.0, 10.0)).current_run
-    private = scored("Private", (60.0, 60.0, 20.0), owner=other_author,
-                     public=False).current_run
+    benchmark, score_by_slices = board
+    public = score_by_slices("Public", (50.0, 50.0, 10.0)).current_run
+    private = score_by_slices("Private", (60.0, 60.0, 20.0), owner=other_author,
+                              public=False).current_run
     for run, agreement in ((public, 84.0), (private, 90.0)):
         SliceResult.objects.filter(run=run, dimension="overall").update(values={
             "n": 4, "IFR": 50.0, "CR": 50.0, "EMR": 10.0, "agreement": agreement,

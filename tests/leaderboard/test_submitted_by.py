@@ -12,9 +12,9 @@ from scoring.boards import board_changed
 
 @pytest.fixture
 def rows(board, author, other_author):
-    benchmark, scored = board
-    scored("Alice Editor", (50.0, 60.0, 30.0), organisation="Sound Lab")
-    scored("Bob Editor", (50.0, 60.0, 20.0), owner=other_author, organisation="")
+    benchmark, score_by_slices = board
+    score_by_slices("Alice Editor", (50.0, 60.0, 30.0), organisation="Sound Lab")
+    score_by_slices("Bob Editor", (50.0, 60.0, 20.0), owner=other_author, organisation="")
     return benchmark
 
 

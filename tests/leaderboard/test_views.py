@@ -8,9 +8,9 @@ from leaderboard.pages import views
 
 @pytest.fixture
 def two_models(board):
-    benchmark, scored = board
-    scored("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
-    scored("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (30.0, 40.0, 25.0)})
+    benchmark, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (10.0, 20.0, 0.0)})
+    score_by_slices("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (30.0, 40.0, 25.0)})
     return benchmark
 
 

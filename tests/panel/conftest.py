@@ -58,11 +58,12 @@ def panel_board(db, tmp_path, settings):
                                            "judged": 40})
         return made
 
-    def scored(name, owner, scores=lambda item, criterion: 1, *, public=True):
+    def score_by_criteria(name, owner, scores=lambda item, criterion: 1, *, public=True):
+        """`owner`'s published submission of `name`: scores(item, criterion) -> 0/1."""
         return published(run(name, scores), name, owner, public=public)
 
-    return SimpleNamespace(benchmark=benchmark, scored=scored, run=run, items=items,
-                           config=config, root=root)
+    return SimpleNamespace(benchmark=benchmark, score_by_criteria=score_by_criteria, run=run,
+                           items=items, config=config, root=root)
 
 
 def published(run: ScoringRun, name: str, owner, *, public=True) -> Submission:

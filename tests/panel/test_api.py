@@ -38,7 +38,7 @@ def answer(client, task: dict, *, right=True, listened=None):
 
 def test_a_task_shows_its_rubric_shuffled_choices_and_audio_but_no_vote(
         client, panel_board, author, raters):
-    submission = panel_board.scored("Echo", author)
+    submission = panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     response = next_task(client, rater)
     assert response.status_code == 200
@@ -66,7 +66,7 @@ def shuffled(rater_id: int, task_id: int, options: list[str]) -> list[str]:
 
 
 def test_choices_are_shuffled_per_rater_and_stable(client, panel_board, author, raters):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     people = raters(3)
     for rater in people:
         task = next_task(client, rater).json()
@@ -83,9 +83,9 @@ def test_choices_are_shuffled_per_rater_and_stable(client, panel_board, author, 
 
 def test_an_author_is_never_given_their_own_submission(client, panel_board, author,
                                                       other_author):
-    panel_board.scored("Mine", author)
+    panel_board.score_by_criteria("Mine", author)
     assert next_task(client, author).status_code == 204
-    theirs = panel_board.scored("Theirs", other_author)
+    theirs = panel_board.score_by_criteria("Theirs", other_author)
     seen = set()
     for _ in range(12):
         task = next_task(client, author).json()
@@ -96,7 +96,7 @@ def test_an_author_is_never_given_their_own_submission(client, panel_board, auth
 
 def test_an_author_cannot_answer_a_task_of_their_own_submission(client, panel_board, author,
                                                                other_author, raters):
-    panel_board.scored("Mine", author)
+    panel_board.score_by_criteria("Mine", author)
     rater, = raters(1)
     task = next_task(client, rater).json()
     client.force_login(author)
@@ -106,8 +106,8 @@ def test_an_author_cannot_answer_a_task_of_their_own_submission(client, panel_bo
 
 def test_a_private_submission_is_never_shown(client, panel_board, author, other_author,
                                              raters):
-    panel_board.scored("Public", author)
-    private = panel_board.scored("Private", other_author, public=False)
+    panel_board.score_by_criteria("Public", author)
+    private = panel_board.score_by_criteria("Private", other_author, public=False)
     rater, = raters(1)
     for _ in range(10):
         task = next_task(client, rater).json()
@@ -119,7 +119,7 @@ def test_a_private_submission_is_never_shown(client, panel_board, author, other_
 
 def test_a_task_of_a_submission_made_private_leaves_the_panel(client, panel_board, author,
                                                               raters):
-    submission = panel_board.scored("Echo", author)
+    submission = panel_board.score_by_criteria("Echo", author)
     rater, other = raters(2)
     task = next_task(client, rater).json()
     submission.public = False
@@ -131,7 +131,7 @@ def test_a_task_of_a_submission_made_private_leaves_the_panel(client, panel_boar
 
 def test_a_rater_needs_a_confirmed_address_and_a_visitor_a_log_in(client, panel_board, author,
                                                                    raters):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     assert client.get(NEXT).status_code == 401
     EmailAddress.objects.filter(user=rater).update(verified=False)
@@ -142,7 +142,7 @@ def test_a_rater_needs_a_confirmed_address_and_a_visitor_a_log_in(client, panel_
 
 def test_an_answer_needs_each_audio_heard_long_enough(client, panel_board, author, raters,
                                                       settings):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     task = next_task(client, rater).json()
     short = {label: SECONDS - 0.1 for label in task["audio"]}
@@ -160,7 +160,7 @@ def test_an_answer_needs_each_audio_heard_long_enough(client, panel_board, autho
 def test_a_long_audio_needs_only_the_panel_minimum(client, panel_board, author, raters,
                                                    settings):
     settings.PANEL_MIN_LISTEN_SECONDS = 0.3
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     task = next_task(client, rater).json()
     assert list(task["listen"].values()) == [pytest.approx(0.3)] * len(task["audio"])
@@ -169,7 +169,7 @@ def test_a_long_audio_needs_only_the_panel_minimum(client, panel_board, author, 
 
 
 def test_a_bad_answer_names_its_problem(client, panel_board, author, raters):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     task = next_task(client, rater).json()
     response = client.post(answer_url(task["task"]), {"choice": "Z", "listened": heard(task)},
@@ -189,7 +189,7 @@ def test_a_bad_answer_names_its_problem(client, panel_board, author, raters):
 def test_each_task_goes_to_its_raters_answered_ones_first(client, panel_board, author, raters,
                                                           settings):
     settings.PANEL_RATERS_PER_TASK = 2
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     first, second, third = raters(3)
     task = next_task(client, first).json()
     assert answer(client, task).status_code == 201
@@ -200,7 +200,7 @@ def test_each_task_goes_to_its_raters_answered_ones_first(client, panel_board, a
 
 
 def test_new_tasks_are_drawn_across_strata(client, panel_board, author, raters):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     strata = {(c.category, c.item.dimensions["modality"], c.item.dimensions["complexity"])
               for c in Criterion.objects.select_related("item")}
@@ -214,7 +214,7 @@ def test_new_tasks_are_drawn_across_strata(client, panel_board, author, raters):
 def test_a_rater_is_asked_an_answered_task_again(client, panel_board, author, raters,
                                                  settings):
     settings.PANEL_REPEAT_EVERY = 3
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     tasks = []
     for _ in range(3):
@@ -231,7 +231,7 @@ def test_a_rater_is_asked_an_answered_task_again(client, panel_board, author, ra
 
 def test_staff_remove_a_rater_and_their_answers_audited(client, panel_board, author, raters,
                                                         staff):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     assert answer(client, next_task(client, rater).json()).status_code == 201
     client.force_login(author)
@@ -255,7 +255,7 @@ def test_answers_are_rate_limited(client, panel_board, author, raters, monkeypat
     # DRF reads its rates once, at import: set them on the throttle class.
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES",
                         {"anon": None, "user": None, "uploads": None, "panel": "1/h"})
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
     assert answer(client, next_task(client, rater).json()).status_code == 201
     response = answer(client, next_task(client, rater).json())

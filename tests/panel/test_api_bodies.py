@@ -15,8 +15,8 @@ def test_a_task_and_a_rated_card_are_what_the_schema_describes(client, panel_boa
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     # The judge passes every rubric of both: raters who fail one disagree with it, whichever
     # tasks the drawing gives them.
-    panel_board.scored("Alpha", author)
-    panel_board.scored("Beta", other_author)
+    panel_board.score_by_criteria("Alpha", author)
+    panel_board.score_by_criteria("Beta", other_author)
     people = raters(3)
     client.force_login(people[0])
     task = client.get("/api/panel/mmae/next/").json()

@@ -98,8 +98,8 @@ def check(config_card, wanted):
 
 @pytest.fixture
 def rated_board(client, panel_board, author, other_author, raters):
-    a = panel_board.scored("Alpha", author, judge_a)
-    b = panel_board.scored("Beta", other_author, judge_b)
+    a = panel_board.score_by_criteria("Alpha", author, judge_a)
+    b = panel_board.score_by_criteria("Beta", other_author, judge_b)
     second = judge_config(["http://127.0.0.1:9"], seed=99)
     a.runs.add(panel_board.run("Alpha-rescored", judge_a_other_config, config=second))
     people = raters(5)

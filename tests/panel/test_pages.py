@@ -5,7 +5,7 @@ from allauth.account.models import EmailAddress
 
 
 def test_the_panel_page_asks_a_visitor_to_sign_in(client, panel_board, author):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     page = client.get("/b/mmae/panel/").content.decode()
     assert "Sign in to rate" in page and "panel.js" not in page
 
@@ -33,7 +33,7 @@ def test_unknown_boards_are_404(client, db):
 
 
 def test_the_card_of_a_board_without_answers_says_so(client, panel_board, author):
-    panel_board.scored("Echo", author)
+    panel_board.score_by_criteria("Echo", author)
     card = client.get("/api/leaderboards/mmae/judge/").json()
     assert card["panel"]["open"] and card["panel"]["answers"] == 0
     assert card["configs"][0]["human"]["rubrics"] == 0

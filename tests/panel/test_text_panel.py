@@ -35,7 +35,7 @@ def chat_board(db, tmp_path, settings):
     config = judge_config(["http://127.0.0.1:9"], kind=airbench.CHAT, benchmark=benchmark)
     kind = get_kind(airbench.CHAT)
 
-    def scored(name, owner, scores):
+    def score_by_two_passes(name, owner, scores):
         """`scores(key)` -> (pass A, pass B) of the model's answer to item `key`."""
         items = list(benchmark.items.prefetch_related("criteria").order_by("position"))
         run = ScoringRun.objects.create(
@@ -56,7 +56,8 @@ def chat_board(db, tmp_path, settings):
                                            "position_bias": 0.0, "judged": 2 * len(rows)})
         return published(run, name, owner)
 
-    return SimpleNamespace(benchmark=benchmark, scored=scored, config=config)
+    return SimpleNamespace(benchmark=benchmark, score_by_two_passes=score_by_two_passes,
+                           config=config)
 
 
 def next_task(client, rater) -> dict:
@@ -75,7 +76,7 @@ def answer(client, task: dict, *, right: bool, listened=None):
 
 def test_a_task_puts_the_reference_and_the_systems_answer_as_text(client, chat_board, author,
                                                                   raters):
-    submission = chat_board.scored("Talker", author, lambda key: (8, 7))
+    submission = chat_board.score_by_two_passes("Talker", author, lambda key: (8, 7))
     rater, = raters(1)
     task = next_task(client, rater)
     item = chat_board.benchmark.items.get(key=task["item"])
@@ -102,8 +103,10 @@ def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_b
                                                                   other_author, raters):
     # The judge: Good's answers right (a mean above 5.5) but item 2's; Poor's all wrong, item
     # 0's at exactly 5.5 too. The raters: Good's all right; Poor's wrong but for rater 1.
-    good = chat_board.scored("Good", author, lambda key: (3, 4) if key == "2" else (8, 7))
-    poor = chat_board.scored("Poor", other_author, lambda key: (5, 6) if key == "0" else (2, 3))
+    good = chat_board.score_by_two_passes("Good", author,
+                                          lambda key: (3, 4) if key == "2" else (8, 7))
+    poor = chat_board.score_by_two_passes("Poor", other_author,
+                                          lambda key: (5, 6) if key == "0" else (2, 3))
     people = raters(3)
     for n, rater in enumerate(people):
         client.force_login(rater)
@@ -137,7 +140,8 @@ def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_b
 
 def test_the_item_page_shows_the_panels_verdict_beside_the_judges(client, chat_board, author,
                                                                   raters):
-    good = chat_board.scored("Good", author, lambda key: (3, 4) if key == "2" else (8, 7))
+    good = chat_board.score_by_two_passes("Good", author,
+                                          lambda key: (3, 4) if key == "2" else (8, 7))
     for rater in raters(2):
         client.force_login(rater)
         while (response := client.get(NEXT)).status_code == 200:

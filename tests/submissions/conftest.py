@@ -55,9 +55,10 @@ def make_submission(small_bench):
 
 
 @pytest.fixture
-def scored(db, author, tmp_path, settings):
-    """A factory of scored submissions on one benchmark: a finished run with overall figures
-    and files on disk, as a submission has once scored (tests.factories: no judge)."""
+def score_with_files(db, author, tmp_path, settings):
+    """`score_with_files(name, emr=..., public=..., status=...)`: a factory of scored
+    submissions on one benchmark (`.benchmark`), each a finished run with overall figures and
+    files on disk, as a submission has once scored (tests.factories: no judge)."""
     from submissions.services import submission_folder
 
     settings.MEDIA_ROOT = tmp_path / "media"

@@ -15,8 +15,8 @@ def api_for(user) -> APIClient:
     return client
 
 
-def test_the_author_makes_a_submission_public(scored, author):
-    submission = scored(public=False)
+def test_the_author_makes_a_submission_public(score_with_files, author):
+    submission = score_with_files(public=False)
     response = api_for(author).patch(f"/api/submissions/{submission.pk}/", {"public": True},
                                      format="json")
     assert response.status_code == 200
@@ -27,8 +27,8 @@ def test_the_author_makes_a_submission_public(scored, author):
     assert AuditEvent.objects.get().after == {"public": True}
 
 
-def test_the_author_chooses_the_representative(scored, author):
-    first, second = scored(), scored()
+def test_the_author_chooses_the_representative(score_with_files, author):
+    first, second = score_with_files(), score_with_files()
     client = api_for(author)
     assert client.patch(f"/api/submissions/{first.pk}/", {"representative": True},
                         format="json").json()["representative"] is True
@@ -36,16 +36,16 @@ def test_the_author_chooses_the_representative(scored, author):
     assert list(Submission.objects.filter(representative=True)) == [second]
 
 
-def test_asking_for_what_is_already_so_changes_nothing(scored, author):
-    submission = scored()
+def test_asking_for_what_is_already_so_changes_nothing(score_with_files, author):
+    submission = score_with_files()
     response = api_for(author).patch(f"/api/submissions/{submission.pk}/", {"public": True},
                                       format="json")
     assert response.status_code == 200 and response.json()["public"] is True
     assert not AuditEvent.objects.exists()
 
 
-def test_both_changes_happen_or_neither(scored, author):
-    submission = scored()
+def test_both_changes_happen_or_neither(score_with_files, author):
+    submission = score_with_files()
     response = api_for(author).patch(f"/api/submissions/{submission.pk}/",
                                      {"public": False, "representative": True}, format="json")
     assert response.status_code == 400
@@ -60,8 +60,8 @@ def test_both_changes_happen_or_neither(scored, author):
     ({}, "give public, representative or both"),
     ({"public": "perhaps"}, "public: Must be a valid boolean."),
 ])
-def test_bad_input_is_a_400_naming_the_problem(scored, author, body, error):
-    submission = scored(public=False)
+def test_bad_input_is_a_400_naming_the_problem(score_with_files, author, body, error):
+    submission = score_with_files(public=False)
     response = api_for(author).patch(f"/api/submissions/{submission.pk}/", body,
                                      format="json")
     assert response.status_code == 400
@@ -70,8 +70,8 @@ def test_bad_input_is_a_400_naming_the_problem(scored, author, body, error):
 
 
 @pytest.mark.parametrize(("who", "code"), [(None, 404), ("other_author", 404), ("staff", 403)])
-def test_only_the_author_may_patch(scored, request, who, code):
-    submission = scored(public=False)
+def test_only_the_author_may_patch(score_with_files, request, who, code):
+    submission = score_with_files(public=False)
     user = request.getfixturevalue(who) if who else None
     response = api_for(user).patch(f"/api/submissions/{submission.pk}/", {"public": True},
                                    format="json")

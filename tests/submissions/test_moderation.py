@@ -20,8 +20,8 @@ def only_event() -> AuditEvent:
     return events[0]
 
 
-def test_hiding_is_recorded_with_before_after_and_reason(scored, staff):
-    submission = scored()
+def test_hiding_is_recorded_with_before_after_and_reason(score_with_files, staff):
+    submission = score_with_files()
     moderation.submission_hide(actor=staff, submission=submission, reason="spam upload")
     submission.refresh_from_db()
     assert submission.hidden
@@ -34,8 +34,8 @@ def test_hiding_is_recorded_with_before_after_and_reason(scored, staff):
     assert event.benchmark_slug == "mmae" and event.public
 
 
-def test_unhiding_puts_it_back_and_is_recorded(scored, staff):
-    submission = scored()
+def test_unhiding_puts_it_back_and_is_recorded(score_with_files, staff):
+    submission = score_with_files()
     moderation.submission_hide(actor=staff, submission=submission, reason="checking")
     moderation.submission_hide(actor=staff, submission=submission, reason="fine after all",
                                hidden=False)
@@ -47,8 +47,8 @@ def test_unhiding_puts_it_back_and_is_recorded(scored, staff):
                                                             "fine after all")
 
 
-def test_flagging_keeps_the_public_reason_and_records_it(scored, staff):
-    submission = scored()
+def test_flagging_keeps_the_public_reason_and_records_it(score_with_files, staff):
+    submission = score_with_files()
     moderation.submission_flag(actor=staff, submission=submission,
                                reason="outputs copied from another model")
     submission.refresh_from_db()
@@ -59,8 +59,8 @@ def test_flagging_keeps_the_public_reason_and_records_it(scored, staff):
         {"flag_reason": ""}, {"flag_reason": "outputs copied from another model"})
 
 
-def test_removing_a_flag_clears_it_and_records_why(scored, staff):
-    submission = scored()
+def test_removing_a_flag_clears_it_and_records_why(score_with_files, staff):
+    submission = score_with_files()
     moderation.submission_flag(actor=staff, submission=submission, reason="suspicious")
     moderation.submission_flag(actor=staff, submission=submission, reason="author explained",
                                flagged=False)
@@ -71,8 +71,8 @@ def test_removing_a_flag_clears_it_and_records_why(scored, staff):
         {"flag_reason": "suspicious"}, {"flag_reason": ""}, "author explained")
 
 
-def test_moderating_a_private_submission_is_not_public(scored, staff):
-    submission = scored(public=False)
+def test_moderating_a_private_submission_is_not_public(score_with_files, staff):
+    submission = score_with_files(public=False)
     moderation.submission_flag(actor=staff, submission=submission, reason="odd")
     moderation.submission_hide(actor=staff, submission=submission, reason="odd")
     assert not AuditEvent.objects.filter(public=True).exists()
@@ -80,8 +80,8 @@ def test_moderating_a_private_submission_is_not_public(scored, staff):
 
 
 def test_deletion_removes_the_row_its_runs_results_and_files(
-        scored, staff, django_capture_on_commit_callbacks):
-    submission = scored()
+        score_with_files, staff, django_capture_on_commit_callbacks):
+    submission = score_with_files()
     run_id, folder = submission.current_run_id, submission_folder(submission)
     assert (folder / "audio" / "s1.wav").exists()
     with django_capture_on_commit_callbacks(execute=True):
@@ -98,8 +98,8 @@ def test_deletion_removes_the_row_its_runs_results_and_files(
             before["runs"]) == (submission.pk, "Model A", "author", "finished", [run_id])
 
 
-def test_a_submission_still_being_scored_cannot_be_deleted(scored, staff):
-    submission = scored(status="scoring")
+def test_a_submission_still_being_scored_cannot_be_deleted(score_with_files, staff):
+    submission = score_with_files(status="scoring")
     with pytest.raises(ServiceError, match=rf"has a scoring run in progress "
                        rf"\(run {submission.current_run_id}\): cancel it"):
         moderation.submission_delete(actor=staff, submission=submission, reason="spam")
@@ -107,8 +107,8 @@ def test_a_submission_still_being_scored_cannot_be_deleted(scored, staff):
     assert not AuditEvent.objects.exists()
 
 
-def test_a_submission_being_rescored_cannot_be_deleted(scored, staff):
-    submission = scored()
+def test_a_submission_being_rescored_cannot_be_deleted(score_with_files, staff):
+    submission = score_with_files()
     rescore = ScoringRun.objects.get(pk=submission.current_run_id)
     rescore.pk, rescore.status = None, ScoringRun.Status.QUEUED
     rescore.save()
@@ -133,8 +133,9 @@ def test_a_submission_being_validated_cannot_be_deleted(make_submission, author,
     lambda staff, s: moderation.quota_override(actor=staff, user=s.owner, per_day=50,
                                                in_flight=None, reason=""),
 ], ids=["hide", "flag", "delete", "quota"])
-def test_a_staff_action_without_a_reason_is_refused_and_changes_nothing(scored, staff, act):
-    submission = scored()
+def test_a_staff_action_without_a_reason_is_refused_and_changes_nothing(score_with_files, staff,
+                                                                        act):
+    submission = score_with_files()
     with pytest.raises(ServiceError, match="give a reason"):
         act(staff, submission)
     submission.refresh_from_db()
@@ -150,8 +151,8 @@ def test_a_staff_action_without_a_reason_is_refused_and_changes_nothing(scored, 
     lambda user, s: moderation.quota_override(actor=user, user=user, per_day=99,
                                               in_flight=None, reason="r"),
 ], ids=["hide", "flag", "delete", "quota"])
-def test_only_staff_may_moderate_even_their_own_submission(scored, author, act):
-    submission = scored()
+def test_only_staff_may_moderate_even_their_own_submission(score_with_files, author, act):
+    submission = score_with_files()
     with pytest.raises(PermissionDenied):
         act(author, submission)
     assert Submission.objects.filter(pk=submission.pk, hidden=False, flag_reason="").exists()
@@ -164,16 +165,16 @@ def test_moderating_an_unknown_submission_says_so(staff):
     assert not AuditEvent.objects.exists()
 
 
-def test_hiding_twice_is_refused_and_recorded_once(scored, staff):
-    submission = scored()
+def test_hiding_twice_is_refused_and_recorded_once(score_with_files, staff):
+    submission = score_with_files()
     moderation.submission_hide(actor=staff, submission=submission, reason="spam")
     with pytest.raises(ServiceError, match="already hidden"):
         moderation.submission_hide(actor=staff, submission=submission, reason="spam")
     assert AuditEvent.objects.count() == 1
 
 
-def test_the_author_switches_visibility_and_it_is_recorded_privately(scored, author):
-    submission = scored(public=False)
+def test_the_author_switches_visibility_and_it_is_recorded_privately(score_with_files, author):
+    submission = score_with_files(public=False)
     moderation.submission_set_public(actor=author, submission=submission, public=True)
     submission.refresh_from_db()
     assert submission.public
@@ -183,16 +184,16 @@ def test_the_author_switches_visibility_and_it_is_recorded_privately(scored, aut
 
 
 @pytest.mark.parametrize("who", ["staff", "other_author"])
-def test_only_the_author_switches_visibility(scored, request, who):
-    submission = scored(public=False)
+def test_only_the_author_switches_visibility(score_with_files, request, who):
+    submission = score_with_files(public=False)
     with pytest.raises(PermissionDenied):
         moderation.submission_set_public(actor=request.getfixturevalue(who),
                                          submission=submission, public=True)
     assert not Submission.objects.get(pk=submission.pk).public
 
 
-def test_choosing_a_representative_replaces_the_previous_choice(scored, author):
-    first, second = scored(emr=40.0), scored(emr=30.0)
+def test_choosing_a_representative_replaces_the_previous_choice(score_with_files, author):
+    first, second = score_with_files(emr=40.0), score_with_files(emr=30.0)
     moderation.model_set_representative(actor=author, submission=first)
     moderation.model_set_representative(actor=author, submission=second)
     assert list(Submission.objects.filter(representative=True)) == [second]
@@ -208,17 +209,17 @@ def test_choosing_a_representative_replaces_the_previous_choice(scored, author):
     ({"public": False}, "it is private"),
     ({"status": "failed"}, "it is failed, not finished"),
 ])
-def test_a_private_or_unfinished_submission_cannot_represent_its_model(scored, author, kwargs,
-                                                                     why):
-    submission = scored(**kwargs)
+def test_a_private_or_unfinished_submission_cannot_represent_its_model(score_with_files, author,
+                                                                       kwargs, why):
+    submission = score_with_files(**kwargs)
     with pytest.raises(ServiceError, match=why):
         moderation.model_set_representative(actor=author, submission=submission)
     assert not Submission.objects.filter(representative=True).exists()
     assert not AuditEvent.objects.exists()
 
 
-def test_a_hidden_submission_cannot_represent_its_model(scored, author, staff):
-    submission = scored()
+def test_a_hidden_submission_cannot_represent_its_model(score_with_files, author, staff):
+    submission = score_with_files()
     moderation.submission_hide(actor=staff, submission=submission, reason="spam")
     with pytest.raises(ServiceError, match="staff have hidden it"):
         moderation.model_set_representative(actor=author, submission=submission)

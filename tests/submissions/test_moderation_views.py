@@ -23,8 +23,9 @@ def unchanged(submission) -> bool:
 
 @pytest.mark.parametrize("who", ["anonymous", "author", "other_author"])
 @pytest.mark.parametrize("url", STAFF_PAGES + list(STAFF_ACTIONS))
-def test_everyone_but_staff_gets_404_on_every_staff_page(client, scored, request, who, url):
-    submission = scored()
+def test_everyone_but_staff_gets_404_on_every_staff_page(client, score_with_files, request, who,
+                                                         url):
+    submission = score_with_files()
     if who != "anonymous":
         client.force_login(request.getfixturevalue(who))
     assert client.get(url.format(pk=submission.pk)).status_code == 404
@@ -35,8 +36,8 @@ def test_everyone_but_staff_gets_404_on_every_staff_page(client, scored, request
 
 
 @pytest.mark.parametrize("url", STAFF_PAGES)
-def test_staff_see_every_staff_page(client, scored, staff, url):
-    submission = scored()
+def test_staff_see_every_staff_page(client, score_with_files, staff, url):
+    submission = score_with_files()
     client.force_login(staff)
     response = client.get(url.format(pk=submission.pk))
     assert response.status_code == 200
@@ -44,15 +45,15 @@ def test_staff_see_every_staff_page(client, scored, staff, url):
 
 
 @pytest.mark.parametrize("url", [u for u in STAFF_ACTIONS if u != "/staff/quotas/"])
-def test_an_action_is_post_only(client, scored, staff, url):
-    submission = scored()
+def test_an_action_is_post_only(client, score_with_files, staff, url):
+    submission = score_with_files()
     client.force_login(staff)
     assert client.get(url.format(pk=submission.pk)).status_code == 405
 
 
-def test_the_moderation_list_filters_flagged_and_hidden(client, scored, staff):
-    scored("Plain Model")
-    flagged, hidden = scored("Flagged Model"), scored("Hidden Model")
+def test_the_moderation_list_filters_flagged_and_hidden(client, score_with_files, staff):
+    score_with_files("Plain Model")
+    flagged, hidden = score_with_files("Flagged Model"), score_with_files("Hidden Model")
     Submission.objects.filter(pk=flagged.pk).update(flag_reason="copied")
     Submission.objects.filter(pk=hidden.pk).update(hidden=True)
     client.force_login(staff)
@@ -74,8 +75,8 @@ def test_an_unknown_filter_value_is_a_400_naming_it(client, staff, db):
         in response.content.decode()
 
 
-def test_staff_hide_a_submission_with_a_reason(client, scored, staff):
-    submission = scored()
+def test_staff_hide_a_submission_with_a_reason(client, score_with_files, staff):
+    submission = score_with_files()
     client.force_login(staff)
     response = client.post(f"/staff/submissions/{submission.pk}/hide/",
                            {"hidden": "true", "reason": "spam"}, follow=True)
@@ -85,8 +86,8 @@ def test_staff_hide_a_submission_with_a_reason(client, scored, staff):
     assert AuditEvent.objects.get().reason == "spam"
 
 
-def test_staff_flag_with_a_public_reason(client, scored, staff):
-    submission = scored()
+def test_staff_flag_with_a_public_reason(client, score_with_files, staff):
+    submission = score_with_files()
     client.force_login(staff)
     client.post(f"/staff/submissions/{submission.pk}/flag/",
                 {"flagged": "true", "reason": "outputs copied from model X"})
@@ -105,9 +106,9 @@ def test_staff_flag_with_a_public_reason(client, scored, staff):
     ("delete", {"reason": "", "confirm": "{pk}"}, "This field is required."),
 ], ids=["hide-no-reason", "flag-no-reason", "flag-bad-choice", "delete-wrong-confirm",
         "delete-no-reason"])
-def test_bad_input_is_a_400_naming_the_problem_and_changes_nothing(client, scored, staff, url,
-                                                                   data, error):
-    submission = scored()
+def test_bad_input_is_a_400_naming_the_problem_and_changes_nothing(client, score_with_files, staff,
+                                                                   url, data, error):
+    submission = score_with_files()
     client.force_login(staff)
     response = client.post(f"/staff/submissions/{submission.pk}/{url}/",
                            {k: v.format(pk=submission.pk) for k, v in data.items()})
@@ -116,8 +117,8 @@ def test_bad_input_is_a_400_naming_the_problem_and_changes_nothing(client, score
     assert unchanged(submission)
 
 
-def test_removing_a_flag_that_is_not_there_is_refused(client, scored, staff):
-    submission = scored()
+def test_removing_a_flag_that_is_not_there_is_refused(client, score_with_files, staff):
+    submission = score_with_files()
     client.force_login(staff)
     response = client.post(f"/staff/submissions/{submission.pk}/flag/",
                            {"flagged": "false", "reason": "r"})
@@ -134,9 +135,9 @@ def test_an_unknown_submission_is_a_404_for_staff_too(client, staff, db):
     assert not AuditEvent.objects.exists()
 
 
-def test_staff_delete_with_the_typed_number(client, scored, staff,
+def test_staff_delete_with_the_typed_number(client, score_with_files, staff,
                                             django_capture_on_commit_callbacks):
-    submission = scored()
+    submission = score_with_files()
     client.force_login(staff)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(f"/staff/submissions/{submission.pk}/delete/",
@@ -174,8 +175,8 @@ def test_a_quota_for_an_unknown_user_is_refused(client, staff):
     assert not QuotaOverride.objects.exists() and not AuditEvent.objects.exists()
 
 
-def test_the_audit_log_lists_and_filters_events(client, scored, staff):
-    submission = scored()
+def test_the_audit_log_lists_and_filters_events(client, score_with_files, staff):
+    submission = score_with_files()
     client.force_login(staff)
     client.post(f"/staff/submissions/{submission.pk}/flag/",
                 {"flagged": "true", "reason": "copied"})
@@ -192,8 +193,8 @@ def test_the_audit_log_lists_and_filters_events(client, scored, staff):
 # --- the author's buttons ------------------------------------------------------------------
 
 
-def test_the_author_makes_a_submission_private_from_its_page(client, scored, author):
-    submission = scored()
+def test_the_author_makes_a_submission_private_from_its_page(client, score_with_files, author):
+    submission = score_with_files()
     client.force_login(author)
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert "Make private" in page
@@ -205,8 +206,8 @@ def test_the_author_makes_a_submission_private_from_its_page(client, scored, aut
     assert AuditEvent.objects.get().action == AuditEvent.Action.VISIBILITY
 
 
-def test_the_author_chooses_the_representative_from_the_list(client, scored, author):
-    first, second = scored(), scored()
+def test_the_author_chooses_the_representative_from_the_list(client, score_with_files, author):
+    first, second = score_with_files(), score_with_files()
     client.force_login(author)
     response = client.post(f"/submissions/{first.pk}/representative/",
                            {"chosen": "true", "next": "list"}, follow=True)
@@ -216,8 +217,8 @@ def test_the_author_chooses_the_representative_from_the_list(client, scored, aut
     assert not Submission.objects.get(pk=second.pk).representative
 
 
-def test_a_refused_choice_is_shown_to_the_author(client, scored, author):
-    submission = scored(public=False)
+def test_a_refused_choice_is_shown_to_the_author(client, score_with_files, author):
+    submission = score_with_files(public=False)
     client.force_login(author)
     response = client.post(f"/submissions/{submission.pk}/representative/",
                            {"chosen": "true"}, follow=True)
@@ -227,8 +228,8 @@ def test_a_refused_choice_is_shown_to_the_author(client, scored, author):
 
 @pytest.mark.parametrize(("who", "code"), [("other_author", 404), ("staff", 403)])
 @pytest.mark.parametrize("url", ["visibility", "representative"])
-def test_only_the_author_uses_the_buttons(client, scored, request, who, code, url):
-    submission = scored(public=False)
+def test_only_the_author_uses_the_buttons(client, score_with_files, request, who, code, url):
+    submission = score_with_files(public=False)
     client.force_login(request.getfixturevalue(who))
     response = client.post(f"/submissions/{submission.pk}/{url}/",
                            {"public": "true", "chosen": "true"})
@@ -237,17 +238,17 @@ def test_only_the_author_uses_the_buttons(client, scored, request, who, code, ur
     assert not AuditEvent.objects.exists()
 
 
-def test_an_anonymous_visitor_is_sent_to_log_in(client, scored):
-    submission = scored(public=False)
+def test_an_anonymous_visitor_is_sent_to_log_in(client, score_with_files):
+    submission = score_with_files(public=False)
     response = client.post(f"/submissions/{submission.pk}/visibility/", {"public": "true"})
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     assert not Submission.objects.get(pk=submission.pk).public
 
 
-def test_a_staff_action_without_the_csrf_token_is_refused(scored, staff):
+def test_a_staff_action_without_the_csrf_token_is_refused(score_with_files, staff):
     from django.test import Client
 
-    submission = scored()
+    submission = score_with_files()
     client = Client(enforce_csrf_checks=True)
     client.force_login(staff)
     response = client.post(f"/staff/submissions/{submission.pk}/hide/",

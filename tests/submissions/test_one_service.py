@@ -54,9 +54,9 @@ def rescore_through(door, submission, staff, client, **extra):
 
 
 @pytest.mark.parametrize("door", ["page", "api", "command"])
-def test_a_rescore_goes_through_the_one_service_from_each_door(scored, staff, client, spy,
+def test_a_rescore_goes_through_the_one_service_from_each_door(score_with_files, staff, client, spy,
                                                                door):
-    submission = scored()
+    submission = score_with_files()
     service = spy(rescoring, "submissions_rescore")
     rescore_through(door, submission, staff, client)
     assert service.call_count == 1
@@ -68,8 +68,8 @@ def test_a_rescore_goes_through_the_one_service_from_each_door(scored, staff, cl
 
 @pytest.mark.parametrize("door", ["page", "api", "command"])
 def test_a_submission_that_cannot_be_rescored_is_refused_alike_by_each_door(
-        scored, staff, client, door):
-    submission = scored(status="scoring")
+        score_with_files, staff, client, door):
+    submission = score_with_files(status="scoring")
     why = (f"submission {submission.pk} is not finished or failed, or has a run in "
            "progress: nothing to rescore")
     if door == "command":
@@ -102,8 +102,9 @@ def choose_through(door, submission, author, client, *, representative):
 
 
 @pytest.mark.parametrize("door", ["page", "api"])
-def test_the_authors_choice_goes_through_the_one_service(scored, author, client, spy, door):
-    submission = scored()
+def test_the_authors_choice_goes_through_the_one_service(score_with_files, author, client, spy,
+                                                         door):
+    submission = score_with_files()
     service = spy(moderation, "submission_author_choices")
     code, _ = choose_through(door, submission, author, client, representative=True)
     assert code == 200 and service.call_count == 1
@@ -112,8 +113,9 @@ def test_the_authors_choice_goes_through_the_one_service(scored, author, client,
 
 
 @pytest.mark.parametrize(("door", "code"), [("page", 200), ("api", 400)])
-def test_a_refused_choice_says_the_same_through_each_door(scored, author, client, door, code):
-    submission = scored(public=False)
+def test_a_refused_choice_says_the_same_through_each_door(score_with_files, author, client, door,
+                                                          code):
+    submission = score_with_files(public=False)
     status, body = choose_through(door, submission, author, client, representative=True)
     assert status == code
     assert (f"submission {submission.pk} cannot represent Model A on the board: it is "
@@ -126,8 +128,8 @@ def test_a_refused_choice_says_the_same_through_each_door(scored, author, client
 
 
 @pytest.mark.parametrize("door", ["page", "api"])
-def test_cancelling_a_finished_submission_is_refused_alike(scored, author, client, door):
-    submission = scored()
+def test_cancelling_a_finished_submission_is_refused_alike(score_with_files, author, client, door):
+    submission = score_with_files()
     why = f"submission {submission.pk} is finished; only a queued or scoring one can be " \
           "cancelled"
     if door == "page":
@@ -142,8 +144,8 @@ def test_cancelling_a_finished_submission_is_refused_alike(scored, author, clien
 
 
 @pytest.mark.parametrize("door", ["page", "api"])
-def test_cancelling_goes_through_the_one_service(scored, author, client, door):
-    submission = scored(status="queued")
+def test_cancelling_goes_through_the_one_service(score_with_files, author, client, door):
+    submission = score_with_files(status="queued")
     if door == "page":
         client.force_login(author)
         client.post(f"/submissions/{submission.pk}/cancel/")
@@ -176,9 +178,9 @@ def moderate_through(door, action, submission, staff, client, reason="spam"):
 
 @pytest.mark.parametrize("door", ["page", "api", "command"])
 @pytest.mark.parametrize("action", ["hide", "delete"])
-def test_moderation_goes_through_the_one_service_from_each_door(scored, staff, client, spy,
-                                                                door, action):
-    submission = scored()
+def test_moderation_goes_through_the_one_service_from_each_door(score_with_files, staff, client,
+                                                                spy, door, action):
+    submission = score_with_files()
     service = spy(moderation, f"submission_{action}")
     code, _ = moderate_through(door, action, submission, staff, client)
     assert code in (200, 302, "done") and service.call_count == 1
@@ -193,8 +195,8 @@ def test_moderation_goes_through_the_one_service_from_each_door(scored, staff, c
 
 @pytest.mark.parametrize(("door", "code"), [("page", 400), ("api", 400),
                                             ("command", "refused")])
-def test_hiding_twice_is_refused_alike_by_each_door(scored, staff, client, door, code):
-    submission = scored()
+def test_hiding_twice_is_refused_alike_by_each_door(score_with_files, staff, client, door, code):
+    submission = score_with_files()
     moderation.submission_hide(actor=staff, submission=submission, reason="spam")
     status, body = moderate_through(door, "hide", submission, staff, client)
     assert status == code and f"submission {submission.pk} is already hidden" in body
@@ -202,9 +204,9 @@ def test_hiding_twice_is_refused_alike_by_each_door(scored, staff, client, door,
 
 
 @pytest.mark.parametrize(("door", "code"), [("api", 403), ("command", "refused")])
-def test_only_staff_moderate_through_the_api_and_the_command(scored, author, client, door,
+def test_only_staff_moderate_through_the_api_and_the_command(score_with_files, author, client, door,
                                                              code):
-    submission = scored()
+    submission = score_with_files()
     if door == "api":
         status = api(author).post(f"/api/submissions/{submission.pk}/hide/",
                                   {"reason": "x"}, format="json").status_code

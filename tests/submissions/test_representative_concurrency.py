@@ -7,8 +7,9 @@ from submissions.models import Submission
 from tests.concurrent import at_once, statuses
 
 
-def test_representative_choices_at_once_all_answer_and_leave_one(live_server, scored, author):
-    submissions = [scored(emr=40.0 + i) for i in range(6)]
+def test_representative_choices_at_once_all_answer_and_leave_one(live_server, score_with_files,
+                                                                 author):
+    submissions = [score_with_files(emr=40.0 + i) for i in range(6)]
     _, key = ApiToken.issue(user=author, name="ci")
 
     def choose(client, i):

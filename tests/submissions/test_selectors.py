@@ -10,10 +10,11 @@ from submissions.selectors import submission_get
 
 
 @pytest.fixture
-def cast(scored, author, other_author):
-    return {"public": scored("Public"), "private": scored("Private", public=False),
-            "running": scored("Running", status="scoring"),
-            "other": scored("Other", owner=other_author, public=False)}
+def cast(score_with_files, author, other_author):
+    return {"public": score_with_files("Public"),
+            "private": score_with_files("Private", public=False),
+            "running": score_with_files("Running", status="scoring"),
+            "other": score_with_files("Other", owner=other_author, public=False)}
 
 
 def test_published_is_public_not_hidden_and_scored(cast):

@@ -8,10 +8,10 @@ def login(client, user):
     return client
 
 
-def test_a_finished_submission_shows_its_figures_its_rank_and_its_pages(client, scored,
+def test_a_finished_submission_shows_its_figures_its_rank_and_its_pages(client, score_with_files,
                                                                       author):
-    scored("Better", emr=60.0)
-    mine = scored("Mine", emr=50.0)
+    score_with_files("Better", emr=60.0)
+    mine = score_with_files("Mine", emr=50.0)
     html = login(client, author).get(f"/submissions/{mine.pk}/").content.decode()
     standing = html[html.index('id="standing"'):]
     assert "EMR</span><span class=\"value\">50.00" in standing
@@ -19,14 +19,14 @@ def test_a_finished_submission_shows_its_figures_its_rank_and_its_pages(client, 
     assert f'href="/s/{mine.pk}/"' in standing and 'href="/b/mmae/"' in standing
 
 
-def test_a_private_submission_says_why_it_has_no_rank(client, scored, author):
-    mine = scored("Mine", public=False)
+def test_a_private_submission_says_why_it_has_no_rank(client, score_with_files, author):
+    mine = score_with_files("Mine", public=False)
     html = login(client, author).get(f"/submissions/{mine.pk}/").content.decode()
     assert "Not on the board: private" in html and "Its page</a> (only you and staff" in html
 
 
-def test_my_submissions_shows_each_ones_headline_figure(client, scored, author):
-    scored("Mine", emr=42.5)
+def test_my_submissions_shows_each_ones_headline_figure(client, score_with_files, author):
+    score_with_files("Mine", emr=42.5)
     html = login(client, author).get("/submissions/").content.decode()
     assert "EMR 42.50" in html
 
