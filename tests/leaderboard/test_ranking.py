@@ -18,18 +18,18 @@ def rows(benchmark, **query):
 
 def test_float_noise_never_decides_a_rank_and_the_next_key_does(board):
     """Equal IFR reached by two summation orders: the higher CR ranks first."""
-    benchmark, scored = board
-    scored("A", (27.77777777777778, 40.0, 0.0))
-    scored("B", (27.777777777777775, 50.0, 0.0))
+    benchmark, score_by_slices = board
+    score_by_slices("A", (27.77777777777778, 40.0, 0.0))
+    score_by_slices("B", (27.777777777777775, 50.0, 0.0))
     assert 27.77777777777778 != 27.777777777777775
     assert [(m, r) for m, r, _ in rows(benchmark)] == [("B", 1), ("A", 2)]
 
 
 def test_rows_equal_on_the_whole_key_share_a_rank(board):
-    benchmark, scored = board
-    scored("A", (0.1 + 0.2, 50.0, 10.0))
-    scored("B", (0.3, 50.0, 10.0))
-    scored("C", (0.3, 49.0, 10.0))
+    benchmark, score_by_slices = board
+    score_by_slices("A", (0.1 + 0.2, 50.0, 10.0))
+    score_by_slices("B", (0.3, 50.0, 10.0))
+    score_by_slices("C", (0.3, 49.0, 10.0))
     assert [(m, r) for m, r, _ in rows(benchmark)] == [("A", 1), ("B", 1), ("C", 3)]
 
 
@@ -52,9 +52,9 @@ def the_same_answers(passes):
 
 
 def test_models_far_apart_on_ifr_get_disjoint_ranges_though_both_have_emr_0(item_board):
-    benchmark, scored, _ = item_board
-    scored("Strong", clear_gap(0.9))
-    scored("Weak", clear_gap(0.1))
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("Strong", clear_gap(0.9))
+    score_by_item_passes("Weak", clear_gap(0.1))
     assert rank_ranges.refresh(benchmark, replicates=1000)
     (strong, weak) = rows(benchmark)
     assert [r["EMR"] for r in leaderboard_rows(benchmark=benchmark)] == [0.0, 0.0]
@@ -63,11 +63,11 @@ def test_models_far_apart_on_ifr_get_disjoint_ranges_though_both_have_emr_0(item
 
 
 def test_identical_answers_get_the_same_rank_and_identical_ranges(item_board):
-    benchmark, scored, _ = item_board
+    benchmark, score_by_item_passes, _ = item_board
     remembered = the_same_answers(clear_gap(0.5))
-    scored("Twin A", remembered)
-    scored("Twin B", remembered)
-    scored("Other", clear_gap(0.45))
+    score_by_item_passes("Twin A", remembered)
+    score_by_item_passes("Twin B", remembered)
+    score_by_item_passes("Other", clear_gap(0.45))
     rank_ranges.refresh(benchmark, replicates=1000)
     found = {m: (rank, spread) for m, rank, spread in rows(benchmark)}
     assert found["Twin A"] == found["Twin B"]
@@ -75,18 +75,18 @@ def test_identical_answers_get_the_same_rank_and_identical_ranges(item_board):
 
 
 def test_close_models_get_overlapping_ranges(item_board):
-    benchmark, scored, _ = item_board
-    scored("A", clear_gap(0.5))
-    scored("B", clear_gap(0.52))
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("A", clear_gap(0.5))
+    score_by_item_passes("B", clear_gap(0.52))
     rank_ranges.refresh(benchmark, replicates=1000)
     (_, _, first), (_, _, second) = rows(benchmark)
     assert first[1] >= second[0]  # overlapping
 
 
 def test_every_slice_gets_ranges_and_a_sort_reranks_with_its_own(item_board):
-    benchmark, scored, _ = item_board
-    scored("High IFR", clear_gap(0.9))
-    scored("High CR", lambda s, r: int(not r.is_instruction_following))
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("High IFR", clear_gap(0.9))
+    score_by_item_passes("High CR", lambda s, r: int(not r.is_instruction_following))
     rank_ranges.refresh(benchmark, replicates=500)
     slices = set(SliceResult.objects.filter(run__submissions__benchmark=benchmark)
                  .values_list("dimension", "bucket"))
@@ -102,11 +102,11 @@ def test_every_slice_gets_ranges_and_a_sort_reranks_with_its_own(item_board):
 
 
 def test_ranges_are_computed_once_per_board_state(item_board, author):
-    benchmark, scored, _ = item_board
-    scored("A", clear_gap(0.6))
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("A", clear_gap(0.6))
     assert rank_ranges.refresh(benchmark, replicates=200) is True
     assert rank_ranges.refresh(benchmark, replicates=200) is False
-    scored("B", clear_gap(0.2))  # a new publication changes the state
+    score_by_item_passes("B", clear_gap(0.2))  # a new publication changes the state
     assert rank_ranges.refresh(benchmark, replicates=200) is True
     assert {r[0] for r in rows(benchmark)} == {"A", "B"}
     assert all(r[2] is not None for r in rows(benchmark))
@@ -114,8 +114,8 @@ def test_ranges_are_computed_once_per_board_state(item_board, author):
 
 def test_a_board_visit_neither_computes_nor_asks_a_worker(item_board, client, monkeypatch):
     """The change asks the worker (scoring.boards.board_changed); a visit only reads."""
-    benchmark, scored, _ = item_board
-    scored("A", clear_gap(0.6))
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("A", clear_gap(0.6))
     asked = []
     monkeypatch.setattr("leaderboard.tasks.refresh_rank_ranges.delay", asked.append)
     monkeypatch.setattr("celery.current_app.send_task", lambda *a, **k: asked.append(a))
@@ -126,9 +126,9 @@ def test_a_board_visit_neither_computes_nor_asks_a_worker(item_board, client, mo
 
 
 def test_rows_without_per_item_values_keep_their_figures_in_every_replicate(board):
-    benchmark, scored = board
-    scored("A", (50.0, 50.0, 30.0))
-    scored("B", (50.0, 50.0, 20.0))
+    benchmark, score_by_slices = board
+    score_by_slices("A", (50.0, 50.0, 30.0))
+    score_by_slices("B", (50.0, 50.0, 20.0))
     rank_ranges.refresh(benchmark, replicates=100)
     assert [(m, spread) for m, _, spread in rows(benchmark)] == [("A", (1, 1)), ("B", (2, 2))]
 
@@ -144,8 +144,9 @@ def test_the_draws_are_seeded_and_each_replicate_draws_every_position(seed):
 
 
 def test_a_clear_gap_is_a_verdict_with_its_interval_clear_of_zero(item_board):
-    benchmark, scored, _ = item_board
-    strong, weak = scored("Strong", clear_gap(0.9)), scored("Weak", clear_gap(0.1))
+    benchmark, score_by_item_passes, _ = item_board
+    strong = score_by_item_passes("Strong", clear_gap(0.9))
+    weak = score_by_item_passes("Weak", clear_gap(0.1))
     rows = rank_ranges.paired_differences(benchmark, strong, weak, replicates=500)
     overall = {c["metric"].key: c for c in rows[0]["cells"]}
     assert rows[0]["dimension"] == "overall" and rows[0]["n"] == 40
@@ -160,9 +161,9 @@ def test_a_clear_gap_is_a_verdict_with_its_interval_clear_of_zero(item_board):
 
 
 def test_identical_answers_are_not_separable_on_any_figure(item_board):
-    benchmark, scored, _ = item_board
+    benchmark, score_by_item_passes, _ = item_board
     remembered = the_same_answers(clear_gap(0.5))
-    a, b = scored("Twin A", remembered), scored("Twin B", remembered)
+    a, b = score_by_item_passes("Twin A", remembered), score_by_item_passes("Twin B", remembered)
     for row in rank_ranges.paired_differences(benchmark, a, b, replicates=200):
         for cell in row["cells"]:
             # Never "ahead"; a slice of few items gets no verdict at all.
@@ -172,8 +173,9 @@ def test_identical_answers_are_not_separable_on_any_figure(item_board):
 
 
 def test_a_slice_of_few_items_shows_its_difference_without_a_verdict(item_board):
-    benchmark, scored, _ = item_board
-    strong, weak = scored("Strong", clear_gap(0.9)), scored("Weak", clear_gap(0.1))
+    benchmark, score_by_item_passes, _ = item_board
+    strong = score_by_item_passes("Strong", clear_gap(0.9))
+    weak = score_by_item_passes("Weak", clear_gap(0.1))
     rows = rank_ranges.paired_differences(benchmark, strong, weak, replicates=200)
     small = [r for r in rows if r["n"] < rank_ranges.MIN_VERDICT_ITEMS]
     assert small and all(c["verdict"] == rank_ranges.TOO_FEW
@@ -183,8 +185,9 @@ def test_a_slice_of_few_items_shows_its_difference_without_a_verdict(item_board)
 
 
 def test_the_compare_page_says_who_is_ahead(item_board, client):
-    benchmark, scored, _ = item_board
-    strong, weak = scored("Strong", clear_gap(0.9)), scored("Weak", clear_gap(0.1))
+    benchmark, score_by_item_passes, _ = item_board
+    strong = score_by_item_passes("Strong", clear_gap(0.9))
+    weak = score_by_item_passes("Weak", clear_gap(0.1))
     html = client.get(f"/b/mmae/compare/?models={strong.model_id},{weak.model_id}") \
         .content.decode()
     table = html[html.index('id="differences-1"'):]
@@ -208,9 +211,9 @@ def test_deciders_name_the_first_figure_on_which_each_key_differs_from_the_one_b
 
 
 def test_the_model_page_shows_its_rank_and_rank_range_and_links_the_board(item_board, client):
-    benchmark, scored, _ = item_board
-    scored("Strong", clear_gap(0.9))
-    weak = scored("Weak", clear_gap(0.1))
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("Strong", clear_gap(0.9))
+    weak = score_by_item_passes("Weak", clear_gap(0.1))
     rank_ranges.refresh(benchmark, replicates=200)
     html = client.get(f"/m/{weak.model_id}/").content.decode()
     line = html[html.index('id="board-rank-mmae"'):]

@@ -172,7 +172,7 @@ def test_an_airbench_chat_board_answers_every_slice_of_each_new_state_at_once(db
     with change():
         rank_ranges.refresh(benchmark)
 
-    def scored(name, slices):
+    def score_chat_by_slices(name, slices):
         model = ModelEntry.objects.create(owner=author, name=name, organisation="Lab")
         run = ScoringRun.objects.create(
             benchmark=benchmark, judge_config=config, audio_root="",
@@ -190,10 +190,10 @@ def test_an_airbench_chat_board_answers_every_slice_of_each_new_state_at_once(db
         board_changed(benchmark.id)
 
     with change():
-        scored("Talker", {("overall", ""): 6.5, ("category", "speech"): 6.0,
-                          ("task", "speech_QA"): 6.0})
+        score_chat_by_slices("Talker", {("overall", ""): 6.5, ("category", "speech"): 6.0,
+                                        ("task", "speech_QA"): 6.0})
     asked(visitor, benchmark, ("score",))
     with change():
-        scored("Listener", {("overall", ""): 5.5, ("category", "sound"): 5.0,
-                            ("task", "sound_QA"): 5.0})
+        score_chat_by_slices("Listener", {("overall", ""): 5.5, ("category", "sound"): 5.0,
+                                          ("task", "sound_QA"): 5.0})
     asked(visitor, benchmark, ("score",))
