@@ -44,7 +44,7 @@ def score(benchmark, urls, outputs):
 
 
 @pytest.fixture
-def chat_board(tmp_path, author, thread_simulator_factory):
+def judged_chat_board(tmp_path, author, thread_simulator_factory):
     benchmark, _ = benchmark_import(kind=airbench.CHAT,
                                     path=write(tmp_path / "Chat_meta.json", chat_meta()),
                                     audio_root=None, slug="air-bench-chat")
@@ -68,8 +68,8 @@ def shoot(page, step: str):
     page.screenshot(path=str(SCREENSHOTS / f"airbench-{step}.png"), full_page=True)
 
 
-def test_a_visitor_reads_the_chat_board_a_slice_and_an_items_replies(page, chat_board):
-    benchmark, submissions = chat_board
+def test_a_visitor_reads_the_chat_board_a_slice_and_an_items_replies(page, judged_chat_board):
+    benchmark, submissions = judged_chat_board
     expected = [r["model"] for r in selectors.leaderboard_rows(benchmark=benchmark)]
 
     page.goto("/b/air-bench-chat/")

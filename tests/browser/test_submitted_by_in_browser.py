@@ -24,7 +24,7 @@ WIDEST = {"desktop": 26 * 16 + 16, "phone": 12 * 16 + 15}
 
 
 @pytest.fixture
-def board(tmp_path, django_user_model):
+def lab_owned_board(tmp_path, django_user_model):
     root = tmp_path / "bench"
     write_benchmark(root, 8, seed=3)
     benchmark, _ = benchmark_import(kind="mmae", path=root / "MMAE-meta.json",
@@ -57,8 +57,8 @@ def attempts_seen(page) -> dict:
 
 
 @pytest.mark.parametrize("device", WIDTHS)
-def test_the_submitter_shows_under_the_name_in_a_narrow_column(board, browser, live_server,
-                                                               device):
+def test_the_submitter_shows_under_the_name_in_a_narrow_column(lab_owned_board, browser,
+                                                               live_server, device):
     width, height = WIDTHS[device]
     context = browser.new_context(base_url=live_server.url,
                                   viewport={"width": width, "height": height})

@@ -105,7 +105,7 @@ def front(django_app, clock):
 
 
 @pytest.fixture
-def board(db, author, django_capture_on_commit_callbacks):
+def ranked_board(db, author, django_capture_on_commit_callbacks):
     """A board of two models, its rank ranges stored as a worker stores them, and its version
     published as a board change publishes it."""
     benchmark = board_benchmark()
@@ -120,14 +120,14 @@ def board(db, author, django_capture_on_commit_callbacks):
     return benchmark, alpha
 
 
-def url_of(url: str, board) -> str:
-    return f"/m/{board[1].model_id}/" if url == "model" else url
+def url_of(url: str, ranked_board) -> str:
+    return f"/m/{ranked_board[1].model_id}/" if url == "model" else url
 
 
 @pytest.mark.parametrize("url", PAGES)
 def test_a_shared_page_is_answered_again_with_no_database_query(
-        url, front, board, django_assert_num_queries):
-    url = url_of(url, board)
+        url, front, ranked_board, django_assert_num_queries):
+    url = url_of(url, ranked_board)
     first = call(front, url)
     assert first.status == 200
     with django_assert_num_queries(0):
@@ -138,11 +138,11 @@ def test_a_shared_page_is_answered_again_with_no_database_query(
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
 @pytest.mark.parametrize("url", PAGES)
-def test_the_fronts_headers_are_djangos(url, scheme, front, django_app, board,
+def test_the_fronts_headers_are_djangos(url, scheme, front, django_app, ranked_board,
                                         django_assert_num_queries):
     """Security headers and CSP included (HSTS on HTTPS): the front answers what Django's
     middleware made of the same request."""
-    url = url_of(url, board)
+    url = url_of(url, ranked_board)
     call(front, url, scheme=scheme)
     with django_assert_num_queries(0):
         answered = call(front, url, scheme=scheme)
@@ -157,9 +157,9 @@ def test_the_fronts_headers_are_djangos(url, scheme, front, django_app, board,
 
 
 @pytest.mark.parametrize("url", PAGES)
-def test_a_revalidation_answers_304_as_django_does(url, front, django_app, board,
+def test_a_revalidation_answers_304_as_django_does(url, front, django_app, ranked_board,
                                                    django_assert_num_queries):
-    url = url_of(url, board)
+    url = url_of(url, ranked_board)
     etag = call(front, url).header("ETag")
     learnt = call(front, url, headers={"If-None-Match": etag})  # Django's 304, kept
     with django_assert_num_queries(0):
@@ -172,7 +172,7 @@ def test_a_revalidation_answers_304_as_django_does(url, front, django_app, board
     assert other.status == 200 and other.body
 
 
-def test_head_answers_the_headers_without_the_body(front, board, django_assert_num_queries):
+def test_head_answers_the_headers_without_the_body(front, ranked_board, django_assert_num_queries):
     full = call(front, "/b/mmae/")
     with django_assert_num_queries(0):
         head = call(front, "/b/mmae/", method="HEAD")
@@ -182,7 +182,7 @@ def test_head_answers_the_headers_without_the_body(front, board, django_assert_n
 
 
 @pytest.mark.parametrize("url", ["/b/mmae/", "/api/leaderboards/mmae/"])
-def test_gzip_or_identity_by_accept_encoding(url, front, board, django_assert_num_queries):
+def test_gzip_or_identity_by_accept_encoding(url, front, ranked_board, django_assert_num_queries):
     kinds = {"gzip": "gzip, deflate", "identity": "gzip;q=0, identity", "none": ""}
     for value in kinds.values():  # each variant once through Django
         call(front, url, headers={"Accept-Encoding": value})
@@ -218,7 +218,7 @@ def name_in(answer: Answer) -> str | None:
 
 @pytest.mark.parametrize("url", [u for u in PAGES if u != "model"])
 def test_a_signed_in_visitors_page_is_kept_for_their_session_only(
-        url, front, board, client, author, other_author, django_assert_num_queries):
+        url, front, ranked_board, client, author, other_author, django_assert_num_queries):
     """The read API reads no session: its answer to a session is the public one."""
     page = not url.startswith("/api/")
     mine = signed_in(front, client, author)
@@ -243,7 +243,7 @@ def test_a_signed_in_visitors_page_is_kept_for_their_session_only(
         assert name_in(call(front, url, headers=made_up)) is None
 
 
-def test_a_session_without_its_csrf_cookie_is_not_kept(front, board, client, author,
+def test_a_session_without_its_csrf_cookie_is_not_kept(front, ranked_board, client, author,
                                                        django_assert_num_queries):
     """Its page sets a new CSRF cookie (the logout form's token): kept, it would set that one
     cookie for every later page."""
@@ -254,7 +254,7 @@ def test_a_session_without_its_csrf_cookie_is_not_kept(front, board, client, aut
     assert not front.kept
 
 
-def test_a_signed_in_revalidation_and_head(front, board, client, author,
+def test_a_signed_in_revalidation_and_head(front, ranked_board, client, author,
                                            django_assert_num_queries):
     mine = signed_in(front, client, author)
     full = call(front, "/b/mmae/", headers={"Cookie": mine})
@@ -269,7 +269,7 @@ def test_a_signed_in_revalidation_and_head(front, board, client, author,
     assert head.header("Content-Length") == str(len(full.body))
 
 
-def test_logging_out_ends_the_kept_pages_at_once(front, board, client, author, clock):
+def test_logging_out_ends_the_kept_pages_at_once(front, ranked_board, client, author, clock):
     mine = signed_in(front, client, author)
     call(front, "/b/mmae/", headers={"Cookie": mine})
     assert name_in(call(front, "/b/mmae/", headers={"Cookie": mine})) == author.username
@@ -278,7 +278,7 @@ def test_logging_out_ends_the_kept_pages_at_once(front, board, client, author, c
     assert name_in(replayed) is None
 
 
-def test_a_changed_account_ends_the_kept_pages(front, board, client, author,
+def test_a_changed_account_ends_the_kept_pages(front, ranked_board, client, author,
                                                django_capture_on_commit_callbacks):
     mine = signed_in(front, client, author)
     call(front, "/b/mmae/", headers={"Cookie": mine})
@@ -293,8 +293,8 @@ def test_a_changed_account_ends_the_kept_pages(front, board, client, author,
 
 
 def test_a_signed_in_page_follows_a_board_change_within_a_second(
-        front, board, client, author, clock, django_capture_on_commit_callbacks):
-    benchmark, _ = board
+        front, ranked_board, client, author, clock, django_capture_on_commit_callbacks):
+    benchmark, _ = ranked_board
     mine = signed_in(front, client, author)
     before = call(front, "/b/mmae/", headers={"Cookie": mine})
     with django_capture_on_commit_callbacks(execute=True):
@@ -305,8 +305,8 @@ def test_a_signed_in_page_follows_a_board_change_within_a_second(
 
 
 def test_a_model_page_of_ones_own_or_for_staff_is_never_kept(
-        front, board, client, author, other_author, staff, django_assert_num_queries):
-    url = url_of("model", board)  # the author's model
+        front, ranked_board, client, author, other_author, staff, django_assert_num_queries):
+    url = url_of("model", ranked_board)  # the author's model
     for owner_or_staff in (author, staff):
         cookie = signed_in(front, client, owner_or_staff)
         for _ in range(2):
@@ -321,7 +321,7 @@ def test_a_model_page_of_ones_own_or_for_staff_is_never_kept(
 @pytest.mark.parametrize("headers", [{"Authorization": "Token abc"},
                                      {"Cookie": "messages=abc"}, {"Cookie": "other=1"}])
 def test_a_token_or_a_cookie_django_may_read_goes_to_django(
-        headers, front, board, django_assert_num_queries):
+        headers, front, ranked_board, django_assert_num_queries):
     call(front, "/api/leaderboards/mmae/")
     with django_assert_num_queries(0):
         call(front, "/api/leaderboards/mmae/")
@@ -330,7 +330,7 @@ def test_a_token_or_a_cookie_django_may_read_goes_to_django(
     assert queries(front, "/api/leaderboards/mmae/", headers=headers) > 0
 
 
-def test_the_csrf_cookie_alone_is_answered_by_the_front(front, board,
+def test_the_csrf_cookie_alone_is_answered_by_the_front(front, ranked_board,
                                                         django_assert_num_queries):
     call(front, "/b/mmae/")
     with django_assert_num_queries(0):
@@ -338,10 +338,10 @@ def test_the_csrf_cookie_alone_is_answered_by_the_front(front, board,
     assert answered.status == 200
 
 
-def test_a_board_change_is_passed_on_within_a_second(front, board, clock,
+def test_a_board_change_is_passed_on_within_a_second(front, ranked_board, clock,
                                                      django_capture_on_commit_callbacks,
                                                      django_assert_num_queries):
-    benchmark, _ = board
+    benchmark, _ = ranked_board
     call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR")
     before = call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR")  # the front's
     with django_capture_on_commit_callbacks(execute=True):
@@ -357,9 +357,9 @@ def test_a_board_change_is_passed_on_within_a_second(front, board, clock,
         assert call(front, "/b/mmae/pivot/?dimension=modality&metric=EMR").body == after.body
 
 
-def test_a_version_the_cache_lost_sends_the_request_to_django(front, board, clock):
+def test_a_version_the_cache_lost_sends_the_request_to_django(front, ranked_board, clock):
     from django.core.cache import caches
-    benchmark, _ = board
+    benchmark, _ = ranked_board
     call(front, "/b/mmae/")
     caches["default"].delete(version_key(benchmark.id))
     clock.now += 1
@@ -368,7 +368,7 @@ def test_a_version_the_cache_lost_sends_the_request_to_django(front, board, cloc
         state_token(benchmark.board_version, True)
 
 
-def test_a_query_not_seen_and_other_methods_go_to_django(front, board,
+def test_a_query_not_seen_and_other_methods_go_to_django(front, ranked_board,
                                                          django_assert_num_queries):
     call(front, "/b/mmae/")
     assert queries(front, "/b/mmae/?sort=rank") > 0  # the same page, a spelling not seen
@@ -423,7 +423,7 @@ def test_a_response_that_sets_a_cookie_or_names_a_nonce_is_never_kept(settings, 
     assert len(kept.kept) == 1
 
 
-def test_kept_responses_stay_under_the_bound(front, django_app, board, settings):
+def test_kept_responses_stay_under_the_bound(front, django_app, ranked_board, settings):
     urls = ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound"]
     sizes = [len(call(django_app, url).body) for url in urls]
     settings.FRONT_MAX_BYTES = max(sizes) + ENTRY_BYTES + 10  # room for one of them only
@@ -454,7 +454,7 @@ def test_gunicorn_serves_the_front_around_django():
     assert isinstance(wsgi.application.app, WSGIHandler)
 
 
-def test_the_versions_are_read_at_most_once_a_second(front, board, clock, monkeypatch):
+def test_the_versions_are_read_at_most_once_a_second(front, ranked_board, clock, monkeypatch):
     from django.core.cache import caches
     default = caches["default"]
     reads = []
@@ -470,10 +470,10 @@ def test_the_versions_are_read_at_most_once_a_second(front, board, clock, monkey
     assert len(reads) == 2
 
 
-def test_versions_learnt_from_redis_pass_a_change_on(front, board, clock, redis_cache,  # noqa: F811
+def test_versions_learnt_from_redis_pass_a_change_on(front, ranked_board, clock, redis_cache,  # noqa: F811
                                                      django_capture_on_commit_callbacks,
                                                      django_assert_num_queries):
-    benchmark, _ = board
+    benchmark, _ = ranked_board
     publish({benchmark.id: benchmark.board_version})  # into Redis, as the board's change did
     call(front, "/b/mmae/")
     with django_assert_num_queries(0):
@@ -484,7 +484,7 @@ def test_versions_learnt_from_redis_pass_a_change_on(front, board, clock, redis_
     assert call(front, "/b/mmae/").header("ETag") != before.header("ETag")
 
 
-def test_with_redis_unreachable_django_answers(front, board, clock, settings):
+def test_with_redis_unreachable_django_answers(front, ranked_board, clock, settings):
     from tests.servers import free_ports
     (port,) = free_ports(1)
     settings.CACHES = {**settings.CACHES, "default": {

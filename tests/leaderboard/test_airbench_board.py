@@ -78,7 +78,7 @@ def chat_summary(scores: list[int]):
 
 
 @pytest.fixture
-def filled(airboards):
+def four_systems(airboards):
     benchmarks, score_by_summary = airboards
     # Careful answers everything and gets 4 of 6; Lucky gets 3 of the 4 it answered: a
     # higher published accuracy (75 against 66.67) but a lower strict one.
@@ -95,7 +95,7 @@ def table(html: str) -> str:
     return html[html.index('id="board"'):html.index("</table>", html.index('id="board"'))]
 
 
-def test_the_foundation_board_ranks_by_strict_accuracy_and_shows_both(client, filled):
+def test_the_foundation_board_ranks_by_strict_accuracy_and_shows_both(client, four_systems):
     html = client.get("/b/air-bench-foundation/").content.decode()
     board = table(html)
     assert board.index("Careful") < board.index("Lucky")
@@ -105,7 +105,7 @@ def test_the_foundation_board_ranks_by_strict_accuracy_and_shows_both(client, fi
     assert "simulated judge" in board
 
 
-def test_the_foundation_board_slices_by_domain_and_task(client, filled):
+def test_the_foundation_board_slices_by_domain_and_task(client, four_systems):
     html = client.get("/b/air-bench-foundation/?dimension=task&bucket=Sound+question+answering")
     assert html.status_code == 200
     assert "task = Sound question answering" in html.content.decode()
@@ -115,8 +115,8 @@ def test_the_foundation_board_slices_by_domain_and_task(client, filled):
     assert client.get("/b/air-bench-foundation/?dimension=modality").status_code == 400
 
 
-def test_the_api_gives_the_kinds_metrics_and_exact_ranks(client, filled):
-    rank_ranges.refresh(filled[airbench.FOUNDATION])
+def test_the_api_gives_the_kinds_metrics_and_exact_ranks(client, four_systems):
+    rank_ranges.refresh(four_systems[airbench.FOUNDATION])
     body = client.get("/api/leaderboards/air-bench-foundation/").json()
     assert body["kind"] == "airbench-foundation"
     assert body["metrics"] == ["acc_strict", "acc", "unparsed"]
@@ -128,7 +128,7 @@ def test_the_api_gives_the_kinds_metrics_and_exact_ranks(client, filled):
     assert "IFR" not in careful
 
 
-def test_the_csv_has_the_kinds_columns(client, filled):
+def test_the_csv_has_the_kinds_columns(client, four_systems):
     response = client.get("/api/leaderboards/air-bench-chat/?dimension=category"
                           "&bucket=mixed_audio&format=csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -141,7 +141,7 @@ def test_the_csv_has_the_kinds_columns(client, filled):
                                   "score_lo", "score_hi"]
 
 
-def test_the_chat_board_ranks_by_the_average(client, filled):
+def test_the_chat_board_ranks_by_the_average(client, four_systems):
     html = client.get("/b/air-bench-chat/").content.decode()
     board = table(html)
     assert board.index("Talker") < board.index("Mumbler")
@@ -152,7 +152,7 @@ def test_the_chat_board_ranks_by_the_average(client, filled):
     assert speech.index("Talker") < speech.index("Mumbler")
 
 
-def test_the_pivot_shows_categories_on_the_kinds_scale(client, filled):
+def test_the_pivot_shows_categories_on_the_kinds_scale(client, four_systems):
     html = client.get("/b/air-bench-chat/pivot/?dimension=category&metric=score") \
         .content.decode()
     assert "score (strict) (0-10)" in html
@@ -162,14 +162,14 @@ def test_the_pivot_shows_categories_on_the_kinds_scale(client, filled):
     assert client.get("/b/air-bench-chat/pivot/?metric=EMR").status_code == 400
 
 
-def test_compare_lays_out_the_kinds_metrics(client, filled):
+def test_compare_lays_out_the_kinds_metrics(client, four_systems):
     ids = ",".join(str(m.id) for m in ModelEntry.objects.filter(name__in=["Careful", "Lucky"]))
     html = client.get(f"/b/air-bench-foundation/compare/?models={ids}").content.decode()
     assert "acc (strict) / acc (parsed) / unparsed" in html
     assert "Speech grounding" in html
 
 
-def test_the_model_page_charts_a_dimension_of_its_board(client, filled):
+def test_the_model_page_charts_a_dimension_of_its_board(client, four_systems):
     model = ModelEntry.objects.get(name="Talker")
     html = client.get(f"/m/{model.id}/").content.decode()
     assert "score (strict) <strong>" in html and "pass A" in html

@@ -61,7 +61,7 @@ def as_user(user):
 
 
 @pytest.fixture
-def boards(board, airboards, tmp_path):  # noqa: F811
+def filled_boards(board, airboards, tmp_path):  # noqa: F811
     """An MMAE board with intervals, rank ranges, a flag, refusals, a judge figure and
     published results; both AIR-Bench boards, sharing a model with it."""
     benchmark, score_by_slices = board
@@ -90,9 +90,9 @@ def boards(board, airboards, tmp_path):  # noqa: F811
     return alpha
 
 
-def test_every_read_body_is_what_its_schema_describes(client, boards, author):
+def test_every_read_body_is_what_its_schema_describes(client, filled_boards, author):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    alpha, mine = boards, as_user(author)
+    alpha, mine = filled_boards, as_user(author)
     calls = [
         ("/api/leaderboards/{slug}/", client, "/api/leaderboards/mmae/?page_size=1", 200),
         ("/api/leaderboards/{slug}/", client, "/api/leaderboards/mmae/?page_size=1&page=2",

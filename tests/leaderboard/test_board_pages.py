@@ -26,7 +26,7 @@ SLICES = [("overall", ""), ("modality", "sound"), ("modality", "music"),
 
 
 @pytest.fixture
-def seeded(board, other_author):
+def mixed_board(board, other_author):
     """A board with ties (exact and by float noise), names told apart only by case or not at
     all, figures missing on a slice, a partial submission, a hidden, a private, a flagged and
     an unfinished one, a chosen representative that is not the latest, reported results and
@@ -101,39 +101,40 @@ def every_slice(benchmark):
                                 for b in buckets]
 
 
-def test_the_stored_order_of_every_slice_is_the_python_ranking(seeded):
-    assert rank_ranges.refresh(seeded, replicates=20)
-    stored = {(r.dimension, r.bucket): r for r in RankRanges.objects.filter(benchmark=seeded)}
-    assert set(stored) == set(every_slice(seeded))
-    for dimension, bucket in every_slice(seeded):
+def test_the_stored_order_of_every_slice_is_the_python_ranking(mixed_board):
+    assert rank_ranges.refresh(mixed_board, replicates=20)
+    stored = {(r.dimension, r.bucket): r for r in RankRanges.objects.filter(benchmark=mixed_board)}
+    assert set(stored) == set(every_slice(mixed_board))
+    for dimension, bucket in every_slice(mixed_board):
         order = stored[(dimension, bucket)].order
-        assert [(pk, rank) for pk, rank, *_ in order] == python_order(seeded, dimension, bucket)
+        assert [(pk, rank) for pk, rank, *_ in order] == \
+            python_order(mixed_board, dimension, bucket)
     overall = [pk for pk, *_ in stored[("overall", "")].order]
     assert len(overall) == 16  # one row per model; hidden, private, unfinished ones left out
-    assert seeded_ids(seeded)["Hidden"] not in overall
+    assert seeded_ids(mixed_board)["Hidden"] not in overall
     ranks = [rank for _, rank, *_ in stored[("overall", "")].order]
     assert len(set(ranks)) < len(ranks) and ranks == sorted(ranks)
 
 
-def test_the_database_ranks_every_slice_as_python_does(seeded):
+def test_the_database_ranks_every_slice_as_python_does(mixed_board):
     for (dimension, bucket), sort, descending in itertools.product(
-            every_slice(seeded), ("rank", "EMR", "IFR", "CR"), (False, True)):
-        expected = python_order(seeded, dimension, bucket, sort=sort, descending=descending)
+            every_slice(mixed_board), ("rank", "EMR", "IFR", "CR"), (False, True)):
+        expected = python_order(mixed_board, dimension, bucket, sort=sort, descending=descending)
         figures = ["EMR", "IFR", "CR"] if sort == "rank" else [sort, "EMR", "IFR", "CR"]
-        rows, total = ranked_sql.window(seeded, figures, dimension, bucket, start=0, stop=100,
+        rows, total = ranked_sql.window(mixed_board, figures, dimension, bucket, start=0, stop=100,
                                         descending=descending)
         assert [(pk, rank) for pk, rank, _ in rows] == expected, (dimension, bucket, sort)
-        assert total == len(expected) == ranked_sql.count(seeded, dimension, bucket)
-        middle, _ = ranked_sql.window(seeded, figures, dimension, bucket, start=2, stop=5,
+        assert total == len(expected) == ranked_sql.count(mixed_board, dimension, bucket)
+        middle, _ = ranked_sql.window(mixed_board, figures, dimension, bucket, start=2, stop=5,
                                       descending=descending)
         assert [(pk, rank) for pk, rank, _ in middle] == expected[2:5]
 
 
-def test_the_database_gives_the_same_keys_as_the_worker(seeded):
-    rank_ranges.refresh(seeded, replicates=20)
-    for dimension, bucket in every_slice(seeded):
-        stored = RankRanges.objects.get(benchmark=seeded, dimension=dimension, bucket=bucket)
-        rows, _ = ranked_sql.window(seeded, ["EMR", "IFR", "CR"], dimension, bucket, start=0,
+def test_the_database_gives_the_same_keys_as_the_worker(mixed_board):
+    rank_ranges.refresh(mixed_board, replicates=20)
+    for dimension, bucket in every_slice(mixed_board):
+        stored = RankRanges.objects.get(benchmark=mixed_board, dimension=dimension, bucket=bucket)
+        rows, _ = ranked_sql.window(mixed_board, ["EMR", "IFR", "CR"], dimension, bucket, start=0,
                                     stop=100)
         assert [[pk, rank, *key] for pk, rank, key in rows] == stored.order
 
@@ -149,44 +150,44 @@ QUERIES = [BoardQuery(dimension=d, bucket=b, sort=sort, descending=descending, r
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
-def test_every_page_is_the_python_boards_page(seeded, stored):
+def test_every_page_is_the_python_boards_page(mixed_board, stored):
     """Ranked rows, reported and diagnostic rows where their figures place them, ties cut
     across pages, in each direction, from the stored order or the database's."""
     if stored:
-        rank_ranges.refresh(seeded, replicates=20)
+        rank_ranges.refresh(mixed_board, replicates=20)
     for query, size in itertools.product(QUERIES, (3, 7, 100)):
-        expected, total = board_pages_of(seeded, query, size)
+        expected, total = board_pages_of(mixed_board, query, size)
         for number, page in enumerate(expected, start=1):
-            rows, paging = board_pages.board_page(seeded, query, number=number, size=size)
+            rows, paging = board_pages.board_page(mixed_board, query, number=number, size=size)
             assert rows == page, (query, size, number)
             assert paging["total"] == total
 
 
-def test_a_filtered_or_column_sorted_board_is_ranked_in_python_as_before(seeded):
+def test_a_filtered_or_column_sorted_board_is_ranked_in_python_as_before(mixed_board):
     for query in (BoardQuery(search="alpha"), BoardQuery(licence="MIT"),
                   BoardQuery(open_weights=False), BoardQuery(sort="model"),
                   BoardQuery(sort="coverage", descending=True)):
         assert not board_pages.fast(board_pages.get_kind("mmae"), query)
-        rows, _ = board_pages.board_page(seeded, query, number=1, size=100)
-        assert rows == board_table(benchmark=seeded, query=query)
+        rows, _ = board_pages.board_page(mixed_board, query, number=1, size=100)
+        assert rows == board_table(benchmark=mixed_board, query=query)
 
 
-def test_a_page_past_the_end_is_not_found(seeded):
+def test_a_page_past_the_end_is_not_found(mixed_board):
     from django.http import Http404
 
     with pytest.raises(Http404, match="past the last page"):
-        board_pages.board_page(seeded, BoardQuery(), number=9, size=10)
+        board_pages.board_page(mixed_board, BoardQuery(), number=9, size=10)
 
 
 def test_a_board_change_makes_the_stored_order_stale_until_the_worker_stores_the_new(
-        seeded, author, board):
+        mixed_board, author, board):
     _, score_by_slices = board
-    rank_ranges.refresh(seeded, replicates=20)
-    assert rank_ranges.stored_window(seeded, "overall", "", start=0, stop=3)[1]
-    first = python_order(seeded, "overall", "")[0][0]  # of the state before
+    rank_ranges.refresh(mixed_board, replicates=20)
+    assert rank_ranges.stored_window(mixed_board, "overall", "", start=0, stop=3)[1]
+    first = python_order(mixed_board, "overall", "")[0][0]  # of the state before
     newcomer = score_by_slices("Newcomer", (100.0, 100.0, 100.0))  # tells the board: a new version
-    benchmark = Benchmark.objects.get(pk=seeded.pk)
-    assert benchmark.board_version > seeded.board_version
+    benchmark = Benchmark.objects.get(pk=mixed_board.pk)
+    assert benchmark.board_version > mixed_board.board_version
     ranges, entries, _ = rank_ranges.stored_window(benchmark, "overall", "", start=0, stop=3)
     assert ranges and entries is None  # the ranges of the state before; no order
     rows, _ = board_pages.ranked_page(benchmark, BoardQuery(), number=1, size=2)
@@ -197,30 +198,31 @@ def test_a_board_change_makes_the_stored_order_stale_until_the_worker_stores_the
     assert [(pk, rank) for pk, rank, *_ in order] == python_order(benchmark, "overall", "")
 
 
-def test_the_bucket_list_is_the_stored_one_or_the_databases(seeded):
-    expected = bucket_choices(seeded)
-    assert board_pages.bucket_choices(seeded) == expected  # in the database: nothing stored
-    rank_ranges.refresh(seeded, replicates=20)
-    assert board_pages.bucket_choices(seeded) == expected
-    board_changed(seeded.id)  # until the worker runs again, the database's: never a past state's
-    assert board_pages.bucket_choices(Benchmark.objects.get(pk=seeded.pk)) == expected
+def test_the_bucket_list_is_the_stored_one_or_the_databases(mixed_board):
+    expected = bucket_choices(mixed_board)
+    assert board_pages.bucket_choices(mixed_board) == expected  # in the database: nothing stored
+    rank_ranges.refresh(mixed_board, replicates=20)
+    assert board_pages.bucket_choices(mixed_board) == expected
+    # until the worker runs again, the database's: never a past state's
+    board_changed(mixed_board.id)
+    assert board_pages.bucket_choices(Benchmark.objects.get(pk=mixed_board.pk)) == expected
 
 
-def test_the_snapshot_names_the_licences(seeded):
-    snapshot = board_pages.board_snapshot(seeded)
-    assert snapshot["licences"] == licences(seeded) == ["MIT"]
+def test_the_snapshot_names_the_licences(mixed_board):
+    snapshot = board_pages.board_snapshot(mixed_board)
+    assert snapshot["licences"] == licences(mixed_board) == ["MIT"]
     assert [d["model"] for d in snapshot["diagnostics"]] == ["Identity", "Noise"]
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
-def test_the_pivot_page_is_the_full_pivots_page(seeded, stored):
+def test_the_pivot_page_is_the_full_pivots_page(mixed_board, stored):
     if stored:
-        rank_ranges.refresh(seeded, replicates=20)
-    full = pivot(benchmark=seeded, dimension="modality", metric="IFR")
+        rank_ranges.refresh(mixed_board, replicates=20)
+    full = pivot(benchmark=mixed_board, dimension="modality", metric="IFR")
     by_submission = {r["submission"]: r for r in full["rows"]}
-    order = python_order(seeded, "overall", "")
+    order = python_order(mixed_board, "overall", "")
     for number in range(1, 5):
-        table, paging = board_pages.pivot_page(seeded, dimension="modality", metric="IFR",
+        table, paging = board_pages.pivot_page(mixed_board, dimension="modality", metric="IFR",
                                                number=number, size=5)
         assert table["buckets"] == full["buckets"]
         assert [(r["submission"], r["rank"]) for r in table["rows"]] == \
@@ -231,10 +233,10 @@ def test_the_pivot_page_is_the_full_pivots_page(seeded, stored):
         assert paging["total"] == len(order)
 
 
-def test_the_pivot_tells_apart_names_shared_beyond_its_page(seeded):
+def test_the_pivot_tells_apart_names_shared_beyond_its_page(mixed_board):
     rows = []
     for number in range(1, 17):
-        table, _ = board_pages.pivot_page(seeded, dimension="modality", metric="CR",
+        table, _ = board_pages.pivot_page(mixed_board, dimension="modality", metric="CR",
                                           number=number, size=1)
         rows += table["rows"]
     same = [r for r in rows if r["model"].startswith("Same")]
@@ -255,21 +257,22 @@ def test_labels_count_each_name_once(board, other_author):
     assert sum(1 for v in labels.values() if "(#" in v) == 1000
 
 
-def test_the_pivot_opens_on_the_first_ranking_metric_that_differs(seeded, board):
-    assert board_pages.pivot_metric(seeded, "modality") == "EMR"
+def test_the_pivot_opens_on_the_first_ranking_metric_that_differs(mixed_board, board):
+    assert board_pages.pivot_metric(mixed_board, "modality") == "EMR"
     benchmark, score_by_slices = board
     assert board_pages.pivot_metric(benchmark, "complexity") == "EMR"  # no cells at all
 
 
 @pytest.mark.parametrize("query", ["window", "place"])
-def test_the_databases_ranking_plan_has_no_nested_loop(seeded, query):
+def test_the_databases_ranking_plan_has_no_nested_loop(mixed_board, query):
     """Without planner statistics PostgreSQL nested loops over bitmap scans of every row
     (1.6 s at 10,000 submissions); the ranking query's plan must join by hash or merge (the
     suite runs on PostgreSQL): a window of the order, and one row's place in it."""
     figures = ["EMR", "IFR", "CR"]
-    sql, params = ranked_sql.window_sql(seeded, figures, "modality", "sound", start=0,
+    sql, params = ranked_sql.window_sql(mixed_board, figures, "modality", "sound", start=0,
                                         stop=100) if query == "window" else \
-        ranked_sql.place_sql(seeded, figures, "modality", "sound", seeded_ids(seeded)["Beta"])
+        ranked_sql.place_sql(mixed_board, figures, "modality", "sound",
+                             seeded_ids(mixed_board)["Beta"])
     with ranked_sql.no_nested_loops() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(line for (line,) in cursor.fetchall())
@@ -278,36 +281,36 @@ def test_the_databases_ranking_plan_has_no_nested_loop(seeded, query):
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
-def test_a_standing_is_where_the_python_board_lists_the_row(seeded, stored):
+def test_a_standing_is_where_the_python_board_lists_the_row(mixed_board, stored):
     """The model page's standing (rank, range, rows ranked, position with the reference rows
     inline) from the stored order or the database's, for every row the board ranks."""
     if stored:
-        rank_ranges.refresh(seeded, replicates=20)
-    table = board_table(benchmark=seeded)
+        rank_ranges.refresh(mixed_board, replicates=20)
+    table = board_table(benchmark=mixed_board)
     ranked = [r for r in table if r["rank"] is not None]
     assert len(table) > len(ranked) > 10  # reference rows stand among the ranked ones
     for position, row in enumerate(table):
         if row["rank"] is None:
             continue
-        found = board_pages.standing(seeded, row["submission"])
+        found = board_pages.standing(mixed_board, row["submission"])
         assert found == {"rank": row["rank"], "range": row["rank_range"], "of": len(ranked),
                          "position": position}, row["model"]
         assert (found["range"] is not None) == stored
-    assert board_pages.standing(seeded, seeded_ids(seeded)["Hidden"]) is None
+    assert board_pages.standing(mixed_board, seeded_ids(mixed_board)["Hidden"]) is None
 
 
 @pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
-def test_the_item_pages_sides_are_the_python_boards_rows(seeded, stored):
+def test_the_item_pages_sides_are_the_python_boards_rows(mixed_board, stored):
     """The item page's systems (each model's representative, in board order, with its rank)
     from the stored order or the database's, as the Python board ranks them."""
     if stored:
-        rank_ranges.refresh(seeded, replicates=20)
-    sides = item_pages.board_order(seeded)
-    assert [(s.entry.id, s.rank) for s in sides] == python_order(seeded, "overall", "")
+        rank_ranges.refresh(mixed_board, replicates=20)
+    sides = item_pages.board_order(mixed_board)
+    assert [(s.entry.id, s.rank) for s in sides] == python_order(mixed_board, "overall", "")
     assert len(sides) == 16
 
 
-def test_the_licences_are_those_of_the_models_on_the_board(seeded):
+def test_the_licences_are_those_of_the_models_on_the_board(mixed_board):
     """A model's licence lists when one of its submissions is on the board: not a hidden,
     private or unfinished one's."""
     from submissions.models import ModelEntry
@@ -315,24 +318,24 @@ def test_the_licences_are_those_of_the_models_on_the_board(seeded):
     for name, licence in (("Hidden", "GPL-3.0"), ("Private", "CC-BY-NC-4.0"),
                           ("Running", "proprietary"), ("Gamma", "Apache-2.0")):
         ModelEntry.objects.filter(name=name).update(licence=licence)
-    assert ranked_sql.licences(seeded) == licences(seeded) == ["Apache-2.0", "MIT"]
+    assert ranked_sql.licences(mixed_board) == licences(mixed_board) == ["Apache-2.0", "MIT"]
 
 
 @pytest.mark.parametrize("way", ["stored", "in the database"])
-def test_the_compare_link_names_the_top_two(seeded, way, monkeypatch):
+def test_the_compare_link_names_the_top_two(mixed_board, way, monkeypatch):
     """The board's top two models, whichever way they are read: the worker's order, or the
     database's first two rows."""
     first = ranked_sql.first
     if way == "stored":  # the stored order is read, not the database's ranking
         monkeypatch.setattr(ranked_sql, "first", None)
-        rank_ranges.refresh(seeded, replicates=20)
-        seeded = Benchmark.objects.get(pk=seeded.pk)  # a new request learns the new state
-    top = leaderboard_rows(benchmark=seeded)[:2]
+        rank_ranges.refresh(mixed_board, replicates=20)
+        mixed_board = Benchmark.objects.get(pk=mixed_board.pk)  # a new request learns the new state
+    top = leaderboard_rows(benchmark=mixed_board)[:2]
     expected = ",".join(str(r["model_id"]) for r in top)
-    assert board_pages.top_two(seeded) == expected
+    assert board_pages.top_two(mixed_board) == expected
     # The database's first rows are the window's, ties and names told apart by case included.
     for dimension, bucket in SLICES:
-        window, _ = ranked_sql.window(seeded, ["EMR", "IFR", "CR"], dimension, bucket,
+        window, _ = ranked_sql.window(mixed_board, ["EMR", "IFR", "CR"], dimension, bucket,
                                       start=0, stop=50)
-        assert first(seeded, ["EMR", "IFR", "CR"], dimension, bucket, 50) \
+        assert first(mixed_board, ["EMR", "IFR", "CR"], dimension, bucket, 50) \
             == [pk for pk, _, _ in window]

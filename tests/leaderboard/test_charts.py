@@ -36,7 +36,7 @@ def scatter(rows):
 
 
 @pytest.fixture
-def three(board):
+def board_of_three(board):
     benchmark, score_by_slices = board
     score_by_slices("Alpha", (50.0, 60.0, 30.0),
                     intervals={("overall", ""): {"IFR": (45.0, 56.0), "EMR": (25.0, 35.0)}})
@@ -47,8 +47,8 @@ def three(board):
     return benchmark
 
 
-def test_the_scatter_plots_the_rows_with_their_intervals_as_whiskers(three):
-    rows = leaderboard_rows(benchmark=three)
+def test_the_scatter_plots_the_rows_with_their_intervals_as_whiskers(board_of_three):
+    rows = leaderboard_rows(benchmark=board_of_three)
     trace = scatter(rows).data[0]
     assert list(trace.x) == [50.0, 40.0, 20.0]
     assert list(trace.y) == [30.0, 20.0, 10.0]
@@ -61,8 +61,8 @@ def test_the_scatter_plots_the_rows_with_their_intervals_as_whiskers(three):
     assert list(trace.customdata) == [r["model_id"] for r in rows]
 
 
-def test_the_scatter_leaves_out_a_row_without_both_figures(three):
-    rows = leaderboard_rows(benchmark=three)
+def test_the_scatter_leaves_out_a_row_without_both_figures(board_of_three):
+    rows = leaderboard_rows(benchmark=board_of_three)
     rows[1]["IFR"] = None
     assert list(scatter(rows).data[0].x) == [50.0, 20.0]
 
@@ -99,7 +99,7 @@ def test_the_top_rows_are_named_beside_their_points(board):
     assert named == [f"Model {i}" for i in (6, 5, 4, 3, 2)]  # the top five, by rank
 
 
-def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, three):
+def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, board_of_three):
     response = client.get("/b/mmae/?q=a")  # Alpha, Beta and Gamma all match "a"...
     html = response.content.decode()
     assert [r["model"] for r in response.context["rows"]] == ["Alpha", "Beta", "Gamma"]
@@ -110,11 +110,11 @@ def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, three):
     assert (trace["x"], trace["y"], trace["error_y"]["array"]) == ([40.0], [20.0], [8.0])
 
 
-def test_the_board_page_loads_plotly_once_and_links_the_new_pages(client, three):
+def test_the_board_page_loads_plotly_once_and_links_the_new_pages(client, board_of_three):
     html = client.get("/b/mmae/").content.decode()
     assert html.count(f'<script src="/static-plotly-{plotly.__version__}.js"></script>') == 1
-    alpha = three.submissions.get(model__name="Alpha").model_id
-    beta = three.submissions.get(model__name="Beta").model_id
+    alpha = board_of_three.submissions.get(model__name="Alpha").model_id
+    beta = board_of_three.submissions.get(model__name="Beta").model_id
     assert f'<a class="cut name" href="/m/{alpha}/" title="Alpha"><bdi>Alpha</bdi></a>' in html
     assert 'href="/b/mmae/pivot/"' in html
     assert f'href="/b/mmae/compare/?models={alpha},{beta}"' in html
@@ -199,8 +199,8 @@ def test_plotly_js_answers_get_only(client, db):
     assert client.post(f"/static-plotly-{plotly.__version__}.js").status_code == 405
 
 
-def test_a_chart_renders_without_plotly_js_inline(three):
-    html = charts.to_html(scatter(leaderboard_rows(benchmark=three, query=BoardQuery())),
+def test_a_chart_renders_without_plotly_js_inline(board_of_three):
+    html = charts.to_html(scatter(leaderboard_rows(benchmark=board_of_three, query=BoardQuery())),
                           div_id="x")
     spec = figure_spec(html, "x")
     assert spec["data"][0]["type"] == "scatter" and spec["config"] == charts.CONFIG
@@ -210,15 +210,15 @@ def test_a_chart_renders_without_plotly_js_inline(three):
 
 
 # Content-Security-Policy: plotly.js injects styles, so chart pages allow inline ones.
-def test_a_page_with_a_chart_allows_inline_styles_and_nothing_else_inline(client, three):
+def test_a_page_with_a_chart_allows_inline_styles_and_nothing_else_inline(client, board_of_three):
     response = client.get("/b/mmae/")
     assert response.status_code == 200
     assert 'class="plotly-chart"' in response.content.decode()
     assert_nothing_from_outside(policy(response), inline_styles=True)
 
 
-def test_a_page_without_a_chart_allows_nothing_inline(client, three):
-    response = client.get(f"/s/{three.submissions.get(model__name='Alpha').pk}/")
+def test_a_page_without_a_chart_allows_nothing_inline(client, board_of_three):
+    response = client.get(f"/s/{board_of_three.submissions.get(model__name='Alpha').pk}/")
     assert response.status_code == 200
     assert_nothing_from_outside(policy(response), inline_styles=False)
 

@@ -28,15 +28,15 @@ def sides(html: str) -> list[int]:
 
 
 @pytest.fixture
-def trio(votes_board):
+def voted_trio(votes_board):
     benchmark, score_by_votes, items = votes_board
     systems = [score_by_votes("Middling", some), score_by_votes("Perfect", everything),
                score_by_votes("Hopeless", nothing, missing=(3,))]
     return benchmark, systems, items
 
 
-def test_every_representative_in_board_order(client, trio):
-    benchmark, (middling, perfect, hopeless), items = trio
+def test_every_representative_in_board_order(client, voted_trio):
+    benchmark, (middling, perfect, hopeless), items = voted_trio
     key = items[3].key
     response = client.get(f"/b/mmae/i/{key}/")
     assert response.status_code == 200
@@ -55,7 +55,7 @@ def test_every_representative_in_board_order(client, trio):
     assert html.count('class="em pass"') == 1
 
 
-def test_a_private_submission_never_appears(client, trio, votes_board, other_author, author):
+def test_a_private_submission_never_appears(client, voted_trio, votes_board, other_author, author):
     _, score_by_votes, items = votes_board
     hidden = score_by_votes("Hidden", everything, public=False, owner=other_author)
     for user in (None, author):
@@ -67,8 +67,8 @@ def test_a_private_submission_never_appears(client, trio, votes_board, other_aut
         assert f"/s/{hidden.pk}/" not in html and "Hidden" not in html
 
 
-def test_previous_and_next_stay_within_the_slice(client, trio):
-    _, _, items = trio
+def test_previous_and_next_stay_within_the_slice(client, voted_trio):
+    _, _, items = voted_trio
     keys = [i.key for i in items]
     html = client.get(f"/b/mmae/i/{keys[0]}/").content.decode()
     assert 'rel="prev"' not in html
@@ -83,8 +83,8 @@ def test_previous_and_next_stay_within_the_slice(client, trio):
     assert f'rel="prev" href="/b/mmae/i/{keys[10]}/"' in html and 'rel="next"' not in html
 
 
-def test_the_explorer_links_each_sample_to_its_item_page(client, trio):
-    _, (middling, _, _), items = trio
+def test_the_explorer_links_each_sample_to_its_item_page(client, voted_trio):
+    _, (middling, _, _), items = voted_trio
     html = client.get(f"/s/{middling.pk}/samples/").content.decode()
     for item in items:
         assert f'href="/b/mmae/i/{item.key}/"' in html
@@ -93,8 +93,8 @@ def test_the_explorer_links_each_sample_to_its_item_page(client, trio):
     assert f'href="{link}"' in html.content.decode()
 
 
-def test_systems_come_a_page_at_a_time(client, trio, monkeypatch):
-    benchmark, _, items = trio
+def test_systems_come_a_page_at_a_time(client, voted_trio, monkeypatch):
+    benchmark, _, items = voted_trio
     monkeypatch.setattr(item_pages, "SYSTEMS_PER_PAGE", 2)
     board = [r["model_id"] for r in selectors.leaderboard_rows(benchmark=benchmark)]
     url = f"/b/mmae/i/{items[0].key}/"
@@ -103,7 +103,7 @@ def test_systems_come_a_page_at_a_time(client, trio, monkeypatch):
     assert client.get(url, {"page": 3}).status_code == 404
 
 
-def test_an_unknown_item_is_a_404(client, trio):
+def test_an_unknown_item_is_a_404(client, voted_trio):
     assert client.get("/b/mmae/i/nothing-here/").status_code == 404
     assert client.get("/b/nowhere/i/x/").status_code == 404
 
@@ -114,16 +114,16 @@ def test_an_unknown_item_is_a_404(client, trio):
     ({"bucket": "single"}, "needs a dimension"),
     ({"page": "x"}, "Enter a whole number"),
 ])
-def test_bad_parameters_are_a_400_naming_them(client, trio, params, message):
-    _, _, items = trio
+def test_bad_parameters_are_a_400_naming_them(client, voted_trio, params, message):
+    _, _, items = voted_trio
     response = client.get(f"/b/mmae/i/{items[0].key}/", params)
     assert response.status_code == 400
     assert escape(message) in response.content.decode()
 
 
-def test_anonymous_visitors_share_one_response_per_state(client, trio,
+def test_anonymous_visitors_share_one_response_per_state(client, voted_trio,
                                                          django_assert_num_queries):
-    _, _, items = trio
+    _, _, items = voted_trio
     first = client.get(f"/b/mmae/i/{items[0].key}/")
     with django_assert_num_queries(1):  # the benchmark's row, for its state
         again = client.get(f"/b/mmae/i/{items[0].key}/")
@@ -139,14 +139,14 @@ def test_airbench_answers_are_text_read_by_the_judge(client, chat_pair):
     assert html.count("pass A:") == 2 and html.count("pass B:") == 2
 
 
-def test_a_page_of_systems_reads_its_window_not_every_representative(client, trio,
+def test_a_page_of_systems_reads_its_window_not_every_representative(client, voted_trio,
                                                                     monkeypatch):
     """Each page of systems is a window of the board's order with its rows' submissions
     (a first visit at 10,000 submissions read every representative for a page of 50), in
     the order and with the ranks the board gives; a page past the last is a 404."""
     from leaderboard.boards import state
 
-    benchmark, (middling, perfect, hopeless), items = trio
+    benchmark, (middling, perfect, hopeless), items = voted_trio
     monkeypatch.setattr(item_pages, "SYSTEMS_PER_PAGE", 2)
     monkeypatch.setattr(state, "_read_representatives",
                         lambda benchmark: pytest.fail("every representative read"))

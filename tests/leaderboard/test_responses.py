@@ -15,7 +15,7 @@ PAGES = ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound",
 
 
 @pytest.fixture
-def filled(board):
+def alpha_and_beta(board):
     benchmark, score_by_slices = board
     alpha = score_by_slices("Alpha", (50.0, 60.0, 30.0), slices={("modality", "sound"): (1, 2, 3)})
     score_by_slices("Beta", (40.0, 70.0, 20.0), slices={("modality", "sound"): (4, 5, 6)})
@@ -23,9 +23,9 @@ def filled(board):
 
 
 @pytest.mark.parametrize("url", [*PAGES, "model"])
-def test_a_revalidation_answers_304_until_the_board_changes(url, client, filled):
+def test_a_revalidation_answers_304_until_the_board_changes(url, client, alpha_and_beta):
     """By ETag only: a date names a second, and two states may share it."""
-    benchmark, alpha = filled
+    benchmark, alpha = alpha_and_beta
     url = f"/m/{alpha.model_id}/" if url == "model" else url
     first = client.get(url)
     assert first.status_code == 200
@@ -39,15 +39,15 @@ def test_a_revalidation_answers_304_until_the_board_changes(url, client, filled)
     assert changed.status_code == 200 and changed["ETag"] != etag
 
 
-def test_last_modified_is_when_the_board_last_changed(client, filled):
-    benchmark, _ = filled
+def test_last_modified_is_when_the_board_last_changed(client, alpha_and_beta):
+    benchmark, _ = alpha_and_beta
     benchmark.refresh_from_db()
     assert client.get("/b/mmae/")["Last-Modified"] == \
         http_date(int(benchmark.board_changed_at.timestamp()))
 
 
 @pytest.mark.parametrize("url", PAGES)
-def test_anonymous_visitors_may_be_served_by_a_shared_cache(url, client, filled, settings):
+def test_anonymous_visitors_may_be_served_by_a_shared_cache(url, client, alpha_and_beta, settings):
     settings.BOARD_SHARED_MAX_AGE = 45
     response = client.get(url)
     control = {part.strip() for part in response["Cache-Control"].split(",")}
@@ -55,14 +55,14 @@ def test_anonymous_visitors_may_be_served_by_a_shared_cache(url, client, filled,
     assert "Cookie" in response["Vary"]
 
 
-def test_a_signed_in_visitors_page_is_private_to_them(client, filled, author):
+def test_a_signed_in_visitors_page_is_private_to_them(client, alpha_and_beta, author):
     client.force_login(author)
     response = client.get("/b/mmae/")
     assert set(response["Cache-Control"].split(", ")) == {"private", "no-cache"}
     assert "Log out" in response.content.decode()
 
 
-def test_a_signed_in_visitors_navigation_never_reaches_anonymous_visitors(client, filled,
+def test_a_signed_in_visitors_navigation_never_reaches_anonymous_visitors(client, alpha_and_beta,
                                                                           author, staff):
     client.force_login(staff)
     signed_in = client.get("/b/mmae/")
@@ -77,7 +77,7 @@ def test_a_signed_in_visitors_navigation_never_reaches_anonymous_visitors(client
     assert "Log out" in html and "Staff</a>" not in html
 
 
-def test_signed_in_visitors_get_the_cached_rows(client, filled, author, monkeypatch):
+def test_signed_in_visitors_get_the_cached_rows(client, alpha_and_beta, author, monkeypatch):
     from leaderboard.pages import views
 
     client.get("/b/mmae/")  # an anonymous visit renders the rows once
@@ -90,14 +90,14 @@ def test_signed_in_visitors_get_the_cached_rows(client, filled, author, monkeypa
     assert "Alpha" in client.get("/b/mmae/").content.decode()
 
 
-def test_anonymous_visitors_get_the_same_bytes_from_the_cache(client, filled, cache_writes):
+def test_anonymous_visitors_get_the_same_bytes_from_the_cache(client, alpha_and_beta, cache_writes):
     first = client.get("/b/mmae/?sort=EMR")
     assert client.get("/b/mmae/?utm_source=x&sort=EMR").content == first.content
     assert len(cache_writes("shared-response")) == 1
 
 
 @pytest.mark.parametrize("url", ["/b/mmae/", "/api/leaderboards/mmae/"])
-def test_the_response_is_gzipped_for_clients_that_accept_it(url, client, filled):
+def test_the_response_is_gzipped_for_clients_that_accept_it(url, client, alpha_and_beta):
     plain = client.get(url)
     packed = client.get(url, headers={"Accept-Encoding": "gzip, deflate"})
     assert packed["Content-Encoding"] == "gzip" and "Content-Encoding" not in plain
@@ -108,7 +108,7 @@ def test_the_response_is_gzipped_for_clients_that_accept_it(url, client, filled)
                                     "If-None-Match": packed["ETag"]}).status_code == 304
 
 
-def test_a_bad_query_is_answered_afresh_and_never_cached(client, filled, cache_writes):
+def test_a_bad_query_is_answered_afresh_and_never_cached(client, alpha_and_beta, cache_writes):
     assert client.get("/b/mmae/?dimension=nowhere").status_code == 400
     assert client.get("/api/leaderboards/mmae/?page=0").status_code == 400
     assert cache_writes("shared-response") == []

@@ -71,7 +71,7 @@ def demo_set(page_state):
 
 
 @pytest.fixture
-def make_submission(page_state, db):
+def submit_system_a(page_state, db):
     return page_state["make"]
 
 
@@ -122,11 +122,11 @@ def test_a_public_finished_submission_is_shown_to_everyone(client, judged, autho
 
 @pytest.mark.parametrize("state", ["private", "unfinished"])
 def test_a_hidden_submission_is_a_404_except_for_its_owner_and_staff(
-        client, make_submission, judge_urls, state, author, other_author, staff):
+        client, submit_system_a, judge_urls, state, author, other_author, staff):
     if state == "private":
-        submission = make_submission(judge_urls, public=False)
+        submission = submit_system_a(judge_urls, public=False)
     else:
-        submission = make_submission()  # public, but its run is still queued
+        submission = submit_system_a()  # public, but its run is still queued
     for url in (f"/s/{submission.pk}/", f"/s/{submission.pk}/samples/"):
         assert status_of(client, None, url) == 404
         assert status_of(client, other_author, url) == 404
@@ -134,8 +134,8 @@ def test_a_hidden_submission_is_a_404_except_for_its_owner_and_staff(
         assert status_of(client, staff, url) == 200
 
 
-def test_the_page_and_its_partial_answer_get_only(client, make_submission, author):
-    submission = make_submission()
+def test_the_page_and_its_partial_answer_get_only(client, submit_system_a, author):
+    submission = submit_system_a()
     client.force_login(author)
     assert client.post(f"/s/{submission.pk}/").status_code == 405
     assert client.post(f"/s/{submission.pk}/samples/").status_code == 405
@@ -147,8 +147,8 @@ def test_an_unknown_submission_is_a_404(client, db):
 
 
 def test_an_unfinished_submission_shows_its_owner_the_samples_without_scores(
-        client, make_submission, author, keys):
-    submission = make_submission()
+        client, submit_system_a, author, keys):
+    submission = submit_system_a()
     client.force_login(author)
     html = client.get(f"/s/{submission.pk}/").content.decode()
     assert "Scoring is <span class=\"status status-queued\">queued</span>" in html

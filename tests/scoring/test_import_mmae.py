@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def bench(tmp_path):
+def mmae_files(tmp_path):
     root = tmp_path / "mmae"
     meta = write_benchmark(root, 12, seed=2)
     return root, meta
@@ -21,8 +21,8 @@ def import_(meta, root, *extra):
     call_command("import_mmae", str(meta), "--audio-root", str(root), *extra)
 
 
-def test_it_imports_samples_and_rubrics(bench):
-    root, meta = bench
+def test_it_imports_samples_and_rubrics(mmae_files):
+    root, meta = mmae_files
     data = json.loads(meta.read_text())
     import_(meta, root)
     benchmark = Benchmark.objects.get()
@@ -40,15 +40,15 @@ def test_it_imports_samples_and_rubrics(bench):
                               "wrong": data[3]["rubrics"][1]["wrong_choices"]}
 
 
-def test_multi_audio_samples_keep_every_input_in_order(bench):
-    root, meta = bench
+def test_multi_audio_samples_keep_every_input_in_order(mmae_files):
+    root, meta = mmae_files
     import_(meta, root)
     item = Item.objects.get(dimensions__complexity="multi-audio", position=5)
     assert item.media == [f"wav/{item.key}/audio1.wav", f"wav/{item.key}/audio2.wav"]
 
 
-def test_the_same_file_again_changes_nothing(bench, capsys):
-    root, meta = bench
+def test_the_same_file_again_changes_nothing(mmae_files, capsys):
+    root, meta = mmae_files
     import_(meta, root)
     first = Benchmark.objects.get()
     import_(meta, root)
@@ -57,8 +57,8 @@ def test_the_same_file_again_changes_nothing(bench, capsys):
     assert Item.objects.count() == 12
 
 
-def test_a_changed_file_becomes_a_new_version(bench):
-    root, meta = bench
+def test_a_changed_file_becomes_a_new_version(mmae_files):
+    root, meta = mmae_files
     import_(meta, root)
     data = json.loads(meta.read_text())
     data[0]["rubrics"][0]["question"] += " (revised)"
@@ -68,8 +68,8 @@ def test_a_changed_file_becomes_a_new_version(bench):
     assert Item.objects.count() == 24
 
 
-def test_a_slug_keeps_benchmarks_apart(bench):
-    root, meta = bench
+def test_a_slug_keeps_benchmarks_apart(mmae_files):
+    root, meta = mmae_files
     import_(meta, root)
     import_(meta, root, "--slug", "mmae-copy")
     assert set(Benchmark.objects.values_list("slug", "version")) == {("mmae", 1),
@@ -96,8 +96,8 @@ def test_a_slug_keeps_benchmarks_apart(bench):
     (lambda d: d.__setitem__(8, "not an object"),
      'sample 9: must be a JSON object, got "not an object"'),
 ])
-def test_a_malformed_file_names_sample_and_field_and_imports_nothing(bench, mutate, message):
-    root, meta = bench
+def test_a_malformed_file_names_sample_and_field_and_imports_nothing(mmae_files, mutate, message):
+    root, meta = mmae_files
     data = json.loads(meta.read_text())
     ids = {f"id{i}": s["id"] for i, s in enumerate(data)}
     mutate(data)
@@ -124,8 +124,8 @@ def test_a_top_level_object_is_refused(tmp_path):
         import_(meta, tmp_path)
 
 
-def test_missing_input_audio_is_named_and_nothing_imported(bench):
-    root, meta = bench
+def test_missing_input_audio_is_named_and_nothing_imported(mmae_files):
+    root, meta = mmae_files
     data = json.loads(meta.read_text())
     shutil.rmtree(root / "wav" / data[9]["id"])
     with pytest.raises(CommandError) as info:

@@ -69,7 +69,9 @@ def files(bench, predictions=None, audio=None):
 
 
 @pytest.fixture
-def page(client, author):
+def post_upload_page(client, author):
+    """`post_upload_page(bench, **fields)`: the author's upload form posted, refused (400) and
+    nothing stored; the response."""
     assert client.login(username="author", password=CAST_PASSWORD)
 
     def post(bench, **data):
@@ -83,7 +85,9 @@ def page(client, author):
 
 
 @pytest.fixture
-def api(author):
+def post_upload_api(author):
+    """`post_upload_api(**fields)`: an upload through the API with the author's token, nothing
+    stored; the response."""
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=author, name='t')[1]}")
 
@@ -104,9 +108,10 @@ def api(author):
     lambda bench: SimpleUploadedFile("predictions.json", bench["zip"]),  # by its first bytes
     lambda bench: SimpleUploadedFile("predictions.json", tar_gz()),
 ], ids=["zip-by-name", "zip-by-bytes", "tar-gz-by-bytes"])
-def test_an_archive_given_as_predictions_is_sent_to_the_output_audio_field(page, small_bench,
+def test_an_archive_given_as_predictions_is_sent_to_the_output_audio_field(post_upload_page,
+                                                                           small_bench,
                                                                            predictions):
-    response = page(small_bench, predictions=predictions(small_bench))
+    response = post_upload_page(small_bench, predictions=predictions(small_bench))
     form = response.context["form"]
     assert form.errors["predictions"] == [ARCHIVE_IN_PREDICTIONS]
     assert ARCHIVE_IN_PREDICTIONS == "this is an archive: choose it under Output audio"
@@ -114,24 +119,26 @@ def test_an_archive_given_as_predictions_is_sent_to_the_output_audio_field(page,
     assert ARCHIVE_IN_PREDICTIONS in field_texts(response.content.decode())["id_predictions"]
 
 
-def test_a_file_that_is_no_archive_given_as_audio_is_named(page, small_bench):
-    response = page(small_bench, audio=SimpleUploadedFile("outputs.wav", b"RIFF....WAVE"))
+def test_a_file_that_is_no_archive_given_as_audio_is_named(post_upload_page, small_bench):
+    response = post_upload_page(small_bench,
+                                audio=SimpleUploadedFile("outputs.wav", b"RIFF....WAVE"))
     message = ("outputs.wav is not an archive: Output audio takes a .zip or .tar.gz of the "
                "output files")
     assert response.context["form"].errors["audio"] == [message]
     assert message in field_texts(response.content.decode())["id_audio"]
 
 
-def test_a_predictions_file_given_as_audio_is_sent_to_the_predictions_field(page, small_bench):
-    response = page(small_bench, audio=SimpleUploadedFile("submission.jsonl",
-                                                          small_bench["jsonl"]))
+def test_a_predictions_file_given_as_audio_is_sent_to_the_predictions_field(post_upload_page,
+                                                                            small_bench):
+    response = post_upload_page(small_bench, audio=SimpleUploadedFile("submission.jsonl",
+                                                                      small_bench["jsonl"]))
     assert response.context["form"].errors["audio"] == [
         "submission.jsonl is not an archive: Output audio takes a .zip or .tar.gz of the "
         "output files (a predictions file goes under Predictions)"]
 
 
-def test_a_name_over_the_limit_is_refused_saying_so_and_kept_whole(page, small_bench):
-    response = page(small_bench, model_name=LONG_NAME)
+def test_a_name_over_the_limit_is_refused_saying_so_and_kept_whole(post_upload_page, small_bench):
+    response = post_upload_page(small_bench, model_name=LONG_NAME)
     assert response.context["form"].errors["model_name"] == [
         "Name is 250 characters; the limit is 200"]
     html = response.content.decode()
@@ -139,26 +146,26 @@ def test_a_name_over_the_limit_is_refused_saying_so_and_kept_whole(page, small_b
     assert "Name is 250 characters; the limit is 200" in field_texts(html)["id_model_name"]
 
 
-def test_a_name_is_measured_once_normalised(page, small_bench):
+def test_a_name_is_measured_once_normalised(post_upload_page, small_bench):
     # U+FDFA is one character that NFKC spells as 18; the board would store 18 x 12.
-    response = page(small_bench, model_name="\ufdfa" * 12)
+    response = post_upload_page(small_bench, model_name="\ufdfa" * 12)
     assert response.context["form"].errors["model_name"] == [
         "Name is 216 characters; the limit is 200"]
 
 
-def test_every_text_over_its_limit_says_its_length(page, small_bench):
-    response = page(small_bench, organisation="O" * 201, parameters="7" * 51,
-                    licence="L" * 101)
+def test_every_text_over_its_limit_says_its_length(post_upload_page, small_bench):
+    response = post_upload_page(small_bench, organisation="O" * 201, parameters="7" * 51,
+                                licence="L" * 101)
     assert response.context["form"].errors == {
         "organisation": ["Organisation is 201 characters; the limit is 200"],
         "parameters": ["Parameter count is 51 characters; the limit is 50"],
         "licence": ["Licence is 101 characters; the limit is 100"]}
 
 
-def test_every_problem_shows_beside_its_own_field_at_once(page, small_bench):
-    response = page(small_bench, model_name=LONG_NAME, link="ftp:/x",
-                    predictions=SimpleUploadedFile("both.zip", small_bench["zip"]),
-                    audio=SimpleUploadedFile("notes.txt", b"edited by hand"))
+def test_every_problem_shows_beside_its_own_field_at_once(post_upload_page, small_bench):
+    response = post_upload_page(small_bench, model_name=LONG_NAME, link="ftp:/x",
+                                predictions=SimpleUploadedFile("both.zip", small_bench["zip"]),
+                                audio=SimpleUploadedFile("notes.txt", b"edited by hand"))
     fields = field_texts(response.content.decode())
     assert "Name is 250 characters; the limit is 200" in fields["id_model_name"]
     assert "Enter a valid URL." in fields["id_link"]
@@ -168,27 +175,28 @@ def test_every_problem_shows_beside_its_own_field_at_once(page, small_bench):
     assert 'id="upload-errors"' not in response.content.decode()
 
 
-def test_the_services_problems_with_a_file_show_beside_that_file(page, small_bench):
+def test_the_services_problems_with_a_file_show_beside_that_file(post_upload_page, small_bench):
     bad = SimpleUploadedFile("submission.jsonl", b'{"id": "zz", "audio_path": "a.wav"}\n')
-    response = page(small_bench, predictions=bad)
+    response = post_upload_page(small_bench, predictions=bad)
     form = response.context["form"]
     assert form.errors["predictions"] == [
         "submission.jsonl line 1: unknown id 'zz' (not in the benchmark)"]
     assert not form.non_field_errors()
 
 
-def test_a_refused_name_does_not_hide_what_is_wrong_in_the_predictions(page, small_bench):
+def test_a_refused_name_does_not_hide_what_is_wrong_in_the_predictions(post_upload_page,
+                                                                       small_bench):
     bad = SimpleUploadedFile("submission.jsonl", b'{"id": "zz", "audio_path": "a.wav"}\n')
-    response = page(small_bench, model_name=LONG_NAME, predictions=bad)
+    response = post_upload_page(small_bench, model_name=LONG_NAME, predictions=bad)
     assert response.context["form"].errors == {
         "model_name": ["Name is 250 characters; the limit is 200"],
         "predictions": ["submission.jsonl line 1: unknown id 'zz' (not in the benchmark)"]}
 
 
-def test_a_name_taken_by_another_author_shows_beside_the_name(page, small_bench,
+def test_a_name_taken_by_another_author_shows_beside_the_name(post_upload_page, small_bench,
                                                               make_submission, other_author):
     make_submission(other_author, name="Editor")
-    response = page(small_bench)
+    response = post_upload_page(small_bench)
     assert response.context["form"].errors["model_name"] == [
         "the name 'Editor' is taken on this benchmark by another author (names that look "
         "alike count as the same)"]
@@ -221,10 +229,11 @@ def test_a_text_board_says_it_takes_no_archive_at_all(client, author, tmp_path, 
 # --- the API: every problem in one answer
 
 
-def test_the_api_names_every_problem_in_one_answer(api, small_bench):
-    response = api(model_name=LONG_NAME, organisation="O" * 201, link="ftp:/x",
-                   predictions=SimpleUploadedFile("predictions.json", small_bench["zip"]),
-                   audio=SimpleUploadedFile("predictions.jsonl", small_bench["jsonl"]))
+def test_the_api_names_every_problem_in_one_answer(post_upload_api, small_bench):
+    response = post_upload_api(model_name=LONG_NAME, organisation="O" * 201, link="ftp:/x",
+                               predictions=SimpleUploadedFile("predictions.json",
+                                                              small_bench["zip"]),
+                               audio=SimpleUploadedFile("predictions.jsonl", small_bench["jsonl"]))
     assert response.status_code == 400
     assert response.json() == {"errors": [
         "model_name: Name is 250 characters; the limit is 200",
@@ -235,10 +244,11 @@ def test_the_api_names_every_problem_in_one_answer(api, small_bench):
         "link: Enter a valid URL."]}
 
 
-def test_the_api_reads_the_predictions_through_even_when_a_field_is_refused(api, small_bench):
+def test_the_api_reads_the_predictions_through_even_when_a_field_is_refused(post_upload_api,
+                                                                            small_bench):
     bad = SimpleUploadedFile("submission.jsonl", b'{"id": "zz", "audio_path": "a.wav"}\n')
-    response = api(model_name=LONG_NAME, link="ftp:/x",
-                   **files(small_bench, predictions=bad))
+    response = post_upload_api(model_name=LONG_NAME, link="ftp:/x",
+                               **files(small_bench, predictions=bad))
     assert response.status_code == 400
     assert response.json() == {"errors": [
         "model_name: Name is 250 characters; the limit is 200",
@@ -246,13 +256,13 @@ def test_the_api_reads_the_predictions_through_even_when_a_field_is_refused(api,
         "predictions: submission.jsonl line 1: unknown id 'zz' (not in the benchmark)"]}
 
 
-def test_the_api_says_an_option_a_board_does_not_read_beside_a_refused_field(api, tmp_path,
-                                                                           settings):
+def test_the_api_says_an_option_a_board_does_not_read_beside_a_refused_field(post_upload_api,
+                                                                             tmp_path, settings):
     settings.MEDIA_ROOT = tmp_path / "media"
     benchmark_import(kind="airbench-chat", path=write(tmp_path / "Chat_meta.json", chat_meta()),
                      audio_root=None, slug="air-bench-chat")
-    response = api(benchmark="air-bench-chat", model_name="", align="true",
-                   predictions=SimpleUploadedFile("answers.jsonl", b'{"uniq_id": 0, '
+    response = post_upload_api(benchmark="air-bench-chat", model_name="", align="true",
+                               predictions=SimpleUploadedFile("answers.jsonl", b'{"uniq_id": 0, '
                                                   b'"response": "A"}\n'))
     assert response.status_code == 400
     assert response.json() == {"errors": ["model_name: This field may not be blank.",
@@ -260,9 +270,9 @@ def test_the_api_says_an_option_a_board_does_not_read_beside_a_refused_field(api
                                           "air-bench-chat"]}
 
 
-def test_the_api_refuses_an_archive_as_predictions_by_its_bytes(api, small_bench):
-    response = api(model_name="Editor", **files(small_bench, predictions=SimpleUploadedFile(
-        "submission.jsonl", small_bench["zip"])))
+def test_the_api_refuses_an_archive_as_predictions_by_its_bytes(post_upload_api, small_bench):
+    response = post_upload_api(model_name="Editor", **files(
+        small_bench, predictions=SimpleUploadedFile("submission.jsonl", small_bench["zip"])))
     assert response.status_code == 400
     assert response.json() == {"errors": [f"predictions: {ARCHIVE_IN_PREDICTIONS}"]}
 

@@ -23,7 +23,7 @@ MB = 1024**2
 
 
 @pytest.fixture
-def bench(tmp_path, settings):
+def system_files(tmp_path, settings):
     """A 6-sample benchmark and a system's files, as an author has them on disk."""
     settings.MEDIA_ROOT = tmp_path / "media"
     root = tmp_path / "bench"
@@ -64,12 +64,12 @@ def submit(url, key, *args, files=None):
 
 @pytest.mark.integration
 def test_it_uploads_and_follows_the_submission_to_its_figures(
-        live_server, bench, key, settings, thread_simulator_factory, worker_factory):
+        live_server, system_files, key, settings, thread_simulator_factory, worker_factory):
     ports = free_ports(2)
     thread_simulator_factory(ports=ports, latency_ms=5)
     worker_factory(ports)()
     out, err = submit(live_server.url, key, "--poll-seconds", "0.3", "--timeout", "60",
-                      "--public", "--organisation", "Lab", files=bench)
+                      "--public", "--organisation", "Lab", files=system_files)
     submission = Submission.objects.select_related("current_run", "model").get()
     assert submission.state == "finished" and submission.public
     assert submission.model.organisation == "Lab"
@@ -81,7 +81,7 @@ def test_it_uploads_and_follows_the_submission_to_its_figures(
     assert "uploading" in err and "finished" in err
 
 
-def test_no_wait_prints_the_id_and_returns_once_uploaded(live_server, bench, key, queue,
+def test_no_wait_prints_the_id_and_returns_once_uploaded(live_server, system_files, key, queue,
                                                          monkeypatch):
     asked, request = [], submit_command.Api.request
 
@@ -91,7 +91,7 @@ def test_no_wait_prints_the_id_and_returns_once_uploaded(live_server, bench, key
 
     monkeypatch.setattr(submit_command.Api, "request", spy)
     # No worker: following the submission would wait until the timeout and fail there.
-    out, _ = submit(live_server.url, key, "--no-wait", "--timeout", "30", files=bench)
+    out, _ = submit(live_server.url, key, "--no-wait", "--timeout", "30", files=system_files)
     assert asked == [("POST", "/api/submissions/")]  # the upload, and nothing after it
     submission = Submission.objects.get()
     assert queue == [submission.id]
@@ -100,26 +100,26 @@ def test_no_wait_prints_the_id_and_returns_once_uploaded(live_server, bench, key
         f"follow it with GET {live_server.url}/api/submissions/{submission.id}/"]
 
 
-def test_a_wrong_token_gets_401(live_server, bench, queue):
+def test_a_wrong_token_gets_401(live_server, system_files, queue):
     with pytest.raises(CommandError) as caught:
-        submit(live_server.url, "not-a-key", files=bench)
+        submit(live_server.url, "not-a-key", files=system_files)
     assert "HTTP 401" in str(caught.value) and "Invalid token." in str(caught.value)
     assert not Submission.objects.exists()
 
 
-def test_unknown_ids_in_the_predictions_print_the_server_s_line(live_server, bench, key,
+def test_unknown_ids_in_the_predictions_print_the_server_s_line(live_server, system_files, key,
                                                                queue):
-    with open(bench["predictions"], "a") as handle:
+    with open(system_files["predictions"], "a") as handle:
         handle.write(json.dumps({"id": "nope", "audio_path": "systems/sys/nope.wav"}) + "\n")
     with pytest.raises(CommandError) as caught:
-        submit(live_server.url, key, files=bench)
+        submit(live_server.url, key, files=system_files)
     assert "HTTP 400" in str(caught.value)
     assert "submission.jsonl line 7: unknown id 'nope' (not in the benchmark)" \
         in str(caught.value)
     assert not Submission.objects.exists() and queue == []
 
 
-def test_a_missing_file_is_named_before_any_request(live_server, bench, key, tmp_path,
+def test_a_missing_file_is_named_before_any_request(live_server, system_files, key, tmp_path,
                                                     monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a request was made")
@@ -127,21 +127,21 @@ def test_a_missing_file_is_named_before_any_request(live_server, bench, key, tmp
     monkeypatch.setattr(httpx.Client, "send", refuse)
     missing = tmp_path / "nowhere.zip"
     with pytest.raises(CommandError, match=f"--audio {missing}: no such file"):
-        submit(live_server.url, key, files={**bench, "audio": missing})
+        submit(live_server.url, key, files={**system_files, "audio": missing})
     assert not Submission.objects.exists()
 
 
-def test_an_unreachable_url_is_said_so(bench, key):
+def test_an_unreachable_url_is_said_so(system_files, key):
     url = f"http://127.0.0.1:{free_ports(1)[0]}"
     with pytest.raises(CommandError, match=f"cannot reach {url}"):
-        submit(url, key, files=bench)
+        submit(url, key, files=system_files)
 
 
-def test_files_in_each_others_places_are_refused_naming_both(live_server, bench, key, queue):
+def test_files_in_each_others_places_are_refused_naming_both(live_server, system_files, key, queue):
     with pytest.raises(CommandError) as caught:
         submit(live_server.url, key, "--organisation", "O" * 201,
-               files={"predictions": bench["audio"], "audio": bench["predictions"]})
-    name = bench["predictions"].name
+               files={"predictions": system_files["audio"], "audio": system_files["predictions"]})
+    name = system_files["predictions"].name
     assert str(caught.value).splitlines()[1:] == [
         "  predictions: this is an archive: choose it under Output audio",
         f"  audio: {name} is not an archive: Output audio takes a .zip or .tar.gz of the "
@@ -150,15 +150,15 @@ def test_files_in_each_others_places_are_refused_naming_both(live_server, bench,
     assert not Submission.objects.exists()
 
 
-def test_the_daily_quota_is_reported(live_server, bench, key, settings, queue):
+def test_the_daily_quota_is_reported(live_server, system_files, key, settings, queue):
     settings.SUBMISSIONS_PER_DAY = 0
     with pytest.raises(CommandError) as caught:
-        submit(live_server.url, key, files=bench)
+        submit(live_server.url, key, files=system_files)
     assert "HTTP 429" in str(caught.value)
     assert "daily quota reached: 0 submissions in 24 hours" in str(caught.value)
 
 
-def test_a_rejected_submission_prints_each_error_and_fails(live_server, bench, key,
+def test_a_rejected_submission_prints_each_error_and_fails(live_server, system_files, key,
                                                            monkeypatch, tmp_path):
     # Validation runs in the server's request thread, after the upload's commit.
     monkeypatch.setattr(validate_submission, "delay", validate_submission)
@@ -166,7 +166,7 @@ def test_a_rejected_submission_prints_each_error_and_fails(live_server, bench, k
     broken.write_bytes(b"PK\x03\x04 but not a zip archive")  # passes the upload's first look
     with pytest.raises(CommandError) as caught:
         submit(live_server.url, key, "--poll-seconds", "0.1", "--timeout", "20",
-               files={**bench, "audio": broken})
+               files={**system_files, "audio": broken})
     submission = Submission.objects.get()
     assert submission.state == "rejected"
     message = str(caught.value)
@@ -175,7 +175,7 @@ def test_a_rejected_submission_prints_each_error_and_fails(live_server, bench, k
         assert f"\n  {line}" in message
 
 
-def test_a_large_file_streams_in_small_reads(live_server, bench, key, queue, tmp_path,
+def test_a_large_file_streams_in_small_reads(live_server, system_files, key, queue, tmp_path,
                                              monkeypatch):
     reads = []
     read = submit_command.ProgressFile.read
@@ -192,12 +192,12 @@ def test_a_large_file_streams_in_small_reads(live_server, bench, key, queue, tmp
         handle.truncate(50 * MB)
     tracemalloc.start()  # traces the live server's thread too
     try:
-        _, err = submit(live_server.url, key, "--no-wait", files={**bench, "audio": large})
+        _, err = submit(live_server.url, key, "--no-wait", files={**system_files, "audio": large})
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert peak < 20 * MB
-    assert sum(reads) == 50 * MB + bench["predictions"].stat().st_size
+    assert sum(reads) == 50 * MB + system_files["predictions"].stat().st_size
     assert max(reads) <= 64 * 1024 and len(reads) > 800
     stored = [p for p in (tmp_path / "media" / Submission.objects.get().files_dir).rglob("*")
               if p.name.endswith("large.zip")]
@@ -205,18 +205,18 @@ def test_a_large_file_streams_in_small_reads(live_server, bench, key, queue, tmp
     assert "100%" in err
 
 
-def test_the_model_name_is_stored_normalised(live_server, bench, key, queue):
+def test_the_model_name_is_stored_normalised(live_server, system_files, key, queue):
     submit(live_server.url, key, "--no-wait", "--model-name", "\u202eCLI\u200b\u00a0Model",
-           files=bench)
+           files=system_files)
     assert Submission.objects.get().model.name == "CLI Model"
 
 
-def test_a_look_alike_of_another_authors_name_is_refused(live_server, bench, key, queue,
+def test_a_look_alike_of_another_authors_name_is_refused(live_server, system_files, key, queue,
                                                          other_author):
-    submit(live_server.url, key, "--no-wait", files=bench)
+    submit(live_server.url, key, "--no-wait", files=system_files)
     other_key = ApiToken.issue(user=other_author, name="cli")[1]
     with pytest.raises(CommandError) as caught:
-        submit(live_server.url, other_key, "--model-name", "\u0421LI Model", files=bench)
+        submit(live_server.url, other_key, "--model-name", "\u0421LI Model", files=system_files)
     assert "HTTP 409" in str(caught.value)
     assert ("the name '\u0421LI Model' is taken on this benchmark by another author (names "
             "that look alike count as the same)") in str(caught.value)

@@ -26,7 +26,7 @@ def embedded(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def imported(embedded, tmp_path_factory):
+def tone_imported(embedded, tmp_path_factory):
     """The tone benchmark imported by `manage.py import_benchmark`, as staff would."""
     root = tmp_path_factory.mktemp("tone-bench")
     done = subprocess.run(
@@ -44,9 +44,9 @@ def upload(embedded, archive, model_name: str) -> httpx.Response:
         files={"audio": (archive.name, archive.read_bytes())}, timeout=60)
 
 
-def test_a_kind_of_its_own_package_is_imported_scored_and_shown(embedded, imported,
+def test_a_kind_of_its_own_package_is_imported_scored_and_shown(embedded, tone_imported,
                                                                  tmp_path):
-    assert "imported tone-edit v1 (6 clips)" in imported
+    assert "imported tone-edit v1 (6 clips)" in tone_imported
 
     ids = [upload(embedded, write_outputs(tmp_path / name, 6, shift=shift), name).json()["id"]
            for name, shift in (("Bright", 30.0), ("Dull", -30.0))]
@@ -65,7 +65,7 @@ def test_a_kind_of_its_own_package_is_imported_scored_and_shown(embedded, import
     assert page.status_code == 200 and "Bright" in page.text and "share followed" in page.text
 
 
-def test_a_bad_output_is_refused_naming_the_file_and_the_clip(embedded, imported, tmp_path):
+def test_a_bad_output_is_refused_naming_the_file_and_the_clip(embedded, tone_imported, tmp_path):
     good = write_outputs(tmp_path / "good", 2, shift=10.0)
     archive = tmp_path / "broken.zip"
     with zipfile.ZipFile(good) as source, zipfile.ZipFile(archive, "w") as zf:
