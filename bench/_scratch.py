@@ -138,7 +138,9 @@ def celery_worker(env: dict, processes: int, log_path: Path, app) -> subprocess.
         worker = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--concurrency",
              str(processes), "--loglevel", "WARNING", "--without-gossip", "--without-mingle",
-             "-n", f"bench{os.getpid()}@%h"],
+             "-n", f"bench{os.getpid()}@%h", "-Q",
+             f"{env.get('CELERY_TASK_DEFAULT_QUEUE', 'celery')},"
+             f"{env.get('SUBMISSION_VALIDATION_QUEUE', 'validation')}"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
     while not app.control.ping(timeout=1):

@@ -4,11 +4,12 @@ and whether the figures come out the same.
 Sets up a scratch PostgreSQL database (bench_recovery_<pid>), a Redis server of its own on a
 free port (`redis-server --save "" --appendonly no`, so a restart loses everything), the judge
 simulator (2 ports x 32 slots at 200 ms), a Celery worker for new work (`-Q celery`, 2
-processes), one for rescoring (`-Q rescore`) and Celery beat (the sweepers), all with
-DJANGO_ENV=production. It writes a synthetic benchmark (600 samples, 5,400 rubrics: 16,200
-queries in 3 rounds) and submits the same made-up system's outputs once per run, each time by
-a new author (private uploads share no judgments): a clean run first, then one run per fault,
-injected once a share of the answers is stored (`--at`, 40%) or once the run is aggregating:
+processes), one for validation (`-Q validation`), one for rescoring (`-Q rescore`) and Celery
+beat (the sweepers), all with DJANGO_ENV=production. It writes a synthetic benchmark (600
+samples, 5,400 rubrics: 16,200 queries in 3 rounds) and submits the same made-up system's
+outputs once per run, each time by a new author (private uploads share no judgments): a clean
+run first, then one run per fault, injected once a share of the answers is stored (`--at`, 40%)
+or once the run is aggregating:
 
 - kill-aggregating: SIGKILL the worker process running the aggregation (the worker starts a
   new process in its place); kill-scoring: SIGKILL a worker process scoring a batch;
@@ -69,7 +70,9 @@ class Stack:
         self.log = work / "celery.log"
         self.redis = self.simulator = None
         self.processes: dict[str, subprocess.Popen] = {}
-        self.names = {"worker": f"scoring{os.getpid()}@%h", "rescore": f"rescore{os.getpid()}@%h"}
+        self.names = {"worker": f"scoring{os.getpid()}@%h",
+                      "validation": f"validation{os.getpid()}@%h",
+                      "rescore": f"rescore{os.getpid()}@%h"}
 
     def env(self, db_url: str) -> dict:
         urls = ",".join(f"http://127.0.0.1:{p}" for p in self.sim_ports)
@@ -124,6 +127,8 @@ class Stack:
         commands = {
             "worker": [*worker, "-Q", "celery", "-n", self.names["worker"],
                        "--concurrency", str(self.args.processes)],
+            "validation": [*worker, "-Q", "validation", "-n", self.names["validation"],
+                           "--concurrency", "1"],
             "rescore": [*worker, "-Q", "rescore", "-n", self.names["rescore"],
                         "--concurrency", "1"],
             "beat": ["beat", "--loglevel", "INFO", "--schedule", str(self.work / "beat")],

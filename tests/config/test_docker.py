@@ -23,7 +23,7 @@ from tests.config.image import (
 )
 from tests.conftest import ROOT
 
-APP_SERVICES = ("web", "worker", "worker-rescore", "beat", "simulator")
+APP_SERVICES = ("web", "worker", "worker-validate", "worker-rescore", "beat", "simulator")
 # Read by boto3 (through django-storages), not by the settings module.
 BOTO3_VARIABLES = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
 SECRET_KEY = "compose-" + "Zq8vR2mW5tY1uI4oP7aS0dF3gH6jK9lX2cV5bN8mQ1wE4rT7yU"
@@ -42,22 +42,26 @@ def settings_source() -> str:
 
 def test_the_stack_has_every_service():
     assert set(SERVICES) == {"postgres", "redis", "redis-cache", "web", "worker",
-                             "worker-rescore", "beat", "simulator", "judge"}
+                             "worker-validate", "worker-rescore", "beat", "simulator", "judge"}
     assert SERVICES["simulator"]["profiles"] == ["simulator"]
     assert SERVICES["judge"]["profiles"] == ["gpu"]
 
 
 def test_the_workers_consume_the_queues_the_settings_name():
     scoring, rescoring = command("worker"), command("worker-rescore")
+    validating = command("worker-validate")
     assert option(scoring, "-Q") == settings.CELERY_TASK_DEFAULT_QUEUE == "celery"
     assert option(rescoring, "-Q") == settings.SCORING_RESCORE_QUEUE == "rescore"
-    assert app_environment(SECRET_KEY=SECRET_KEY)["SCORING_RESCORE_QUEUE"] == "rescore"
-    # Two workers on one machine need distinct node names.
-    assert option(scoring, "-n") != option(rescoring, "-n")
+    assert option(validating, "-Q") == settings.SUBMISSION_VALIDATION_QUEUE == "validation"
+    environment = app_environment(SECRET_KEY=SECRET_KEY)
+    assert environment["SCORING_RESCORE_QUEUE"] == "rescore"
+    assert environment["SUBMISSION_VALIDATION_QUEUE"] == "validation"
+    # Workers on one machine need distinct node names.
+    assert len({option(words, "-n") for words in (scoring, rescoring, validating)}) == 3
 
 
 def test_celery_and_web_commands_name_the_project_modules():
-    for service in ("worker", "worker-rescore", "beat"):
+    for service in ("worker", "worker-validate", "worker-rescore", "beat"):
         words = command(service)
         assert words[:3] == ["celery", "-A", "config"]
         assert words[3] == ("beat" if service == "beat" else "worker")
@@ -84,7 +88,7 @@ def test_the_app_services_share_one_environment_and_the_media_volume():
     for service in APP_SERVICES:
         assert SERVICES[service]["environment"] == SERVICES["web"]["environment"]
     # Uploads are written by the web server and unpacked and read by the workers.
-    for service in ("web", "worker", "worker-rescore"):
+    for service in ("web", "worker", "worker-validate", "worker-rescore"):
         assert "media:/data/media" in SERVICES[service]["volumes"]
     assert app_environment(SECRET_KEY=SECRET_KEY)["MEDIA_ROOT"] == "/data/media"
 

@@ -171,7 +171,7 @@ def stack(image, tmp_path):
             "EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend",
             "JUDGE_BASE_URLS": ",".join(f"http://127.0.0.1:{p}" for p in judge_ports),
             "SIMULATOR_PORTS": ",".join(map(str, judge_ports)),
-            "WORKER_CONCURRENCY": "1", "RESCORE_CONCURRENCY": "1",
+            "WORKER_CONCURRENCY": "1", "RESCORE_CONCURRENCY": "1", "VALIDATION_CONCURRENCY": "1",
         }
         # The services' shared environment, its paths (/data/media, the media volume) in the
         # layout; PORT moves gunicorn off the container's 8000.
@@ -183,7 +183,7 @@ def stack(image, tmp_path):
         finally:
             running.stop()
             broker = redis.Redis.from_url(BROKER)
-            for key in ("celery", "rescore", "unacked", "unacked_index"):
+            for key in ("celery", "validation", "rescore", "unacked", "unacked_index"):
                 broker.delete(key)
 
 
@@ -194,11 +194,13 @@ def test_the_compose_services_score_an_upload_and_show_it_on_the_board(image, st
     stack.start("simulator", **compose)
     stack.start("web", **compose)  # migrates, then serves
     stack.wait(lambda: answers(f"{base}/admin/login/"), "the web service to answer")
-    for service in ("worker", "worker-rescore", "beat"):  # depends_on: web healthy
+    for service in ("worker", "worker-validate", "worker-rescore", "beat"):  # web healthy
         stack.start(service, **compose)
     stack.wait(lambda: all("ready." in stack.log(worker).read_text()
-                           for worker in ("worker", "worker-rescore")), "the workers")
+                           for worker in ("worker", "worker-validate", "worker-rescore")),
+               "the workers")
     assert ".> rescore " in stack.log("worker-rescore").read_text()
+    assert ".> validation " in stack.log("worker-validate").read_text()
     assert ".> celery " in stack.log("worker").read_text()
 
     bench = tmp_path / "bench"

@@ -190,7 +190,7 @@ def test_uploads_side_by_side_with_page_loads_are_all_scored(embedded):
 @pytest.mark.integration
 def test_a_killed_worker_is_started_again_and_scores_later_uploads(embedded):
     [worker] = [pid for pid in embedded.children()
-                if "celery -A config worker" in command_of(pid)
+                if "celery -A config worker --beat" in command_of(pid)
                 and stat(pid)[1] == str(embedded.process.pid)]
     os.kill(worker, signal.SIGKILL)
     deadline = time.monotonic() + 30

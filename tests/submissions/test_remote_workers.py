@@ -221,7 +221,8 @@ class Stack:
     def worker(self, name: str) -> Process:
         return self.start([sys.executable, "-m", "celery", "-A", "config", "worker", "--beat",
                            "--concurrency", "1", "--loglevel", "INFO", "--queues",
-                           "celery,rescore", "--schedule", str(self.tmp / name / "beat")],
+                           "celery,validation,rescore",
+                           "--schedule", str(self.tmp / name / "beat")],
                           f"worker-{name}", self.namespaces[name], self.machine_env(name))
 
     def stop(self) -> None:
