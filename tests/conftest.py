@@ -196,6 +196,16 @@ def _tasks_go_nowhere():
     _use_broker("memory://")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_media(tmp_path_factory):
+    """Each test process stores its files apart: the processes' databases reuse ids, and a
+    file named after one's benchmark 1 (a dataset, a spectrogram) must not be another's, nor
+    a past run's under var/. Tests that need a folder of their own still set one."""
+    from django.conf import settings as django_settings
+
+    django_settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings):
     """Pages render without running collectstatic (production uses the manifest storage);

@@ -79,14 +79,17 @@ def dataset_build(benchmark: Benchmark, fmt: str = "parquet", *,
 
 
 def dataset_prune(benchmark: Benchmark) -> None:
-    """Delete the stored datasets of the board's states but its newest two and the files
-    snapshots cite."""
+    """Delete the stored datasets of the board's states but its current one and the one
+    before, and the files snapshots cite. A folder of another version (a storage that
+    outlived its database) is no state of this board's: it goes too."""
     root = f"{FOLDER}/{benchmark.id}"
-    folders = sorted((int(f.removeprefix("board")), f) for f in default_storage.listdir(root)[0]
-                     if f.startswith("board") and f.removeprefix("board").isdigit())
+    kept = {f"board{benchmark.board_version}", f"board{benchmark.board_version - 1}"}
+    folders = [f for f in default_storage.listdir(root)[0] if f.startswith("board")]
     cited = set(BoardSnapshot.objects.filter(benchmark=benchmark)
                 .values_list("items_file", flat=True))
-    for _, folder in folders[:-2]:
+    for folder in folders:
+        if folder in kept:
+            continue
         path = f"{root}/{folder}"
         files = [f"{path}/{f}" for f in default_storage.listdir(path)[1]]
         for name in files:

@@ -49,20 +49,27 @@ def test_an_airbench_chat_card_shows_the_position_bias_beside_its_panel(client, 
         slug="air-bench-chat", kind=CHAT, version=1, title="AIR-Bench chat", sha256="c" * 64,
         source_name="Chat_meta.json", audio_root="", n_items=6, n_criteria=6)
     config = judge_config(["http://127.0.0.1:9"], kind=CHAT, benchmark=benchmark)
-    for bias, judged in ((0.5, 6), (-0.1, 4)):
+    from submissions.models import ModelEntry, Submission
+
+    for name, bias, judged in (("A", 0.5, 6), ("B", -0.1, 4)):
         run = ScoringRun.objects.create(
             benchmark=benchmark, judge_config=config, audio_root="", status="finished",
             judge_model=config.judge_model, prompt_sha256=config.prompt_sha256, rounds=2,
             max_attempts=5)
         SliceResult.objects.create(run=run, dimension="overall", bucket="", n=6,
                                    values={"position_bias": bias, "judged": judged})
+        # Published: the card reads public runs alone (scoring.visibility).
+        model = ModelEntry.objects.create(owner=author, name=name)
+        Submission.objects.create(owner=author, model=model, benchmark=benchmark, public=True,
+                                  status="queued", current_run=run).runs.add(run)
     card = client.get("/api/leaderboards/air-bench-chat/judge/").json()
     only, = card["configs"]
     assert only["position_bias"] == pytest.approx(0.26)  # (0.5 x 6 - 0.1 x 4) / 10
     assert card["panel"]["open"] and only["human"]["rubrics"] == 0  # answered in test_text_panel
     assert "+0.26" in client.get("/b/air-bench-chat/judge/").content.decode()
     client.force_login(author)
-    assert client.get("/api/panel/air-bench-chat/next/").status_code == 204  # no submission
+    # The author's own submissions only: nothing to rate.
+    assert client.get("/api/panel/air-bench-chat/next/").status_code == 204
 
 
 def test_a_kind_without_a_panel_has_none(client, db, author):
