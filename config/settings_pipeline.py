@@ -88,12 +88,18 @@ JUDGE_DOWN_WAIT = env_int("JUDGE_DOWN_WAIT", 300, minimum=1)
 # Before a run's queries go out, each endpoint is asked whether it serves the judge config's
 # model, at most once in this many seconds per worker process (judge.fleet.JudgeFleet.check).
 JUDGE_CHECK_SECONDS = env_int("JUDGE_CHECK_SECONDS", 30, minimum=0)
-# A reply that cannot be parsed is asked again at most this many times at temperature 0.
-JUDGE_UNPARSEABLE_RETRIES = env_int("JUDGE_UNPARSEABLE_RETRIES", 1, minimum=0)
+# A reply that cannot be parsed is asked again at most this many times at temperature 0: the
+# same reply again is the judge's own (a wrong vote), another one a misbehaving judge (lost).
+JUDGE_UNPARSEABLE_RETRIES = env_int("JUDGE_UNPARSEABLE_RETRIES", 1, minimum=1)
 # A run with more than this share of its queries refused by the judge (HTTP 400: an audio
 # its encoder cache cannot take, say) is not published: it fails on our side.
 SCORING_MAX_REFUSED_SHARE = env_float("SCORING_MAX_REFUSED_SHARE", 0.01, minimum=0.0,
                                       maximum=1.0)
+# A judge query lost on our side (a transport error, timeout or 5xx on its last attempt, or
+# unreadable replies that change when asked again) is never a vote: it is asked again later in
+# the batch's query loop. A run that lost more than this share of its queries (each loss
+# counted) fails on our side instead of being published.
+SCORING_MAX_LOST_SHARE = env_float("SCORING_MAX_LOST_SHARE", 0.02, minimum=0.0, maximum=1.0)
 # With REDIS_URL, JUDGE_CONCURRENCY caps each endpoint across every worker process and machine
 # (judge.leases); a killed worker's slots come back after JUDGE_LEASE_TTL seconds.
 JUDGE_LEASE_TTL = env_int("JUDGE_LEASE_TTL", 30, minimum=1)

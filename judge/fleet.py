@@ -16,6 +16,11 @@ Policy, in one place:
   most `unparseable_retries` times and one cut by `max_tokens` (finish_reason "length") at most
   once when sampling is greedy (temperature 0: the same request gives the same reply), else
   like a transport error;
+- a query that ends without an answer is either the judge's own reply (`JudgeAnswer.lost` is
+  False): refused (400), or unreadable and the same when asked again (the judge gives it
+  deterministically), or LOST on our side: a transport error, timeout, 5xx or busy answer on
+  its last attempt, or unreadable replies that differed (UNSTEADY: a misbehaving judge, not its
+  verdict). A lost query is no vote: the caller asks it again later (scoring.query_loop);
 - a 400 (or 413/422) is vLLM refusing the query's content (an audio longer than its encoder
   cache, too many audios, a context too long): the query ends at once as REFUSED with vLLM's
   own message, never retried;
@@ -75,6 +80,11 @@ class JudgeAnswer:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def lost(self) -> bool:
+        """No answer, through a failure on our side (LOST_KINDS): to be asked again."""
+        return self.error_kind in LOST_KINDS
+
 
 @dataclass(eq=False)
 class _Slot:
@@ -85,10 +95,13 @@ class _Slot:
 
 # The kinds of failure a query can end with, as progress pages count them. REFUSED is the
 # judge refusing the query's content (HTTP 400): not an answer, and counted apart.
-TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION, TRUNCATED = (
+TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION, TRUNCATED, UNSTEADY = (
     "timeout", "server error", "busy", "refused request", "unparseable reply",
-    "connection error", "truncated reply")
-ERROR_KINDS = (TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION, TRUNCATED)
+    "connection error", "truncated reply", "unsteady reply")
+ERROR_KINDS = (TIMEOUT, SERVER, BUSY, REFUSED, UNPARSEABLE, CONNECTION, TRUNCATED, UNSTEADY)
+# Failures on our side (the fleet's transport, a server failing, a judge whose unreadable
+# replies change when asked again): no reply the judge stands by, so never a vote.
+LOST_KINDS = (TIMEOUT, SERVER, BUSY, CONNECTION, UNSTEADY)
 # HTTP statuses that say the endpoint is not set up for us, whatever we send.
 MISCONFIGURED_STATUSES = (401, 403, 404, 405)
 # vLLM closes a connection idle for VLLM_HTTP_TIMEOUT_KEEP_ALIVE (5 s): ours expire first, so a
@@ -356,6 +369,8 @@ class JudgeFleet(EndpointHealth):
         # asked again only this many times (a transport error may still use every attempt).
         again = {UNPARSEABLE: self.unparseable_retries if self.greedy else self.max_attempts,
                  TRUNCATED: 1 if self.greedy else self.max_attempts}
+        unreadable = None  # (kind, reply) of the last unreadable reply
+        steady = False  # an unreadable reply came back the same when asked again
         while answer.attempts < self.max_attempts:
             async with self._bytes_in_flight(body.length):
                 slot = await self._acquire(avoid)
@@ -384,6 +399,10 @@ class JudgeFleet(EndpointHealth):
                     if retry.endpoint_fault:
                         await self._mark_failure(endpoint, retry.error)
                     if retry.kind in again:
+                        if unreadable == (retry.kind, answer.raw):
+                            steady = True  # the same reply asked again: the judge's own
+                            break
+                        unreadable = (retry.kind, answer.raw)
                         again[retry.kind] -= 1
                         if again[retry.kind] < 0:
                             break
@@ -404,6 +423,10 @@ class JudgeFleet(EndpointHealth):
             if answer.attempts < self.max_attempts:
                 await asyncio.sleep(self._backoff(answer.attempts))
         answer.error = f"no valid answer after {answer.attempts} attempt(s); last: {answer.error}"
+        if steady:
+            answer.error += " (the same reply when asked again)"
+        elif answer.error_kind in again:
+            answer.error_kind = UNSTEADY
         return answer
 
     async def _post(self, slot: _Slot, body: JsonBody) -> tuple[str, bool]:
@@ -434,8 +457,9 @@ class JudgeFleet(EndpointHealth):
             choice = reply["choices"][0]
             text = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise _Retry("unparseable reply: not an OpenAI chat completion", kind=UNPARSEABLE,
-                         endpoint_fault=False, raw=response.text[:2000]) from None
+            # The server's fault, not the judge's reply: lost like a 5xx if it persists.
+            raise _Retry("malformed response: not an OpenAI chat completion", kind=SERVER,
+                         endpoint_fault=True, raw=response.text[:2000]) from None
         text = text if isinstance(text, str) else ""
         if isinstance(choice, dict) and choice.get("finish_reason") == "length":
             raise _Retry(f"truncated reply: cut at max_tokens={self.sampling['max_tokens']}",

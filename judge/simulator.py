@@ -9,7 +9,10 @@ verdict in it.
 
 Like vLLM, each port serves at most `slots` requests at once and queues the rest; a client that
 disconnects cancels its request. Faults can be injected: HTTP 500s, unparseable replies and
-replies slower than a client's timeout, and a port that dies after `die_after` completions.
+replies slower than a client's timeout, and a port that dies after `die_after` completions;
+unparseable replies come in two kinds: a misbehaving server's (`garbage_rate`, different each
+time) and a judge's own for a share of queries (`unreadable_rate`, the same reply each time the
+same request is asked).
 
 It refuses what a vLLM server of Qwen3-Omni refuses, with vLLM's status and error body
 (judge.requests), and a request without the API key (401 `{"error": "Unauthorized"}` on /v1/*);
@@ -20,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import math
 import random
 import secrets
+import string
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,12 +58,17 @@ KEEPALIVE_SECONDS = 5.0  # vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE default
 DEFAULT_MAX_AUDIO_SECONDS = limits.longest_audio_seconds(limits.DEFAULT_BATCHED_TOKENS)
 
 
+# A misbehaving server's replies (--garbage-rate): each different, as a judge that is not
+# reading its input gives; `noise` is letters, so that no kind reads a verdict in it.
 _GARBAGE = (
-    "I listened carefully, and the answer is probably the second option.",
-    '{"reason": "The output audio contains',
-    '{"reason": "simulated garbage", "choice": "maybe"}',
-    "",
+    "I listened carefully, and the answer is probably the second option ({noise}).",
+    '{{"reason": "The output audio contains {noise}',
+    '{{"reason": "simulated garbage {noise}", "choice": "maybe"}}',
+    "{noise}",
 )
+# The reply a judge gives, every time, to a query it cannot answer in the form asked
+# (--unreadable-rate): deterministic, as a real judge at temperature 0 is.
+UNREADABLE = "I cannot answer this question from the audio given."
 
 
 @dataclass
@@ -67,6 +77,7 @@ class SimulatorConfig:
     slots: int = 32
     fail_rate: float = 0.0
     garbage_rate: float = 0.0
+    unreadable_rate: float = 0.0  # share of queries (by a hash of the request) always unreadable
     slow_rate: float = 0.0
     slow_ms: float = 30000.0
     seed: int = 0
@@ -87,7 +98,7 @@ class SimulatorConfig:
     replies: tuple[Callable[[dict, SimulatorConfig], tuple[str, list] | None], ...] = ()
 
     def __post_init__(self):
-        for name in ("fail_rate", "garbage_rate", "slow_rate", "noise"):
+        for name in ("fail_rate", "garbage_rate", "unreadable_rate", "slow_rate", "noise"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1, got {value}")
@@ -113,7 +124,8 @@ class PortState:
     slots: asyncio.Semaphore = field(init=False)
     rng: random.Random = field(init=False)
     counts: dict = field(default_factory=lambda: {
-        "completions": 0, "ok": 0, "failed": 0, "garbage": 0, "slow": 0, "cancelled": 0,
+        "completions": 0, "ok": 0, "failed": 0, "garbage": 0, "unreadable": 0, "slow": 0,
+        "cancelled": 0,
         "models": 0, "in_progress": 0, "waiting": 0, "peak_in_progress": 0, "refused": 0,
     })
     queries: list = field(default_factory=list)  # (question, choices) of each answered query
@@ -172,6 +184,14 @@ def reply(body: dict, config: SimulatorConfig) -> tuple[str, list | None]:
             return found
     return json.dumps({"reason": f"{NOTICE}; no simulated reply for this query",
                        "choice": None}), None
+
+
+def request_share(body: dict, seed: int) -> float:
+    """A number in [0, 1) from the request's messages and the seed: the same for the same
+    request, so a query chosen by it is chosen every time it is asked."""
+    digest = hashlib.sha256(f"{seed}:".encode()
+                            + json.dumps(body.get("messages"), sort_keys=True).encode())
+    return int.from_bytes(digest.digest()[:8], "big") / 2**64
 
 
 def _completion(content: str, checked: Checked, config: SimulatorConfig, number: int) -> dict:
@@ -304,8 +324,13 @@ def make_app(state: PortState) -> web.Application:
         # this process takes to make the reply (or to make another port's at the same moment).
         started = asyncio.get_running_loop().time()
         garbage = roll < config.garbage_rate
-        if garbage:
-            content, recorded = _GARBAGE[number % len(_GARBAGE)], None
+        unreadable = bool(config.unreadable_rate) and \
+            request_share(body, config.seed) < config.unreadable_rate
+        if unreadable:
+            content, recorded, garbage = UNREADABLE, None, False
+        elif garbage:
+            noise = "".join(state.rng.choice(string.ascii_lowercase) for _ in range(12))
+            content, recorded = _GARBAGE[number % len(_GARBAGE)].format(noise=noise), None
         else:
             content, recorded = reply(body, config)
         response = web.json_response(_completion(content, checked, config, number))
@@ -316,8 +341,8 @@ def make_app(state: PortState) -> web.Application:
                 await state.died.wait()
         if state.died.is_set():  # as vLLM fails every request in flight when its engine dies
             return web.Response(status=500)
-        if garbage:
-            state.counts["garbage"] += 1
+        if garbage or unreadable:
+            state.counts["unreadable" if unreadable else "garbage"] += 1
         else:
             if config.record and recorded is not None:
                 state.queries.append(recorded)

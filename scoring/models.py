@@ -255,6 +255,9 @@ class ScoringRun(models.Model):
     # Queries the judge refused (HTTP 400, judge.fleet.REFUSED), counted when the run is
     # aggregated: each is a wrong vote (SPEC section 4), and a board row says how many.
     refused_queries = models.PositiveIntegerField(default=0)
+    # Judge queries lost on our side (judge.fleet.LOST_KINDS) and asked again, each loss
+    # counted: past SCORING_MAX_LOST_SHARE of total_queries the run fails on our side.
+    lost_queries = models.PositiveIntegerField(default=0)
     simulated = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,5 +1,6 @@
 """The one query loop: a worker's claimed batches of a run turned into judge queries, sent to the
-fleet with every slot busy, their answers stored as they come, claims of further batches of
+fleet with every slot busy, their answers stored as they come (a query lost on our side asked
+again, never stored), claims of further batches of
 the run made while the loop runs, a heartbeat kept, and a run stopped (cancelled, failed) seen
 within SCORING_STOP_CHECK_SECONDS."""
 
@@ -43,6 +44,7 @@ from scoring.runs import (
     connection_replace_broken,
     items_of,
     run_jobs,
+    run_lost,
     run_move,
 )
 
@@ -256,12 +258,26 @@ class _Scoring:
                     raise RuntimeError("the query loop ended with queries unanswered") from None
                 self._store_progress()
                 continue
+            if answer.lost:
+                self._ask_again(job, answer)
+                continue
             batch = self.open[self.batch_of.pop(job)]
             batch.add(job, answer)
             if not batch.left:
                 _batch_done(batch)
                 del self.open[batch.id]
             self._store_progress()
+
+    def _ask_again(self, job: Job, answer) -> None:
+        """A query lost on our side (judge.fleet.LOST_KINDS) is no vote: it goes to the back of
+        the loop's queue, to be asked again after the queries waiting (by then, often of
+        another endpoint), and counts against the run's SCORING_MAX_LOST_SHARE; past it the
+        run fails on our side (scoring.runs.run_lost) and the loop stops, its answers kept."""
+        if not run_lost(self.run.id, 1, answer.error):
+            for batch in self.open.values():
+                batch.store()
+            raise _RunStopped()
+        fleet_runner.call(self.feed.put, [job])
 
     def _store_progress(self) -> None:
         """Store the answers so far every SCORING_PROGRESS_SECONDS, so that progress (and

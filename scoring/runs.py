@@ -19,7 +19,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from config.alerts import staff_alert
-from judge.fleet import REFUSED
+from judge.fleet import LOST_KINDS, REFUSED
 from scoring import media
 from scoring.judge_configs import judge_config_current
 from scoring.judgments import output_digests
@@ -147,6 +147,22 @@ def batch_failed(batch_id: int, why: str) -> bool:
     return True
 
 
+def run_lost(run_id: int, lost: int, last_error: str) -> bool:
+    """Count `lost` judge queries lost on our side (asked again by the caller); past
+    SCORING_MAX_LOST_SHARE of the run's queries the run fails on our side instead (staff
+    alerted, the author told it is not their upload's fault; run_retry resumes it). True
+    while the run goes on."""
+    ScoringRun.objects.filter(id=run_id).update(lost_queries=F("lost_queries") + lost)
+    run = ScoringRun.objects.only("lost_queries", "total_queries").get(id=run_id)
+    if run.lost_queries <= settings.SCORING_MAX_LOST_SHARE * run.total_queries:
+        return True
+    run_fail(run_id, f"failed on our side: the judge fleet lost {run.lost_queries:,} answers "
+                     f"to {run.total_queries:,} queries (a run goes on with at most "
+                     f"{settings.SCORING_MAX_LOST_SHARE:.0%} lost and asked again); "
+                     f"last: {last_error}")
+    return False
+
+
 def run_try_aggregate(run_id: int) -> bool:
     """Move a run to aggregating once every batch is done; True for the caller that did."""
     if RunBatch.objects.filter(run_id=run_id).exclude(status=RunBatch.Status.DONE).exists():
@@ -166,15 +182,17 @@ def run_fail(run_id: int, why: str) -> bool:
 
 
 def run_retry(run_id: int) -> bool:
-    """Resume a failed run: its answers kept but those the judge refused (asked again: a run
-    that failed for its refusals is retried once the judge takes them), its batches not done
+    """Resume a failed run: its answers kept but those the judge refused and any lost on our
+    side (asked again: a run that failed for its refusals is retried once the judge takes
+    them), its batches not done
     (every batch, if all are done yet answers are missing: each then asks only what it lacks)
     pending again with their claims reset, and the run queued. True when this caller resumed
     it; it then enqueues the run (scoring.tasks.enqueue_run)."""
     with transaction.atomic():
-        if not run_move(run_id, [Status.FAILED], Status.QUEUED, error="", refused_queries=0):
+        if not run_move(run_id, [Status.FAILED], Status.QUEUED, error="", refused_queries=0,
+                        lost_queries=0):
             return False
-        Answer.objects.filter(run_id=run_id, error_kind=REFUSED).delete()
+        Answer.objects.filter(run_id=run_id, error_kind__in=[REFUSED, *LOST_KINDS]).delete()
         batches = RunBatch.objects.filter(run_id=run_id)
         undone = batches.exclude(status=RunBatch.Status.DONE)
         if undone.exists() or Answer.objects.filter(run_id=run_id).count() >= \

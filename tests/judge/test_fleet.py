@@ -134,12 +134,11 @@ def test_a_5xx_is_retried_on_another_endpoint_and_recorded():
 
 
 @pytest.mark.parametrize(("options", "calls"), [
-    # Greedy sampling gives the same reply again: asked again JUDGE_UNPARSEABLE_RETRIES times.
-    ({}, 2), ({"unparseable_retries": 0}, 1), ({"unparseable_retries": 5}, 3),
-    # Sampled replies differ: every attempt may be used.
-    ({"sampling": {"temperature": 0.7}}, 3),
+    # The same unreadable reply when asked again: the judge's own (a wrong vote), whatever
+    # the retries left or the temperature.
+    ({}, 2), ({"unparseable_retries": 5}, 2), ({"sampling": {"temperature": 0.7}}, 2),
 ])
-def test_an_unparseable_reply_is_asked_again_then_counted_as_failed(options, calls):
+def test_an_unparseable_reply_the_judge_repeats_is_its_own_failed_answer(options, calls):
     async def main():
         judge = await FakeJudge(lambda n: (200, "I think it is A", 0.0)).start()
         async with fleet(judge.url, max_attempts=3, **options) as f:
@@ -152,8 +151,27 @@ def test_an_unparseable_reply_is_asked_again_then_counted_as_failed(options, cal
     assert answer.value is None and answer.attempts == calls
     assert answer.error.startswith(
         f"no valid answer after {calls} attempt(s); last: unparseable reply")
-    assert answer.error_kind == "unparseable reply"
+    assert answer.error.endswith("(the same reply when asked again)")
+    assert answer.error_kind == "unparseable reply" and not answer.lost
     assert answer.raw == "I think it is A"
+
+
+@pytest.mark.parametrize(("options", "calls"), [
+    # Greedy: asked again JUDGE_UNPARSEABLE_RETRIES times; sampled: every attempt may be used.
+    ({}, 2), ({"unparseable_retries": 0}, 1), ({"unparseable_retries": 5}, 3),
+    ({"sampling": {"temperature": 0.7}}, 3),
+])
+def test_unparseable_replies_that_change_are_lost_not_answers(options, calls):
+    async def main():
+        judge = await FakeJudge(lambda n: (200, f"I think it is A ({n})", 0.0)).start()
+        async with fleet(judge.url, max_attempts=3, **options) as f:
+            answer = await f.ask([], parse)
+        await judge.stop()
+        return judge, answer
+
+    judge, answer = run(main())
+    assert judge.calls == calls and answer.attempts == calls
+    assert answer.value is None and answer.error_kind == "unsteady reply" and answer.lost
 
 
 def test_a_bad_request_is_not_retried():

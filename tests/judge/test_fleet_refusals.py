@@ -196,7 +196,8 @@ def test_check_names_a_refused_api_key():
     assert right == {}
 
 
-@pytest.mark.parametrize(("temperature", "calls"), [(0.0, 2), (0.7, 3)])
+# The same cut reply when asked again: the judge's own, whatever the temperature.
+@pytest.mark.parametrize(("temperature", "calls"), [(0.0, 2), (0.7, 2)])
 def test_a_reply_cut_at_max_tokens_is_recorded_as_truncated(temperature, calls):
     async def main():
         server = await Server(reply=lambda body: '{"reason": "the first audio', finish="length"

@@ -76,9 +76,10 @@ def test_chat_scores_both_passes_and_aggregates_as_by_hand(imported, thread_simu
 
 def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
                                                                     thread_simulator_factory):
-    sim = thread_simulator_factory(latency_ms=1, garbage_rate=1)
+    # The judge's own unreadable reply (the same when asked again): a failed pass, not lost.
+    sim = thread_simulator_factory(latency_ms=1, unreadable_rate=1)
     benchmark, _ = imported(airbench.CHAT)
-    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
+    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=2))
     assert run.status == "finished"
     answers = list(Answer.objects.filter(run=run))
     assert len(answers) == 10 and all(a.score is None and a.error for a in answers)
@@ -91,9 +92,9 @@ def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
 
 
 def test_partly_garbled_replies_leave_only_their_pass(imported, thread_simulator_factory):
-    sim = thread_simulator_factory(latency_ms=1, garbage_rate=0.5, seed=1)
+    sim = thread_simulator_factory(latency_ms=1, unreadable_rate=0.5, seed=1)
     benchmark, data = imported(airbench.CHAT)
-    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=1))
+    run = score_run(create(benchmark, CHAT_RESPONSES, sim.urls, max_attempts=2))
     answers = {(a.criterion.item.key, a.round): a
                for a in Answer.objects.filter(run=run).select_related("criterion__item")}
     failed = [key for key, a in answers.items() if a.error]

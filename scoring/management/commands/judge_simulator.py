@@ -46,7 +46,11 @@ class Command(BaseCommand):
         parser.add_argument("--fail-rate", type=float, default=0.0,
                             help="share of requests answered with HTTP 500")
         parser.add_argument("--garbage-rate", type=float, default=0.0,
-                            help="share of replies that hold no parseable verdict")
+                            help="share of replies that hold no parseable verdict, different "
+                                 "each time (a misbehaving server)")
+        parser.add_argument("--unreadable-rate", type=float, default=0.0,
+                            help="share of queries (by a hash of the request) always answered "
+                                 "with the same unparseable reply (a judge's own)")
         parser.add_argument("--slow-rate", type=float, default=0.0,
                             help="share of requests that take --slow-ms instead")
         parser.add_argument("--slow-ms", type=float, default=30000.0)
@@ -80,6 +84,7 @@ class Command(BaseCommand):
             config = SimulatorConfig(
                 latency_ms=options["latency_ms"], slots=options["slots"],
                 fail_rate=options["fail_rate"], garbage_rate=options["garbage_rate"],
+                unreadable_rate=options["unreadable_rate"],
                 slow_rate=options["slow_rate"], slow_ms=options["slow_ms"],
                 seed=options["seed"], model=options["model"], record=options["record"],
                 api_key=options["api_key"] or os.environ.get("VLLM_API_KEY", ""),
