@@ -8,6 +8,7 @@ from django.urls import path
 from django.views import defaults
 
 from config.urls import urlpatterns as site_urls
+from tests.html import one, select, texts
 
 
 def boom(request):
@@ -20,8 +21,7 @@ def forbidden(request):
 
 urlpatterns = [path("boom/", boom), path("forbidden/", forbidden), *site_urls]
 
-SITE_LINKS = ('href="/api/docs/">API</a>', 'href="/accounts/login/">Log in</a>',
-              'rel="icon" href="/static/favicon.svg"')
+SITE_LINKS = {"/api/docs/": "API", "/accounts/login/": "Log in"}  # href: the link's text
 
 
 def site_page(client, url: str, status: int) -> str:
@@ -29,15 +29,17 @@ def site_page(client, url: str, status: int) -> str:
     response = client.get(url)
     assert response.status_code == status
     html = response.content.decode()
-    for link in SITE_LINKS:
-        assert link in html
-    assert 'class="brand"' in html and "Traceback" not in html
+    for href, text in SITE_LINKS.items():
+        assert text in texts(html, f'a[href="{href}"]')
+    assert select(html, 'link[rel=icon][href="/static/favicon.svg"]')
+    assert select(html, "header a.brand") and "Traceback" not in html
     return html
 
 
 def test_an_unknown_address_gets_the_styled_404_page_naming_it(client, db):
     html = site_page(client, "/no-such-page/", 404)
-    assert "Page not found" in html and "<code>/no-such-page/</code>" in html
+    assert one(html, "h1").text == "Page not found"
+    assert one(html, ".error-page code").text == "/no-such-page/"
 
 
 def test_a_missing_submission_gets_the_same_404_page(client, db):
@@ -47,7 +49,8 @@ def test_a_missing_submission_gets_the_same_404_page(client, db):
 @pytest.mark.urls(__name__)
 def test_a_refused_request_gets_the_styled_403_page(client, db):
     html = site_page(client, "/forbidden/", 403)
-    assert "Not allowed" in html and 'href="/accounts/login/?next=/forbidden/"' in html
+    assert one(html, "h1").text == "Not allowed"
+    assert one(html, '.error-page a[href="/accounts/login/?next=/forbidden/"]').text == "log in"
 
 
 @pytest.mark.urls(__name__)

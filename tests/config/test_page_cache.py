@@ -21,6 +21,7 @@ from leaderboard.boards import rank_ranges
 from scoring.boards import board_changed, state_token
 from tests.concurrent import redis_cache  # noqa: F401 - a fixture
 from tests.factories import board_benchmark, scored_submission
+from tests.html import one, select, texts
 
 PAGES = ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound",
          "/b/mmae/pivot/?dimension=modality&metric=EMR", "/b/mmae/compare/",
@@ -209,11 +210,14 @@ def signed_in(front, client, user) -> str:
 
 def name_in(answer: Answer) -> str | None:
     """Whom the page's navigation says is logged in (None: a page for anonymous visitors)."""
-    text = answer.body.decode()
-    if "Log out" not in text:
-        assert "Log in" in text
+    navigation = one(answer.body, "nav.site-links")
+    log_out = navigation.select("form button")
+    if not log_out:
+        assert texts(navigation, "a[href='/accounts/login/']") == ["Log in"]
         return None
-    return text.split('title="Logged in as ', 1)[1].split('"', 1)[0]
+    (button,) = log_out
+    assert button.text == "Log out"
+    return button.get("title").removeprefix("Logged in as ")
 
 
 @pytest.mark.parametrize("url", [u for u in PAGES if u != "model"])
@@ -289,7 +293,8 @@ def test_a_changed_account_ends_the_kept_pages(front, ranked_board, client, auth
     with django_capture_on_commit_callbacks(execute=True):
         author.is_staff = True
         author.save()
-    assert 'href="/staff/' in call(front, "/b/mmae/", headers={"Cookie": mine}).body.decode()
+    navigation = one(call(front, "/b/mmae/", headers={"Cookie": mine}).body, "nav.site-links")
+    assert select(navigation, "a[href^='/staff/']")
 
 
 def test_a_signed_in_page_follows_a_board_change_within_a_second(

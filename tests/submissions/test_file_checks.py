@@ -5,7 +5,6 @@ import gzip
 import io
 import json
 import tarfile
-from html.parser import HTMLParser
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -17,42 +16,16 @@ from scoring.services import benchmark_import
 from submissions.file_checks import ARCHIVE_IN_PREDICTIONS
 from submissions.models import Submission
 from tests.conftest import CAST_PASSWORD
+from tests.html import one, select
 from tests.submissions.test_airbench_uploads import chat_meta, write
 
 LONG_NAME = "E" * 250
 
 
-class _Fields(HTMLParser):
-    """The text of each form field's `div.field`, by the id of the input inside it."""
-
-    def __init__(self):
-        super().__init__()
-        self.depth, self.text, self.ids, self.fields = 0, [], [], {}
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "div" and self.depth:
-            self.depth += 1
-        elif tag == "div" and "field" in (attrs.get("class") or "").split():
-            self.depth, self.text, self.ids = 1, [], []
-        if self.depth and tag in ("input", "select", "textarea") and attrs.get("id"):
-            self.ids.append(attrs["id"])
-
-    def handle_endtag(self, tag):
-        if tag == "div" and self.depth:
-            self.depth -= 1
-            if not self.depth:
-                self.fields.update({i: " ".join("".join(self.text).split()) for i in self.ids})
-
-    def handle_data(self, data):
-        if self.depth:
-            self.text.append(data)
-
-
 def field_texts(html: str) -> dict[str, str]:
-    parser = _Fields()
-    parser.feed(html)
-    return parser.fields
+    """The text of each form field's `div.field`, by the id of the input inside it."""
+    return {control.get("id"): field.text for field in select(html, "div.field")
+            for control in field.select("input[id], select[id], textarea[id]")}
 
 
 def tar_gz() -> bytes:
@@ -142,7 +115,7 @@ def test_a_name_over_the_limit_is_refused_saying_so_and_kept_whole(post_upload_p
     assert response.context["form"].errors["model_name"] == [
         "Name is 250 characters; the limit is 200"]
     html = response.content.decode()
-    assert f'value="{LONG_NAME}"' in html  # shown back whole, not cut
+    assert one(html, "#id_model_name").get("value") == LONG_NAME  # shown back whole, not cut
     assert "Name is 250 characters; the limit is 200" in field_texts(html)["id_model_name"]
 
 
@@ -172,7 +145,7 @@ def test_every_problem_shows_beside_its_own_field_at_once(post_upload_page, smal
     assert ARCHIVE_IN_PREDICTIONS in fields["id_predictions"]
     assert "notes.txt is not an archive" in fields["id_audio"]
     assert ARCHIVE_IN_PREDICTIONS not in fields["id_audio"]
-    assert 'id="upload-errors"' not in response.content.decode()
+    assert select(response, "#upload-errors") == []
 
 
 def test_the_services_problems_with_a_file_show_beside_that_file(post_upload_page, small_bench):
@@ -205,11 +178,15 @@ def test_a_name_taken_by_another_author_shows_beside_the_name(post_upload_page, 
 def test_the_form_tells_the_browser_what_each_field_takes(client, author, small_bench):
     assert client.login(username="author", password=CAST_PASSWORD)
     html = client.get("/submit/").content.decode()
-    assert 'accept=".json,.jsonl"' in html and 'accept=".zip,.tar.gz,.tgz,.gz"' in html
-    assert "maxlength" not in html  # the browser would cut a pasted name without a word
-    assert 'data-max-length="200" data-label="Name"' in html
-    assert f'data-archive-message="{ARCHIVE_IN_PREDICTIONS}"' in html
-    assert 'data-file-check="audio" data-max-bytes="' in html
+    assert one(html, "#id_predictions").get("accept") == ".json,.jsonl"
+    assert one(html, "#id_audio").get("accept") == ".zip,.tar.gz,.tgz,.gz"
+    # the browser would cut a pasted name without a word
+    assert select(html, "[maxlength]") == []
+    name = one(html, "#id_model_name")
+    assert (name.get("data-max-length"), name.get("data-label")) == ("200", "Name")
+    assert one(html, "form#upload-form").get("data-archive-message") == ARCHIVE_IN_PREDICTIONS
+    audio = one(html, 'div.field[data-file-check="audio"]')
+    assert audio.select("#id_audio") and int(audio.get("data-max-bytes")) > 0
 
 
 def test_a_text_board_says_it_takes_no_archive_at_all(client, author, tmp_path, settings):

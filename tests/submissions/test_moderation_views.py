@@ -5,6 +5,7 @@ import pytest
 
 from audit.models import AuditEvent
 from submissions.models import QuotaOverride, Submission
+from tests.html import one, texts
 
 STAFF_PAGES = ["/staff/submissions/", "/staff/submissions/{pk}/", "/staff/quotas/",
                "/staff/audit/"]
@@ -158,7 +159,8 @@ def test_staff_set_and_remove_a_quota_override(client, author, staff):
     assert QuotaOverride.objects.get(user=author).per_day == 60
     client.force_login(author)
     mine = client.get("/submissions/").content.decode()
-    assert "<strong>0 of 60</strong> uploads used" in mine
+    quota = one(mine, "#quota")
+    assert texts(quota, "strong")[0] == "0 of 60" and "Quota: 0 of 60 uploads used" in quota.text
     assert "your own limits, set by staff" in mine
     client.force_login(staff)
     client.post("/staff/quotas/", {"username": "author", "reason": "done"})
@@ -198,7 +200,9 @@ def test_the_author_makes_a_submission_private_from_its_page(client, score_with_
     client.force_login(author)
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert "Make private" in page
-    assert 'Represent <span class="cut name">Model A</span> on the board' in page
+    represent = one(page, ".author-controls input[name=chosen][value=true]").parent
+    assert represent.one("button").text == "Represent Model A on the board"
+    assert represent.one("button span.cut.name").text == "Model A"
     response = client.post(f"/submissions/{submission.pk}/visibility/", {"public": "false"},
                            follow=True)
     assert f"submission {submission.pk} is now private" in response.content.decode()

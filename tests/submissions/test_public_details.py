@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 from submissions.models import Submission
 from tests.conftest import CAST_PASSWORD
 from tests.factories import seeded_board
+from tests.html import parse
 
 FILES = ("results.jsonl", "per_sample.json", "taxonomy.json")
 
@@ -47,9 +48,9 @@ def test_anyone_downloads_a_published_submissions_details(request, client, publi
 
 
 def test_the_submission_page_links_its_details_for_everyone(client, published):
-    page = client.get(f"/s/{published.id}/").content.decode()
+    page = parse(client.get(f"/s/{published.id}/"))
     for name in FILES:
-        assert f'href="/submissions/{published.id}/files/{name}"' in page
+        assert page.select(f'a[href="/submissions/{published.id}/files/{name}"]')
 
 
 def test_its_runs_by_id_stay_its_authors_and_staffs(published, staff):

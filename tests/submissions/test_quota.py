@@ -10,6 +10,7 @@ from config.errors import ServiceError
 from submissions.models import QuotaOverride, Submission
 from submissions.quota import quota_left
 from tests.conftest import CAST_PASSWORD
+from tests.html import assert_in_html, one, select, texts
 
 
 @pytest.fixture
@@ -79,23 +80,25 @@ def test_a_spent_quota_disables_the_form(uploads, upload_page, settings):
     settings.SUBMISSIONS_PER_DAY = 1
     uploads(1)
     html = upload_page()
-    assert html.count("<fieldset disabled>") == 2
-    assert '<button type="submit" class="primary" disabled>Upload</button>' in html
+    assert len(select(html, "fieldset[disabled]")) == len(select(html, "fieldset")) == 2
+    assert_in_html('<button type="submit" class="primary" disabled>Upload</button>', html)
 
 
 def test_uploads_being_scored_say_when_one_more_is_possible(uploads, upload_page, settings):
     settings.SUBMISSIONS_PER_DAY, settings.SUBMISSIONS_IN_FLIGHT = 5, 1
     uploads(1)  # uploaded, not yet validated: in flight
     html = upload_page()
-    assert "1 of 1 being scored at once" in html
-    assert "No upload is possible now: 1 submission(s) are still being scored; wait for one " \
-        "to finish." in html
-    assert html.count("<fieldset disabled>") == 2
+    assert "; 1 of 1 being scored at once." in one(html, "#quota").text
+    assert one(html, "#quota-spent").text == "No upload is possible now: 1 submission(s) are " \
+        "still being scored; wait for one to finish."
+    assert len(select(html, "fieldset[disabled]")) == len(select(html, "fieldset")) == 2
 
 
 def test_an_open_quota_leaves_the_form_enabled(uploads, upload_page, settings):
     settings.SUBMISSIONS_PER_DAY, settings.SUBMISSIONS_IN_FLIGHT = 3, 3
     uploads(2, 1)
     html = upload_page()
-    assert "<strong>2 of 3</strong> uploads used in the last 24 hours" in html
-    assert 'id="quota-spent"' not in html and "disabled" not in html
+    quota = one(html, "#quota")
+    assert quota.text.startswith("Quota: 2 of 3 uploads used in the last 24 hours")
+    assert texts(quota, "strong")[0] == "2 of 3"
+    assert select(html, "#quota-spent") == [] and select(html, "[disabled]") == []

@@ -7,6 +7,7 @@ from audit.models import AuditEvent
 from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions.models import ModelEntry, Submission
 from tests.conftest import CAST_PASSWORD, judge_config
+from tests.html import one
 
 pytestmark = pytest.mark.django_db
 
@@ -104,8 +105,10 @@ def test_a_dry_run_then_a_typed_confirmation_rescores(client, finished, staff):
     client.force_login(staff)
     response = client.post("/staff/rescore/", form(finished))
     assert response.status_code == 200
-    body = response.content.decode()
-    assert "1</strong> submission(s)" in body and "Rescore 1 submission(s)" in body
+    dry_run = one(response, "#dry-run")
+    assert dry_run.one("p").text.startswith("1 submission(s) under ")
+    assert dry_run.select("p strong")[0].text == "1"
+    assert one(dry_run, 'button[name=action][value=rescore]').text == "Rescore 1 submission(s)"
     assert ScoringRun.objects.count() == 1
     response = client.post("/staff/rescore/", form(finished, action="rescore", expected=1,
                                                    confirm="wrong"))

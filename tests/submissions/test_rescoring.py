@@ -24,6 +24,7 @@ from submissions.rescoring import (
     submissions_rescore,
 )
 from tests.conftest import ThreadSimulator, judge_config, reread, write_demo_set
+from tests.html import one, select
 
 pytestmark = pytest.mark.django_db
 
@@ -262,8 +263,10 @@ def test_the_submission_page_lists_every_run_with_its_files(first_scoring, staff
     submission = first_scoring["submission"]
     client.force_login(author)
     body = client.get(f"/submissions/{submission.id}/").content.decode()
-    assert body.count("<tr") == 3 and "Scoring runs" in body
-    assert f"{run.total_queries} of {run.total_queries}" in body  # all from the cache
+    assert len(select(body, "tr")) == 3 and one(body, "#runs h2").text == "Scoring runs"
+    rows = select(body, "#runs tbody tr")  # the first run and its rescore
+    cached = [row.select("td")[5].text for row in rows]  # the column of cached answers
+    assert f"{run.total_queries} of {run.total_queries}" in cached  # all from the cache
     response = client.get(f"/submissions/{submission.id}/files/results.jsonl?run={first.id}")
     assert response.status_code == 200
     assert response["Content-Disposition"].endswith(f'-run{first.id}-results.jsonl"')
