@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from config.celery import BrokerUnavailable
-from config.errors import ServiceError
+from config.errors import STORAGE_FULL, STORAGE_FULL_RETRY_SECONDS, ServiceError, storage_full
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,11 @@ def errors_exception_handler(exc, context):
     if isinstance(exc, BrokerUnavailable):  # nothing can be queued now, nothing was stored
         return Response({"errors": [str(exc)]}, status=503,
                         headers={"Retry-After": str(exc.retry_after)})
+    if storage_full(exc):  # our disk, not the caller's request: nothing was stored
+        log.error("storage full", exc_info=exc)
+        set_rollback()
+        return Response({"errors": [STORAGE_FULL]}, status=503,
+                        headers={"Retry-After": str(STORAGE_FULL_RETRY_SECONDS)})
     response = exception_handler(exc, context)
     if response is None:
         request = context.get("request")

@@ -4,6 +4,8 @@ forbids it); nothing has been changed. Pages show it as form errors, the API ans
 
 from __future__ import annotations
 
+import errno
+
 from django.core.exceptions import ValidationError
 
 from config.text import bounded
@@ -41,3 +43,14 @@ class ServiceError(ValidationError):
 
     def __str__(self) -> str:
         return "; ".join(self.messages)
+
+
+# A full disk (or quota) is our failure, never the author's: 503 with this Retry-After.
+STORAGE_FULL_RETRY_SECONDS = 600
+STORAGE_FULL = ("our storage is full, on our side and not in your upload: nothing of it was "
+                "kept; try again later")
+
+
+def storage_full(exc: BaseException) -> bool:
+    """Whether `exc` is a disk or quota that is full (ENOSPC, EDQUOT)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)

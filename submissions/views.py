@@ -1,3 +1,5 @@
+import logging
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
@@ -5,7 +7,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.verification import verified_email_for_uploads
 from config.celery import BrokerUnavailable
-from config.errors import ServiceError
+from config.errors import STORAGE_FULL, STORAGE_FULL_RETRY_SECONDS, ServiceError, storage_full
 from config.throttle import limit_posts
 from submissions import selectors
 from submissions.api import file_response
@@ -16,6 +18,8 @@ from submissions.services import (
     submission_cancel,
     submission_create,
 )
+
+log = logging.getLogger(__name__)
 
 
 @login_required
@@ -34,6 +38,20 @@ def submission_list(request):
 @limit_posts(group="upload", rate_setting="THROTTLE_UPLOAD", keys=("user",),
              what="upload attempts")
 def upload(request):
+    try:
+        return _upload(request)
+    except OSError as exc:
+        if not storage_full(exc):
+            raise
+        log.error("storage full", exc_info=exc)  # our failure: the author is told so
+        response = render(request, "submissions/upload.html", {
+            "form": SubmissionForm(), "quota": quota_shown(request.user),
+            "storage_full": STORAGE_FULL}, status=503)
+        response["Retry-After"] = str(STORAGE_FULL_RETRY_SECONDS)
+        return response
+
+
+def _upload(request):
     form = SubmissionForm(request.POST or None, request.FILES or None)
     status = 400 if request.method == "POST" else 200
     retry_after = None

@@ -172,3 +172,29 @@ def test_an_upload_while_the_broker_is_down_answers_503_and_stores_nothing(api, 
         "Nothing was stored; try again in a minute."]}
     assert Submission.objects.count() == 0
     assert not (settings.MEDIA_ROOT / "submissions").exists()
+
+
+def test_a_full_disk_is_a_503_on_our_side_and_stores_nothing(api, small_bench, client,
+                                                            author, monkeypatch):
+    """The disk (or quota) full while an upload is stored: the author is told it failed on
+    our side, with Retry-After, on the API and on the form; nothing is kept."""
+    import errno
+
+    from config.errors import STORAGE_FULL, STORAGE_FULL_RETRY_SECONDS
+    from tests.conftest import CAST_PASSWORD
+    from tests.submissions.test_file_checks import files
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("submissions.services._save", full)  # where an upload is kept
+    response = api.post("/api/submissions/", payload(small_bench), format="multipart")
+    assert response.status_code == 503
+    assert response.json() == {"errors": [STORAGE_FULL]}
+    assert response["Retry-After"] == str(STORAGE_FULL_RETRY_SECONDS)
+    assert client.login(username="author", password=CAST_PASSWORD)
+    page = client.post("/submit/", {"benchmark": "mmae", "model_name": "Editor",
+                                    **files(small_bench)})
+    assert page.status_code == 503 and page["Retry-After"] == str(STORAGE_FULL_RETRY_SECONDS)
+    assert STORAGE_FULL in page.content.decode()
+    assert not Submission.objects.exists()
