@@ -7,7 +7,7 @@ Kind protocol knows of it."""
 import csv
 import io
 import json
-import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -20,6 +20,7 @@ from submissions.models import Submission
 from submissions.rescoring import submissions_rescore
 from submissions.services import submission_validate
 from tests.conftest import judge_config, score_run
+from tests.html import assert_in_html, one, parse, select, texts
 from tests.scoring.kinds.toy import NAME, Toy, ToyJudge
 
 pytestmark = pytest.mark.django_db
@@ -123,7 +124,7 @@ def body(response) -> str:
 
 
 def shown_keys(html: str) -> list[str]:
-    return re.findall(r'data-sample="([^"]+)"', html)
+    return [sample.get("data-sample") for sample in select(html, "article[data-sample]")]
 
 
 # --- the metadata file -----------------------------------------------------------------------
@@ -282,20 +283,21 @@ def test_the_submission_page_shows_its_figures_and_every_question(toy_board, cli
     assert all(label in page for label in LABELS)
     assert "question topic" in page and "Questions" in page and "Samples" not in page
     assert "only questions not judged right" in page
-    assert '<option value="">all questions</option><option value="topic">question topic' in page
+    options = one(page, "select#explorer-dimension").select("option")
+    assert [o.get("value") for o in options[:2]] == ["", "topic"]
+    assert options[0].text == "all questions" and options[1].text.startswith("question topic")
     assert shown_keys(page) == ["q1", "q2", "q3", "q4", "q5", "q6"]
     assert "What colour is moss?" in page and "Maybe green?" in page
     assert "unparsed" not in page and "Reference answer" not in page
-    q3 = page.split('data-sample="q3"')[1].split("</article>")[0]
-    assert f"/s/{oracle.id}/samples/q3/rubrics/" in q3  # its judge replies, when opened
-    replies = client.get(f"/s/{oracle.id}/samples/q3/rubrics/",
-                         HTTP_HX_REQUEST="true").content.decode()
-    assert "judged wrong" in q3 and "<b>no</b>" in replies
-    q5 = page.split('data-sample="q5"')[1].split("</article>")[0]
-    q5_replies = client.get(f"/s/{oracle.id}/samples/q5/rubrics/",
-                            HTTP_HX_REQUEST="true").content.decode()
-    assert "no verdict" in q5 + q5_replies and "expected yes or no" in q5 + q5_replies
-    assert "no response" in page.split('data-sample="q6"')[1]
+    q3 = one(page, 'article[data-sample="q3"]')
+    # its judge replies, when opened
+    assert q3.select(f'details.rubrics[data-rubrics="/s/{oracle.id}/samples/q3/rubrics/"]')
+    replies = client.get(f"/s/{oracle.id}/samples/q3/rubrics/", HTTP_HX_REQUEST="true")
+    assert "judged wrong" in q3.text and "no" in texts(replies, "b")
+    q5 = one(page, 'article[data-sample="q5"]').text + " " + parse(client.get(
+        f"/s/{oracle.id}/samples/q5/rubrics/", HTTP_HX_REQUEST="true")).text
+    assert "no verdict" in q5 and "expected yes or no" in q5
+    assert "no response" in one(page, 'article[data-sample="q6"]').text
     failed = client.get(f"/s/{oracle.id}/samples/?failed=on").content.decode()
     assert shown_keys(failed) == ["q3", "q5", "q6"]
     plants = client.get(f"/s/{oracle.id}/samples/?dimension=topic&bucket=plants&q=moss")
@@ -311,31 +313,35 @@ def test_the_model_page_pivot_and_compare_show_its_labels_and_figures(toy_board,
     assert "share judged right and share answered per bucket of question topic" in page
     assert '"name": "share judged right"' in page  # the radar's legend
     assert "66.67" in page and "33.33" in page
-    assert '<td class="dimension">question topic</td>' in page  # the slices table names it
-    assert "unreadable verdicts <strong>1</strong>" in page  # a count, not 1.00
+    assert_in_html('<td class="dimension">question topic</td>', page)  # the slices table
+    figures = [(figure.children[0].strip(), figure.one("strong").text)
+               for figure in select(page, "td.figures span.figure")]
+    assert ("unreadable verdicts", "1") in figures  # a count, not 1.00
     pivot = client.get("/b/toy/pivot/?dimension=topic&metric=answered_share")
     assert pivot.status_code == 200
     text = pivot.content.decode()
     assert "share answered (%)" in text and "66.67" in text
-    assert "on every bucket of <strong>question topic</strong>" in text
+    (said,) = [p for p in select(text, "p.meta") if "on every bucket of question topic;" in p.text]
+    assert said.one("strong").text == "question topic"
     assert '"text": "share answered (%)"' in text  # the heatmap's colour bar
     refusals = client.get("/b/toy/pivot/?dimension=topic&metric=refusals").content.decode()
     assert "unreadable verdicts (count)" in refusals
     # Board order: the guesser (none on either topic), then the oracle (one on plants).
-    assert re.findall(r'<td class="num">([^<]+)</td>', refusals) == ["0", "0", "0", "1"]
+    assert [td.text for td in select(refusals, "td[class=num]")] == ["0", "0", "0", "1"]
     compare = client.get(f"/b/toy/compare/?models={guesser.model_id},{oracle.model_id}")
     assert compare.status_code == 200
     text = compare.content.decode()
     assert "Judged right" in text and all(label in text for label in LABELS)
     assert "Per-question wins and losses" in text and "sample" not in text
     assert "1.00" not in text  # counts stay whole
-    assert '<td class="dimension">question topic</td>' in text
+    assert_in_html('<td class="dimension">question topic</td>', text)
     # q1 the oracle's; q2 and q4 ties; q3, q5 and q6 the guesser's.
-    pair = text.split('id="pairs"')[1].split("</tr>")[2]
-    assert re.findall(r'<td class="num[^"]*">(?:<a href="[^"]*">)?(\d+)(?:</a>)?</td>',
-                      pair) == ["6", "3", "2", "1"]
+    pair = select(text, "#pairs tr")[2]
+    assert [td.text for td in pair.select("td[class^=num]")] == ["6", "3", "2", "1"]
     # the wins and losses link to their questions
-    assert re.findall(r'by=passed&amp;winner=([ab])">(\d+)</a>', pair) == [("a", "3"), ("b", "1")]
+    wins = [(parse_qs(urlsplit(a.get("href")).query), a.text) for a in pair.select("td a")]
+    assert [(query["winner"], n) for query, n in wins if query.get("by") == ["passed"]] == [
+        (["a"], "3"), (["b"], "1")]
 
 
 def test_its_results_files_download_from_the_status_page_and_the_api(toy_board, client,
@@ -345,7 +351,7 @@ def test_its_results_files_download_from_the_status_page_and_the_api(toy_board, 
     status = client.get(f"/submissions/{oracle.id}/").content.decode()
     assert "toy_verdicts.jsonl" in status and "toy_scores.json" in status
     assert "Failed queries (counted as unreadable verdicts)" in status
-    assert "<li>unparseable reply: 1</li>" in status
+    assert "unparseable reply: 1" in texts(status, "li")
     assert "1 question without a usable output" in status
     verdicts = client.get(f"/submissions/{oracle.id}/files/toy_verdicts.jsonl")
     assert verdicts.status_code == 200 and verdicts["Content-Type"] == "application/x-ndjson"
