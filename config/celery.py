@@ -6,6 +6,7 @@ from celery.signals import worker_process_shutdown
 from django.conf import settings
 from django.db import transaction
 from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -67,11 +68,15 @@ class BrokerUnavailable(Exception):
 
 
 def broker_check() -> None:
-    """Raise BrokerUnavailable unless the broker answers now (one try, no retries), so that a
-    request about to queue work can refuse before it stores anything."""
+    """Raise BrokerUnavailable unless the broker answers now (one try, no retries, within
+    its socket timeouts), so that a request about to queue work can refuse before it stores
+    anything. A Redis broker is asked a PING: a hung one takes connections and answers none."""
     try:
         with app.connection_for_write() as connection:
             connection.ensure_connection(max_retries=0)
-    except OperationalError as exc:
+            client = getattr(connection.default_channel, "client", None)
+            if client is not None and hasattr(client, "ping"):
+                client.ping()
+    except (OperationalError, RedisError) as exc:
         log.error("Celery's broker cannot be reached: %s", exc)
         raise BrokerUnavailable() from exc

@@ -446,9 +446,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     }
     if CELERY_BROKER_URL.startswith("filesystem")
     # "priority": a worker serving several queues (`-Q celery,rescore`) drains them in the
-    # order given, so rescoring never gets ahead of new submissions.
-    else {"visibility_timeout": 3600, "queue_order_strategy": "priority"}
+    # order given, so rescoring never gets ahead of new submissions. The socket timeouts bound
+    # what a hung Redis (stopped, not refused) costs a request that queues work.
+    else {"visibility_timeout": 3600, "queue_order_strategy": "priority",
+          "socket_timeout": 5, "socket_connect_timeout": 3}
 )
+# Publishing a task tries once more, at once, then gives up: a request that queues work answers
+# "failed on our side" within seconds rather than waiting on a broker that does not answer.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 1,
+                                    "interval_max": 1}
 if CELERY_BROKER_URL.startswith("filesystem"):
     for _folder in ("queue", "processed", "control"):
         (CELERY_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)

@@ -57,3 +57,30 @@ def test_a_broker_where_nothing_listens_is_reported_and_logged(broker, caplog):
         broker_check()
     assert raised.value.retry_after == 60
     assert "Connection refused" in caplog.records[0].getMessage()
+
+
+def test_a_hung_broker_is_refused_within_its_timeouts():
+    """A Redis that takes connections and answers nothing (stopped, not refused): the check
+    before an upload is stored says the queue cannot be reached within seconds, and so does
+    queuing a task, instead of hanging the request."""
+    import socket
+    import time
+
+    from config.celery import app
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    try:
+        _use_broker(f"redis://127.0.0.1:{server.getsockname()[1]}/0")
+        started = time.monotonic()
+        with pytest.raises(BrokerUnavailable):
+            broker_check()
+        assert time.monotonic() - started < 12  # the socket timeouts, not forever
+        started = time.monotonic()
+        with pytest.raises(Exception):  # noqa: B017 - kombu's or redis's, either way refused
+            app.send_task("submissions.tasks.validate_submission", args=[0])
+        assert time.monotonic() - started < 30  # one retry of the socket timeouts
+    finally:
+        _use_broker("memory://")
+        server.close()
