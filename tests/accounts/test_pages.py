@@ -9,6 +9,7 @@ from django.core import mail
 from django.urls import reverse
 
 from tests.conftest import CAST_PASSWORD
+from tests.html import one, select
 
 pytestmark = pytest.mark.django_db
 
@@ -34,11 +35,12 @@ def test_the_signup_page_shows_the_form_in_the_sites_frame(client):
     response = client.get("/accounts/signup/")
     assert response.status_code == 200
     html = response.content.decode()
+    form = one(html, 'form[method=post][action="/accounts/signup/"]')
+    assert form.classes == {"stacked"}
     for name in ("username", "email", "password1", "password2"):
-        assert f'name="{name}"' in html
-    assert "<h1>Create an account</h1>" in html
-    assert 'class="brand"' in html  # templates/base.html around it
-    assert '<form method="post" class="stacked" action="/accounts/signup/"' in html
+        assert form.select(f"input[name={name}]")
+    assert one(html, "main h1").text == "Create an account"
+    assert select(html, "header.site a.brand")  # templates/base.html around it
 
 
 def test_signup_creates_the_user_logs_them_in_and_emails_a_confirmation_link(
@@ -162,20 +164,21 @@ def test_logout_asks_on_get_and_logs_out_on_post(client, author):
 
 
 def test_the_header_offers_login_to_visitors_and_logout_to_users(client, author):
-    html = client.get(reverse("leaderboard:home")).content.decode()
-    assert 'href="/accounts/login/"' in html and 'href="/accounts/signup/"' in html
+    header = one(client.get(reverse("leaderboard:home")), "header.site")
+    assert header.select('a[href="/accounts/login/"]')
+    assert header.select('a[href="/accounts/signup/"]')
     client.force_login(author)
-    html = client.get(reverse("leaderboard:home")).content.decode()
-    assert 'action="/accounts/logout/"' in html
-    assert 'href="/accounts/tokens/"' in html
-    assert 'href="/submissions/"' in html and 'href="/submit/"' in html
+    header = one(client.get(reverse("leaderboard:home")), "header.site")
+    assert header.select('form[action="/accounts/logout/"] button')
+    for url in ("/accounts/tokens/", "/submissions/", "/submit/"):
+        assert header.select(f'a[href="{url}"]')
 
 
 def test_the_account_pages_link_to_each_other(client, author):
     client.force_login(author)
     html = client.get(reverse("account_email")).content.decode()
     for url in ("/accounts/email/", "/accounts/password/change/", "/accounts/tokens/"):
-        assert f'href="{url}"' in html
+        assert select(html, f'main a[href="{url}"]')
     assert "author@example.com" in html
 
 

@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 from accounts.models import ApiToken
 from submissions.models import Submission
 from tests.conftest import CAST_PASSWORD
+from tests.html import one, select, texts
 from tests.submissions.test_api import payload
 from tests.submissions.test_views import form
 
@@ -35,10 +36,12 @@ def test_the_upload_page_asks_for_the_confirmation_and_emails_a_new_link(client,
     response = client.get("/submit/")
     assert response.status_code == 200
     html = response.content.decode()
-    assert "<h1>Confirm your email address</h1>" in html
+    assert one(html, "h1").text == "Confirm your email address"
     assert "newcomer@example.com" in html
-    assert 'name="action_send"' in html and 'action="/accounts/email/"' in html
-    assert 'name="predictions"' not in html  # no upload form
+    send = one(html, 'form[action="/accounts/email/"]')
+    assert send.select("button[name=action_send]")
+    assert send.one("input[name=email]").get("value") == "newcomer@example.com"
+    assert select(html, "[name=predictions]") == []  # no upload form
     assert [m.to for m in mail.outbox] == [["newcomer@example.com"]]
 
 
@@ -74,7 +77,7 @@ def test_a_user_without_an_email_is_asked_to_add_one(client, django_user_model):
     user = django_user_model.objects.create_user("noemail", "", CAST_PASSWORD)
     client.force_login(user)
     html = client.get("/submit/").content.decode()
-    assert "Add one" in html and 'href="/accounts/email/"' in html
+    assert "Add one" in texts(html, 'a[href="/accounts/email/"]')
     assert mail.outbox == []
 
 
@@ -82,7 +85,7 @@ def test_once_confirmed_the_upload_form_shows(client, newcomer, small_bench):
     EmailAddress.objects.filter(user=newcomer).update(verified=True)
     client.force_login(newcomer)
     html = client.get("/submit/").content.decode()
-    assert 'name="predictions"' in html
+    assert select(html, "form#upload-form input[name=predictions]")
     assert client.post("/submit/", form(small_bench)).status_code == 302
     assert Submission.objects.filter(owner=newcomer).count() == 1
 
@@ -104,7 +107,7 @@ def test_a_site_that_confirms_no_email_lets_everyone_upload(client, newcomer, sm
                                                             settings):
     settings.ACCOUNT_EMAIL_VERIFICATION = "none"
     client.force_login(newcomer)
-    assert 'name="predictions"' in client.get("/submit/").content.decode()
+    assert select(client.get("/submit/"), "form#upload-form input[name=predictions]")
     assert client.post("/submit/", form(small_bench)).status_code == 302
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=newcomer, name='t')[1]}")
