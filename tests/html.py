@@ -60,12 +60,9 @@ class Element:
                 yield from child.elements()
 
     def select(self, selector: str) -> list["Element"]:
-        found = []
-        for one_selector in selector.split(","):
-            steps = _steps(one_selector)
-            found += [e for e in self.elements() if _matches(e, steps, self)
-                      and not any(e is f for f in found)]
-        return found
+        """The elements below this one that `selector` matches, in document order."""
+        each = [_steps(part) for part in _SEPARATE.findall(selector) if part.strip()]
+        return [e for e in self.elements() if any(_matches(e, steps, self) for steps in each)]
 
     def one(self, selector: str) -> "Element":
         found = self.select(selector)
@@ -142,9 +139,11 @@ def assert_in_html(needle: str, haystack, count: int | None = None) -> None:
     SimpleTestCase().assertInHTML(needle, _html(haystack), count=count)
 
 
+# Each selector of a list: up to a comma outside quotes.
+_SEPARATE = re.compile(r"""(?:"[^"]*"|'[^']*'|[^,"'])+""")
 _COMPOUND = re.compile(r"""
     (?P<tag>[a-zA-Z][\w-]*|\*)?
-    (?P<rest>(?:\#[\w-]+|\.[\w-]+|\[[^\]]+\])*)
+    (?P<rest>(?:\#[\w-]+|\.[\w-]+|\[(?:"[^"]*"|'[^']*'|[^\]"'])+\])*)
 """, re.X)
 _PART = re.compile(r"""\#(?P<id>[\w-]+)|\.(?P<cls>[\w-]+)
     |\[\s*(?P<attr>[\w:-]+)\s*(?:(?P<op>[\^*~]?=)\s*(?P<value>"[^"]*"|'[^']*'|[^\]\s]*))?\s*\]""",

@@ -51,3 +51,9 @@ def test_a_fragment_is_compared_as_html():
     with pytest.raises(AssertionError):
         assert_in_html('<a class="brand" href="/b/other/">Board</a>', PAGE)
     assert parse(PAGE).one("#board") is not None
+
+
+def test_a_quoted_value_may_hold_commas_and_brackets():
+    page = '<a href="/compare/?models=1,2">pair</a><a href="/x?q=[a]">list</a>'
+    assert texts(page, 'a[href="/compare/?models=1,2"]') == ["pair"]
+    assert texts(page, "a[href='/x?q=[a]'], a[href*=','] ") == ["pair", "list"]

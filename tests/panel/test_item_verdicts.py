@@ -10,6 +10,7 @@ import jsonschema
 from leaderboard.boards import item_pages
 from panel.models import PanelAnswer, PanelTask
 from panel.services import panel_rater_remove
+from tests.html import parse, select
 from tests.leaderboard.test_api_bodies import described
 from tests.panel import test_judge_card
 from tests.panel.test_judge_card import CARD
@@ -52,14 +53,14 @@ def test_the_item_page_anchors_each_representative_and_each_of_its_verdicts(clie
                                                                             rated_board):
     a, b = rated_board["a"], rated_board["b"]
     item = a.current_run.benchmark.items.order_by("position").first()
-    html = client.get(f"/b/mmae/i/{item.key}/").content.decode()
+    html = parse(client.get(f"/b/mmae/i/{item.key}/"))
     indexes = sorted(item.criteria.values_list("index", flat=True))
     for submission in (a, b):
-        assert f'id="s-{submission.pk}"' in html
+        assert html.select(f"#s-{submission.pk}")
         for index in indexes:
-            assert f'id="s-{submission.pk}-r{index}"' in html
-    assert f'data-url="{item_api(item.key)}"' in html
-    assert "js/item_panel.js" in html
+            assert html.select(f"#s-{submission.pk}-r{index}")
+    assert html.select(f'[data-url="{item_api(item.key)}"]')
+    assert html.select('script[src*="js/item_panel.js"]')
 
 
 def test_every_disagreement_the_card_lists_links_an_anchor_of_its_item_page(client,
@@ -69,7 +70,7 @@ def test_every_disagreement_the_card_lists_links_an_anchor_of_its_item_page(clie
             path, fragment = d["url"].split("#")
             assert path == f"/b/mmae/i/{d['item']}/"
             assert fragment == f"s-{d['submission']}-r{d['rubric']}"
-            assert f'id="{fragment}"' in client.get(path).content.decode()
+            assert select(client.get(path), f"#{fragment}")
 
 
 def test_the_endpoint_counts_each_rubric_as_the_card_and_a_count_by_hand(client, rated_board):
@@ -153,6 +154,7 @@ def test_a_link_names_the_page_of_systems_that_shows_its_verdict(client, rated_b
     item = board.items.order_by("position").first()
     link = item_pages.item_linker(board)(item.key, second.id, 0)
     assert link == f"/b/mmae/i/{item.key}/?page=2#s-{second.id}-r0"
-    html = client.get(link.split("#")[0]).content.decode()
-    assert f'id="s-{second.id}-r0"' in html
-    assert re.findall(r'id="(s-\d+)"', html) == [f"s-{second.id}"]
+    html = parse(client.get(link.split("#")[0]))
+    assert html.select(f"#s-{second.id}-r0")
+    systems = [e.get("id") for e in html.select("[id^=s-]") if re.fullmatch(r"s-\d+", e.get("id"))]
+    assert systems == [f"s-{second.id}"]

@@ -10,6 +10,7 @@ from panel.models import PanelTask
 from panel.services import panel_rater_remove
 from scoring.models import Criterion
 from tests.conftest import judge_config
+from tests.html import select
 from tests.panel.conftest import heard, letter
 
 CARD = "/api/leaderboards/mmae/judge/"
@@ -180,4 +181,4 @@ def test_the_card_page_shows_the_figures_and_links_each_disagreement(client, rat
     assert f"{100 * human['agreement']:.1f}%" in page
     assert f"{human['kappa']:.2f}" in page
     for d in card["configs"][0]["disagreements"]:
-        assert f'href="{d["url"]}"' in page
+        assert select(page, f'a[href="{d["url"]}"]')

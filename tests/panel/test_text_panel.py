@@ -6,7 +6,6 @@ from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
-from django.utils.html import escape
 
 from panel import assignment
 from panel.models import PanelAnswer
@@ -15,6 +14,7 @@ from scoring.kinds.airbench import rules as airbench
 from scoring.models import ItemResult, ScoringRun, SliceResult
 from scoring.services import benchmark_import
 from tests.conftest import judge_config
+from tests.html import parse, select
 from tests.panel.conftest import published
 from tests.scoring.airbench_data import chat_meta, write
 
@@ -95,8 +95,10 @@ def test_a_task_puts_the_reference_and_the_systems_answer_as_text(client, chat_b
     assert answer(client, task, right=False).status_code == 201
     saved = PanelAnswer.objects.get(rater=rater)
     assert (saved.chosen, saved.right, saved.listened) == (WRONG, False, {})
-    page = client.get("/b/air-bench-chat/panel/").content.decode()
-    assert escape(get_kind(airbench.CHAT).panel_how) in page and 'id="panel-texts"' in page
+    page = parse(client.get("/b/air-bench-chat/panel/"))
+    how = " ".join(get_kind(airbench.CHAT).panel_how.split())
+    assert any(p.text.startswith(how) for p in page.select("p.meta"))
+    assert page.select("#panel-texts")
 
 
 def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_board, author,
@@ -135,7 +137,7 @@ def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_b
     page = client.get("/b/air-bench-chat/judge/").content.decode()
     assert f"{100 * 11 / 12:.1f}%" in page and "by category" in page
     assert "rubric category" not in page
-    assert f'href="{disagreement["url"]}"' in page
+    assert select(page, f'a[href="{disagreement["url"]}"]')
 
 
 def test_the_item_page_shows_the_panels_verdict_beside_the_judges(client, chat_board, author,
@@ -153,6 +155,6 @@ def test_the_item_page_shows_the_panels_verdict_beside_the_judges(client, chat_b
                                                                           f"s-{good.pk}-r0")
     assert (rubric["human"], rubric["judge"], rubric["disagrees"]) == (True, False, True)
     assert rubric["label"] == "panel: right (2 of 2)"
-    page = client.get("/b/air-bench-chat/i/2/").content.decode()
-    assert f'id="s-{good.pk}-r0"' in page
-    assert 'data-url="/api/panel/air-bench-chat/items/2/"' in page
+    page = parse(client.get("/b/air-bench-chat/i/2/"))
+    assert page.select(f"#s-{good.pk}-r0")
+    assert page.select('[data-url="/api/panel/air-bench-chat/items/2/"]')
