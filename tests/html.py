@@ -6,6 +6,7 @@ Selectors are a small CSS subset: a tag, `#id`, `.class`, `[attr]`, `[attr=value
 space (a descendant) or `>` (a child); several joined by `,`.
 """
 
+import itertools
 import re
 from html.parser import HTMLParser
 
@@ -33,10 +34,22 @@ class Element:
                         for k, v in self.attrs.items())
         return f"<{self.tag}{attrs}>{self.text[:80]}"
 
+    def __eq__(self, other) -> bool:
+        """The same element: tag, attributes and children alike, text to the character."""
+        return isinstance(other, Element) and (self.tag, self.attrs, self.children) == \
+            (other.tag, other.attrs, other.children)
+
+    __hash__ = None
+
     @property
     def text(self) -> str:
         """The text inside, whitespace collapsed as a browser shows it."""
-        return " ".join("".join(self._strings()).split())
+        return " ".join(self.raw_text.split())
+
+    @property
+    def raw_text(self) -> str:
+        """The text inside as written (a script's JSON, a <pre>)."""
+        return "".join(self._strings())
 
     def _strings(self):
         for child in self.children:
@@ -47,6 +60,13 @@ class Element:
 
     def get(self, name: str, default=None):
         return self.attrs.get(name, default)
+
+    @property
+    def tail(self) -> str:
+        """The text right after this element, up to its parent's next element."""
+        siblings = self.parent.children
+        after = siblings[next(i for i, c in enumerate(siblings) if c is self) + 1:]
+        return "".join(itertools.takewhile(lambda c: isinstance(c, str), after))
 
     @property
     def classes(self) -> set[str]:

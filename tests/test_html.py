@@ -57,3 +57,10 @@ def test_a_quoted_value_may_hold_commas_and_brackets():
     page = '<a href="/compare/?models=1,2">pair</a><a href="/x?q=[a]">list</a>'
     assert texts(page, 'a[href="/compare/?models=1,2"]') == ["pair"]
     assert texts(page, "a[href='/x?q=[a]'], a[href*=','] ") == ["pair", "list"]
+
+
+def test_the_text_after_an_element_and_elements_compared_whole():
+    page = parse('<p><b>Alpha</b> ahead by <i>2</i>.</p><p><b>Alpha</b> ahead by <i>2</i>.</p>')
+    first, second = page.select("p")
+    assert first.one("b").tail == " ahead by " and first.one("i").tail == "."
+    assert first == second and first != parse("<p><b>Alpha</b> ahead by <i>3</i>.</p>").one("p")

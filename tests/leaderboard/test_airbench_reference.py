@@ -9,6 +9,7 @@ from leaderboard.boards.selectors import reported_rows
 from leaderboard.models import ReferenceFigure, ReferenceResult
 from scoring.kinds import get_kind
 from scoring.models import Benchmark
+from tests.html import one, texts
 from tests.scoring.airbench_data import REFERENCE
 
 pytestmark = pytest.mark.django_db
@@ -76,10 +77,11 @@ def test_a_malformed_table_loads_nothing(slugs, tmp_path):
 
 def test_the_board_shows_them_marked_reported(slugs, client):
     call_command("load_reference_results", str(REFERENCE), "--benchmark", "air-bench-chat")
-    page = client.get("/b/air-bench-chat/").content.decode()
-    board = page[page.index('id="board"'):page.index("</table>", page.index('id="board"'))]
-    assert board.count('<tr class="reference reported">') == 11
-    assert "Qwen2-Audio" in board and ">reported</span>" in board
+    board = one(client.get("/b/air-bench-chat/"), "table#board")
+    reported = board.select("tbody tr[class='reference reported']")
+    assert len(reported) == 11 and all(r.one("td.rank").text == "reported" for r in reported)
+    assert "Qwen2-Audio" in texts(board, "tr.reported td.model .name")
+    assert texts(board, "tr.reported td.rank span.badge.reported") == ["reported"] * 11
     hidden = client.get("/b/air-bench-chat/?hide_references=on").content.decode()
     assert "Qwen2-Audio" not in hidden
     body = client.get("/api/leaderboards/air-bench-chat/?dimension=category&bucket=speech")

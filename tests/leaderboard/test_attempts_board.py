@@ -4,12 +4,12 @@ many scored submissions the model's author made to the benchmark, private ones i
 import csv
 import datetime
 import io
-import re
 
 import pytest
 
 from leaderboard.boards.model_pages import ATTEMPT_DAYS_LISTED, dated_attempts
 from submissions.moderation import submission_delete
+from tests.html import select, texts
 
 pytestmark = pytest.mark.django_db
 
@@ -28,13 +28,15 @@ def attempts_board(board, author, other_author):
 
 def cell(body: str, model: str) -> str:
     """The attempts cell of a model's row on the board page."""
-    row = next(r for r in body.split("<tr")[1:] if f"<bdi>{model}</bdi></a>" in r)
-    return re.search(r'<td class="num attempts">([^<]*)</td>', row).group(1)
+    (row,) = [row for row in select(body, "#board tbody tr")
+              if row.select("td.model a.name bdi") and row.one("td.model a.name").text == model]
+    return row.one("td.num.attempts").text
 
 
 def test_the_board_api_and_csv_count_every_scored_attempt(client, attempts_board):
     body = client.get("/b/mmae/").content.decode()
-    assert "Tries" in body and (cell(body, "Echo Editor"), cell(body, "Other")) == ("3", "1")
+    assert "Tries" in texts(body, "#board thead th.col-attempts a")[0]
+    assert (cell(body, "Echo Editor"), cell(body, "Other")) == ("3", "1")
     rows = {r["model"]: r["attempts"] for r in client.get("/api/leaderboards/mmae/").json()[
         "rows"]}
     assert rows == {"Echo Editor": 3, "Other": 1}
@@ -74,6 +76,7 @@ def test_the_model_page_lists_when_each_attempt_was_made(client, attempts_board)
     _, echo, hidden = attempts_board
     body = client.get(f"/m/{echo.model_id}/").content.decode()
     day = echo.created_at.strftime("%Y-%m-%d")  # all three were made today
-    assert f"MMAE</strong>: 3 attempts, uploaded {day} (&times;3)</li>" in body
+    (mmae,) = [li for li in select(body, "ul.attempts li") if li.one("strong").text == "MMAE"]
+    assert mmae.text == f"MMAE: 3 attempts, uploaded {day} (×3)"
     # The private drafts are counted and dated, never named or linked.
     assert "Echo Editor (draft)" not in body and f"/s/{hidden.pk}/" not in body

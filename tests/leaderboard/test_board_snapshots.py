@@ -4,7 +4,6 @@ citing the state's stored items file (not a copy), without the rows of submissio
 since, and is never cached as immutable; the current board links its newest snapshot."""
 
 import io
-from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
@@ -16,6 +15,7 @@ from leaderboard.models import BoardSnapshot
 from scoring.boards import board_changed
 from submissions.models import Submission
 from tests.factories import seeded_board
+from tests.html import one, select
 
 pytestmark = pytest.mark.django_db
 
@@ -31,28 +31,6 @@ def kept(seeded):
     """The board's state as the worker keeps it after a change: its snapshot included."""
     tasks.board_refresh(seeded)
     return BoardSnapshot.objects.get()
-
-
-class Anchors(HTMLParser):
-    """The page's links: (attributes, text)."""
-
-    def __init__(self, html: str):
-        super().__init__()
-        self.found: list[list] = []
-        self.open = False
-        self.feed(html)
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "a":
-            self.found.append([dict(attrs), ""])
-            self.open = True
-
-    def handle_endtag(self, tag):
-        self.open = self.open and tag != "a"
-
-    def handle_data(self, data):
-        if self.open:
-            self.found[-1][1] += data
 
 
 def items(response) -> pd.DataFrame:
@@ -98,7 +76,10 @@ def test_snapshots_cite_the_states_stored_dataset_not_a_copy(client, seeded, kep
 def test_a_cited_version_shows_the_board_as_it_was_after_it_changes(client, seeded, kept):
     rows = client.get("/api/leaderboards/mmae/").json()["rows"]
     html = client.get(f"/b/mmae/v/{kept.board_version}/").content.decode()
-    assert all(row["model"] in html for row in rows) and "It is <a" in html
+    note = one(html, "p.notice[role=note]")
+    assert all(row["model"] in html for row in rows)
+    assert note.text.endswith("It is the current board too.")
+    assert note.one("a[href='/b/mmae/']").text == "the current board"
     assert [r["EMR"] for r in kept.rows] == [r["EMR"] for r in rows]
     board_changed(seeded.id)
     again = client.get(f"/b/mmae/v/{kept.board_version}/").content.decode()
@@ -144,14 +125,12 @@ def test_nothing_is_cached_as_immutable_and_revalidation_is_by_etag(client, kept
 
 
 def test_permalinks_carry_nofollow(client, seeded, kept):
-    board = Anchors(client.get("/b/mmae/").content.decode()).found
-    cite = next(a for a, text in board if text == "Cite this board")
-    assert cite["rel"] == "nofollow"
-    newest = client.get(cite["href"])
+    cite = next(a for a in select(client.get("/b/mmae/"), "a") if a.text == "Cite this board")
+    assert cite.get("rel") == "nofollow"
+    newest = client.get(cite.get("href"))
     assert newest.status_code == 302 and newest["Location"] == f"/b/mmae/v/{kept.board_version}/"
-    page = Anchors(client.get(newest["Location"]).content.decode()).found
-    links = [a for a, _ in page if "/v/" in a["href"]]
-    assert len(links) == 2 and all(a["rel"] == "nofollow" for a in links)
+    links = select(client.get(newest["Location"]), "a[href*='/v/']")
+    assert len(links) == 2 and all(a.get("rel") == "nofollow" for a in links)
 
 
 def test_a_version_never_kept_is_404(client, seeded, kept):

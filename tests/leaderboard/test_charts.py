@@ -2,7 +2,6 @@
 
 import gzip
 import json
-import re
 
 import plotly
 import pytest
@@ -13,14 +12,14 @@ from leaderboard.pages import charts
 from leaderboard.pages.views import PLOTLY_JS
 from scoring.kinds import get_kind
 from tests.config.test_csp import assert_nothing_from_outside, policy
+from tests.html import assert_in_html, one, select
 
 
 def figure_spec(html: str, div_id: str) -> dict:
     """The figure (data, layout, config) a page embeds as JSON for static/js/charts.js."""
-    assert f'<div id="{div_id}" class="plotly-chart" data-figure="{div_id}-figure"></div>' in html
-    element = re.search(r'<script id="' + re.escape(div_id) + r'-figure" type="application/json">'
-                        r'(.*?)</script>', html, re.DOTALL)
-    return json.loads(element.group(1))
+    assert_in_html(f'<div id="{div_id}" class="plotly-chart" data-figure="{div_id}-figure">'
+                   '</div>', html)
+    return json.loads(one(html, f'script#{div_id}-figure[type="application/json"]').raw_text)
 
 
 def figure_data(html: str, div_id: str) -> list[dict]:
@@ -112,12 +111,13 @@ def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, board_of_
 
 def test_the_board_page_loads_plotly_once_and_links_the_new_pages(client, board_of_three):
     html = client.get("/b/mmae/").content.decode()
-    assert html.count(f'<script src="/static-plotly-{plotly.__version__}.js"></script>') == 1
+    assert len(select(html, f'script[src="/static-plotly-{plotly.__version__}.js"]')) == 1
     alpha = board_of_three.submissions.get(model__name="Alpha").model_id
     beta = board_of_three.submissions.get(model__name="Beta").model_id
-    assert f'<a class="cut name" href="/m/{alpha}/" title="Alpha"><bdi>Alpha</bdi></a>' in html
-    assert 'href="/b/mmae/pivot/"' in html
-    assert f'href="/b/mmae/compare/?models={alpha},{beta}"' in html
+    assert_in_html(f'<a class="cut name" href="/m/{alpha}/" title="Alpha"><bdi>Alpha</bdi></a>',
+                   html)
+    assert select(html, 'a[href="/b/mmae/pivot/"]')
+    assert select(html, f'a[href="/b/mmae/compare/?models={alpha},{beta}"]')
 
 
 def test_a_board_without_rows_has_no_chart(client, board):
@@ -205,7 +205,8 @@ def test_a_chart_renders_without_plotly_js_inline(board_of_three):
     spec = figure_spec(html, "x")
     assert spec["data"][0]["type"] == "scatter" and spec["config"] == charts.CONFIG
     # Data only: the one <script> holds JSON, which the Content-Security-Policy lets through.
-    assert html.count("<script") == 1 and 'type="application/json"' in html
+    (script,) = select(html, "script")
+    assert script.get("type") == "application/json"
     assert len(html) < 20_000  # no inline bundle, no default template
 
 
@@ -213,7 +214,7 @@ def test_a_chart_renders_without_plotly_js_inline(board_of_three):
 def test_a_page_with_a_chart_allows_inline_styles_and_nothing_else_inline(client, board_of_three):
     response = client.get("/b/mmae/")
     assert response.status_code == 200
-    assert 'class="plotly-chart"' in response.content.decode()
+    assert select(response, ".plotly-chart")
     assert_nothing_from_outside(policy(response), inline_styles=True)
 
 

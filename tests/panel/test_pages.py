@@ -3,13 +3,13 @@
 import pytest
 from allauth.account.models import EmailAddress
 
-from tests.html import parse, select
+from tests.html import parse
 
 
 def test_the_panel_page_asks_a_visitor_to_sign_in(client, panel_board, author):
     panel_board.score_by_criteria("Echo", author)
     page = client.get("/b/mmae/panel/").content.decode()
-    assert "Sign in to rate" in page and select(page, 'script[src*="panel.js"]') == []
+    assert "Sign in to rate" in page and "panel.js" not in page
 
 
 def test_the_panel_page_asks_for_a_confirmed_address(client, panel_board, author, raters):
@@ -17,7 +17,7 @@ def test_the_panel_page_asks_for_a_confirmed_address(client, panel_board, author
     EmailAddress.objects.filter(user=rater).update(verified=False)
     client.force_login(rater)
     page = client.get("/b/mmae/panel/").content.decode()
-    assert "Confirm your email address" in page and select(page, 'script[src*="panel.js"]') == []
+    assert "Confirm your email address" in page and "panel.js" not in page
 
 
 def test_the_panel_page_loads_its_script_for_a_rater(client, panel_board, author, raters):
