@@ -5,7 +5,6 @@ AIR-Bench's answers as text.
 MMAE's runs are judged by votes given by hand and aggregated as the pipeline does
 (votes_board); AIR-Bench's are scored by the judge simulator through scoring.runs."""
 
-import re
 
 import pytest
 from django.utils.html import escape
@@ -14,6 +13,7 @@ from leaderboard.boards import item_pages
 from leaderboard.pages.compare import pairwise
 from scoring.kinds import get_kind
 from scoring.kinds.airbench import rules as airbench
+from tests.html import assert_in_html, one, select, texts
 from tests.leaderboard.conftest import CHAT_RESPONSES
 
 URL = "/b/mmae/compare/items/"
@@ -32,7 +32,7 @@ def stumbles(position, rubric):
 
 
 def listed(html: str) -> list[str]:
-    return re.findall(r'data-item="([0-9a-f]{24})"', html)
+    return [item.get("data-item") for item in select(html, "article[data-item]")]
 
 
 @pytest.fixture
@@ -56,15 +56,18 @@ def test_the_items_where_two_models_differ_come_most_different_first(client, pai
     # no output from B (every rubric 0); the odd ones agree (a disagreeing round is no
     # difference when the verdict is the same)
     assert listed(html) == [keys[11], keys[0], keys[2], keys[4], keys[6], keys[8], keys[10]]
-    assert "<strong>7</strong> samples where they differ" in html
-    first = html[html.index(f'data-item="{keys[0]}"'):html.index(f'data-item="{keys[2]}"')]
-    assert 'class="verdict fail"' in first and 'class="verdict pass"' in first
-    assert "Stumbler round 2" in first  # every vote, on demand
-    assert f"/s/{a.pk}/audio/{keys[0]}/output" in first
-    assert f"/s/{b.pk}/audio/{keys[0]}/output" in first
-    assert f"/s/{a.pk}/audio/{keys[0]}/input1" in first
-    assert f'href="/b/mmae/i/{keys[0]}/"' in first  # the item across systems
-    assert "missing (scores 0): no prediction" in html  # B's missing output of sample 11
+    count = one(html, "p.items-count")
+    assert count.one("strong").text == "7" and count.text.startswith("7 samples where they differ")
+    first = one(html, f'article[data-item="{keys[0]}"]')
+    assert first.select("td[class='verdict fail']") and first.select("td[class='verdict pass']")
+    assert "Stumbler round 2" in texts(first, "td.verdict details ol.votes small.reason")
+    for audio in (f"/s/{a.pk}/audio/{keys[0]}/output", f"/s/{b.pk}/audio/{keys[0]}/output",
+                  f"/s/{a.pk}/audio/{keys[0]}/input1"):
+        assert first.select(f'audio[src="{audio}"]')
+    assert first.select(f'a[href="/b/mmae/i/{keys[0]}/"]')  # the item across systems
+    # B's missing output of sample 11
+    missing = one(html, f'article[data-item="{keys[11]}"]')
+    assert "missing (scores 0): no prediction" in texts(missing, "figure.output span.missing")
 
 
 def test_the_order_is_the_kinds_difference(pair):
@@ -78,7 +81,8 @@ def test_pages_of_differing_items(client, pair, monkeypatch):
     monkeypatch.setattr(item_pages, "PAGE_SIZE", 3)
     first = get(client, a, b).content.decode()
     assert listed(first) == [keys[11], keys[0], keys[2]]
-    assert "page 1 of 3" in first and 'rel="next"' in first
+    assert "page 1 of 3" in texts(first, "nav.pager span")
+    assert select(first, "nav.pager a[rel=next]")
     assert listed(get(client, a, b, page=3).content.decode()) == [keys[10]]
     assert get(client, a, b, page=4).status_code == 404
 
@@ -91,7 +95,7 @@ def test_a_slice_keeps_its_items_only(client, pair, votes_board):
     # the even samples are single
     assert listed(html) == [k for k in (keys[0], keys[2], keys[4], keys[6], keys[8], keys[10])
                             if k in single] and listed(html)
-    assert f'href="/b/mmae/i/{keys[0]}/?dimension=complexity&amp;bucket=single"' in html
+    assert select(html, f'a[href="/b/mmae/i/{keys[0]}/?dimension=complexity&bucket=single"]')
 
 
 def test_only_the_items_one_wins(client, pair):
@@ -108,7 +112,7 @@ def test_the_compare_pages_counts_link_to_their_items(client, pair):
     html = client.get("/b/mmae/compare/", {"models": [a.model_id, b.model_id]}).content.decode()
     counts = pairwise([a, b])[0]
     link = escape(f"{URL}?models={a.model_id}&models={b.model_id}&by=passed&winner=a")
-    assert f'<a href="{link}">{counts["EM"]["wins"]}</a>' in html
+    assert_in_html(f'<a href="{link}">{counts["EM"]["wins"]}</a>', html)
     followed = client.get(f"{URL}?models={a.model_id}&models={b.model_id}&by=passed&winner=a")
     assert len(listed(followed.content.decode())) == counts["EM"]["wins"] == 7
 
@@ -154,11 +158,11 @@ def test_airbench_answers_are_shown_as_text_with_the_judges_reading(client, chat
     benchmark, (talker, mute) = chat_pair
     html = client.get("/b/air-bench-chat/compare/items/",
                       {"models": [talker.model_id, mute.model_id]}).content.decode()
-    shown = re.findall(r'data-item="([^"]+)"', html)
+    shown = listed(html)
     counts = pairwise([talker, mute])[0]["rubric"]
     assert len(shown) == counts["wins"] + counts["losses"] > 0
     item = shown[0]
-    block = html[html.index(f'data-item="{item}"'):]
+    block = one(html, f'article[data-item="{item}"]').text
     assert f"{CHAT_RESPONSES['Talker']} ({item})" in block and f"Noise. ({item})" in block
     assert "the judge's reading" in block and "pass A:" in block and "for the model" in block
     assert f"The reference answer {item}." in block

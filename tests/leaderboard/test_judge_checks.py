@@ -14,6 +14,7 @@ from scoring.battery import EXPECTED, Expected
 from scoring.models import ScoringRun, SliceResult
 from tests.conftest import judge_config
 from tests.factories import board_benchmark, rescored, scored_submission
+from tests.html import assert_in_html, select, texts
 
 pytestmark = pytest.mark.django_db
 
@@ -165,10 +166,13 @@ def test_the_partial_shows_the_battery_and_the_changed_rows(author):
         rescored(submission, second, (5.0, 5.0, theirs))
     body = render_to_string("leaderboard/_judge_checks.html",
                             {"checks": checks_context(benchmark)})
-    assert "31.00 <small>[25.00, 37.00]</small>" in body and "0.00 ± 10.00" in body
-    assert 'class="verdict-deviates"' in body and 'class="verdict-not-scored"' in body
+    assert_in_html('<td class="num">31.00 <small>[25.00, 37.00]</small></td>', body)
+    assert "0.00 ± 10.00" in texts(body, "#battery-table td.num")
+    assert select(body, "#battery-table tr[class=verdict-deviates]")
+    assert select(body, "#battery-table tr[class=verdict-not-scored]")
     assert "Kendall's tau -1.000" in body
-    assert body.count("/s/") == 2  # Model 0 and Model 2 swap; Model 1 keeps its rank
+    # Model 0 and Model 2 swap; Model 1 keeps its rank
+    assert len(select(body, 'a[href^="/s/"]')) == body.count("/s/") == 2
 
 
 def test_the_judge_card_carries_the_battery_and_the_rank_agreement(client, author):
@@ -187,5 +191,5 @@ def test_the_judge_card_carries_the_battery_and_the_rank_agreement(client, autho
     [pair] = body["rank_agreement"]
     assert pair["tau"] == pytest.approx(-1.0) and pair["n"] == 3
     page = client.get(f"/b/{benchmark.slug}/judge/").content.decode()
-    assert 'id="battery-table"' in page and 'class="verdict-deviates"' in page
+    assert select(page, "table#battery-table tr[class=verdict-deviates]")
     assert "Kendall's tau -1.000" in page

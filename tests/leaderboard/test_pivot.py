@@ -1,10 +1,10 @@
 """The pivot: models x buckets of one dimension for one metric, as a table and a heatmap."""
 
-import re
 
 import pytest
 
 from leaderboard.boards.model_pages import pivot
+from tests.html import select
 from tests.leaderboard.test_charts import figure_data, figure_spec
 
 
@@ -61,11 +61,9 @@ def test_the_page_shows_the_same_numbers_in_the_table_and_the_heatmap(client, bo
     response = client.get("/b/mmae/pivot/?dimension=modality&metric=CR")
     assert response.status_code == 200
     html = response.content.decode()
-    table = html[html.index('id="pivot"'):]
     assert "Hidden" not in html and "Running" not in html and "jazz" not in html
-    alpha_row = table[table.index("Alpha"):table.index("</tr>", table.index("Alpha"))]
-    assert re.findall(r'<td class="num">([^<]*)</td>', alpha_row) == ["80.00", "40.00",
-                                                                       "&ndash;"]
+    (alpha_row,) = [row for row in select(html, "#pivot tbody tr") if "Alpha" in row.text]
+    assert [td.text for td in alpha_row.select("td[class=num]")] == ["80.00", "40.00", "–"]
     (trace,) = figure_data(html, "chart-pivot")
     assert trace["z"] == [r["cells"] for r in response.context["table"]["rows"]] == [
         [80.0, 40.0, None], [None, 45.0, 20.0], [65.0, None, None]]

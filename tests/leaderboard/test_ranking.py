@@ -9,6 +9,7 @@ from leaderboard.boards import rank_ranges, ranking
 from leaderboard.boards.selectors import BoardQuery, leaderboard_rows
 from leaderboard.models import RankRanges
 from scoring.models import SliceResult
+from tests.html import one, select
 
 
 def rows(benchmark, **query):
@@ -190,12 +191,13 @@ def test_the_compare_page_says_who_is_ahead(item_board, client):
     weak = score_by_item_passes("Weak", clear_gap(0.1))
     html = client.get(f"/b/mmae/compare/?models={strong.model_id},{weak.model_id}") \
         .content.decode()
-    table = html[html.index('id="differences-1"'):]
-    assert '<span class="cut name" title="Strong">Strong</span> ahead' in table
-    assert "not separable" in table
-    verdicts = table.count('class="verdict verdict-a-ahead"') + \
-        table.count('class="verdict verdict-b-ahead"') + \
-        table.count('class="verdict verdict-not-separable"')
+    table = one(html, "table#differences-1")
+    assert any(name.text == "Strong" and name.tail.startswith(" ahead")
+               for name in table.select("span[class='cut name'][title=Strong]"))
+    assert "not separable" in table.text
+    verdicts = len(select(html, "table[id^=differences-] [class='verdict verdict-a-ahead'], "
+                                "table[id^=differences-] [class='verdict verdict-b-ahead'], "
+                                "table[id^=differences-] [class='verdict verdict-not-separable']"))
     assert f"Of the {verdicts} verdicts below, about {round(verdicts * 0.05)} would read" in html
 
 
@@ -216,10 +218,10 @@ def test_the_model_page_shows_its_rank_and_rank_range_and_links_the_board(item_b
     weak = score_by_item_passes("Weak", clear_gap(0.1))
     rank_ranges.refresh(benchmark, replicates=200)
     html = client.get(f"/m/{weak.model_id}/").content.decode()
-    line = html[html.index('id="board-rank-mmae"'):]
-    line = line[:line.index("</p>")]
-    assert "Rank <strong>2</strong>" in line and "(range 2&ndash;2)" in line
-    assert "of 2 on the" in line and 'href="/b/mmae/"' in line
+    line = one(html, "p#board-rank-mmae")
+    assert line.text.startswith("Rank 2 (range 2–2) of 2 on the ")
+    assert line.one("strong").text == "2" and line.one("small").text == "(range 2–2)"
+    assert line.one("a").get("href") == "/b/mmae/"
 
 
 @pytest.mark.parametrize("levels", [(2, 1000, 1000), (1000, 3, 1000), (10**6,), (3, 3, 3)],
