@@ -51,6 +51,13 @@ class Element:
         """The text inside as written (a script's JSON, a <pre>)."""
         return "".join(self._strings())
 
+    @property
+    def all_text(self) -> str:
+        """Its text and every attribute value inside it: what a check that a name appears
+        nowhere in an element reads."""
+        values = [v for e in [self, *self.elements()] for v in e.attrs.values() if v]
+        return " ".join([self.text, *values])
+
     def _strings(self):
         for child in self.children:
             if isinstance(child, str):

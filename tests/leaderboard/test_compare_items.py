@@ -5,7 +5,6 @@ AIR-Bench's answers as text.
 MMAE's runs are judged by votes given by hand and aggregated as the pipeline does
 (votes_board); AIR-Bench's are scored by the judge simulator through scoring.runs."""
 
-
 import pytest
 from django.utils.html import escape
 

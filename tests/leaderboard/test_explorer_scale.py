@@ -4,8 +4,6 @@ An AIR-Bench foundation benchmark of 300 and of 3,000 items, each with one synth
 (`seed_board`), explored page by page with every filter.
 """
 
-import re
-
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -15,6 +13,7 @@ from scoring.kinds.airbench import rules as airbench
 from scoring.models import ItemResult
 from scoring.services import benchmark_import
 from submissions.models import Submission
+from tests.html import select
 from tests.scoring.airbench_data import foundation_item, write
 
 # seed_board draws its figures in a pool of forked processes.
@@ -36,7 +35,7 @@ def explored(tmp_path, n: int) -> Submission:
 
 
 def shown(html: str) -> list[str]:
-    return re.findall(r'id="sample-([^"]+)"', html)
+    return [sample.get("id").removeprefix("sample-") for sample in select(html, "[id^=sample-]")]
 
 
 def read(client, url: str):

@@ -2,12 +2,11 @@
 the key's order, and the board, submission status, model, submission and compare pages list
 the figures in that order."""
 
-import re
-
 import pytest
 
 from scoring.kinds import KINDS, get_kind
 from tests.conftest import CAST_PASSWORD
+from tests.html import select, texts
 
 MMAE = get_kind("mmae")
 
@@ -22,11 +21,9 @@ def test_mmae_lists_emr_ifr_cr():
     assert [m.label for m in MMAE.metrics] == ["EMR", "IFR", "CR"]
 
 
-def _labels(html: str, start: str, end: str, pattern: str) -> list[str]:
-    """The figure labels `pattern` finds between `start` and the next `end`."""
-    part = html[html.index(start):]
-    part = part[:part.index(end)]
-    return [label for label in re.findall(pattern, part) if label in MMAE.metric_keys]
+def _labels(words) -> list[str]:
+    """The figure labels among `words`, in their order."""
+    return [word for word in words if word in MMAE.metric_keys]
 
 
 @pytest.fixture
@@ -41,34 +38,31 @@ def two(board):
 
 def test_the_board_lists_the_kinds_order(client, two):
     html = client.get("/b/mmae/").content.decode()
-    assert _labels(html, 'id="board"', "</thead>", r'class="col-(\w+)') == ["EMR", "IFR", "CR"]
+    columns = [th.get("class").split()[0] for th in select(html, "#board thead th")]
+    assert _labels(c.removeprefix("col-") for c in columns) == ["EMR", "IFR", "CR"]
 
 
 def test_the_status_page_lists_the_kinds_order(client, two, author):
     assert client.login(username=author.username, password=CAST_PASSWORD)
     html = client.get(f"/submissions/{two[0].pk}/").content.decode()
-    assert _labels(html, 'id="standing"', "</section>",
-                   r'<span class="label"[^>]*>(\w+)</span>') == ["EMR", "IFR", "CR"]
+    assert _labels(texts(html, "#standing span.label")) == ["EMR", "IFR", "CR"]
 
 
 def test_the_model_page_lists_the_kinds_order(client, two):
     html = client.get(f"/m/{two[0].model_id}/").content.decode()
-    assert _labels(html, 'id="submissions"', "</table>",
-                   r'<span class="figure">(\w+) ') == ["EMR", "IFR", "CR"]
-    assert _labels(html, 'id="slices"', "</thead>", r'<th class="num">(\w+)</th>') == \
-        ["EMR", "IFR", "CR"]
+    assert _labels(figure.text.split()[0] for figure in select(html, "#submissions span.figure")) \
+        == ["EMR", "IFR", "CR"]
+    assert _labels(texts(html, "#slices thead th[class=num]")) == ["EMR", "IFR", "CR"]
 
 
 def test_the_submission_page_lists_the_kinds_order(client, two):
     html = client.get(f"/s/{two[0].pk}/").content.decode()
-    assert _labels(html, 'aria-label="overall figures"', "</section>",
-                   r'<span class="label"[^>]*>(\w+)</span>') == ["EMR", "IFR", "CR"]
-    assert _labels(html, 'id="slices"', "</thead>", r'<th class="num">(\w+)</th>') == \
+    assert _labels(texts(html, '[aria-label="overall figures"] span.label')) == \
         ["EMR", "IFR", "CR"]
+    assert _labels(texts(html, "#slices thead th[class=num]")) == ["EMR", "IFR", "CR"]
 
 
 def test_the_compare_page_lists_the_kinds_order(client, two):
     ids = f"{two[0].model_id},{two[1].model_id}"
     html = client.get(f"/b/mmae/compare/?models={ids}").content.decode()
-    assert _labels(html, 'id="compare"', "</thead>", r'<th class="num[^"]*">(\w+)</th>') == \
-        ["EMR", "IFR", "CR"] * 2
+    assert _labels(texts(html, "#compare thead th[class^=num]")) == ["EMR", "IFR", "CR"] * 2

@@ -2,7 +2,6 @@
 board order with its figures and verdicts, previous and next within a slice, links from the
 explorer, private outputs never shown, bad parameters a 400, AIR-Bench's answers as text."""
 
-
 import pytest
 from django.utils.html import escape
 

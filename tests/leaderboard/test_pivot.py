@@ -1,6 +1,5 @@
 """The pivot: models x buckets of one dimension for one metric, as a table and a heatmap."""
 
-
 import pytest
 
 from leaderboard.boards.model_pages import pivot

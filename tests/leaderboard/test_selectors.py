@@ -1,12 +1,11 @@
 """Board selectors against figures worked out by hand."""
 
-import re
-
 import pytest
 
 from leaderboard.boards.selectors import TIED, BoardQuery, leaderboard_rows, ranked_by, separation
 from leaderboard.boards.state import representatives
 from scoring.kinds import get_kind
+from tests.html import select, texts
 
 MMAE = get_kind("mmae")
 
@@ -134,8 +133,7 @@ def test_the_board_page_says_it_and_marks_each_rows_deciding_cell(client, board)
     score_by_slices("B", (40.0, 60.0, 30.0))
     html = client.get("/b/mmae/").content.decode()
     assert "EMR separates no row; where EMR ties, IFR separates 1 row." in html
-    table = html[html.index('id="board"'):]
-    second = table[table.index(">B</bdi>"):]
-    second = second[:second.index("</tr>")]
-    cells = re.findall(r'<td class="num([^"]*)"', second)
-    assert cells[:3] == [" lead-metric", " decided", ""]  # EMR, IFR (decided), CR
+    (second,) = [row for row in select(html, "table#board tbody tr")
+                 if texts(row, "td.model a.name bdi") == ["B"]]
+    cells = [td.get("class") for td in second.select("td[class^=num]")]
+    assert cells[:3] == ["num lead-metric", "num decided", "num"]  # EMR, IFR (decided), CR

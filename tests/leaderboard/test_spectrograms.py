@@ -18,6 +18,7 @@ from scoring.spectrograms import HEIGHT, LEFT, WIDTH
 from scoring.tasks import draw_input_spectrograms
 from submissions.models import Submission
 from submissions.services import draw_output_spectrograms, spectrograms_folder
+from tests.html import select
 from tests.scoring.test_media import bucket  # noqa: F401  (the S3 bucket, moto in process)
 
 
@@ -156,16 +157,17 @@ def test_drawing_is_idempotent_and_resumes_where_it_stopped(edited):
 def test_the_page_shows_each_image_beside_its_player(client, edited):
     page = client.get(f"/s/{edited['submission'].pk}/").content.decode()
     assert "spectrogram being drawn" in page
-    assert 'class="spectrogram"' not in page
+    assert select(page, "img[class=spectrogram]") == []
     draw(edited)
     page = client.get(f"/s/{edited['submission'].pk}/").content.decode()
     assert "spectrogram being drawn" not in page
     for which in ("output", "diff", "input1"):
-        assert f'src="{edited["base"]}/{which}.png"' in page
-    assert page.count('loading="lazy"') >= 2 * len(edited["samples"])
-    assert f"spectrogram of output of {edited['first']}" in page
+        assert select(page, f'img.spectrogram[src="{edited["base"]}/{which}.png"]')
+    assert len(select(page, "img[loading=lazy]")) >= 2 * len(edited["samples"])
+    assert select(page, f'img.spectrogram[alt^="spectrogram of output of {edited["first"]}"]')
     second = f"/s/{edited['submission'].pk}/spectrogram/{edited['second']}"
-    assert f'src="{second}/output.png"' in page and f'src="{second}/diff.png"' not in page
+    assert select(page, f'img.spectrogram[src="{second}/output.png"]')
+    assert select(page, f'[src="{second}/diff.png"]') == []
 
 
 def test_an_import_queues_the_drawing_of_its_inputs(
@@ -185,7 +187,7 @@ def test_with_a_bucket_the_images_are_kept_there_and_edited_by_a_machine_without
     assert bucket.exists(f"submissions/{pk}/spectrograms/{first}/output.png")
     assert bucket.exists(f"benchmarks/{edited['benchmark'].pk}/spectrograms/{first}/input1.png")
     shutil.rmtree(settings.MEDIA_ROOT, ignore_errors=True)  # the web machine: nothing here
-    assert f'src="{edited["base"]}/diff.png"' in client.get(f"/s/{pk}/").content.decode()
+    assert select(client.get(f"/s/{pk}/"), f'img.spectrogram[src="{edited["base"]}/diff.png"]')
     for which in ("output", "diff", "input1"):
         response = client.get(f"{edited['base']}/{which}.png")
         assert response.status_code == 200 and image(response).shape[1] == LEFT + WIDTH

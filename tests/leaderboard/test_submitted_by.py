@@ -8,6 +8,7 @@ import pytest
 from allauth.socialaccount.models import SocialAccount
 
 from scoring.boards import board_changed
+from tests.html import assert_in_html, select
 
 
 @pytest.fixture
@@ -56,8 +57,9 @@ def test_the_page_shows_by_whom_under_the_model_name(rows, client, author):
     SocialAccount.objects.create(user=author, provider="huggingface", uid="42")
     board_changed(rows.id)
     html = client.get("/b/mmae/").content.decode()
-    assert ('<small class="by" title="by author, Sound Lab">by <bdi>author</bdi> <span '
-            'class="badge verified" title="logged in through GitHub or Hugging Face">verified'
-            '</span>, <bdi>Sound Lab</bdi></small>') in html
-    assert '<small class="by" title="by other_author">by <bdi>other_author</bdi></small>' in html
-    assert html.count("badge verified") == 1
+    assert_in_html('<small class="by" title="by author, Sound Lab">by <bdi>author</bdi> <span '
+                   'class="badge verified" title="logged in through GitHub or Hugging Face">'
+                   'verified</span>, <bdi>Sound Lab</bdi></small>', html)
+    assert_in_html('<small class="by" title="by other_author">by <bdi>other_author</bdi></small>',
+                   html)
+    assert len(select(html, "span.badge.verified")) == 1
