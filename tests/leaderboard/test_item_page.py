@@ -6,7 +6,7 @@ import pytest
 from django.utils.html import escape
 
 from leaderboard.boards import item_pages, selectors
-from tests.html import parse, select
+from tests.html import parse, select, texts
 from tests.leaderboard.conftest import CHAT_RESPONSES
 
 
@@ -48,15 +48,18 @@ def test_every_representative_in_board_order(client, voted_trio):
     board = [r["model_id"] for r in selectors.leaderboard_rows(benchmark=benchmark)]
     assert sides(html) == board == [perfect.model_id, middling.model_id, hopeless.model_id]
     for submission in (perfect, middling):
-        assert f"/s/{submission.pk}/audio/{key}/output" in html
+        output = f"/s/{submission.pk}/audio/{key}/output"
+        assert select(html, f'section[data-side] audio[src="{output}"]')
     assert f"/s/{hopeless.pk}/audio/{key}/output" not in html
-    assert "missing (scores 0): no prediction" in html
-    assert f"/s/{perfect.pk}/audio/{key}/input1" in html
-    assert "Middling round 0" in html and "Perfect round 2" in html  # every vote
+    assert "missing (scores 0): no prediction" in texts(html, "section[data-side] .missing")
+    assert select(html, f'.players audio[src="/s/{perfect.pk}/audio/{key}/input1"]')
+    reasons = texts(html, "td.verdict small.reason")  # every vote
+    assert "Middling round 0" in reasons and "Perfect round 2" in reasons
     rubrics = len(items[3].criteria.all())
-    assert html.count('<tr data-rubric="') == rubrics
-    assert html.count('class="verdict pass"') == rubrics + rubrics - 1  # Perfect's, Middling's
-    assert html.count('class="em pass"') == 1
+    assert len(select(html, "table.verdicts tr[data-rubric]")) == rubrics
+    # Perfect's, Middling's
+    assert len(select(html, "td[class='verdict pass']")) == rubrics + rubrics - 1
+    assert len(select(html, "span[class='em pass']")) == 1
 
 
 def test_a_private_submission_never_appears(client, voted_trio, votes_board, other_author, author):

@@ -6,6 +6,7 @@ import pytest
 
 from leaderboard.boards import model_pages
 from submissions import moderation
+from tests.html import one, texts
 
 
 @pytest.fixture
@@ -15,16 +16,15 @@ def two_models(board):
             score_by_slices("Vox Remix", (50.0, 40.0, 30.0)))
 
 
-def board_table(client) -> str:
-    page = client.get("/b/mmae/").content.decode()
-    return page[page.index('id="board"'):page.index("</table>", page.index('id="board"'))]
+def board_table(client):
+    return one(client.get("/b/mmae/"), "table#board")
 
 
 def test_a_hidden_submission_leaves_the_board_and_its_api(client, two_models, staff):
     _, echo, _ = two_models
-    assert "Echo Editor" in board_table(client)  # cached under the board's state
+    assert "Echo Editor" in board_table(client).text  # cached under the board's state
     moderation.submission_hide(actor=staff, submission=echo, reason="spam")
-    assert "Echo Editor" not in board_table(client)
+    assert "Echo Editor" not in board_table(client).all_text
     rows = client.get("/api/leaderboards/mmae/").json()["rows"]
     assert [r["model"] for r in rows] == ["Vox Remix"]
     assert "Echo Editor" not in client.get("/api/leaderboards/mmae/?format=csv").content.decode()
@@ -61,8 +61,9 @@ def test_a_flagged_submission_stays_with_its_flag_and_reason(client, two_models,
     moderation.submission_flag(actor=staff, submission=echo,
                                reason="outputs resemble the references")
     table = board_table(client)
-    assert "Echo Editor" in table and "flagged" in table
-    assert "outputs resemble the references" in table
+    (row,) = [row for row in table.select("tbody tr") if "Echo Editor" in texts(row, ".name")]
+    assert texts(row, "span.badge.flagged") == ["flagged"]
+    assert texts(row, "small.flag-reason") == ["outputs resemble the references"]
     rows = {r["model"]: r["flag"] for r in client.get("/api/leaderboards/mmae/").json()["rows"]}
     assert rows == {"Echo Editor": "outputs resemble the references", "Vox Remix": None}
     page = client.get(f"/s/{echo.pk}/").content.decode()
@@ -96,9 +97,9 @@ def test_a_chosen_representative_made_private_falls_back_to_the_latest(client, b
 def test_a_private_submission_made_public_by_its_author_joins_the_board(client, board, author):
     _, score_by_slices = board
     submission = score_by_slices("Echo Editor", (80.0, 70.0, 60.0), public=False)
-    assert "Echo Editor" not in board_table(client)
+    assert "Echo Editor" not in board_table(client).all_text
     moderation.submission_set_public(actor=author, submission=submission, public=True)
-    assert "Echo Editor" in board_table(client)
+    assert "Echo Editor" in board_table(client).text
 
 
 def test_the_model_api_shows_flags_to_all_and_hidden_ones_to_their_owner(client, board, author,

@@ -60,9 +60,8 @@ def test_the_board_shows_public_rows_with_badges_and_intervals(client, filled):
 
 def test_a_slice_is_a_shareable_url(client, filled):
     html = client.get("/b/mmae/?dimension=modality&bucket=sound").content.decode()
-    table = html[html.index('id="board"'):]
-    assert table.index("Beta") < table.index("Alpha")
-    assert "modality = sound" in html
+    assert texts(html, "#board tbody td.model .name") == ["Beta", "Alpha"]
+    assert "modality = sound" in texts(html, "p.meta strong")
 
 
 def test_an_unknown_bucket_is_a_400_naming_the_choices(client, filled):
@@ -120,12 +119,13 @@ def test_reported_rows_show_apart_with_their_scope_and_are_never_ranked(client, 
     assert [(r["model"], r["scope"], r["EMR"]) for r in body["reported"]] == [
         ("Baseline", "single subset, 1003 samples", 7.58), ("Paper-Model", "801 samples", 4.99)]
     html = client.get("/b/mmae/?dimension=modality&bucket=sound").content.decode()
-    board = html[html.index('id="board"'):html.index("</table>", html.index('id="board"'))]
-    reference = board[board.index('<tr class="reference reported">'):]
-    assert "Paper-Model" in reference and "56.58" in reference
-    assert "Baseline" not in board  # it has no figures for this slice
+    board = one(html, "table#board")
+    (reference,) = board.select("tbody tr[class='reference reported']")
+    assert "Paper-Model" in texts(reference, ".name") and "56.58" in texts(reference, "td.num")
+    assert "Baseline" not in board.all_text  # it has no figures for this slice
     # Placed by its figures among the ranked rows (Beta EMR 25, Alpha EMR 0), unranked.
-    assert board.index("Beta") < board.index("Paper-Model") < board.index("Alpha")
+    assert texts(board, "tbody td.model .name") == ["Beta", "Paper-Model", "Alpha"]
+    assert reference.one("td.rank").text == "reported"
 
 
 def test_loading_reported_results_again_replaces_them(reported):

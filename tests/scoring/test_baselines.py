@@ -13,6 +13,7 @@ from leaderboard.models import ReferenceFigure, ReferenceResult
 from scoring.baselines import BaselineError, baseline_folder, baselines_create
 from scoring.models import SliceResult
 from tests.conftest import CAST_PASSWORD, score_run
+from tests.html import select
 
 pytestmark = pytest.mark.django_db
 
@@ -80,8 +81,9 @@ def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
     assert rows["Noise"]["figures"][0][2] is None  # no paper row loaded for Noise here
     body = client.get("/b/mmae/").content.decode()
     # Inline in the ranked table (unranked), and beside the paper's rows below it.
-    assert "Calibration: diagnostic baselines" in body and body.count("badge diagnostic") == 4
-    assert body.count('<tr class="reference diagnostic">') == 2
+    assert "Calibration: diagnostic baselines" in body
+    assert len(select(body, "span.badge.diagnostic")) == 4
+    assert len(select(body, "table#board tr[class='reference diagnostic']")) == 2
     event = AuditEvent.objects.get(action="baseline")
     assert {k: event.after["runs"][k] for k in ("Identity", "Noise")} == {
         "Identity": identity.id, "Noise": noise.id}

@@ -186,7 +186,7 @@ def test_the_audit_log_lists_and_filters_events(client, score_with_files, staff)
                 {"hidden": "true", "reason": "spam wave"})
     page = client.get("/staff/audit/").content.decode()
     assert "copied" in page and "spam wave" in page
-    assert "{&quot;flag_reason&quot;: &quot;copied&quot;}" in page  # after, as JSON
+    assert '{"flag_reason": "copied"}' in texts(page, "code.json")  # after, as JSON
     flags = client.get("/staff/audit/?action=flag").content.decode()
     assert "copied" in flags and "spam wave" not in flags
     assert client.get("/staff/audit/?action=nonsense").status_code == 400

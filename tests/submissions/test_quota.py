@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django.utils.html import escape
 
 from config.errors import ServiceError
 from submissions.models import QuotaOverride, Submission
@@ -69,10 +70,11 @@ def test_the_page_shows_the_time_the_service_refuses_until(author, uploads, uplo
     with pytest.raises(ServiceError) as refused:
         make_submission(author)
     html = upload_page()
-    assert "<strong>1 of 1</strong> uploads used in the last 24 hours (<strong>0</strong> " \
-        "left)" in html
-    assert f'<p class="notice error" id="quota-spent">No upload is possible now: ' \
-        f'{refused.value.problems[0]}.</p>' in html
+    quota = one(html, "#quota")
+    assert quota.text.startswith("Quota: 1 of 1 uploads used in the last 24 hours (0 left)")
+    assert texts(quota, "strong") == ["1 of 1", "0"]
+    assert_in_html(f'<p class="notice error" id="quota-spent">No upload is possible now: '
+                   f'{escape(refused.value.problems[0])}.</p>', html)
     assert "the next upload is possible at " in refused.value.problems[0]
 
 
