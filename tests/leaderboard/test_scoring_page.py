@@ -21,6 +21,7 @@ def test_every_kind_explains_its_figures_its_judge_and_its_ranks(client, db, nam
     config = judge_config(["http://127.0.0.1:9"], kind=name, benchmark=benchmark)
     html = client.get("/b/b/scoring/").content.decode()
     terms = [e for e in one(html, "dl.definitions").children if not isinstance(e, str)]
+    assert [e.tag for e in terms] == ["dt", "dd"] * (len(terms) // 2)
     defined = {dt.text: dd.text for dt, dd in zip(terms[::2], terms[1::2], strict=True)}
     for metric in kind.metrics:
         assert " ".join(metric.definition.split()) in defined[metric.label]
