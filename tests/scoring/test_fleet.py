@@ -8,6 +8,7 @@ from django.db import connection
 
 from audit.models import AuditEvent
 from judge.errors import FleetUnavailable
+from judge.health import EndpointHealth
 from judge.models import Endpoint
 from scoring import query_loop, runs
 from scoring.fleet import (
@@ -148,17 +149,29 @@ def test_probing_the_fleet_stores_each_endpoint(thread_simulator_factory, settin
 
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_in_flight_stops_using_an_endpoint_taken_out(run_setup, staff, settings,
-                                                             simulator_factory):
+                                                             simulator_factory, monkeypatch):
     settings.SCORING_BATCH_ITEMS = 100  # one batch of every item: several seconds of queries
     settings.SCORING_HEARTBEAT_SECONDS = 1
     sim = simulator_factory("--latency-ms", "100")
     run = run_setup(sim.urls)
-    seen = {}
+    seen, noticed, exclude = {}, threading.Event(), EndpointHealth.exclude
+
+    async def excluding(fleet, base_urls):
+        await exclude(fleet, base_urls)
+        if sim.urls[1] in base_urls:
+            noticed.set()
+
+    monkeypatch.setattr(EndpointHealth, "exclude", excluding)
 
     def take_out_then_look():
         try:
             endpoint_take_out(actor=staff, base_url=sim.urls[1], reason="mid-batch")
-            time.sleep(2.5)  # a heartbeat for the batch to notice, and in-flight queries
+            # The batch's fleet excluding it at a heartbeat, then the queries already sent
+            # there ending, as the simulator counts them: not a time this machine may be too
+            # loaded to keep.
+            seen["noticed"] = noticed.wait(60)
+            while (port := sim.stats()[1])["in_progress"] or port["waiting"]:
+                time.sleep(0.05)
             seen["after"] = [s["completions"] for s in sim.stats()]
         finally:
             connection.close()
@@ -167,6 +180,7 @@ def test_a_batch_in_flight_stops_using_an_endpoint_taken_out(run_setup, staff, s
     timer.start()
     assert query_loop.batch_score(run.batches.get().id, judge(concurrency=4)) is True
     timer.join()
+    assert seen["noticed"]
     final = [s["completions"] for s in sim.stats()]
     assert final[1] == seen["after"][1] > 0  # nothing new for the endpoint taken out
     assert final[0] > seen["after"][0]  # while the other one went on
