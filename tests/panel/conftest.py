@@ -60,13 +60,13 @@ def panel_board(db, tmp_path, settings):
 
     def score_by_criteria(name, owner, scores=lambda item, criterion: 1, *, public=True):
         """`owner`'s published submission of `name`: scores(item, criterion) -> 0/1."""
-        return published(run(name, scores), name, owner, public=public)
+        return submission_of(run(name, scores), name, owner, public=public)
 
     return SimpleNamespace(benchmark=benchmark, score_by_criteria=score_by_criteria, run=run,
                            items=items, config=config, root=root)
 
 
-def published(run: ScoringRun, name: str, owner, *, public=True) -> Submission:
+def submission_of(run: ScoringRun, name: str, owner, *, public=True) -> Submission:
     """`owner`'s submission of model `name` whose current run is `run`, on its board."""
     model, _ = ModelEntry.objects.get_or_create(owner=owner, name=name,
                                                 defaults={"organisation": "Lab"})

@@ -27,7 +27,7 @@ def by_rubric(body: dict) -> dict[tuple[int, int], dict]:
     return {(r["submission"], r["rubric"]): r for r in body["rubrics"]}
 
 
-def counted_by_hand(given: dict, key: str, judged) -> dict[tuple[int, int], dict]:
+def counted_by_hand(given: dict, key: str, judge_verdict) -> dict[tuple[int, int], dict]:
     """Each rated rubric of item `key`, counted here from the answers given: right answers,
     answers, the majority (None for a tie) and the judge's verdict."""
     found = {}
@@ -39,7 +39,7 @@ def counted_by_hand(given: dict, key: str, judged) -> dict[tuple[int, int], dict
             "right_answers": yes, "answers": len(rights),
             "human": None if yes == no else yes > no,
             "counted": len(rights) >= 2 and yes != no,
-            "judge": bool(judged(task))}
+            "judge": bool(judge_verdict(task))}
     return found
 
 
@@ -83,7 +83,7 @@ def test_the_endpoint_counts_each_rubric_as_the_card_and_a_count_by_hand(client,
     assert mine["anchor"] == d["url"].split("#")[1]
     assert mine["label"] == (f"panel: {'right' if d['human'] else 'wrong'} "
                              f"({d['right_answers']} of {d['answers']})")
-    wanted = counted_by_hand(rated_board["given"], d["item"], rated_board["judged"])
+    wanted = counted_by_hand(rated_board["given"], d["item"], rated_board["judge_verdict"])
     assert {k: {n: r[n] for n in ("right_answers", "answers", "human", "counted", "judge")}
             for k, r in by_rubric(body).items()} == wanted
     card_item = {(x["submission"], x["rubric"]) for x in client.get(CARD).json()["configs"][0]
@@ -99,7 +99,7 @@ def test_a_removed_raters_answers_leave_the_items_verdicts(client, rated_board, 
              for task, answers in rated_board["given"].items()}
     given = {task: answers for task, answers in given.items() if answers}
     body = client.get(item_api(d["item"])).json()
-    wanted = counted_by_hand(given, d["item"], rated_board["judged"])
+    wanted = counted_by_hand(given, d["item"], rated_board["judge_verdict"])
     assert {k: r["answers"] for k, r in by_rubric(body).items()} == \
         {k: r["answers"] for k, r in wanted.items()}
     assert {k: r["right_answers"] for k, r in by_rubric(body).items()} == \

@@ -51,12 +51,12 @@ def rate(client, raters, *, per_rater=8):
     return given
 
 
-def expected(given, judged, *, seed, keep=lambda task: True):
-    """The human figures counted by hand: judged(task) -> the judge's verdict or None."""
+def expected(given, judge_verdict, *, seed, keep=lambda task: True):
+    """The human figures counted by hand: judge_verdict(task) -> the judge's verdict or None."""
     rubrics = []
     for task_id in sorted(given):
         task = PanelTask.objects.select_related("criterion__item").get(pk=task_id)
-        judge = judged(task)
+        judge = judge_verdict(task)
         if judge is None or not keep(task):
             continue
         rubrics.append((task_id, bool(judge), [right for _, right in given[task_id]],
@@ -106,14 +106,14 @@ def rated_board(client, panel_board, author, other_author, raters):
     people = raters(5)
     given = rate(client, people)
 
-    def judged(task, *, config="current"):
+    def judge_verdict(task, *, config="current"):
         scores = {"current": {a.pk: judge_a, b.pk: judge_b},
                   "second": {a.pk: judge_a_other_config}}[config]
         score = scores.get(task.submission_id)
         return None if score is None else score(task.criterion.item, task.criterion)
 
     return {"a": a, "b": b, "second": second, "raters": people, "given": given,
-            "judged": judged, "config": panel_board.config}
+            "judge_verdict": judge_verdict, "config": panel_board.config}
 
 
 def test_the_card_counts_agreement_kappa_and_human_pairs_per_config(client, rated_board):
@@ -121,12 +121,12 @@ def test_the_card_counts_agreement_kappa_and_human_pairs_per_config(client, rate
     current, other = card["configs"]
     assert current["current"] and current["judge_config"] == rated_board["config"].name
     assert not other["current"] and other["judge_config"] == rated_board["second"].name
-    wanted = expected(rated_board["given"], rated_board["judged"],
+    wanted = expected(rated_board["given"], rated_board["judge_verdict"],
                       seed=rated_board["config"].seed)
     assert wanted["rubrics"] >= 5 and wanted["disagreements"]  # the plan makes both kinds
     check(current, wanted)
     check(other, expected(rated_board["given"],
-                          lambda t: rated_board["judged"](t, config="second"),
+                          lambda t: rated_board["judge_verdict"](t, config="second"),
                           seed=rated_board["second"].seed))
     assert current["vote_unanimity"] == 75.0 and current["position_bias"] is None
     first = current["disagreements"][0]
@@ -140,7 +140,7 @@ def test_the_card_counts_each_bucket_alike(client, rated_board):
     assert set(human["by"]) == {"category", "complexity", "complexity_group", "modality",
                                 "granularity", "operation"}
     for category, figures in human["by"]["category"].items():
-        wanted = expected(rated_board["given"], rated_board["judged"],
+        wanted = expected(rated_board["given"], rated_board["judge_verdict"],
                           seed=rated_board["config"].seed,
                           keep=lambda t, c=category: t.criterion.category == c)
         for key in ("rubrics", "answers", "human_human"):
@@ -156,7 +156,7 @@ def test_a_removed_raters_answers_leave_every_figure(client, rated_board, staff)
              for task, answers in rated_board["given"].items()}
     given = {task: answers for task, answers in given.items() if answers}
     card = client.get(CARD).json()
-    check(card["configs"][0], expected(given, rated_board["judged"],
+    check(card["configs"][0], expected(given, rated_board["judge_verdict"],
                                        seed=rated_board["config"].seed))
     assert card["panel"]["raters"] == 4
     assert card["panel"]["answers"] == sum(len(v) for v in given.values())
@@ -167,7 +167,7 @@ def test_a_submission_made_private_leaves_the_card(client, rated_board):
     b.public = False
     b.save(update_fields=["public"])
     card = client.get(CARD).json()
-    check(card["configs"][0], expected(rated_board["given"], rated_board["judged"],
+    check(card["configs"][0], expected(rated_board["given"], rated_board["judge_verdict"],
                                        seed=rated_board["config"].seed,
                                        keep=lambda t: t.submission_id != b.pk))
     assert all(d["submission"] != b.pk for d in card["configs"][0]["disagreements"])

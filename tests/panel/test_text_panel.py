@@ -15,7 +15,7 @@ from scoring.models import ItemResult, ScoringRun, SliceResult
 from scoring.services import benchmark_import
 from tests.conftest import judge_config
 from tests.html import parse, select
-from tests.panel.conftest import published
+from tests.panel.conftest import submission_of
 from tests.scoring.airbench_data import chat_meta, write
 
 NEXT = "/api/panel/air-bench-chat/next/"
@@ -54,7 +54,7 @@ def chat_board(db, tmp_path, settings):
         SliceResult.objects.create(run=run, dimension="overall", bucket="", n=len(rows),
                                    values={**kind.summarize(rows)["overall"],
                                            "position_bias": 0.0, "judged": 2 * len(rows)})
-        return published(run, name, owner)
+        return submission_of(run, name, owner)
 
     return SimpleNamespace(benchmark=benchmark, score_by_two_passes=score_by_two_passes,
                            config=config)
