@@ -173,6 +173,10 @@ class ThreadSimulator(_SimulatorUrls):
         self._thread.join(timeout=10)
 
 
+# The Redis broker's socket timeouts as settings give them (a hung broker never hangs a test).
+TIMEOUTS = {"socket_timeout": 5, "socket_connect_timeout": 3}
+
+
 def _use_broker(url: str, **conf) -> None:
     """Point this process's Celery app at a broker and a default queue. The app keeps its
     connection pool, and its queues, router and producer pool (`app.amqp`, built at the first
@@ -486,7 +490,7 @@ def worker_factory(transactional_db, settings, tmp_path):
     """
     # A queue of this test's own, so test runs side by side never take each other's tasks.
     queue = f"test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    _use_broker(BROKER, broker_transport_options={"visibility_timeout": 3600},
+    _use_broker(BROKER, broker_transport_options={**TIMEOUTS, "visibility_timeout": 3600},
                 task_default_queue=queue)
     workers = []
 

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from config.celery import BrokerUnavailable, broker_check
 from submissions.services import validate_submission
-from tests.conftest import BROKER, _use_broker, free_ports
+from tests.conftest import BROKER, TIMEOUTS, _use_broker, free_ports
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_a_broker_where_nothing_listens_is_reported_and_logged(broker, caplog):
     assert "Connection refused" in caplog.records[0].getMessage()
 
 
-def test_a_hung_broker_is_refused_within_its_timeouts():
+def test_a_hung_broker_is_refused_within_its_timeouts(settings):
     """A Redis that takes connections and answers nothing (stopped, not refused): the check
     before an upload is stored says the queue cannot be reached within seconds, and so does
     queuing a task, instead of hanging the request."""
@@ -68,11 +68,13 @@ def test_a_hung_broker_is_refused_within_its_timeouts():
 
     from config.celery import app
 
+    assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["socket_timeout"] == TIMEOUTS["socket_timeout"]
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(64)
     try:
-        _use_broker(f"redis://127.0.0.1:{server.getsockname()[1]}/0")
+        _use_broker(f"redis://127.0.0.1:{server.getsockname()[1]}/0",
+                    broker_transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
         started = time.monotonic()
         with pytest.raises(BrokerUnavailable):
             broker_check()

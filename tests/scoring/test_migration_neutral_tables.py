@@ -20,7 +20,11 @@ from scoring.models import Answer, Criterion, ItemResult, ScoringRun
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("scoring", "0014_judge_limits_refusals")]
-AFTER = [("scoring", "0015_kind_neutral_tables")]
+# Past 0015_kind_neutral_tables, to the newest: the models read afterwards are today's.
+
+
+def after():
+    return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
 def migrate(targets):
@@ -145,7 +149,7 @@ def at_0014():
 
 def test_an_mmae_run_stored_before_reads_the_same_after(at_0014, tmp_path):
     run_id, rows, lines = old_mmae(at_0014, tmp_path)
-    migrate(AFTER)
+    migrate(after())
     run = ScoringRun.objects.select_related("benchmark").get(id=run_id)
     kind = get_kind(mmae.KIND)
     samples = kind.load(tmp_path / "meta.json")
@@ -171,7 +175,7 @@ def test_an_mmae_run_stored_before_reads_the_same_after(at_0014, tmp_path):
 
 def test_an_airbench_chat_run_keeps_its_figures_and_gets_its_passes_scores(at_0014):
     run_id = old_chat(at_0014)
-    migrate(AFTER)
+    migrate(after())
     run = ScoringRun.objects.select_related("benchmark").get(id=run_id)
     answers = Answer.objects.filter(run=run).order_by("criterion__item__position", "round")
     assert [a.verdict for a in answers] == [{"scores": [3, 9]}, {"scores": [8, 4]}, {},
