@@ -155,7 +155,11 @@ def run(argv: list[str], env: dict) -> int:
     answers with an orderly stop that still tears down its fixtures (workers, simulators)
     before the servers go.
     """
-    process = subprocess.Popen(argv, env=env)
+    # The command takes SIGINT as it comes, even where this process was started with it
+    # ignored (a run started in the background inherits SIGINT ignored, and so would the
+    # command, which then never hears the SIGTERM passed on).
+    process = subprocess.Popen(argv, env=env,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def stop(signum, frame):
         process.send_signal(signal.SIGINT)
