@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from leaderboard.boards import item_pages, judge_checks
+from leaderboard.boards import item_pages, judge_checks, state
 from leaderboard.boards.selectors import judge_figures_by_config
-from leaderboard.boards.state import board_stamp
-from leaderboard.pages import responses
 from panel import agreement
 from panel.models import PanelAnswer, PanelTask
 from scoring.kinds import get_kind
@@ -37,9 +35,9 @@ def judge_card(benchmark: Benchmark) -> dict:
     configs.sort(key=lambda c: (not c["current"], c["judge_config"]))
     return {"benchmark": benchmark.slug, "panel": _panel(benchmark, kind), "configs": configs,
             "battery": judge_checks.battery(benchmark),
-            "rank_agreement": responses.fragment(
-                "rank-agreement", state=board_stamp(benchmark), parts=(benchmark.id,),
-                render=lambda: judge_checks.rank_agreement(benchmark))}
+            "rank_agreement": state.kept(state.board_state(benchmark), "rank-agreement",
+                                         lambda: judge_checks.rank_agreement(benchmark),
+                                         shared=True)}
 
 
 def rated_tasks(benchmark: Benchmark, *, item_key: str | None = None

@@ -46,15 +46,6 @@ from leaderboard.boards.state import SHARED_SECONDS, shared_kept
 RESPONSE_CACHE_SECONDS = SHARED_SECONDS
 
 
-def fragment(name: str, *, state, parts: tuple, render: Callable[[], object],
-             keep: Callable[[object], bool] = lambda found: True):
-    """What `render` makes of one board state and normalised query (`parts`): a rendered body
-    or a page's data, made once per state and kept in the "responses" cache (when `keep` says
-    so of it), so that signed-in visitors, whose whole page is theirs, are served around it
-    without rendering its rows."""
-    return shared_kept(f"{name}:{state}", parts, render, keep=keep)
-
-
 def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
            render: Callable[[], HttpResponse], vary: tuple[str, ...] = (),
            costly: bool = False, boards: dict[int, int] | None = None) -> HttpResponse:
