@@ -18,6 +18,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.http import Http404
 
+from accounts import login_guard
 from accounts.password_changes import revoked_by_last_save
 from config.throttle import client_ip, login_attempt, too_many_requests
 
@@ -95,12 +96,24 @@ class AccountAdapter(DefaultAccountAdapter):
     def pre_authenticate(self, request, **credentials):
         """Count the attempt on the log-in counters that `POST /api/token/` shares, in place of
         allauth's own (ACCOUNT_RATE_LIMITS "login_failed" is off); past a limit the answer is
-        the 429 page with Retry-After, and the password is not checked."""
-        limited = login_attempt(request, account_name(credentials))
-        if limited:
+        the 429 page with Retry-After, and the password is not checked. Past the account's
+        ceiling the owner goes on from where they are known (accounts.login_guard)."""
+        account = account_name(credentials)
+        limited = login_attempt(request, account)
+        if limited and limited.account_wide:
+            if not login_guard.known(request, account):
+                raise ImmediateHttpResponse(login_guard.paused(request, account, limited))
+        elif limited:
             raise ImmediateHttpResponse(too_many_requests(
                 request, what="log-in attempts", rate=limited.rate,
                 retry_after=limited.retry_after))
+
+
+    def post_login(self, request, user, **kwargs):
+        """This address and this browser are now known to be the account's owner's."""
+        response = super().post_login(request, user, **kwargs)
+        login_guard.remember(request, response, user.get_username())
+        return response
 
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):

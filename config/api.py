@@ -49,7 +49,10 @@ def errors_exception_handler(exc, context):
     if isinstance(exc, Throttled):
         # DRF has already set Retry-After from the same wait.
         wait = "a moment" if exc.wait is None else f"{max(math.ceil(exc.wait), 1)} seconds"
-        response.data = {"errors": [f"Too many requests: try again in {wait}."]}
+        said = f"Too many requests: try again in {wait}."
+        # A subclass explains itself (accounts.api.LoginPaused).
+        explained = type(exc) is not Throttled
+        response.data = {"errors": [str(type(exc).default_detail) if explained else said]}
     else:
         response.data = {"errors": _messages(response.data)}
     return response

@@ -237,7 +237,8 @@ EMAIL_TIMEOUT = 30
 
 # Rate limits, as `10/m` or `20/hour` (s, m, h, d) or `off`. They count in the default cache,
 # which every web process must share in production (Redis). Log-in attempts count per account
-# from one client address and per account from all addresses (the log-in form, which the
+# from one client address, and the addresses trying an account count against its ceiling,
+# past which only its owner's known addresses and browsers go on (the log-in form, which the
 # admin's log-in goes through, and the API's token endpoint: config.throttle.login_attempt),
 # and per client address on the form; sign-ups and password resets per client address (and
 # resets per email) through allauth; uploads per user, the browser form and the API each on
@@ -327,7 +328,7 @@ REST_FRAMEWORK = {
     # DRF's throttles counting anonymous callers by config.throttle.client_ip.
     "DEFAULT_THROTTLE_CLASSES": ["config.throttle.AnonThrottle", "config.throttle.UserThrottle"],
     # Scope `uploads` is set on the view it guards (ScopedThrottle); the token endpoint counts
-    # on the log-in counters (config.throttle.LoginThrottle).
+    # on the log-in counters (accounts.api.LoginThrottle).
     "DEFAULT_THROTTLE_RATES": {"anon": THROTTLE_API_ANON, "user": THROTTLE_API_USER,
                                "uploads": THROTTLE_UPLOAD, "panel": THROTTLE_PANEL},
 }

@@ -4,7 +4,8 @@ Every limiter takes the client's address from `client_ip`: django-ratelimit on t
 form (RATELIMIT_IP_META_KEY), DRF's throttles on the API (the classes below), and allauth's
 rate limits on the account pages (accounts.adapter). Log-in attempts count in one place,
 `login_attempt`, whichever door they come through: the log-in form (which the admin's log-in
-redirects to) and `POST /api/token/`. All answer 429 saying which limit was reached and, where
+redirects to) and `POST /api/token/`; accounts.login_guard decides what the account's
+ceiling means for its owner. All answer 429 saying which limit was reached and, where
 it is known, when to try again (Retry-After).
 """
 
@@ -58,7 +59,7 @@ def client_ip(request) -> str:
     return address
 
 
-def _client_network(request) -> str:
+def client_network(request) -> str:
     """The client's address, IPv6 as its /64 (as django-ratelimit and allauth count it): one
     host often holds a whole /64 and could otherwise rotate through it."""
     address = client_ip(request)
@@ -71,7 +72,7 @@ class _ClientAddress:
     """DRF's throttles, counting anonymous callers by `client_ip` (not by NUM_PROXIES)."""
 
     def get_ident(self, request):
-        return _client_network(request)
+        return client_network(request)
 
 
 class _AtomicCount(throttling.SimpleRateThrottle):
@@ -117,6 +118,7 @@ def rate_seconds(rate: str) -> int:
 class Limited(NamedTuple):
     rate: str
     retry_after: int
+    account_wide: bool = False  # the account's ceiling, not this address's own rate
 
 
 def _count(request, *, group: str, key: str, rate: str | None) -> Limited | None:
@@ -139,44 +141,42 @@ def _peek(request, *, group: str, key: str, rate: str | None) -> Limited | None:
 def bad_token_limited(request) -> Limited | None:
     """Whether the client's address is past THROTTLE_API_ANON in tokens that were refused
     (counted by `bad_token`): then the API answers 429 before looking any token up."""
-    return _peek(request, group="api:bad-token", key=_client_network(request),
+    return _peek(request, group="api:bad-token", key=client_network(request),
                  rate=settings.THROTTLE_API_ANON)
 
 
 def bad_token(request) -> Limited | None:
     """Count one refused token (unknown or revoked) against the client's address; a
     request with a wrong token reaches no throttle, which runs after authentication."""
-    return _count(request, group="api:bad-token", key=_client_network(request),
+    return _count(request, group="api:bad-token", key=client_network(request),
                   rate=settings.THROTTLE_API_ANON)
 
 
 def login_attempt(request, account: str) -> Limited | None:
     """Count one log-in attempt at `account` (a username) and say whether it is over a limit.
 
-    Two counters: THROTTLE_LOGIN for the account from this client address, and the higher
-    THROTTLE_LOGIN_ACCOUNT for the account from every address together. A stranger guessing
-    from one address locks out only that address, not the owner; guessing from many
-    addresses meets the ceiling, which frees itself at the end of its period.
+    Two counters: THROTTLE_LOGIN for the account from this client address, and
+    THROTTLE_LOGIN_ACCOUNT for the addresses that tried the account, each counted once a
+    period: one address at its own rate never reaches that ceiling, however long it guesses.
+    Past the ceiling the answer is `account_wide`, and accounts.login_guard lets the owner in
+    from where they are known (or from an e-mailed link) and nobody else.
     """
     account = account.strip().lower()
     if not account:
         return None  # nothing to guess at: the form or serializer refuses it
-    address = _client_network(request)
-    return (_count(request, group="login:account-address", key=f"{account} {address}",
-                   rate=settings.THROTTLE_LOGIN)
-            or _count(request, group="login:account", key=account,
-                      rate=settings.THROTTLE_LOGIN_ACCOUNT))
-
-
-class LoginThrottle(throttling.BaseThrottle):
-    """The API's password check (`POST /api/token/`) on the log-in counters."""
-
-    def allow_request(self, request, view):
-        self.limited = login_attempt(request, str(request.data.get("username", "")))
-        return self.limited is None
-
-    def wait(self):
-        return self.limited.retry_after
+    address = client_network(request)
+    limited = _count(request, group="login:account-address", key=f"{account} {address}",
+                     rate=settings.THROTTLE_LOGIN)
+    if limited:
+        return limited
+    ceiling = settings.THROTTLE_LOGIN_ACCOUNT
+    if not ceiling:
+        return None
+    first = get_usage(request, group="login:account-seen", key=lambda *_: f"{account} {address}",
+                      rate=f"1/{ceiling.partition('/')[2]}", increment=True)
+    counter = _count if first is None or first["count"] == 1 else _peek
+    limited = counter(request, group="login:account", key=account, rate=ceiling)
+    return limited._replace(account_wide=True) if limited else None
 
 
 def limit_posts(*, group: str, rate_setting: str, keys: tuple[str, ...], what: str):

@@ -9,6 +9,7 @@ import sys
 import pytest
 from django.core import mail
 from django.core.exceptions import ImproperlyConfigured
+from django.test import Client
 
 from accounts.models import ApiToken
 from config.env import env_rate
@@ -71,16 +72,102 @@ def test_a_stranger_guessing_from_one_address_does_not_lock_the_owner_out(
     assert client.session["_auth_user_id"] == str(author.pk)
 
 
-def test_guesses_from_many_addresses_meet_the_accounts_ceiling(client, author, login_rates):
+def test_one_address_at_its_own_rate_never_reaches_the_accounts_ceiling(
+        client, author, login_rates):
+    # The ceiling counts addresses, each once a period: 40 guesses from one address are one.
+    login_rates("100/m", "3/h")
+    for _ in range(40):
+        assert log_in(client, REMOTE_ADDR="198.51.100.9").status_code == 200
+    response = log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="192.0.2.1")
+    assert response.status_code == 302
+    assert client.session["_auth_user_id"] == str(author.pk)
+
+
+def guess_from_many_addresses(client, count=3):
+    for number in range(1, count + 1):
+        assert log_in(client, REMOTE_ADDR=f"198.51.100.{number}").status_code == 200
+
+
+def test_past_the_ceiling_a_new_address_is_paused_and_the_owner_gets_a_link(
+        client, author, login_rates, mailoutbox):
     login_rates("2/m", "3/h")
-    for address in ("198.51.100.1", "198.51.100.2", "198.51.100.3"):
-        assert log_in(client, REMOTE_ADDR=address).status_code == 200
-    response = log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="198.51.100.4")
+    guess_from_many_addresses(client)
+    response = log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="203.0.113.7")
     assert response.status_code == 429
-    assert texts(select(response, "section.panel p")[0], "strong")[0] == "3 per hour"
     assert 1 <= int(response["Retry-After"]) <= 3600
-    # Other accounts keep their own counts.
+    assert one(response, "h1").text == "Sign-in from here is paused"
+    assert texts(select(response, "section.panel p")[0], "strong") == ["3 per hour"]
+    assert "_auth_user_id" not in client.session  # the right password was not even checked
+    # A wrong password from there reads the same: the page tells a guesser nothing.
+    wrong = log_in(client, REMOTE_ADDR="203.0.113.8")
+    assert wrong.status_code == 429 and one(wrong, "h1").text == "Sign-in from here is paused"
+    # One e-mail (not one per attempt) to the account's verified address, naming the address.
+    assert len(mailoutbox) == 1
+    message = mailoutbox[0]
+    assert message.to == ["author@example.com"] and "203.0.113.7" in message.body
+    link = next(line for line in message.body.splitlines() if "/accounts/login/approve/" in line)
+    # The link lets that address in, from any browser.
+    approved = Client().get(link[link.index("/accounts/"):])
+    assert approved.status_code == 200 and one(approved, "h1").text == "Sign-in allowed"
+    response = log_in(Client(), password=CAST_PASSWORD, REMOTE_ADDR="203.0.113.7")
+    assert response.status_code == 302
+    # Other accounts keep their own counts; a guess from elsewhere is still paused.
     assert log_in(client, login="other_author", REMOTE_ADDR="198.51.100.4").status_code == 200
+    assert log_in(Client(), password=CAST_PASSWORD, REMOTE_ADDR="203.0.113.9").status_code \
+        == 429
+
+
+def test_past_the_ceiling_the_owner_goes_on_from_a_known_address_or_browser(
+        client, author, login_rates, mailoutbox):
+    login_rates("5/m", "4/h")  # the owner's address is one of the four
+    # The owner signed in before: from an address, with this browser.
+    assert log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="192.0.2.1").status_code == 302
+    client.cookies.pop("sessionid")  # signed out; the browser keeps its other cookies
+    guess_from_many_addresses(Client())
+    assert log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="192.0.2.1").status_code == 302
+    client.cookies.pop("sessionid")  # signed out; the browser keeps its other cookies
+    # The browser (its signed cookie) from an address never seen: a phone on the road.
+    assert log_in(client, password=CAST_PASSWORD, REMOTE_ADDR="203.0.113.50").status_code \
+        == 302
+    # The known address from another browser, and through the API.
+    assert log_in(Client(), password=CAST_PASSWORD, REMOTE_ADDR="192.0.2.1").status_code \
+        == 302
+    assert ask_token(Client(), password=CAST_PASSWORD, REMOTE_ADDR="192.0.2.1") \
+        .status_code == 200
+    # A forged cookie counts for nothing.
+    stranger = Client()
+    stranger.cookies["known_login"] = "author"
+    assert log_in(stranger, password=CAST_PASSWORD, REMOTE_ADDR="203.0.113.60").status_code \
+        == 429
+    assert mailoutbox and all("203.0.113.50" not in m.body for m in mailoutbox)
+
+
+def test_past_the_ceiling_the_token_endpoint_says_a_link_was_mailed(
+        client, author, login_rates, mailoutbox):
+    login_rates("2/m", "3/h")
+    guess_from_many_addresses(client)
+    response = ask_token(client, password=CAST_PASSWORD, REMOTE_ADDR="203.0.113.7")
+    assert response.status_code == 429
+    assert response.json() == {"errors": [
+        "This account has had sign-in attempts from too many places. If it is yours, a link "
+        "that lets this address sign in was e-mailed to its verified address."]}
+    assert ApiToken.objects.count() == 0 and len(mailoutbox) == 1
+
+
+def test_an_approval_link_that_was_changed_is_refused(client, author):
+    response = client.get("/accounts/login/approve/not-a-token/")
+    assert response.status_code == 400 and one(response, "h1").text == "This link is not valid"
+
+
+def test_past_the_ceiling_an_unknown_account_gets_the_same_page_and_no_mail(
+        client, author, login_rates, mailoutbox):
+    login_rates("2/m", "3/h")
+    for number in range(1, 4):
+        log_in(client, login="nobody", REMOTE_ADDR=f"198.51.100.{number}")
+    response = log_in(client, login="nobody", REMOTE_ADDR="203.0.113.7")
+    assert response.status_code == 429 and one(response, "h1").text == \
+        "Sign-in from here is paused"
+    assert mailoutbox == []
 
 
 def test_the_form_and_the_token_endpoint_share_one_count(client, author, login_rates):
