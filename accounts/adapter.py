@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.http import Http404
 
 from accounts import login_guard
+from accounts.forms import address_taken
 from accounts.password_changes import revoked_by_last_save
 from config.throttle import client_ip, login_attempt, too_many_requests
 
@@ -75,6 +76,15 @@ class AccountAdapter(DefaultAccountAdapter):
         if user.email:
             ratelimit.clear(request, action="confirm_email", key=user.email.lower())
         return user
+
+    def send_confirmation_mail(self, request, emailconfirmation, signup):
+        """An address already another account's (accounts.forms.address_taken) gets allauth's
+        "an account already exists" e-mail, not a link that would confirm it twice."""
+        address = emailconfirmation.email_address
+        if address_taken(address.email, but=address.user):
+            self.send_account_already_exists_mail(address.email)
+            return
+        super().send_confirmation_mail(request, emailconfirmation, signup)
 
     def confirm_email(self, request, email_address):
         confirmed = super().confirm_email(request, email_address)

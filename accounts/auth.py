@@ -1,5 +1,11 @@
 from datetime import timedelta
 
+from allauth.account import app_settings
+from allauth.account.app_settings import LoginMethod
+from allauth.account.auth_backends import AuthenticationBackend
+from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model
+
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
@@ -54,3 +60,25 @@ def record_use(token: ApiToken) -> None:
     stale = Q(last_used_at=None) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     if ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now):
         token.last_used_at = now
+
+
+class EmailConfirmedBackend(AuthenticationBackend):
+    """allauth's log-in by username or email, where an email opens only the accounts that
+    confirmed it (and one made without allauth, holding its address on the user row alone):
+    an address someone added to their account without owning it is no way in. (Where
+    ACCOUNT_EMAIL_VERIFICATION is "none" nothing is confirmed, and any holder may.)"""
+
+    def _authenticate_by_email(self, email, password):
+        if app_settings.EMAIL_VERIFICATION == app_settings.EmailVerificationMethod.NONE:
+            return super()._authenticate_by_email(email, password)  # nothing is confirmed
+        if not email or LoginMethod.EMAIL not in app_settings.LOGIN_METHODS:
+            return None
+        email = email.strip().lower()
+        users = [address.user for address in EmailAddress.objects.filter(
+            email__iexact=email, verified=True).select_related("user")]
+        users += get_user_model().objects.filter(email__iexact=email) \
+            .exclude(emailaddress__email__iexact=email)
+        for user in users:
+            if self._check_password(user, password):
+                return user
+        return None

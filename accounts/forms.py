@@ -15,19 +15,26 @@ class SiteLoginForm(LoginForm):
         self.fields["remember"].label = "Keep me logged in"
 
 
+def address_taken(email: str, *, but=None) -> bool:
+    """Whether an account (other than `but`) holds `email` confirmed, or holds it on the user
+    row alone (an account made without allauth: createsuperuser, the admin)."""
+    confirmed = EmailAddress.objects.filter(email__iexact=email, verified=True)
+    unrecorded = get_user_model().objects.filter(email__iexact=email) \
+        .exclude(emailaddress__email__iexact=email)
+    if but is not None:
+        confirmed, unrecorded = confirmed.exclude(user=but), unrecorded.exclude(pk=but.pk)
+    return confirmed.exists() or unrecorded.exists()
+
+
 class SiteSignupForm(SignupForm):
-    """allauth's sign-up form, where only a confirmed address is taken: an address another
-    account merely added, unconfirmed, does not block its owner (whose confirmation then
-    releases it, accounts.adapter.email_release)."""
+    """allauth's sign-up form, which never says whether an address is registered: a sign-up
+    with any address goes through alike, the new account holding it unconfirmed (a claim that
+    does not block the owner, whose confirmation releases it: accounts.adapter.email_release,
+    and that opens no log-in: accounts.auth.EmailConfirmedBackend). Where the address is
+    already an account's, its owner is told so in place of a confirmation link
+    (accounts.adapter.AccountAdapter.send_confirmation_mail)."""
 
     def validate_unique_email(self, value):
-        confirmed = EmailAddress.objects.filter(email__iexact=value, verified=True).exists()
-        # An account made without allauth (createsuperuser, the admin) holds its address
-        # on the user row alone.
-        unrecorded = get_user_model().objects.filter(email__iexact=value) \
-            .exclude(emailaddress__email__iexact=value).exists()
-        if confirmed or unrecorded:
-            return super().validate_unique_email(value)
         self.account_already_exists = False
         return value
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from collections.abc import Iterator
 
 # Benchmark and predictions files nest 6 levels at most; API bodies fewer.
@@ -28,7 +29,19 @@ def loads(text: str | bytes, **options) -> object:
         text = text.decode("utf-8")
     if text.count("[") + text.count("{") > MAX_DEPTH and not _shallow(text):
         _check_depth(text)
-    return json.loads(text, **options)
+    try:
+        return json.loads(text, **options)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:
+        # Python refuses to convert an integer over sys.get_int_max_str_digits() digits with a
+        # hint about its interpreter; the sender is told what is wrong, and where.
+        if "integer string conversion" not in str(exc):
+            raise
+        limit = sys.get_int_max_str_digits()
+        long = re.search(rf"\d{{{limit + 1},}}", text)
+        raise json.JSONDecodeError(f"a number of more than {limit:,} digits", text,
+                                   long.start() if long else 0) from None
 
 
 def _shallow(text: str) -> bool:

@@ -265,7 +265,7 @@ RATELIMIT_FAIL_OPEN = True
 # to confirm the address, which uploads need (accounts.verification); "mandatory" lets no one
 # in before confirming; "none" sends no link and lets unconfirmed users upload.
 AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend",
-                           "allauth.account.auth_backends.AuthenticationBackend"]
+                           "accounts.auth.EmailConfirmedBackend"]
 ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
 ACCOUNT_FORMS = {"login": "accounts.forms.SiteLoginForm",
                  "signup": "accounts.forms.SiteSignupForm"}

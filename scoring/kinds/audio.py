@@ -6,6 +6,7 @@ PyAV read to the end) with no NaN. Plain Python with no Django import.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Protocol
 
@@ -42,6 +43,10 @@ def audio_problem(path: Path, limits: AudioLimits) -> str | None:
             if problem:
                 return problem
             declared, rate, container = audio.frames, audio.samplerate, audio.format
+        if container in DEMUXERS and DEMUXERS[container] == "wav":
+            problem = _wav_data_problem(path)
+            if problem:
+                return problem
     except (soundfile.LibsndfileError, RuntimeError, ValueError, OSError) as exc:
         raise_ours(exc)
         return f"not readable as WAV or FLAC audio ({why(exc)})"
@@ -50,6 +55,29 @@ def audio_problem(path: Path, limits: AudioLimits) -> str | None:
     except (av.FFmpegError, ValueError, OSError) as exc:
         raise_ours(exc)
         return f"not decodable to its end as {container} audio ({why(exc)})"
+
+
+def _wav_data_problem(path: Path) -> str | None:
+    """A WAV whose data chunk declares more bytes than the file holds after it: libsndfile
+    and FFmpeg read what is there and say nothing, a stricter decoder (the judge's) may refuse
+    it or wait for the rest. RF64 and other layouts are left to the decoded-length check."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(12)
+        if len(head) < 12 or head[:4] != b"RIFF" or head[8:] != b"WAVE":
+            return None
+        offset = 12
+        while offset + 8 <= size:
+            handle.seek(offset)
+            chunk, length = struct.unpack("<4sI", handle.read(8))
+            if chunk == b"data":
+                held = size - offset - 8
+                if length > held:
+                    return (f"its header declares {length:,} bytes of audio data but the file "
+                            f"holds {held:,} (cut short?)")
+                return None
+            offset += 8 + length + (length & 1)  # chunks are padded to an even length
+    return None
 
 
 def _header_problem(audio: soundfile.SoundFile, limits: AudioLimits) -> str | None:

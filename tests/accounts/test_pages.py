@@ -107,16 +107,6 @@ def test_signup_checks_the_email(client, django_user_model, email, error):
     assert mail.outbox == []
 
 
-def test_signup_with_an_address_already_used_makes_no_second_account(
-        client, author, django_user_model):
-    response = sign_up(client, email="AUTHOR@example.com")
-    assert response.status_code == 200
-    assert response.context["form"].errors["email"] == [
-        "A user is already registered with this email address."]
-    assert django_user_model.objects.count() == 1
-    assert mail.outbox == []
-
-
 # Log-in and log-out
 
 @pytest.mark.parametrize("login", ["author", "author@example.com"])

@@ -17,6 +17,14 @@ def test_a_body_nested_too_deeply_is_a_400_saying_so(client, author):
     assert not ApiToken.objects.exists()
 
 
+def test_a_number_too_long_to_convert_is_a_400_saying_so_without_pythons_hint(client, author):
+    response = post_json(client, '{"username": "author", "password": ' + "9" * 5000 + "}")
+    assert response.status_code == 400
+    assert response.json() == {"errors": [
+        "JSON parse error - a number of more than 4,300 digits: line 1 column 36 (char 35)"]}
+    assert not ApiToken.objects.exists()
+
+
 def test_a_body_that_is_not_json_is_a_400(client, author):
     response = post_json(client, '{"username": "author", ')
     assert response.status_code == 400

@@ -146,6 +146,21 @@ def test_the_api_refuses_a_line_nested_too_deeply_with_a_400(author, boards):
     assert not Submission.objects.exists()
 
 
+def test_a_number_of_5000_digits_is_named_by_its_line(author, boards):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=author, name='t')[1]}")
+    long = SimpleUploadedFile("predictions.jsonl", b'{"uniq_id": 1, "response": "B"}\n'
+                              b'{"uniq_id": ' + b"7" * 5000 + b', "response": "B"}\n')
+    response = client.post("/api/submissions/", {
+        "benchmark": "air-bench-chat", "model_name": "Listener", "predictions": long},
+        format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"errors": [
+        "predictions.jsonl line 2: invalid JSON at column 13: a number of more than 4,300 "
+        "digits"]}
+    assert not Submission.objects.exists()
+
+
 def test_the_upload_page_takes_a_jsonl(client, author, boards):
     client.force_login(author)
     response = client.post("/submit/", {

@@ -560,6 +560,18 @@ class TestAudio:
             "submission.jsonl line 1 (id a1): audio/a1.wav: decodes to more than 5 s (the "
             "limit), though its header declares 1.00 s"]
 
+    @pytest.mark.parametrize("subtype", ["PCM_16", "FLOAT"])
+    def test_a_wav_whose_data_size_overstates_what_it_holds_is_refused(self, upload, audio_dir,
+                                                                       subtype):
+        data = lie_wav(sound_bytes(np.full(16000, 0.1, dtype="float32"), subtype=subtype),
+                       frames=64000)
+        assert soundfile.info(io.BytesIO(data)).frames == 16000  # libsndfile says nothing
+        width = {"PCM_16": 2, "FLOAT": 4}[subtype]
+        assert self.check(upload, audio_dir, data) == [
+            f"submission.jsonl line 1 (id a1): audio/a1.wav: its header declares "
+            f"{64000 * width:,} bytes of audio data but the file holds {16000 * width:,} "
+            "(cut short?)"]
+
     def test_nan_past_the_declared_length_is_found(self, upload, audio_dir):
         samples = np.full(16000 * 2, 0.1, dtype="float32")
         samples[-5] = np.nan
