@@ -156,7 +156,7 @@ class Bench:
         _scratch.stop_group(self.server)
         self.server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",
-             f"127.0.0.1:{self.args.port}", "--workers", "2", "--threads", "4"],
+             f"127.0.0.1:{self.args.port}", "--workers", "2", "-c", "python:config.gunicorn"],
             env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
         _scratch.wait_http([f"{self.base}/b/mmae/"], timeout=120, process=self.server)

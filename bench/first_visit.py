@@ -116,7 +116,7 @@ def main():
                        env=env, check=True)
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind",
-             f"127.0.0.1:{args.port}", "--workers", "2", "--threads", "4"],
+             f"127.0.0.1:{args.port}", "--workers", "2", "-c", "python:config.gunicorn"],
             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
         base = f"http://127.0.0.1:{args.port}"

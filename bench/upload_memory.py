@@ -149,7 +149,8 @@ def main():
 
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
-             "--workers", "1", "--timeout", "300", "--log-level", "warning"],
+             "-c", "python:config.gunicorn", "--workers", "1", "--timeout", "300",
+             "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
         base = f"http://127.0.0.1:{port}"

@@ -52,6 +52,14 @@ BEHIND_PROXY = env_bool("BEHIND_PROXY", PRODUCTION)
 # it that is not one of them (config.throttle.client_ip, which every rate limit uses). Empty:
 # the header is ignored and the client is the connection's peer, since anyone can send one.
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", "")
+# The web server's worker (config.web_worker) reads each request whole, and sends each answer,
+# without a thread: headers within WEB_HEADER_SECONDS, then a body (or an answer taken) at
+# WEB_MIN_RATE bytes a second on average, or the connection closes (408 for a request); one
+# client address holds at most WEB_CONNECTIONS_PER_ADDRESS connections of a worker, a trusted
+# proxy's any number (0: no cap).
+WEB_HEADER_SECONDS = env_float("WEB_HEADER_SECONDS", 10.0, minimum=0.1)
+WEB_MIN_RATE = env_int("WEB_MIN_RATE", 2048, minimum=1)
+WEB_CONNECTIONS_PER_ADDRESS = env_int("WEB_CONNECTIONS_PER_ADDRESS", 64, minimum=0)
 if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if PRODUCTION:

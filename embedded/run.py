@@ -161,8 +161,8 @@ def validation_worker(env: dict) -> Child:
 
 def web(port: str) -> Child:
     return Child("web", [
-        sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
-        "--workers", "2", "--threads", "4", "--access-logfile", "-"])
+        sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "python:config.gunicorn",
+        "--bind", f"127.0.0.1:{port}", "--workers", "2"])
 
 
 def start(children: list[Child], env: dict) -> None:

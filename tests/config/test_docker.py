@@ -72,7 +72,12 @@ def test_celery_and_web_commands_name_the_project_modules():
     web = " ".join(command("web"))
     assert "python manage.py migrate --noinput" in web
     # PORT is a variable of the container's shell, unset there: gunicorn binds 8000.
-    assert "exec gunicorn config.wsgi --bind 0.0.0.0:${PORT:-8000}" in web
+    assert "exec gunicorn config.wsgi -c python:config.gunicorn --bind 0.0.0.0:${PORT:-8000}" \
+        in web
+    from config import gunicorn
+
+    # The worker that reads requests whole and sends answers without a thread.
+    assert gunicorn.worker_class == "config.web_worker.BufferedThreadWorker"
     assert "judge_simulator" in get_commands()
     assert command("simulator")[:3] == ["python", "manage.py", "judge_simulator"]
 
