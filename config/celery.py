@@ -1,10 +1,14 @@
 import logging
 import os
+import socket
+import threading
+import time
 
-from celery import Celery, Task
+from celery import Celery, Task, bootsteps
 from celery.signals import worker_process_shutdown
+from celery.utils.dispatch import Signal
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
@@ -80,3 +84,62 @@ def broker_check() -> None:
     except (OperationalError, RedisError) as exc:
         log.error("Celery's broker cannot be reached: %s", exc)
         raise BrokerUnavailable() from exc
+
+
+# A key the broker's Redis keeps for as long as it keeps its queues: gone, the queues went with
+# it (a Redis restarted without persistence, or flushed), and so did every message in them.
+BROKER_MARK = "mmae:broker-mark"
+
+# Sent (in a worker or a periodic task) when the broker is found to have lost its queues; its
+# receivers send again what was waiting in them (scoring.tasks: pending batches, aggregations).
+broker_emptied = Signal(name="broker_emptied")
+
+
+def broker_emptied_check() -> bool:
+    """Mark the broker, and True when it had lost its mark: it was emptied (restarted without
+    persistence, flushed) or is new. Then broker_emptied is sent, so that what waited in its
+    queues is sent again. One caller of many gets True for one loss (SET NX); a broker without
+    Redis (the filesystem or memory transport) is never marked."""
+    with app.connection_for_write() as connection:
+        connection.ensure_connection(max_retries=0)
+        client = getattr(connection.default_channel, "client", None)
+        if client is None or not hasattr(client, "set"):
+            return False
+        if not client.set(BROKER_MARK, f"{socket.gethostname()} pid {os.getpid()} at "
+                                        f"{time.time():.0f}", nx=True):
+            return False
+    log.warning("Celery's broker has no mark: it lost its queues (a Redis restarted without "
+                "persistence, or flushed) or is new; sending again what waited in them")
+    broker_emptied.send(sender=app)
+    return True
+
+
+def broker_emptied_noticed() -> bool:
+    """broker_emptied_check, an error logged (and False): the next check tries again."""
+    try:
+        return broker_emptied_check()
+    except Exception:
+        log.exception("checking whether Celery's broker lost its queues broke")
+        return False
+
+
+def _check_in_thread() -> None:
+    try:
+        broker_emptied_noticed()
+    finally:
+        connections.close_all()  # this thread's own
+
+
+class BrokerMarkCheck(bootsteps.StartStopStep):
+    """Each time a worker's consumer connects to the broker (at start, and again after the
+    connection was lost: a Redis restart breaks it), check the broker's mark in a thread of
+    its own, so that a queue lost with a restart is noticed then, not at the next sweep."""
+
+    requires = ("celery.worker.consumer.connection:Connection",)
+
+    def start(self, c):
+        threading.Thread(target=_check_in_thread, name="broker-mark-check",
+                         daemon=True).start()
+
+
+app.steps["consumer"].add(BrokerMarkCheck)

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from config.alerts import staff_alert
 from config.heartbeat import Heartbeat
-from judge.errors import FleetUnavailable
+from judge.errors import FleetUnavailable, LeaseError
 from judge.fleet import JudgeFleet
 from judge.leases import fleet_leases
 from judge.runner import fleet_runner
@@ -135,7 +135,8 @@ def _batch_done(batch: _Open) -> None:
 
 
 def batch_score(batch_id: int, judge: JudgeSettings,
-                resend: Callable[[list[int]], object] = lambda batch_ids: None) -> bool:
+                resend: Callable[[list[int], BaseException | None], object]
+                = lambda batch_ids, why: None) -> bool:
     """Score a pending batch: claim it, take what the judgment cache has, ask the rest
     through the process's judge fleet client (judge.runner), store, mark it done.
 
@@ -148,7 +149,8 @@ def batch_score(batch_id: int, judge: JudgeSettings,
     no longer active). Raises FleetUnavailable after handing
     every open batch back uncounted; on any other error this batch stays claimed (for
     batch_failed) and those claimed ahead are handed back uncounted. The batches claimed
-    ahead and handed back are passed to `resend`: their own messages may be gone.
+    ahead and handed back are passed to `resend`, with the error that stopped the loop (None
+    when a batch claimed ahead could not be opened): their own messages may be gone.
     """
     if not batch_claim(batch_id):
         return False
@@ -246,8 +248,8 @@ class _Scoring:
                     # The lease server went away (a Redis restarted, say): its leases, the
                     # release channel and this client's connections are in doubt. The batches
                     # go back, and the next task opens a fresh client.
-                    raise FleetUnavailable("the judge slot lease server could not be reached "
-                                           "while queries were out")
+                    raise LeaseError("the judge slot lease server could not be reached "
+                                     "while queries were out")
             if self.feed.low.is_set():
                 self._claim_ahead()
             try:
@@ -304,7 +306,7 @@ class _Scoring:
             log.exception("batch %s claimed ahead could not be opened; handed back", batch_id)
             RunBatch.objects.filter(id=batch_id, status=RunBatch.Status.CLAIMED) \
                 .update(status=RunBatch.Status.PENDING)
-            self.resend([batch_id])
+            self.resend([batch_id], None)
             self.ahead_until = 0.0
             return
         if not jobs:
@@ -343,7 +345,7 @@ class _Scoring:
             if batch is not self.first:
                 ahead.append(batch.id)
         if ahead:
-            self.resend(ahead)
+            self.resend(ahead, exc)
         raise exc
 
 

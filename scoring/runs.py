@@ -206,13 +206,18 @@ def run_cancel(run_id: int) -> bool:
     return run_move(run_id, [Status.QUEUED, Status.SCORING], Status.CANCELLED)
 
 
-def sweep(now=None) -> tuple[list[int], list[int]]:
+def sweep(now=None, *, queue_lost: bool = False) -> tuple[list[int], list[int]]:
     """Work to hand out again: (batch ids, run ids to aggregate).
 
     A claimed batch whose heartbeat is older than SCORING_STALE_SECONDS lost its worker: it
     goes back to pending and is listed. A pending batch queued longer ago than
     SCORING_REQUEUE_SECONDS (its message lost), a run stuck aggregating, and a run whose
     batches are all done but that never moved on are listed too, so nothing is stranded.
+
+    `queue_lost`: the broker lost its queues (config.celery.broker_emptied), so every message
+    is gone: every pending batch of an active run and every run aggregating is listed
+    however recently it was queued (one that still has a message, or a worker, gets a
+    duplicate, which finds its claim taken or its run moved on).
     """
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.SCORING_STALE_SECONDS)
@@ -232,13 +237,15 @@ def sweep(now=None) -> tuple[list[int], list[int]]:
         run_fail(batch.run_id, f"failed on our side: scoring batch {batch.index} lost its "
                                f"worker {batch.claims} "
                                "times (a worker crash or a kill each time)")
-    batch_ids += RunBatch.objects.filter(
-        Q(enqueued_at__lt=lost) | Q(enqueued_at=None, run__created_at__lt=lost),
-        status=RunBatch.Status.PENDING, run__status__in=active,
-    ).exclude(id__in=batch_ids).values_list("id", flat=True)
+    pending = RunBatch.objects.filter(status=RunBatch.Status.PENDING, run__status__in=active)
+    if not queue_lost:
+        pending = pending.filter(Q(enqueued_at__lt=lost)
+                                 | Q(enqueued_at=None, run__created_at__lt=lost))
+    batch_ids += pending.exclude(id__in=batch_ids).values_list("id", flat=True)
     run_ids = [
         run.id for run in ScoringRun.objects.filter(status=Status.AGGREGATING)
-        if run.status_times.get(Status.AGGREGATING, now.isoformat()) < stale.isoformat()
+        if queue_lost
+        or run.status_times.get(Status.AGGREGATING, now.isoformat()) < stale.isoformat()
     ]
     run_ids += [run_id for run_id in ScoringRun.objects.filter(status__in=active)
                 .values_list("id", flat=True) if run_try_aggregate(run_id)]

@@ -7,11 +7,13 @@ sit under a unique constraint.
 
 import logging
 
+import redis
 from celery import shared_task
 from django.conf import settings
 
+from config.celery import broker_emptied, broker_emptied_noticed
 from config.tasks import RowTask
-from judge.errors import FleetUnavailable
+from judge.errors import FleetUnavailable, LeaseError
 from scoring import aggregation, fleet, query_loop, runs, spectrogram_store
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,8 @@ def score_batch(batch_id: int) -> None:
 
     If every judge endpoint stays down for JUDGE_DOWN_WAIT, the batches are handed back and
     queued again SCORING_FLEET_RETRY_SECONDS later: an outage delays a run, never fails it.
+    Batches handed back because the judge slot leases' Redis went away are queued again at
+    once if it answers by then (_retry_later).
     Any other error (ours: the author's mistakes stop at validation) hands this batch back
     the same way until it has been claimed SCORING_MAX_CLAIMS times; then the run fails on
     our side, saying which batch and why, and staff are alerted (scoring.runs.run_fail).
@@ -49,7 +53,7 @@ def score_batch(batch_id: int) -> None:
                                   resend=_retry_later)
     except FleetUnavailable as exc:
         log.warning("batch %s handed back: %s", batch_id, exc)
-        _retry_later([batch_id])
+        _retry_later([batch_id], exc)
         return
     except Exception as exc:
         log.exception("batch %s broke", batch_id)
@@ -62,8 +66,29 @@ def score_batch(batch_id: int) -> None:
             aggregate_run.delay(run_id)
 
 
-def _retry_later(batch_ids: list[int]) -> None:
-    _send(batch_ids, countdown=settings.SCORING_FLEET_RETRY_SECONDS)
+# How soon batches handed back by a lost lease server that answers again are queued: soon, yet
+# never a busy loop should the leases keep failing on a Redis that answers.
+LEASE_RETRY_SECONDS = 1
+
+
+def _retry_later(batch_ids: list[int], why: BaseException | None = None) -> None:
+    """Queue batches handed back SCORING_FLEET_RETRY_SECONDS later (an outage, or a batch
+    that broke); those handed back because the lease server could not be reached (`why`, a
+    LeaseError) LEASE_RETRY_SECONDS later if it answers again now (a Redis restarted: the next
+    task opens a fresh client), so that no run waits for the fleet's retry."""
+    back = isinstance(why, LeaseError) and _lease_server_answers()
+    _send(batch_ids, countdown=LEASE_RETRY_SECONDS if back else
+          settings.SCORING_FLEET_RETRY_SECONDS)
+
+
+def _lease_server_answers() -> bool:
+    """Whether the judge slot leases' Redis (REDIS_URL) answers a PING within seconds."""
+    try:
+        with redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1,
+                                  socket_timeout=2) as client:
+            return bool(client.ping())
+    except (redis.RedisError, ValueError):
+        return False
 
 
 class RunTask(RowTask):
@@ -115,11 +140,31 @@ def draw_input_spectrograms(benchmark) -> None:
 
 @shared_task(ignore_result=True)
 def sweep() -> None:
-    """Periodic: hand stale or stranded work out again (see scoring.runs.sweep)."""
-    batch_ids, run_ids = runs.sweep()
+    """Periodic: hand stale or stranded work out again (see scoring.runs.sweep); first, check
+    that the broker still has its queues (a flush loses them without breaking any worker's
+    connection), which sends everything waiting again if it lost them."""
+    if not broker_emptied_noticed():
+        _sweep()
+
+
+def _sweep(queue_lost: bool = False) -> tuple[list[int], list[int]]:
+    batch_ids, run_ids = runs.sweep(queue_lost=queue_lost)
     _send(batch_ids)
     for run_id in run_ids:
         aggregate_run.delay(run_id)
+    return batch_ids, run_ids
+
+
+@broker_emptied.connect
+def requeue_lost(**kwargs) -> None:
+    """The broker lost its queues (config.celery.broker_emptied: a worker found it so when
+    it connected again, or the sweep did): every pending batch of an active run, and every run
+    aggregating, is queued again at once, rather than once SCORING_REQUEUE_SECONDS or
+    SCORING_STALE_SECONDS have passed. A batch queued twice is scored once (its claim is
+    conditional); a run aggregated twice finishes once, its results written the same."""
+    batch_ids, run_ids = _sweep(queue_lost=True)
+    log.warning("the broker lost its queues: %s batch(es) and %s aggregation(s) queued again",
+                len(batch_ids), len(run_ids))
 
 
 @shared_task(ignore_result=True)

@@ -10,7 +10,7 @@ from audit.models import AuditEvent
 from judge.errors import FleetUnavailable
 from judge.health import EndpointHealth
 from judge.models import Endpoint
-from scoring import query_loop, runs
+from scoring import query_loop
 from scoring.fleet import (
     EndpointError,
     endpoint_put_back,
@@ -18,9 +18,7 @@ from scoring.fleet import (
     fleet_base_urls,
     fleet_probe,
 )
-from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer
-from scoring.services import benchmark_import
 from tests.conftest import free_ports, judge_config
 
 pytestmark = pytest.mark.django_db
@@ -31,23 +29,6 @@ A, B = "http://judge-a:8000", "http://judge-b:8000"
 def judge(**overrides):
     return query_loop.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1,
                                        **overrides})
-
-
-@pytest.fixture
-def run_setup(demo_set, settings):
-    """`run_setup(urls)`: a queued run of system A's outputs on the demo set, under a judge
-    config listing `urls`."""
-    settings.SCORING_BATCH_ITEMS = 5
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae")
-    predictions = load_predictions(demo_set["predictions"],
-                                   known_ids={s["id"] for s in demo_set["samples"]})
-    outputs = {p.sample_id: p.audio_path for p in predictions}
-
-    def create(urls):
-        return runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
-                               outputs=outputs, missing={}, config=judge_config(urls))
-    return create
 
 
 def test_the_fleet_is_every_url_of_every_config_once():

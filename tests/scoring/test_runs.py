@@ -8,10 +8,8 @@ from django.utils import timezone
 
 from judge.errors import FleetUnavailable
 from scoring import exports, judgments, query_loop, runs
-from scoring.kinds.mmae.predictions import load_predictions
 from scoring.models import Answer, Item, RunBatch, ScoringRun
-from scoring.services import benchmark_import
-from tests.conftest import free_ports, judge_config, run_manage, score_run
+from tests.conftest import free_ports, run_manage, score_run
 
 pytestmark = pytest.mark.django_db
 
@@ -20,24 +18,6 @@ def judge(urls=None, **overrides):
     """Worker settings (the endpoints come from the run's judge config)."""
     return query_loop.JudgeSettings(**{"concurrency": 8, "timeout": 10, "down_wait": 1,
                                        **overrides})
-
-
-@pytest.fixture
-def run_setup(demo_set, settings):
-    """The demo set imported, and a queued run of system A's outputs (2 missing)."""
-    settings.SCORING_BATCH_ITEMS = 5
-    benchmark, _ = benchmark_import(kind="mmae", path=demo_set["meta"],
-                                    audio_root=demo_set["root"], slug="mmae")
-    predictions = load_predictions(demo_set["predictions"],
-                                   known_ids={s["id"] for s in demo_set["samples"]})
-    outputs = {p.sample_id: p.audio_path for p in predictions}
-    missing = {s["id"]: "no prediction" for s in demo_set["samples"] if s["id"] not in outputs}
-
-    def create(urls):
-        return runs.run_create(benchmark=benchmark, audio_root=str(demo_set["root"]),
-                               outputs=outputs, missing=missing,
-                               config=judge_config(urls))
-    return create
 
 
 def test_a_run_is_split_into_batches_of_items_with_outputs(run_setup):
@@ -293,7 +273,7 @@ def test_batches_claimed_ahead_are_handed_back_when_the_fleet_goes_down(run_setu
     resent = []
     with pytest.raises(FleetUnavailable):
         query_loop.batch_score(first.id, judge(down_wait=0.5, concurrency=500, claim_ahead=60),
-                         resend=resent.extend)
+                         resend=lambda batch_ids, why: resent.extend(batch_ids))
     others = sorted(run.batches.exclude(id=first.id).values_list("id", flat=True))
     assert sorted(resent) == others
     assert set(run.batches.values_list("status", "claims")) == {("pending", 0)}
