@@ -159,6 +159,7 @@ class Reading:
         self.body_started = None
         self.received = 0
         self.complete = False
+        self.closed = False
         self.expects_continue = False
         if leftover:
             self.take(leftover)
@@ -277,33 +278,46 @@ class BufferedThreadWorker(ThreadWorker):
             unreader.buf.seek(0)
             unreader.buf.truncate()
         reading = Reading(time.monotonic(), self.header_seconds, leftover)
+        sock.raw.setblocking(False)
+        if not reading.complete:
+            self._receive(conn, reading)  # a request in one packet is handed over at once
         if reading.complete:
             return self._hand_over(conn, reading)
+        if reading.closed:
+            return self._drop(conn)
         self.reading[conn] = reading
-        sock.raw.setblocking(False)
         self.poller.register(sock.raw, selectors.EVENT_READ, partial(self._readable, conn))
         return None
 
-    def _readable(self, conn, _fileobj):
-        reading = self.reading[conn]
+    def _receive(self, conn, reading: Reading) -> None:
+        """Take what the socket holds now, without waiting."""
         try:
             data = conn.sock.raw.recv(READ_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            return self._drop(conn)
+            reading.closed = True
+            return
         if not data:
-            return self._drop(conn)  # the client went away
+            reading.closed = True  # the client went away
+            return
         waiting = reading.expects_continue
         reading.take(data)
         if reading.expects_continue and not waiting and not reading.complete:
             try:
                 conn.sock.raw.send(_CONTINUE)
             except OSError:
-                return self._drop(conn)
+                reading.closed = True
+                return
         if reading.body_started is not None:
             reading.deadline = (reading.body_started + self.header_seconds
                                 + reading.received / self.min_rate)
+
+    def _readable(self, conn, _fileobj):
+        reading = self.reading[conn]
+        self._receive(conn, reading)
+        if reading.closed:
+            return self._drop(conn)
         if reading.complete:
             self.poller.unregister(conn.sock.raw)
             del self.reading[conn]
@@ -322,6 +336,12 @@ class BufferedThreadWorker(ThreadWorker):
         sock = conn.sock
         if isinstance(sock, Buffered) and sock.pending():
             sock.raw.setblocking(False)
+            try:
+                done = sock.drain()  # an answer the socket takes at once needs no waiting
+            except OSError:
+                return self._drop(conn)
+            if done:
+                return self.finish_request(conn, fs)
             self.writing[conn] = (fs, time.monotonic())
             self.poller.register(sock.raw, selectors.EVENT_WRITE,
                                  partial(self._writable, conn))
