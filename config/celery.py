@@ -93,6 +93,10 @@ BROKER_MARK = "mmae:broker-mark"
 # Sent (in a worker or a periodic task) when the broker is found to have lost its queues; its
 # receivers send again what was waiting in them (scoring.tasks: pending batches, aggregations).
 broker_emptied = Signal(name="broker_emptied")
+# Sent in a worker each time its consumer connects to a broker that kept its queues (at start,
+# and again after the connection was lost): its receivers send what could not be published
+# while the broker was unreachable (scoring.tasks: batches handed back meanwhile).
+broker_connected = Signal(name="broker_connected")
 
 
 def broker_emptied_check() -> bool:
@@ -125,7 +129,8 @@ def broker_emptied_noticed() -> bool:
 
 def _check_in_thread() -> None:
     try:
-        broker_emptied_noticed()
+        if not broker_emptied_noticed():
+            broker_connected.send(sender=app)
     finally:
         connections.close_all()  # this thread's own
 
@@ -133,7 +138,9 @@ def _check_in_thread() -> None:
 class BrokerMarkCheck(bootsteps.StartStopStep):
     """Each time a worker's consumer connects to the broker (at start, and again after the
     connection was lost: a Redis restart breaks it), check the broker's mark in a thread of
-    its own, so that a queue lost with a restart is noticed then, not at the next sweep."""
+    its own, so that a queue lost with a restart is noticed then, not at the next sweep; a
+    broker that kept its queues gets what could not be published meanwhile
+    (broker_connected)."""
 
     requires = ("celery.worker.consumer.connection:Connection",)
 

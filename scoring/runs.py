@@ -264,6 +264,21 @@ def batches_enqueued(batch_ids: list[int]) -> None:
     RunBatch.objects.filter(id__in=batch_ids).update(enqueued_at=timezone.now())
 
 
+def batches_unsent(batch_ids: list[int]) -> None:
+    """Their messages could not be published (the broker unreachable): unsent_batch_ids
+    lists them for the next connection to the broker."""
+    RunBatch.objects.filter(id__in=batch_ids).update(enqueued_at=None)
+
+
+def unsent_batch_ids() -> list[int]:
+    """Pending batches of active runs with no message queued: one that could not be published
+    (batches_unsent), or a new run's whose enqueue has not run yet (a duplicate for it is
+    harmless: its claim is conditional)."""
+    return list(RunBatch.objects.filter(
+        status=RunBatch.Status.PENDING, enqueued_at=None,
+        run__status__in=[Status.QUEUED, Status.SCORING]).values_list("id", flat=True))
+
+
 def cached_count(*, benchmark: Benchmark, outputs: dict[str, str], audio_root: str,
                  digests: dict[str, str], config: JudgeConfig, options: dict) -> tuple[int, int]:
     """(answers a run of these outputs under `config` needs, how many of them the judgment

@@ -11,7 +11,7 @@ import redis
 from celery import shared_task
 from django.conf import settings
 
-from config.celery import broker_emptied, broker_emptied_noticed
+from config.celery import broker_connected, broker_emptied, broker_emptied_noticed
 from config.tasks import RowTask
 from judge.errors import FleetUnavailable, LeaseError
 from scoring import aggregation, fleet, query_loop, runs, spectrogram_store
@@ -29,10 +29,17 @@ def enqueue_run(run_id: int) -> None:
 
 def _send(batch_ids: list[int], countdown: int | None = None) -> None:
     """Queue batches: rescoring and baseline work on SCORING_RESCORE_QUEUE, so that workers
-    serve new submissions first; everything else on the default queue."""
+    serve new submissions first; everything else on the default queue. Those whose message
+    could not be published (the broker unreachable) are marked unsent, and sent when a worker
+    connects to the broker again (requeue_unsent), before the error goes on."""
     runs.batches_enqueued(batch_ids)
-    for batch_id, queue in runs.batch_queues(batch_ids).items():
-        score_batch.apply_async((batch_id,), queue=queue, countdown=countdown)
+    queues = list(runs.batch_queues(batch_ids).items())
+    for sent, (batch_id, queue) in enumerate(queues):
+        try:
+            score_batch.apply_async((batch_id,), queue=queue, countdown=countdown)
+        except Exception:
+            runs.batches_unsent([unsent for unsent, _ in queues[sent:]])
+            raise
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -165,6 +172,18 @@ def requeue_lost(**kwargs) -> None:
     batch_ids, run_ids = _sweep(queue_lost=True)
     log.warning("the broker lost its queues: %s batch(es) and %s aggregation(s) queued again",
                 len(batch_ids), len(run_ids))
+
+
+@broker_connected.connect
+def requeue_unsent(**kwargs) -> None:
+    """A worker connected to a broker that kept its queues (after an outage, say): the
+    batches whose messages could not be published meanwhile (handed back while it was
+    unreachable) are sent now, rather than once SCORING_REQUEUE_SECONDS have passed."""
+    batch_ids = runs.unsent_batch_ids()
+    if batch_ids:
+        _send(batch_ids)
+        log.warning("connected to the broker again: %s batch(es) it never got queued",
+                    len(batch_ids))
 
 
 @shared_task(ignore_result=True)

