@@ -16,19 +16,34 @@ or once the run is aggregating:
 - pg-scoring, pg-aggregating: pg_terminate_backend of every database connection of the
   workers and beat (their DATABASE_URL names them by application_name);
 - redis-scoring: Redis SIGKILLed and started again, empty, on the same port;
+- redis-down: Redis shut down saving its data (SHUTDOWN SAVE, as a Redis with an append-only
+  file stops) and started again with it `--redis-down-seconds` (5) later;
 - judge-down: the simulator killed, and started again on the same ports after
-  `--judge-down-seconds` (60).
+  `--judge-down-seconds` (60);
+- redis-hung: Redis stopped (SIGSTOP: it takes connections and answers nothing) for
+  `--hang-seconds` (15), then resumed (SIGCONT) with everything it held;
+- slow-clients: the web server as the compose file runs it (`gunicorn config.wsgi -c
+  python:config.gunicorn`, WEB_CONCURRENCY 2 as the image sets) gets `--slow-clients` (16)
+  uploads trickling their bodies at 1 KB/s (each cut off starts again), while a probe asks for
+  the board page one request after another: `--probe-seconds` (10) alone, then as long with
+  the slow clients in; their median and worst times are printed;
+- judge-garbage: from the run's start, the simulator answers `--garbage-rate` (0.1) of its
+  requests with an unreadable reply that differs each time (a misbehaving judge, whose
+  replies are no votes: asked again; past SCORING_MAX_LOST_SHARE the run fails on our side),
+  and is started again clean after the run.
 
 For each run it prints the time from queued to finished (ScoringRun.status_times), the extra
 seconds against the clean run, whether the per-item results, slices and answers are exactly
-the clean run's, and whether every (rubric, round) has exactly one answer; then a table with
-the command and the date. Every setting is the production default (SCORING_STALE_SECONDS 90,
-SCORING_REQUEUE_SECONDS 120, the sweep every 30 s, JUDGE_LEASE_TTL 30, ...) except
-JUDGE_CONCURRENCY, 36 per endpoint as bench/pipeline_throughput.py uses to keep the
-simulator's slots full. Every process and the database are cleaned up at the end.
+the clean run's, whether every (rubric, round) has exactly one answer, and the queries lost
+on our side and asked again; then a table with the command and the date. Every setting is the
+production default (SCORING_STALE_SECONDS 90, SCORING_REQUEUE_SECONDS 120, the sweep every
+30 s, JUDGE_LEASE_TTL 30, ...) except JUDGE_CONCURRENCY, 36 per endpoint as
+bench/pipeline_throughput.py uses to keep the simulator's slots full. Every process and the
+database are cleaned up at the end.
 
     .venv/bin/python bench/recovery.py [--samples 600 --rubrics 5400 --faults kill-aggregating
-        kill-scoring pg-scoring pg-aggregating redis-scoring judge-down --at 0.4]
+        kill-scoring pg-scoring pg-aggregating redis-scoring judge-down redis-hung slow-clients
+        judge-garbage redis-down --at 0.4]
     .venv/bin/python bench/recovery.py --samples 75 --rubrics 667 --faults kill-scoring
 """
 
@@ -38,8 +53,11 @@ import argparse
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +68,7 @@ from datetime import datetime
 from pathlib import Path
 
 import _scratch
+import httpx
 import redis
 
 ROOT = _scratch.ROOT
@@ -65,10 +84,10 @@ class Stack:
 
     def __init__(self, work: Path, args):
         self.work, self.args = work, args
-        self.redis_port, *self.sim_ports = _scratch.free_ports(1 + args.endpoints)
+        self.redis_port, self.web_port, *self.sim_ports = _scratch.free_ports(2 + args.endpoints)
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self.log = work / "celery.log"
-        self.redis = self.simulator = None
+        self.redis = self.simulator = self.web = None
         self.processes: dict[str, subprocess.Popen] = {}
         self.names = {"worker": f"scoring{os.getpid()}@%h",
                       "validation": f"validation{os.getpid()}@%h",
@@ -103,16 +122,35 @@ class Stack:
                     raise RuntimeError("redis-server did not start") from None
                 time.sleep(0.05)
 
-    def restart_redis(self) -> None:
-        os.killpg(self.redis.pid, signal.SIGKILL)
-        self.redis.wait(timeout=10)
+    def restart_redis(self, keep: bool = False, down: float = 0) -> None:
+        """SIGKILL Redis and start it again empty; with `keep`, shut it down saving what it
+        holds and start it again with that, `down` seconds later."""
+        dump = self.work / "dump.rdb"
+        if keep:
+            try:
+                redis.Redis(port=self.redis_port).shutdown(save=True)
+            except redis.ConnectionError:
+                pass  # it closes the connection as it goes
+        else:
+            os.killpg(self.redis.pid, signal.SIGKILL)
+            dump.unlink(missing_ok=True)
+        self.redis.wait(timeout=30)
+        time.sleep(down)
         self.start_redis()
 
-    def start_simulator(self, env: dict) -> None:
+    def hang_redis(self, seconds: float) -> None:
+        """Stop Redis (its sockets stay open, nothing is answered) and resume it `seconds`
+        later, everything it held kept."""
+        os.killpg(self.redis.pid, signal.SIGSTOP)
+        timer = threading.Timer(seconds, os.killpg, args=(self.redis.pid, signal.SIGCONT))
+        timer.daemon = True
+        timer.start()
+
+    def start_simulator(self, env: dict, *options: str) -> None:
         self.simulator = subprocess.Popen(
             _scratch.manage("judge_simulator", "--ports", ",".join(map(str, self.sim_ports)),
                             "--slots", str(self.args.slots),
-                            "--latency-ms", str(self.args.latency_ms)),
+                            "--latency-ms", str(self.args.latency_ms), *options),
             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, start_new_session=True)
         _scratch.wait_http([f"http://127.0.0.1:{p}/health" for p in self.sim_ports],
                            process=self.simulator)
@@ -120,6 +158,22 @@ class Stack:
     def stop_simulator(self) -> None:
         os.killpg(self.simulator.pid, signal.SIGKILL)
         self.simulator.wait(timeout=10)
+
+    def start_web(self, env: dict) -> None:
+        """The web server as the compose file's `web` service runs it (its static files
+        collected first, as the image does)."""
+        subprocess.run(_scratch.manage("collectstatic", "--noinput", "-v", "0"), env=env,
+                       cwd=ROOT, check=True, timeout=300)
+        self.web = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "python:config.gunicorn",
+             "--bind", f"127.0.0.1:{self.web_port}"],
+            env={**env, "WEB_CONCURRENCY": "2"}, cwd=ROOT, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while board_page(self.web_port, timeout=5) is None:
+            if self.web.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the web server did not answer the board page")
+            time.sleep(0.5)
 
     def start_celery(self, env: dict, app) -> None:
         celery = [sys.executable, "-m", "celery", "-A", "config"]
@@ -156,7 +210,9 @@ class Stack:
         return self.log.read_text(errors="replace")[-chars:]
 
     def stop(self) -> None:
-        for process in [*self.processes.values(), self.simulator, self.redis]:
+        if self.redis is not None and self.redis.poll() is None:
+            os.killpg(self.redis.pid, signal.SIGCONT)  # a hang cut short by an error
+        for process in [*self.processes.values(), self.web, self.simulator, self.redis]:
             _scratch.stop_group(process)
 
 
@@ -193,14 +249,104 @@ def judge_down(stack: Stack, env: dict, seconds: float) -> str:
     return f"judge simulator killed; started again {seconds:g} s later"
 
 
-# fault -> (when: a share of the answers stored, or "aggregating"; what)
+def board_page(port: int, timeout: float = 30) -> float | None:
+    """Seconds the board page took to answer 200 (as through the proxy: HTTPS), or None."""
+    started = time.monotonic()
+    try:
+        response = httpx.get(f"http://127.0.0.1:{port}/b/mmae/", timeout=timeout,
+                             headers={"X-Forwarded-Proto": "https"})
+    except httpx.HTTPError:
+        return None
+    return time.monotonic() - started if response.status_code == 200 else None
+
+
+def probe(port: int, seconds: float) -> list[float | None]:
+    """The board page asked for one request after another for `seconds`: each one's time
+    (None: an error, or no answer within 30 s)."""
+    times, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        times.append(board_page(port))
+    return times
+
+
+class SlowUploads:
+    """Upload requests whose bodies trickle in at about 1 KB/s (256 bytes every 0.25 s), each
+    on a thread of its own; one the server cuts off (408, or closed) starts again."""
+
+    BODY = 1_000_000
+
+    def __init__(self, port: int, count: int):
+        self.port, self.stopping = port, threading.Event()
+        self.cut = self.timeouts = 0
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._upload, daemon=True) for _ in range(count)]
+        for thread in self.threads:
+            thread.start()
+
+    def _upload(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=10) as sock:
+                    self._trickle(sock)
+            except OSError:
+                self.stopping.wait(0.25)
+
+    def _trickle(self, sock: socket.socket) -> None:
+        sock.sendall((f"POST /api/submissions/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      f"X-Forwarded-Proto: https\r\nContent-Type: multipart/form-data; "
+                      f"boundary=slow\r\nContent-Length: {self.BODY}\r\n\r\n").encode())
+        sent = 0
+        while sent < self.BODY and not self.stopping.wait(0.25):
+            if select.select([sock], [], [], 0)[0]:  # the server answered (408) or closed
+                with self.lock:
+                    self.cut += 1
+                    self.timeouts += sock.recv(64).startswith(b"HTTP/1.1 408")
+                return
+            sock.sendall(b"x" * 256)
+            sent += 256
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=15)
+
+
+def slow_clients(stack: Stack, args) -> str:
+    """The board page's times alone, then with slow uploads in, said in words."""
+    alone = probe(stack.web_port, args.probe_seconds)
+    uploads = SlowUploads(stack.web_port, args.slow_clients)
+    time.sleep(3)  # every upload is in
+    try:
+        loaded = probe(stack.web_port, args.probe_seconds)
+    finally:
+        uploads.stop()
+    return (f"{args.slow_clients} uploads trickling 1 KB/s to the web server; board page "
+            f"{times_text(alone)} alone, {times_text(loaded)} with them in; uploads cut "
+            f"{uploads.cut} times ({uploads.timeouts} with 408)")
+
+
+def times_text(times: list[float | None]) -> str:
+    done = [t for t in times if t is not None]
+    if not done:
+        return f"no answer in {len(times)} request(s)"
+    failed = len(times) - len(done)
+    return (f"median {statistics.median(done) * 1000:.0f} ms, worst "
+            f"{max(done) * 1000:.0f} ms over {len(times)} requests"
+            + (f", {failed} failed" if failed else ""))
+
+
+# fault -> (when: a share of the answers stored, "aggregating", or "before" the upload; what)
 FAULTS = {
     "kill-aggregating": ("aggregating", "SIGKILL the worker process aggregating"),
     "kill-scoring": ("answers", "SIGKILL a worker process scoring"),
     "pg-scoring": ("answers", "pg_terminate_backend of the workers' connections"),
     "pg-aggregating": ("aggregating", "pg_terminate_backend of the workers' connections"),
     "redis-scoring": ("answers", "Redis restarted empty"),
+    "redis-down": ("answers", "Redis down for seconds, back with its data"),
     "judge-down": ("answers", "judge simulator down"),
+    "redis-hung": ("answers", "Redis stopped, then resumed"),
+    "slow-clients": ("answers", "slow uploads to the web server"),
+    "judge-garbage": ("before", "the judge replies garbage to a share of its requests"),
 }
 
 
@@ -215,7 +361,28 @@ def inject(fault: str, *, stack: Stack, app, env: dict, db_name: str, args) -> s
     if fault == "redis-scoring":
         stack.restart_redis()
         return "Redis SIGKILLed and started again empty on the same port"
+    if fault == "redis-down":
+        stack.restart_redis(keep=True, down=args.redis_down_seconds)
+        return (f"Redis shut down saving its data, started again with it "
+                f"{args.redis_down_seconds:g} s later")
+    if fault == "redis-hung":
+        stack.hang_redis(args.hang_seconds)
+        return f"Redis SIGSTOPped; SIGCONT {args.hang_seconds:g} s later"
+    if fault == "slow-clients":
+        return slow_clients(stack, args)
+    if fault == "judge-garbage":
+        stack.stop_simulator()
+        stack.start_simulator(env, "--garbage-rate", str(args.garbage_rate))
+        return (f"the simulator started again with --garbage-rate {args.garbage_rate:g} "
+                "before the upload")
     return judge_down(stack, env, args.judge_down_seconds)
+
+
+def restore(fault: str | None, *, stack: Stack, env: dict) -> None:
+    """Undo what a fault left for the next run (a garbage-replying judge)."""
+    if fault == "judge-garbage":
+        stack.stop_simulator()
+        stack.start_simulator(env)
 
 
 def figures(run) -> dict:
@@ -241,9 +408,12 @@ def one_run(label: str, *, fault: str | None, stack: Stack, app, env: dict, db_n
     from scoring.models import Answer, RunBatch, ScoringRun
 
     log_start = stack.log.stat().st_size
+    done_what = None
+    if fault and FAULTS[fault][0] == "before":
+        done_what = inject(fault, stack=stack, app=app, env=env, db_name=db_name, args=args)
     submission = upload(label)
     deadline = time.monotonic() + args.timeout
-    run, bar, done_what = None, None, None
+    run, bar = None, None
     while True:
         submission.refresh_from_db()
         if submission.status == "rejected":
@@ -274,6 +444,7 @@ def one_run(label: str, *, fault: str | None, stack: Stack, app, env: dict, db_n
         time.sleep(0.05 if fault and FAULTS[fault][0] == "aggregating" else 0.5)
     if bar is not None:
         bar.close()
+    restore(fault, stack=stack, env=env)
     times = run.status_times
     notable = [line for line in stack.log.read_text(errors="replace")[log_start:].splitlines()
                if any(word in line for word in NOTABLE)]
@@ -284,10 +455,13 @@ def one_run(label: str, *, fault: str | None, stack: Stack, app, env: dict, db_n
                         - datetime.fromisoformat(times["queued"])).total_seconds()
             if "finished" in times else None,
             "reclaimed": RunBatch.objects.filter(run=run, claims__gt=1).count(),
+            "lost": run.lost_queries,
             "figures": figures(run), "log": notable}
 
 
 def due(fault: str, run, done: int, args) -> bool:
+    if FAULTS[fault][0] == "before":
+        return False  # done before the upload
     if FAULTS[fault][0] == "aggregating":
         return run.status == "aggregating"
     return done >= args.at * run.total_queries
@@ -310,7 +484,8 @@ def report(results: list[dict], args) -> None:
           f"at {args.latency_ms:g} ms; {args.processes} worker processes, JUDGE_CONCURRENCY "
           f"{args.judge_concurrency}; SCORING_* defaults")
     header = ("run", "queued->finished", "extra", "figures vs clean",
-              "answers (expected) / distinct (rubric, round)", "batches re-claimed", "fault")
+              "answers (expected) / distinct (rubric, round)", "batches re-claimed",
+              "lost, asked again", "fault")
     rows = [header]
     for r in results:
         f, total = r["figures"], r["run"].total_queries
@@ -320,7 +495,7 @@ def report(results: list[dict], args) -> None:
         rows.append((r["label"] + ("" if r["status"] == "finished" else f" ({r['status']})"),
                      seconds, extra, "-" if r is clean else compare(r, clean),
                      f"{len(f['answers'])} ({total}) / {f['pairs']}", str(r["reclaimed"]),
-                     r["injected"]))
+                     str(r["lost"]), r["injected"]))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
@@ -373,6 +548,16 @@ def parse_args():
     parser.add_argument("--at", type=float, default=0.4,
                         help="share of the answers stored when a scoring fault is injected")
     parser.add_argument("--judge-down-seconds", type=float, default=60.0)
+    parser.add_argument("--redis-down-seconds", type=float, default=5.0,
+                        help="how long redis-down keeps Redis stopped")
+    parser.add_argument("--hang-seconds", type=float, default=15.0,
+                        help="how long redis-hung keeps Redis stopped")
+    parser.add_argument("--slow-clients", type=int, default=16,
+                        help="slow uploads of slow-clients (the web server has 2 x 4 threads)")
+    parser.add_argument("--probe-seconds", type=float, default=10.0,
+                        help="how long slow-clients times the board page, alone and loaded")
+    parser.add_argument("--garbage-rate", type=float, default=0.1,
+                        help="share of the judge's replies that are garbage in judge-garbage")
     parser.add_argument("--samples", type=int, default=600)
     parser.add_argument("--rubrics", type=int, default=5400)
     parser.add_argument("--seconds", type=float, default=0.5, help="length of every WAV")
@@ -416,6 +601,8 @@ def main():
               f"{time.monotonic() - started:.1f} s to write and import", flush=True)
         stack.start_simulator(env)
         stack.start_celery(workers_env, app)
+        if "slow-clients" in args.faults:
+            stack.start_web(env)
         print(f"scoring worker processes {stack.pool()}, rescore worker, beat; Redis on port "
               f"{stack.redis_port}; simulator on {stack.sim_ports}", flush=True)
         results = []
