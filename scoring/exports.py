@@ -16,10 +16,12 @@ RESULT_COLUMNS = ("missing", "values", "passed", "score")
 
 
 class StoredRun:
-    """A finished run as its kind's file writers read it (scoring.kinds.base.RunData)."""
+    """A finished run as its kind's file writers read it (scoring.kinds.base.RunData), less
+    the items whose ids `withheld` holds (their results are not anyone's to read yet)."""
 
-    def __init__(self, run: ScoringRun):
+    def __init__(self, run: ScoringRun, *, withheld: frozenset[int] = frozenset()):
         self.run = run
+        self.withheld = withheld
         self.kind = get_kind(run.benchmark.kind)
         self.outputs = run.outputs
         self.meta = {"benchmark": run.benchmark.slug, "version": run.benchmark.version,
@@ -35,6 +37,10 @@ class StoredRun:
         items = (Item.objects.filter(benchmark_id=self.run.benchmark_id)
                  .prefetch_related("criteria").order_by("position"))
         for item in items.iterator(chunk_size=500):
+            if item.id in self.withheld:
+                if waiting is not None and waiting[0] == item.id:
+                    waiting = next(answers, None)
+                continue
             rows = item.as_rows()
             result = results.get(item.id)
             mine = {}
@@ -57,5 +63,8 @@ def content_type(name: str) -> str:
     return CONTENT_TYPES.get(Path(name).suffix, "text/plain")
 
 
-def file_chunks(run: ScoringRun, name: str) -> Iterator[str]:
-    return iter(get_kind(run.benchmark.kind).file_chunks(name, StoredRun(run)))
+def file_chunks(run: ScoringRun, name: str, *,
+                withheld: frozenset[int] = frozenset()) -> Iterator[str]:
+    """A results file of the run, without the items whose ids `withheld` holds."""
+    return iter(get_kind(run.benchmark.kind).file_chunks(name, StoredRun(run,
+                                                                         withheld=withheld)))

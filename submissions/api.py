@@ -37,6 +37,7 @@ from submissions.services import (
     submission_create,
     upload_file_problems,
 )
+from submissions.withheld import withheld
 
 
 class SubmissionListCreateApi(APIView):
@@ -231,7 +232,8 @@ def file_response(submission, name: str, run_id=None, *,
                   all_runs: bool = True) -> StreamingHttpResponse:
     """A finished run's results file, streamed from the database; 404 otherwise. The run is
     the submission's current one, or `run_id` when it is one of the submission's runs and
-    `all_runs` (its author and staff see every run; anyone else the current one only)."""
+    `all_runs` (its author and staff see every run; anyone else the current one only, less
+    the items whose results are withheld: submissions.withheld)."""
     run = submission.current_run
     if run_id not in (None, ""):
         run = submission.runs.filter(id=run_id).first() \
@@ -239,7 +241,10 @@ def file_response(submission, name: str, run_id=None, *,
     if name not in get_kind(submission.benchmark.kind).files \
             or run is None or run.status != ScoringRun.Status.FINISHED:
         raise Http404("no such file")
-    response = StreamingHttpResponse(file_chunks(run, name), content_type=content_type(name))
+    held = frozenset() if all_runs else withheld(
+        submission.benchmark, submission_ids=[submission.id]).items(submission.id)
+    response = StreamingHttpResponse(file_chunks(run, name, withheld=held),
+                                     content_type=content_type(name))
     label = f"{submission.id}-{name}" if run == submission.current_run \
         else f"{submission.id}-run{run.id}-{name}"
     response["Content-Disposition"] = f'attachment; filename="{label}"'

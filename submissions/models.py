@@ -225,6 +225,25 @@ class QuotaOverride(models.Model):
         return {"per_day": self.per_day, "in_flight": self.in_flight}
 
 
+class PoolRelease(models.Model):
+    """A submission's results on one item of the listening panel's pool that left the pool:
+    people have rated them (panel.pool), so every public page shows them from then on. Until
+    this row exists, submissions.withheld withholds them."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey("scoring.Item", on_delete=models.CASCADE, related_name="+")
+    released_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["submission", "item"],
+                                    name="poolrelease_submission_item"),
+        ]
+
+    def __str__(self):
+        return f"submission {self.submission_id} on item {self.item_id}, out of the pool"
+
+
 def published_runs():
     """The finished runs of shown submissions (current or earlier runs: a public submission's
     page shows them all): what anyone may learn from (scoring.visibility)."""

@@ -2,7 +2,8 @@
 submission, the item, its slice keys (the buckets of each of the kind's dimensions), whether
 its output is missing and its per-item figures under the kind's names (Kind.item_fields),
 written by pandas and pyarrow as Parquet, CSV or JSONL, a representative at a time so that
-the response streams and no board is held in memory whole."""
+the response streams and no board is held in memory whole. A result withheld
+(submissions.withheld) has no row until it leaves the listening panel's pool."""
 
 from __future__ import annotations
 
@@ -62,10 +63,13 @@ def frames(benchmark: Benchmark, *, dimension: str = state.OVERALL,
             for item_id, key, dims in items}
     columns = schema(kind, lists).names
 
+    held = state.withheld(benchmark)
+
     def each() -> Iterator[pd.DataFrame]:
         for shown in state.representatives(benchmark):
             results = ItemResult.objects.filter(run_id=shown.current_run_id,
-                                                item_id__in=list(keys)).order_by("position")
+                                                item_id__in=list(keys)) \
+                .exclude(item_id__in=list(held.items(shown.id))).order_by("position")
             rows = [{"model": shown.model.name, "submission": shown.id, "item": keys[i][0],
                      **keys[i][1], "missing": missing,
                      **{name: values.get(name) for name, _ in kind.item_fields}}

@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
+from leaderboard.boards import state
 from scoring import media
 from scoring.aggregation import answer_groups
 from scoring.kinds import ItemRows, Kind, get_kind
@@ -26,6 +27,7 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
+from submissions import withheld as withheld_rule
 from submissions.models import Submission
 
 PAGE_SIZE = 20
@@ -162,18 +164,21 @@ class ByIds:
                     .values_list(*ITEM_FIELDS))
 
 
-def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> InOrder | ByIds:
+def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None,
+              submission_id: int) -> InOrder | ByIds:
     """The items the query keeps, in benchmark order, filtered in the database by what import
     and aggregation stored (buckets, search text, failed flags), so that a page reads only
-    its own items."""
+    its own items. A result withheld (submissions.withheld) matches no filter on results."""
     needle = query.search.strip().casefold()
     if not (query.dimension or query.failed or needle):
         return InOrder(benchmark)
     if query.failed and run is None:
         return ByIds(Item.objects.none().values_list("id", flat=True))
+    hidden = list(state.withheld(benchmark).items(submission_id)) if query.failed else []
     if query.failed and not (query.dimension or needle):
         # read from the partial index of the run's failed results, in benchmark order
-        return ByIds(ItemResult.objects.filter(run=run, failed=True).order_by("position")
+        return ByIds(ItemResult.objects.filter(run=run, failed=True)
+                     .exclude(item_id__in=hidden).order_by("position")
                      .values_list("item_id", flat=True))
     items = Item.objects.filter(benchmark=benchmark)
     if query.dimension:
@@ -181,7 +186,7 @@ def _matching(benchmark, query: ExplorerQuery, run: ScoringRun | None) -> InOrde
             item=OuterRef("pk"), dimension=query.dimension, bucket=query.bucket)))
     if query.failed:
         items = items.filter(Exists(ItemResult.objects.filter(
-            run=run, item=OuterRef("pk"), failed=True)))
+            run=run, item=OuterRef("pk"), failed=True))).exclude(pk__in=hidden)
     if needle:
         items = items.filter(search_text__contains=needle)
     return ByIds(items.order_by("position").values_list("id", flat=True))
@@ -197,8 +202,8 @@ def explorer_page(*, submission: Submission, query: ExplorerQuery) -> dict:
     """
     run = submission.current_run
     kind = get_kind(submission.benchmark.kind)
-    paginator = Paginator(_matching(submission.benchmark, query, finished_run(submission)),
-                          PAGE_SIZE)
+    paginator = Paginator(_matching(submission.benchmark, query, finished_run(submission),
+                                    submission.pk), PAGE_SIZE)
     if query.page > paginator.num_pages:
         raise ExplorerError(f"page {query.page} is past the last page "
                             f"({paginator.num_pages})")
@@ -239,24 +244,30 @@ def _answer_counts(run: ScoringRun, ids: list[int]) -> dict[int, int]:
 
 def _samples(kind: Kind, submission: Submission, rows: list[ItemRow],
              run: ScoringRun | None, *, with_answers: bool) -> list[dict]:
+    held = state.withheld(submission.benchmark).items(submission.pk)
     ids = [r.id for r in rows]
+    shown = [i for i in ids if i not in held]
     criteria: dict[int, list[dict]] = {}
     for item_id, *fields in (Criterion.objects.filter(item_id__in=ids).order_by("item_id", "index")
                              .values_list("item_id", *CRITERION_FIELDS)):
         criteria.setdefault(item_id, []).append(dict(zip(CRITERION_FIELDS, fields, strict=True)))
     results, answers, counts = {}, {}, {}
     if run is not None:
-        results = {r["item_id"]: r for r in ItemResult.objects.filter(run=run, item_id__in=ids)
+        results = {r["item_id"]: r for r in ItemResult.objects.filter(run=run,
+                                                                      item_id__in=shown)
                    .values("item_id", *RESULT_COLUMNS)}
         if with_answers:
-            answers = dict(answer_groups(run, ids))
+            answers = dict(answer_groups(run, shown))
         else:
-            counts = _answer_counts(run, ids)
+            counts = _answer_counts(run, shown)
     playable = bool(submission.benchmark.audio_root)
     samples = []
     for row in rows:
         item_rows = ItemRows(key=row.key, dimensions=row.dimensions, content=row.content,
                              media=list(row.media), criteria=criteria.get(row.id, []))
+        if row.id in held:
+            samples.append(_withheld_sample(kind, item_rows))
+            continue
         result = results.get(row.id)
         output = run.outputs.get(row.key) if run is not None else None
         found = answers.get(row.id, {})
@@ -273,6 +284,26 @@ def _samples(kind: Kind, submission: Submission, rows: list[ItemRow],
         })
         samples.append(sample)
     return samples
+
+
+def _withheld_sample(kind: Kind, rows: ItemRows) -> dict:
+    """A sample whose results are withheld (submissions.withheld): its text and tags as the
+    kind shows an unscored item, no output, figure, vote or judge reply."""
+    sample = kind.explorer_item(rows, None, [], None)
+    sample.update({"key": rows.key, "withheld": withheld_rule.NOTE,
+                   "template": "leaderboard/_withheld_sample.html",
+                   "detail_template": "leaderboard/_withheld_detail.html",
+                   "n_answers": 0, "inputs": [], "missing_reason": ""})
+    return sample
+
+
+def output_withheld(submission: Submission, item_key: str) -> bool:
+    """Whether the submission's output of the item (its audio, its spectrograms) is
+    withheld from its public address (submissions.withheld): the panel plays it to raters
+    through addresses of its own, which name no submission."""
+    item_id = Item.objects.filter(benchmark_id=submission.benchmark_id, key=item_key) \
+        .values_list("id", flat=True).first()
+    return item_id is not None and state.withheld(submission.benchmark)(submission.pk, item_id)
 
 
 # --- audio -------------------------------------------------------------------------------

@@ -21,10 +21,11 @@ from leaderboard.boards.explorer_selectors import (
     ItemRow,
 )
 from leaderboard.boards.model_pages import model_labels
-from leaderboard.boards.state import representatives, shown
+from leaderboard.boards.state import representatives, shown, withheld
 from scoring.aggregation import answers_of
 from scoring.kinds import ItemRows, Kind, get_kind
 from scoring.models import Benchmark, Criterion, Item, ItemBucket, ItemResult, ScoringRun
+from submissions import withheld as withheld_rule
 
 PAGE_SIZE = 20
 
@@ -53,7 +54,9 @@ def differing(kind: Kind, a, b, *, dimension: str = "", bucket: str = "", by: st
               winner: str = "") -> list[int]:
     """The ids of the items both runs scored on which A and B differ (Kind.item_difference),
     most different first, then in benchmark order; with `by` and `winner`, only the items
-    that one wins. Two narrow reads of the runs' per-item columns, whatever the page."""
+    that one wins. Two narrow reads of the runs' per-item columns, whatever the page. An item
+    whose result of either is withheld (submissions.withheld) is not listed."""
+    held = withheld(Benchmark.objects.get(runs=a.current_run_id))
     per_run: dict[int, dict[int, dict]] = {a.current_run_id: {}, b.current_run_id: {}}
     results = _in_slice(ItemResult.objects.filter(run_id__in=list(per_run)), dimension, bucket,
                         "item_id")
@@ -63,7 +66,8 @@ def differing(kind: Kind, a, b, *, dimension: str = "", bucket: str = "", by: st
     found = []
     for item, mine in per_run[a.current_run_id].items():
         other = theirs.get(item)
-        if other is None or (by and not _wins(mine, other, by, winner)):
+        if other is None or (by and not _wins(mine, other, by, winner)) \
+                or held(a.id, item) or held(b.id, item):
             continue
         apart = kind.item_difference(mine, other)
         if any(apart):
@@ -95,9 +99,14 @@ def _item_rows(row: ItemRow, criteria: list[dict]) -> ItemRows:
 
 
 def _side(kind: Kind, rows: ItemRows, system: dict, columns: dict | None, answers: dict,
-          output, missing: str) -> dict:
+          output, missing: str, *, held: bool = False) -> dict:
     """One system's output of an item as the explorer shows it (Kind.explorer_item), with
-    the system's name and submission, for the item templates."""
+    the system's name and submission, for the item templates; `held`, nothing of its output,
+    figures or verdicts (submissions.withheld)."""
+    if held:
+        sample = kind.explorer_item(rows, None, [], None)
+        sample.update({"missing_reason": "", "withheld": withheld_rule.NOTE})
+        return {**system, "s": sample}
     sample = kind.explorer_item(rows, None if columns is None else kind.stored_row(rows, columns),
                                 [answers[k] for k in sorted(answers)], output)
     sample["missing_reason"] = "" if output is not None else missing
@@ -156,13 +165,15 @@ def pair_items(benchmark: Benchmark, a, b, ids: list[int]) -> list[dict]:
             .only("id", "outputs", "missing")}
     answers = answers_of(runs, criterion_ids)
     playable = bool(benchmark.audio_root)
+    held = withheld(benchmark)
     page = []
     for row in rows:
         item_rows = _item_rows(row, criteria.get(row.id, []))
         sides = [_side(kind, item_rows, system, results.get((system["run"], row.id)),
                        answers.get((system["run"], row.id), {}),
                        runs[system["run"]].outputs.get(row.key),
-                       runs[system["run"]].missing.get(row.key, ""))
+                       runs[system["run"]].missing.get(row.key, ""),
+                       held=held(system["submission"], row.id))
                  for system in sides_of]
         page.append(_item(kind, item_rows, row.id, sides, playable))
     return page
@@ -216,9 +227,11 @@ def item_across(benchmark: Benchmark, key: str, ranked: list) -> dict | None:
                .values("run_id", *RESULT_COLUMNS)}
     answers = answers_of(runs, criterion_ids)
     outputs = _outputs(runs, key) if runs else {}
+    held = withheld(benchmark)
     sides = [_side(kind, item_rows, system, results.get(system["run"]),
                    answers.get((system["run"], row.id), {}),
-                   *outputs.get(system["run"], (None, ""))) for system in sides_of]
+                   *outputs.get(system["run"], (None, "")),
+                   held=held(system["submission"], row.id)) for system in sides_of]
     return _item(kind, item_rows, row.id, sides, bool(benchmark.audio_root), anchored=True)
 
 

@@ -1,7 +1,8 @@
 """The one owner of a board's state: what a state is (BoardState: the board version, the judge
 config, whether the worker stored the version's rank ranges), and every value kept per state,
 through one store (`kept`): in this process, or in the cache every process shares. Also the
-newest version of each benchmark and its representative submissions."""
+newest version of each benchmark, its representative submissions and what public pages withhold
+of them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from leaderboard.boards import lookups, ranking  # noqa: F401 - lookups register
 from leaderboard.models import RankRanges
 from scoring.boards import state_token
 from scoring.models import Benchmark, JudgeConfig, ScoringRun, SliceResult
+from submissions import withheld as withheld_rule
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
@@ -225,6 +227,17 @@ def representatives(benchmark: Benchmark) -> list[Shown]:
     public, finished one (under the benchmark's current judge config)."""
     return kept(board_state(benchmark), "representatives",
                 lambda: _read_representatives(benchmark))
+
+
+def withheld(benchmark: Benchmark) -> withheld_rule.Withheld:
+    """Which results of the board's submissions public pages withhold (submissions.withheld,
+    the one rule: the listening panel's pool less what left it), kept per state: a release is
+    a board change, so every page kept per state changes with it. A board without a pool
+    (its kind has no panel, or it is too small for one) reads nothing."""
+    if not withheld_rule.pool(benchmark):
+        return withheld_rule.Withheld()
+    return kept(board_state(benchmark), "withheld",
+                lambda: withheld_rule.withheld(benchmark))
 
 
 # What a board row reads of a submission, in Shown's order.

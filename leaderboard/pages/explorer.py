@@ -120,10 +120,13 @@ def submission_rubrics(request, pk, item_key):
 
 @require_safe
 def submission_audio(request, pk, item_key, which):
-    """One of a sample's players: an input of the benchmark or the submitted output."""
+    """One of a sample's players: an input of the benchmark or the submitted output (none
+    while the output is withheld: submissions.withheld)."""
     submission = submission_get(user=request.user, pk=pk)
     if not AUDIO_WHICH.fullmatch(which):
         raise Http404("no such audio")
+    if which == "output" and selectors.output_withheld(submission, item_key):
+        raise Http404("this output is withheld while the listening panel rates it")
     path = selectors.audio_file(submission, item_key, which)
     if path is None:
         raise Http404("no such audio")

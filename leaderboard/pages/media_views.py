@@ -1,7 +1,8 @@
 """The spectrogram images beside a submission's players, served under the submission's own
 address (`/s/<id>/spectrogram/<item>/<which>.png`) like its audio: looked up with
 `submission_get`, the one access check (another user gets 404 for a private submission's),
-with the audio's cache headers. An image not drawn yet is a 404 too; the page says so.
+with the audio's cache headers. An image not drawn yet is a 404 too; the page says so. An
+output withheld (submissions.withheld) has none on this address.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from django.http import Http404
 from django.views.decorators.http import require_safe
 
+from leaderboard.boards.explorer_selectors import output_withheld
 from leaderboard.pages.explorer import ranged_file_response
 from scoring import spectrogram_store
 from scoring.models import Item
@@ -28,6 +30,8 @@ def submission_spectrogram(request, pk, item_key, which):
     if not SPECTROGRAM_WHICH.fullmatch(which) or not Item.objects.filter(
             benchmark_id=submission.benchmark_id, key=item_key).exists():
         raise Http404("no such spectrogram")
+    if which in ("output", "diff") and output_withheld(submission, item_key):
+        raise Http404("this output is withheld while the listening panel rates it")
     folder = (spectrogram_store.inputs_folder(submission.benchmark) if which.startswith("input")
               else spectrograms_folder(submission))
     path = spectrogram_store.image_file(folder, item_key, which)
