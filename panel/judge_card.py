@@ -1,7 +1,10 @@
 """The judge card (`/b/<slug>/judge/` and its API): per judge config, how its verdicts agree
 with the listening panel's (panel.agreement), its vote unanimity or position bias,
 and the rubrics where judge and people disagree. Only public representatives' tasks count:
-a submission made private or hidden since leaves every figure."""
+a submission made private or hidden since leaves every figure. A task still in the panel's
+pool counts nowhere, nor is its verdict listed, until it leaves it (submissions.withheld, the
+rule every page that shows votes follows): no rater reads here how people or the judge
+answered what they are asked."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from panel import agreement
 from panel.models import PanelAnswer, PanelTask
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun
-from submissions.models import Submission
+from submissions.models import PoolRelease, Submission
 
 # The rubric's category is a dimension of the card besides the kind's own, unless the kind has
 # one of that name (then the kind's stands for it).
@@ -42,17 +45,20 @@ def judge_card(benchmark: Benchmark) -> dict:
 
 def rated_tasks(benchmark: Benchmark, *, item_key: str | None = None
                 ) -> tuple[dict[int, PanelTask], dict[int, list]]:
-    """Tasks of published submissions with at least one first answer (of one item, given its
-    key), and those answers as (rater, right) per task; repeats only measure
-    self-consistency, and a removed rater's answers are gone (services.panel_rater_remove)."""
+    """Tasks of published submissions out of the panel's pool with at least one first answer
+    (of one item, given its key), and those answers as (rater, right) per task; repeats only
+    measure self-consistency, and a removed rater's answers are gone
+    (services.panel_rater_remove)."""
     answers: dict[int, list[tuple[int, bool]]] = {}
+    held = state.withheld(benchmark)
     found = PanelAnswer.objects.filter(task__benchmark=benchmark, repeat=False,
                                        task__submission__in=Submission.objects.published())
     if item_key is not None:
         found = found.filter(task__criterion__item__key=item_key)
-    for task_id, rater_id, right in found.order_by("id").values_list("task_id", "rater_id",
-                                                                      "right"):
-        answers.setdefault(task_id, []).append((rater_id, right))
+    for task_id, rater_id, right, submission_id, item_id in found.order_by("id").values_list(
+            "task_id", "rater_id", "right", "task__submission_id", "task__criterion__item_id"):
+        if not held(submission_id, item_id):
+            answers.setdefault(task_id, []).append((rater_id, right))
     tasks = PanelTask.objects.filter(id__in=list(answers)).select_related(
         "criterion__item", "submission__model")
     return {t.id: t for t in tasks}, answers
@@ -155,10 +161,13 @@ def _disagreement(task: PanelTask, rubric: agreement.Rated, link) -> dict:
 
 def _panel(benchmark, kind) -> dict:
     """The panel as a whole: its size and the raters' self-consistency (repeats)."""
+    guards = {"raters_per_task": settings.PANEL_RATERS_PER_TASK,
+              "min_listen_seconds": settings.PANEL_MIN_LISTEN_SECONDS,
+              "spread_seconds": settings.PANEL_SPREAD_SECONDS,
+              "release_seconds": settings.PANEL_RELEASE_SECONDS}
     if not kind.has_panel:
         return {"open": False, "tasks": 0, "answers": 0, "raters": 0, "repeats": 0,
-                "self_consistency": None, "raters_per_task": settings.PANEL_RATERS_PER_TASK,
-                "min_listen_seconds": settings.PANEL_MIN_LISTEN_SECONDS}
+                "self_consistency": None, "pool_items": 0, "released": 0, **guards}
     rows = rater_rows(benchmark)
     pairs = [pair for row in rows for pair in row["pairs"]]
     return {"open": True,
@@ -166,8 +175,10 @@ def _panel(benchmark, kind) -> dict:
             "answers": sum(row["answers"] for row in rows),
             "raters": len(rows), "repeats": len(pairs),
             "self_consistency": agreement.self_consistency(pairs),
-            "raters_per_task": settings.PANEL_RATERS_PER_TASK,
-            "min_listen_seconds": settings.PANEL_MIN_LISTEN_SECONDS}
+            "pool_items": len(state.withheld(benchmark).pool),
+            "released": PoolRelease.objects.filter(
+                item__benchmark=benchmark,
+                submission__in=Submission.objects.published()).count(), **guards}
 
 
 def rater_rows(benchmark: Benchmark | None = None) -> list[dict]:

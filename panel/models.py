@@ -41,13 +41,16 @@ class PanelTask(models.Model):
 
 class PanelAssignment(models.Model):
     """A task handed to a rater; `repeat` marks the second asking of a task the rater has
-    answered already (their self-consistency). Answered when its answer exists."""
+    answered already (their self-consistency). Answered when its answer exists. `served`
+    records each audio of the task sent to the rater (label -> when it was first sent and how
+    many bytes): the server's evidence of listening (panel.services)."""
 
     task = models.ForeignKey(PanelTask, on_delete=models.CASCADE, related_name="assignments")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                               related_name="+")
     repeat = models.BooleanField(default=False)
     answered = models.BooleanField(default=False)
+    served = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -16,7 +16,6 @@ class TextOut(serializers.Serializer):
 
 class TaskOut(serializers.Serializer):
     task = serializers.IntegerField()
-    submission = serializers.IntegerField()
     item = serializers.CharField()
     rubric = serializers.IntegerField(help_text="the rubric's index in its item")
     instruction = serializers.CharField(allow_blank=True,
@@ -27,8 +26,9 @@ class TaskOut(serializers.Serializer):
     texts = TextOut(many=True, help_text="texts to read before answering, in order (none where "
                                          "the output is audio)")
     audio = serializers.DictField(child=serializers.CharField(),
-                                  help_text="audio label (output, input1, ...) -> its URL; "
-                                            "none where the output is text")
+                                  help_text="audio label (output, input1, ...) -> its URL, "
+                                            "signed for this rater's task alone, naming no "
+                                            "submission; none where the output is text")
     listen = serializers.DictField(
         child=serializers.FloatField(),
         help_text="audio label -> seconds to listen before answering: the audio's length, "
@@ -113,6 +113,16 @@ class PanelOut(serializers.Serializer):
     self_consistency = _share("share of repeats answered with the same option")
     raters_per_task = serializers.IntegerField()
     min_listen_seconds = serializers.FloatField()
+    pool_items = serializers.IntegerField(
+        help_text="items of the panel's pool (one rubric each): tasks come from these only, "
+                  "and public pages withhold a submission's results on them until it leaves "
+                  "the pool")
+    released = serializers.IntegerField(help_text="(submission, item) results that left the "
+                                                  "pool once rated: the card counts these")
+    spread_seconds = serializers.IntegerField(
+        help_text="an answered task goes to no other rater for this long")
+    release_seconds = serializers.IntegerField(
+        help_text="rated results leave the pool at most this often")
 
 
 class BatteryRowOut(serializers.Serializer):

@@ -10,6 +10,7 @@ app_name = "panel"
 urlpatterns = [
     path("b/<slug:slug>/panel/", views.panel, name="panel"),
     path("b/<slug:slug>/judge/", views.judge, name="judge"),
+    path("panel/audio/<str:token>/", views.task_audio, name="task-audio"),
     path("api/panel/<slug:slug>/next/", api.PanelNextApi.as_view(), name="api-panel-next"),
     path("api/panel/<slug:slug>/tasks/<int:task>/", api.PanelAnswerApi.as_view(),
          name="api-panel-answer"),

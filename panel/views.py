@@ -1,10 +1,12 @@
 """The panel's pages: the listening page (`/b/<slug>/panel/`, whose script talks to the
-panel API), the judge card (`/b/<slug>/judge/`) and the staff page of raters."""
+panel API), a task's audio (`/panel/audio/<token>/`), the judge card (`/b/<slug>/judge/`) and
+the staff page of raters."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -12,6 +14,7 @@ from config.errors import ServiceError
 from config.staff import staff_only
 from leaderboard.boards import judge_checks
 from leaderboard.boards.state import benchmark_or_404
+from leaderboard.pages.explorer import audio_type
 from panel import judge_card, services
 from panel.models import PanelRemoval
 from scoring.kinds import get_kind
@@ -33,6 +36,18 @@ def panel(request, slug):
     return render(request, "panel/panel.html", {
         "benchmark": benchmark, "kind": kind, "problem": problem,
         "min_listen": settings.PANEL_MIN_LISTEN_SECONDS})
+
+
+@require_GET
+def task_audio(request, token):
+    """One audio of the signed-in rater's open task, whole (no ranges: each sending is the
+    server's evidence of listening, services.panel_audio), never kept by any cache."""
+    if not request.user.is_authenticated:
+        raise Http404("no such audio")
+    path = services.panel_audio(rater=request.user, token=token)
+    response = FileResponse(open(path, "rb"), content_type=audio_type(path))
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 def _share(value) -> str:

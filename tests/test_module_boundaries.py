@@ -9,8 +9,6 @@ APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leade
         "panel")
 # Module-level stores outside leaderboard.boards.state, each with why it is not a board state's.
 NOT_BOARD_STATE = {
-    # A benchmark version's rubrics by stratum: a version never changes once imported.
-    ("panel/assignment.py", "_strata_kept"),
     # What a seeding process draws with, set once per forked process of the command.
     ("leaderboard/management/commands/seed_board.py", "_drawing"),
 }

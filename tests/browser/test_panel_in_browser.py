@@ -11,7 +11,7 @@ from panel.services import options, panel_question
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS
 from tests.conftest import CAST_PASSWORD
-from tests.panel.conftest import panel_board, raters  # noqa: F401 - fixtures
+from tests.panel.conftest import panel_board, played_since, raters  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
               pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -79,9 +79,10 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
 
 
 def answer_all(benchmark, people) -> None:
-    """Each rater answers every task they are given (right when the task id is even)."""
+    """Each rater answers every task they are given (right when the task id is even), each
+    audio sent to them and played through first."""
     from panel.assignment import panel_next
-    from panel.services import panel_answer
+    from panel.services import audio_url, panel_answer, panel_audio
 
     for rater in people:
         for _ in range(6):
@@ -89,6 +90,9 @@ def answer_all(benchmark, people) -> None:
             if assignment is None:
                 break
             question = panel_question(assignment.task)
+            for label in question.audio:
+                panel_audio(rater=rater, token=audio_url(assignment, label).split("/")[3])
+            played_since(assignment.pk)
             shown = options(assignment, question)
             pick = next(n for n, (position, _) in enumerate(shown)
                         if (position == 0) == (assignment.task_id % 2 == 0))

@@ -1,14 +1,20 @@
 """A panel board: an MMAE benchmark of real (0.5 s) WAVs, and a factory of submissions whose
 finished runs score each rubric as the test says (per-item results and the overall slice as
-aggregation stores them; no judge), with their outputs as real WAVs to listen to."""
+aggregation stores them; no judge), with their outputs as real WAVs to listen to. Every item
+is in the panel's pool (6 of PANEL_POOL_ITEMS), raters are not kept apart in time and rated
+results leave the pool at once, unless a test says otherwise; `listen` plays a task's audio
+as its rater would."""
 
 import json
+import random
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
 from panel import assignment
+from panel.models import PanelAssignment
 from scoring.boards import board_changed
 from scoring.kinds import get_kind
 from scoring.kinds.mmae import metrics as mmae_metrics
@@ -26,7 +32,10 @@ def panel_board(db, tmp_path, settings):
     settings.PANEL_MIN_LISTEN_SECONDS = 10.0
     settings.PANEL_RATERS_PER_TASK = 3
     settings.PANEL_REPEAT_EVERY = 100
-    assignment._strata_kept.clear()
+    settings.PANEL_POOL_ITEMS = 100
+    settings.PANEL_POOL_SHARE = 1.0
+    settings.PANEL_SPREAD_SECONDS = 0
+    settings.PANEL_RELEASE_SECONDS = 0
     root = tmp_path / "mmae"
     samples = json.loads(write_benchmark(root, 6, seed=4, seconds=SECONDS).read_text())
     benchmark, _ = benchmark_import(kind="mmae", path=root / "MMAE-meta.json", audio_root=root,
@@ -51,8 +60,9 @@ def panel_board(db, tmp_path, settings):
                                                       item.ordered_criteria()])
             row = {**row, "agree": 0, "judged": len(row["rubric_scores"])}
             rows.append(row)
-            ItemResult.objects.create(run=made, item=item, position=item.position,
-                                      **kind.item_columns(row))
+            columns = kind.item_columns(row)
+            ItemResult.objects.create(run=made, item=item, position=item.position, **columns,
+                                      failed=kind.failed(columns))
         SliceResult.objects.create(run=made, dimension="overall", bucket="", n=len(rows),
                                    values={**mmae_metrics.summarize(rows), "agreement": 75.0,
                                            "judged": 40})
@@ -85,9 +95,39 @@ def raters(django_user_model):
                       for k in range(1, n + 1)]
 
 
+@pytest.fixture
+def seeded(monkeypatch):
+    """The drawing's randomness seeded, so that a test's plan gives the same tasks each run."""
+    monkeypatch.setattr(assignment, "RANDOM", random.Random(7))
+
+
 def heard(task: dict) -> dict:
-    """Every audio of a task listened to in full."""
+    """Every audio of a task listened to in full, as the rater's page reports it."""
     return {label: SECONDS for label in task["audio"]}
+
+
+def played_since(assignment_id: int, seconds: float = SECONDS) -> None:
+    """The times an assignment's audio was sent moved `seconds` back: as if each had been
+    playing since (the server checks the time elapsed, not the client's word)."""
+    found = PanelAssignment.objects.get(pk=assignment_id)
+    found.served = {label: {**sent, "at": (datetime.fromisoformat(sent["at"])
+                                           - timedelta(seconds=seconds)).isoformat()}
+                    for label, sent in found.served.items()}
+    found.save(update_fields=["served"])
+
+
+def listen(client, task: dict) -> dict:
+    """Fetch every audio of the task as its rater (each must be sent whole) and let it play
+    through: what the rater's page then reports (`heard`)."""
+    for url in task["audio"].values():
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.content.decode()[-1500:])
+        assert b"".join(response.streaming_content)[:4] == b"RIFF"
+    if task["audio"]:
+        played_since(PanelAssignment.objects.get(
+            task_id=task["task"], answered=False,
+            rater_id=int(client.session["_auth_user_id"])).pk)
+    return heard(task)
 
 
 def letter(task: dict, text: str, *, right: bool) -> str:

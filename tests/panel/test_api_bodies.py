@@ -6,7 +6,7 @@ import jsonschema
 
 from scoring.models import Criterion
 from tests.leaderboard.test_api_bodies import described
-from tests.panel.conftest import heard, letter
+from tests.panel.conftest import letter, listen
 from tests.panel.test_judge_card import CARD
 
 
@@ -31,7 +31,7 @@ def test_a_task_and_a_rated_card_are_what_the_schema_describes(client, panel_boa
             text = Criterion.objects.get(item__key=drawn["item"], index=drawn["rubric"]) \
                 .spec["right"]
             assert client.post(f"/api/panel/mmae/tasks/{drawn['task']}/", {
-                "choice": letter(drawn, text, right=False), "listened": heard(drawn)},
+                "choice": letter(drawn, text, right=False), "listened": listen(client, drawn)},
                 content_type="application/json").status_code == 201
     card = client.get(CARD).json()
     assert card["configs"][0]["human"]["rubrics"] and card["configs"][0]["disagreements"]

@@ -1,7 +1,8 @@
 """The judge card's figures against a count made here from what each rater answered and what
 each run scored: agreement, kappa, human-human agreement and their bootstrap intervals, per
-judge config and per bucket; a removed rater's answers and a private submission's tasks leave
-every figure."""
+judge config and per bucket, over the tasks that have their raters (out of the panel's pool: a
+task still in it counts nowhere, test_blind.py); a removed rater's answers and a private
+submission's tasks leave every figure."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from panel.services import panel_rater_remove
 from scoring.models import Criterion
 from tests.conftest import judge_config
 from tests.html import select
-from tests.panel.conftest import heard, letter
+from tests.panel.conftest import letter, listen
 
 CARD = "/api/leaderboards/mmae/judge/"
 
@@ -45,19 +46,20 @@ def rate(client, raters, *, per_rater=8):
             right = (ordinal * 7 + n * 3 + k) % 5 < 3
             text = Criterion.objects.get(item__key=task["item"], index=task["rubric"]).spec["right"]
             assert client.post(f"/api/panel/mmae/tasks/{task['task']}/", {
-                "choice": letter(task, text, right=right), "listened": heard(task)},
+                "choice": letter(task, text, right=right), "listened": listen(client, task)},
                 content_type="application/json").status_code == 201
             given.setdefault(task["task"], []).append((rater.pk, right))
     return given
 
 
-def expected(given, judge_verdict, *, seed, keep=lambda task: True):
-    """The human figures counted by hand: judge_verdict(task) -> the judge's verdict or None."""
+def expected(given, judge_verdict, *, seed, rated, keep=lambda task: True):
+    """The human figures counted by hand over the `rated` tasks (those that had their
+    raters, out of the pool): judge_verdict(task) -> the judge's verdict or None."""
     rubrics = []
     for task_id in sorted(given):
         task = PanelTask.objects.select_related("criterion__item").get(pk=task_id)
         judge = judge_verdict(task)
-        if judge is None or not keep(task):
+        if judge is None or not keep(task) or task_id not in rated:
             continue
         rubrics.append((task_id, bool(judge), [right for _, right in given[task_id]],
                         {rater for rater, _ in given[task_id]}))
@@ -98,7 +100,7 @@ def check(config_card, wanted):
 
 
 @pytest.fixture
-def rated_board(client, panel_board, author, other_author, raters):
+def rated_board(client, panel_board, author, other_author, raters, seeded, settings):
     a = panel_board.score_by_criteria("Alpha", author, judge_a)
     b = panel_board.score_by_criteria("Beta", other_author, judge_b)
     second = judge_config(["http://127.0.0.1:9"], seed=99)
@@ -112,8 +114,11 @@ def rated_board(client, panel_board, author, other_author, raters):
         score = scores.get(task.submission_id)
         return None if score is None else score(task.criterion.item, task.criterion)
 
+    # A task with its PANEL_RATERS_PER_TASK answers left the pool (PANEL_RELEASE_SECONDS 0).
+    rated = {task for task, answers in given.items()
+             if len(answers) >= settings.PANEL_RATERS_PER_TASK}
     return {"a": a, "b": b, "second": second, "raters": people, "given": given,
-            "judge_verdict": judge_verdict, "config": panel_board.config}
+            "rated": rated, "judge_verdict": judge_verdict, "config": panel_board.config}
 
 
 def test_the_card_counts_agreement_kappa_and_human_pairs_per_config(client, rated_board):
@@ -122,12 +127,12 @@ def test_the_card_counts_agreement_kappa_and_human_pairs_per_config(client, rate
     assert current["current"] and current["judge_config"] == rated_board["config"].name
     assert not other["current"] and other["judge_config"] == rated_board["second"].name
     wanted = expected(rated_board["given"], rated_board["judge_verdict"],
-                      seed=rated_board["config"].seed)
+                      seed=rated_board["config"].seed, rated=rated_board["rated"])
     assert wanted["rubrics"] >= 5 and wanted["disagreements"]  # the plan makes both kinds
     check(current, wanted)
     check(other, expected(rated_board["given"],
                           lambda t: rated_board["judge_verdict"](t, config="second"),
-                          seed=rated_board["second"].seed))
+                          seed=rated_board["second"].seed, rated=rated_board["rated"]))
     assert current["vote_unanimity"] == 75.0 and current["position_bias"] is None
     first = current["disagreements"][0]
     assert first["url"] == (f"/b/mmae/i/{first['item']}/"
@@ -141,7 +146,7 @@ def test_the_card_counts_each_bucket_alike(client, rated_board):
                                 "granularity", "operation"}
     for category, figures in human["by"]["category"].items():
         wanted = expected(rated_board["given"], rated_board["judge_verdict"],
-                          seed=rated_board["config"].seed,
+                          seed=rated_board["config"].seed, rated=rated_board["rated"],
                           keep=lambda t, c=category: t.criterion.category == c)
         for key in ("rubrics", "answers", "human_human"):
             assert figures[key] == wanted[key], (category, key)
@@ -157,7 +162,7 @@ def test_a_removed_raters_answers_leave_every_figure(client, rated_board, staff)
     given = {task: answers for task, answers in given.items() if answers}
     card = client.get(CARD).json()
     check(card["configs"][0], expected(given, rated_board["judge_verdict"],
-                                       seed=rated_board["config"].seed))
+                                       seed=rated_board["config"].seed, rated=rated_board["rated"]))
     assert card["panel"]["raters"] == 4
     assert card["panel"]["answers"] == sum(len(v) for v in given.values())
 
@@ -168,7 +173,7 @@ def test_a_submission_made_private_leaves_the_card(client, rated_board):
     b.save(update_fields=["public"])
     card = client.get(CARD).json()
     check(card["configs"][0], expected(rated_board["given"], rated_board["judge_verdict"],
-                                       seed=rated_board["config"].seed,
+                                       seed=rated_board["config"].seed, rated=rated_board["rated"],
                                        keep=lambda t: t.submission_id != b.pk))
     assert all(d["submission"] != b.pk for d in card["configs"][0]["disagreements"])
     assert "Beta" not in client.get("/b/mmae/judge/").content.decode()

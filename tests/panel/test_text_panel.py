@@ -7,8 +7,7 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
-from panel import assignment
-from panel.models import PanelAnswer
+from panel.models import PanelAnswer, PanelTask
 from scoring.kinds import get_kind
 from scoring.kinds.airbench import rules as airbench
 from scoring.models import ItemResult, ScoringRun, SliceResult
@@ -29,7 +28,10 @@ def chat_board(db, tmp_path, settings):
     gave each item the two passes' scores the test says."""
     settings.PANEL_RATERS_PER_TASK = 3
     settings.PANEL_REPEAT_EVERY = 100
-    assignment._strata_kept.clear()
+    settings.PANEL_POOL_ITEMS = 100
+    settings.PANEL_POOL_SHARE = 1.0
+    settings.PANEL_SPREAD_SECONDS = 0
+    settings.PANEL_RELEASE_SECONDS = 0
     benchmark, _ = benchmark_import(kind=airbench.CHAT, audio_root=None, slug="air-bench-chat",
                                     path=write(tmp_path / "Chat_meta.json", chat_meta()))
     config = judge_config(["http://127.0.0.1:9"], kind=airbench.CHAT, benchmark=benchmark)
@@ -80,7 +82,8 @@ def test_a_task_puts_the_reference_and_the_systems_answer_as_text(client, chat_b
     rater, = raters(1)
     task = next_task(client, rater)
     item = chat_board.benchmark.items.get(key=task["item"])
-    assert task["submission"] == submission.pk and task["rubric"] == 0
+    assert PanelTask.objects.get(pk=task["task"]).submission == submission
+    assert task["rubric"] == 0
     assert task["instruction"] == item.content["question"]
     assert task["question"] == airbench.CHAT_PANEL_QUESTION
     assert task["texts"] == [
@@ -114,8 +117,8 @@ def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_b
         client.force_login(rater)
         while (response := client.get(NEXT)).status_code == 200:
             task = response.json()
-            assert answer(client, task, right=task["submission"] == good.pk or n == 0
-                          ).status_code == 201
+            of_good = PanelTask.objects.get(pk=task["task"]).submission_id == good.pk
+            assert answer(client, task, right=of_good or n == 0).status_code == 201
     assert PanelAnswer.objects.count() == 3 * 12  # every rater, each output of each item
 
     card = client.get(CARD).json()
@@ -141,9 +144,14 @@ def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_b
 
 
 def test_the_item_page_shows_the_panels_verdict_beside_the_judges(client, chat_board, author,
-                                                                  raters):
+                                                                  raters, settings):
+    settings.PANEL_RATERS_PER_TASK = 2  # each task rated, out of the pool, counted
     good = chat_board.score_by_two_passes("Good", author,
                                           lambda key: (3, 4) if key == "2" else (8, 7))
+    # In the pool: the item page says the answer and its scores are withheld.
+    side, = parse(client.get("/b/air-bench-chat/i/2/")).select(f"#s-{good.pk}")
+    assert side.select(".withheld-note") and not side.select(".side-verdict")
+    assert "Good answers 2." not in side.text
     for rater in raters(2):
         client.force_login(rater)
         while (response := client.get(NEXT)).status_code == 200:
@@ -156,5 +164,6 @@ def test_the_item_page_shows_the_panels_verdict_beside_the_judges(client, chat_b
     assert (rubric["human"], rubric["judge"], rubric["disagrees"]) == (True, False, True)
     assert rubric["label"] == "panel: right (2 of 2)"
     page = parse(client.get("/b/air-bench-chat/i/2/"))
-    assert page.select(f"#s-{good.pk}-r0")
+    assert page.select(f"#s-{good.pk}-r0")  # out of the pool: the judge's scores shown
+    assert "Good answers 2." in page.select(f"#s-{good.pk}")[0].text
     assert page.select('[data-url="/api/panel/air-bench-chat/items/2/"]')
