@@ -2,7 +2,8 @@
 // audio, count how long each audio was really heard (timeupdate while playing, never a seek),
 // and unlock the choices once every audio was heard for the seconds the task asks (its length,
 // or the panel's minimum when longer); a task without audio is answered once read. The server
-// checks the same rule again.
+// holds its own evidence: it takes an answer only once each audio, from the task's own address,
+// was sent to this rater at least that long before (panel.services).
 
 (() => {
   const root = document.getElementById("panel");
