@@ -7,6 +7,7 @@ import logging
 import math
 
 from rest_framework.exceptions import Throttled
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
@@ -29,6 +30,18 @@ def _messages(detail) -> list[str]:
 
 
 def errors_exception_handler(exc, context):
+    response = _errors_response(exc, context)
+    request = context.get("request")
+    renderer = getattr(request, "accepted_renderer", None)
+    if response is not None and renderer is not None and renderer.format == "csv":
+        # An error is never a download: `{"errors": [...]}` as JSON, which a browser shows,
+        # not a one-column CSV it would save as a file.
+        request.accepted_renderer = JSONRenderer()
+        request.accepted_media_type = JSONRenderer.media_type
+    return response
+
+
+def _errors_response(exc, context):
     if isinstance(exc, ServiceError):  # a service refused: 400, 409 or 429 by its code
         return Response({"errors": exc.problems}, status=exc.status)
     if isinstance(exc, BrokerUnavailable):  # nothing can be queued now, nothing was stored

@@ -112,6 +112,17 @@ def test_the_api_refuses_a_bad_bucket_naming_it(client, filled):
     assert response.json()["errors"][0].startswith("bucket: 'jazz' is not a bucket")
 
 
+def test_a_csv_request_refused_gets_its_error_as_json_not_a_download(client, filled):
+    for asked in ({"format": "csv"}, {"HTTP_ACCEPT": "text/csv"}):
+        query = "?dimension=modality&bucket=jazz" + ("&format=csv" if "format" in asked else "")
+        headers = {k: v for k, v in asked.items() if k.startswith("HTTP_")}
+        response = client.get(f"/api/leaderboards/mmae/{query}", **headers)
+        assert response.status_code == 400
+        assert response["Content-Type"].startswith("application/json")
+        assert "Content-Disposition" not in response
+        assert response.json()["errors"][0].startswith("bucket: 'jazz' is not a bucket")
+
+
 def test_reported_rows_show_apart_with_their_scope_and_are_never_ranked(client, filled,
                                                                          reported):
     body = client.get("/api/leaderboards/mmae/").json()
