@@ -5,7 +5,6 @@ from allauth.account.app_settings import LoginMethod
 from allauth.account.auth_backends import AuthenticationBackend
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
-
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
