@@ -511,6 +511,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "submissions.tasks.sweep_upload_temporaries",
         "schedule": 3600,
     },
+    # Rated tasks leave the listening panel's pool (at most one release per benchmark every
+    # PANEL_RELEASE_SECONDS) though nobody asks for a task or answers one.
+    "release-panel-pools": {
+        "task": "panel.tasks.release_pools",
+        "schedule": 300,
+        "options": {"expires": 300},
+    },
     "refresh-rank-ranges": {
         "task": "leaderboard.tasks.refresh_boards",
         "schedule": env_int("RANK_RANGES_SWEEP_SECONDS", 30, minimum=1),

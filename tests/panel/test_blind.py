@@ -375,3 +375,31 @@ def test_the_judge_card_says_how_the_panel_guards_against_copying(client, pooled
     assert "in the last 600 s goes to no other rater" in guards["guard-spread"]
     panel = client.get(CARD).json()["panel"]
     assert (panel["pool_items"], panel["released"], panel["spread_seconds"]) == (3, 0, 600)
+
+
+def test_rated_tasks_leave_the_pool_on_the_periodic_release_though_nobody_uses_the_panel(
+        client, pooled_board, settings):
+    from panel.tasks import release_pools
+    from submissions.models import PoolRelease
+    from submissions.withheld import pool_release
+
+    settings.PANEL_RELEASE_SECONDS = 3600
+    people = pooled_board["raters"]
+    task = give(client, people[0])
+    subject, key = task_row(task).submission, task_row(task).criterion.item.key
+    # A release a moment ago (another pair): the next one is due in an hour.
+    other = pooled_board["b"] if subject == pooled_board["a"] else pooled_board["a"]
+    elsewhere = next(i for i in withheld(pooled_board["benchmark"]).pool
+                     if i != task_row(task).criterion.item_id)
+    assert pool_release(pooled_board["benchmark"], [(other.pk, elsewhere)]) == 1
+    for n, rater in enumerate(people):
+        client.force_login(rater)
+        mine = task if n == 0 else give(client, rater)
+        assert post(client, mine, listen(client, mine)).status_code == 201
+    client.logout()
+    assert not shows_results(client, subject, key)  # rated, not yet due
+    assert release_pools() == 0
+    # An hour on, with nobody at the panel, the periodic release lets out what was rated.
+    PoolRelease.objects.update(released_at=timezone.now() - timedelta(hours=2))
+    assert release_pools() == 1
+    assert shows_results(client, subject, key)
