@@ -414,6 +414,13 @@ def submission_cancel(*, submission: Submission) -> None:
                            "or scoring one can be cancelled", code="conflict")
 
 
+def validations_waiting() -> list[int]:
+    """Uploads whose validation is queued but not begun (a message a broker that lost its
+    queues no longer holds)."""
+    return list(Submission.objects.filter(status=Submission.Status.UPLOADED)
+                .order_by("id").values_list("id", flat=True))
+
+
 def validations_to_retry(now=None) -> list[int]:
     """Uploads whose validation was lost, listed to be queued again: those validating whose
     heartbeat is older than SUBMISSION_VALIDATION_STALE_SECONDS (a killed worker; back to

@@ -5,6 +5,7 @@ import logging
 
 from celery import shared_task
 
+from config.celery import broker_emptied
 from submissions import notifications, rescoring, services, uploads
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,19 @@ def sweep_validations() -> None:
         except Exception:
             log.exception("retrying submission %s broke; the next sweep tries again",
                           submission_id)
+
+
+@broker_emptied.connect
+def revalidate_lost(**kwargs) -> None:
+    """The broker lost its queues (config.celery.broker_emptied: a worker found it so when it
+    connected again, or the scoring sweep did): every upload still waiting for its validation
+    is queued again at once, rather than once SUBMISSION_VALIDATION_STALE_SECONDS have passed.
+    A duplicate message is harmless: validation claims by a conditional UPDATE."""
+    waiting = services.validations_waiting()
+    for submission_id in waiting:
+        services.validate_submission.delay(submission_id)
+    if waiting:
+        log.warning("the broker lost its queues: %s validation(s) queued again", len(waiting))
 
 
 @shared_task(ignore_result=True)

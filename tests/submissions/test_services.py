@@ -149,6 +149,24 @@ def test_a_validation_the_broker_drops_after_the_check_is_left_to_the_sweep(
     assert validations_to_retry(now=later) == [submission.id]
 
 
+def test_uploads_waiting_for_validation_are_queued_again_once_the_broker_lost_its_queues(
+        author, make_submission, monkeypatch):
+    """Their messages went with the broker's queues: they go again when a worker finds the
+    broker emptied (config.celery.broker_emptied), not minutes later; one being validated stays
+    with its worker."""
+    from config.celery import broker_emptied
+    from submissions import services
+
+    waiting = make_submission(author)
+    begun = make_submission(author)
+    Submission.objects.filter(id=begun.id).update(status="validating",
+                                                  heartbeat_at=timezone.now())
+    sent = []
+    monkeypatch.setattr(services.validate_submission, "delay", sent.append)
+    broker_emptied.send(sender=None)
+    assert sent == [waiting.id]
+
+
 def test_a_validation_whose_worker_died_is_retried_within_minutes(author, make_submission):
     """The worker was killed mid-validation: its heartbeat stops, and once it is
     SUBMISSION_VALIDATION_STALE_SECONDS old (two minutes by default) the sweep hands the
