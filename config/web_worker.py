@@ -28,7 +28,7 @@ import time
 from functools import partial
 
 import h11
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 SPOOL_BYTES = 1024**2  # a request or an answer is kept in memory up to this, then on disk
 READ_BYTES = 256 * 1024
@@ -218,8 +218,6 @@ class BufferedThreadWorker(ThreadWorker):
             client_sock.close()
             return
         self.nr_conns += 1
-        from gunicorn.workers.gthread import TConn
-
         conn = TConn(self.cfg, client_sock, client_addr, listener.getsockname())
         conn.sock = Buffered(client_sock, self.header_seconds,
                              on_close=partial(self._release, address))
