@@ -27,12 +27,25 @@ class TransactionAwareTask(Task):
     the committed rows wait for their periodic sweep (lost validations, batches and runs are
     all swept), instead of failing a request whose work is already stored."""
 
-    def apply_async(self, *args, **kwargs):
+    def apply_async(self, args=None, kwargs=None, **options):
         if not transaction.get_connection().in_atomic_block:
-            return super().apply_async(*args, **kwargs)
-        transaction.on_commit(lambda: super(TransactionAwareTask, self).apply_async(
-            *args, **kwargs), robust=True)
+            return super().apply_async(args, kwargs, **options)
+        transaction.on_commit(lambda: self._publish_committed(args, kwargs, options),
+                              robust=True)
         return None
+
+    def _publish_committed(self, args, kwargs, options) -> None:
+        try:
+            super().apply_async(args, kwargs, **options)
+        except Exception:
+            self.unpublished(args, kwargs)
+            raise
+
+    def unpublished(self, args, kwargs) -> None:
+        """Called when this task's message, deferred to a commit, could not be published
+        then (the error is logged next): a task whose rows can say so (a batch marked
+        unsent, sent again when a worker connects) overrides it. Called outside any
+        transaction."""
 
 
 # Tasks with a queue of their own, by name -> the setting naming the queue.

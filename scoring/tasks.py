@@ -11,7 +11,12 @@ import redis
 from celery import shared_task
 from django.conf import settings
 
-from config.celery import broker_connected, broker_emptied, broker_emptied_noticed
+from config.celery import (
+    TransactionAwareTask,
+    broker_connected,
+    broker_emptied,
+    broker_emptied_noticed,
+)
 from config.tasks import RowTask
 from judge.errors import FleetUnavailable, LeaseError
 from scoring import aggregation, fleet, query_loop, runs, spectrogram_store
@@ -42,7 +47,15 @@ def _send(batch_ids: list[int], countdown: int | None = None) -> None:
             raise
 
 
-@shared_task(acks_late=True, ignore_result=True)
+class BatchTask(TransactionAwareTask):
+    def unpublished(self, args, kwargs) -> None:
+        """A batch queued inside a transaction (handed back, say) whose message could not be
+        published once it committed is marked unsent, as _send marks those it cannot
+        publish at once, so that requeue_unsent sends it when a worker connects again."""
+        runs.batches_unsent([args[0]])
+
+
+@shared_task(base=BatchTask, acks_late=True, ignore_result=True)
 def score_batch(batch_id: int) -> None:
     """Score one batch, and those claimed ahead of it in the same query loop (see
     scoring.query_loop.batch_score); the last batch of a run to finish queues the aggregation.

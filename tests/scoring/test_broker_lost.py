@@ -6,6 +6,7 @@ pipeline through real restarts: tests/submissions/test_pipeline_broker_restart.p
 
 import pytest
 import redis
+from celery import Task
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -168,3 +169,23 @@ def test_batches_that_could_not_be_queued_go_when_a_worker_connects_again(run_se
     sent.clear()
     broker_connected.send(sender=app)  # nothing left unsent: nothing sent twice
     assert sent == []
+
+
+def test_a_batch_handed_back_in_a_transaction_is_marked_unsent_if_its_commit_cannot_publish(
+        run_setup, monkeypatch, django_capture_on_commit_callbacks):
+    """Queued inside a transaction, a batch's message is published once it commits; should
+    the broker be unreachable then, the batch is marked unsent (sent when a worker connects
+    again), not left marked queued for the stale sweep."""
+    run = run_setup(["http://127.0.0.1:9"])
+    runs.batches_enqueued(list(run.batches.values_list("id", flat=True)))
+    ids = sorted(run.batches.values_list("id", flat=True))[:2]
+
+    def unreachable(self, *args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379")
+
+    monkeypatch.setattr(Task, "apply_async", unreachable)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        tasks._retry_later(ids)  # inside the test's transaction: deferred to its commit
+        assert sorted(runs.unsent_batch_ids()) == []  # marked queued meanwhile
+    assert len(callbacks) == len(ids)
+    assert sorted(runs.unsent_batch_ids()) == ids
