@@ -9,7 +9,7 @@ synthetic MMAE benchmark of --samples items, `seed_board` submissions; then the 
 figures, the bootstrap, the orders, the store). --profile prints cProfile's top functions.
 
     .venv/bin/python bench/rank_ranges.py [--submissions 1000 10000] [--samples 100]
-        [--replicates 1000] [--profile]
+        [--replicates 1000] [--profile] [--threads N]
 """
 
 import argparse
@@ -77,6 +77,9 @@ def main():
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="slices computed at once (rank_ranges.SLICE_THREADS); 1 lets "
+                             "--profile see inside the slices")
     args = parser.parse_args()
 
     name, database_url = _scratch.create_database("bench_ranges")
@@ -99,6 +102,11 @@ def main():
         django.setup()
         from unittest import mock
 
+        if args.threads:
+            from leaderboard.boards import rank_ranges
+
+            rank_ranges.SLICE_THREADS = args.threads
+
         seeded = 0
         print(f"{'submissions':>11} {'phase':<16} {'seconds':>8}")
         for size in sorted(args.submissions):
@@ -117,7 +125,9 @@ def main():
             phases = timed_refresh(args.replicates)
             if profile:
                 profile.disable()
-                pstats.Stats(profile).sort_stats("cumulative").print_stats(25)
+                stats = pstats.Stats(profile).sort_stats("tottime")
+                stats.print_stats(25)
+                stats.print_callers(8)
             for phase, seconds in phases.items():
                 print(f"{size:11d} {phase:<16} {seconds:8.2f}")
             target = TARGETS.get(size)

