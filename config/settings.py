@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "submissions",
     "leaderboard",
     "panel",
+    "challenges",
     "audit",
 ]
 

@@ -32,5 +32,6 @@ urlpatterns = [
         path("", include("panel.staff_urls")),
     ], "staff"))),
     path("", include("panel.urls")),
+    path("c/", include("challenges.urls")),
     path("", include("leaderboard.urls")),
 ]

@@ -99,6 +99,9 @@ class Benchmark(models.Model):
     # a board's state is read with the benchmark's row, never aggregated per request.
     board_version = models.PositiveBigIntegerField(default=0)
     board_changed_at = models.DateTimeField(default=timezone.now)
+    # Its rubric texts, per-item results and judge replies are seen only by those the
+    # disclosure rule lets see them (scoring.visibility.disclosure) until the reveal clears it.
+    rubrics_hidden = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

@@ -36,11 +36,34 @@ def _media_sha256(root: Path | None, media: list[str]) -> list[str]:
     return [file_sha256(resolve_audio(root, path)) for path in media]
 
 
+def _rows_where(kind, rows: list, where: dict[str, list[str]], path: Path) -> list:
+    """The rows in one of the listed buckets of every dimension `where` names; a dimension or
+    bucket no item has is an error (a misspelt filter would otherwise import a wrong set)."""
+    buckets = [set(kind.item_buckets(row.dimensions)) for row in rows]
+    known = set().union(*buckets) if buckets else set()
+    problems = [f"{path}: no item has {dimension} = {bucket!r}"
+                for dimension, wanted in where.items() for bucket in wanted
+                if (dimension, bucket) not in known]
+    if problems:
+        raise BenchmarkFileError(problems)
+    kept = [row for row, found in zip(rows, buckets, strict=True)
+            if all(any((dimension, b) in found for b in wanted)
+                   for dimension, wanted in where.items())]
+    if not kept:
+        raise BenchmarkFileError([f"{path}: no item is in every bucket asked for ({where})"])
+    return kept
+
+
 def benchmark_import(
     *, kind: str, path: Path, audio_root: Path | None, slug: str, title: str = "",
-    synthetic: bool = False,
+    synthetic: bool = False, rubrics_hidden: bool = False,
+    where: dict[str, list[str]] | None = None,
 ) -> tuple[Benchmark, bool]:
     """Import a benchmark file as a new version of `slug`; (benchmark, created).
+
+    `where` ({dimension: [bucket, ...]}) keeps only the items in one of the listed buckets of
+    every dimension named (a challenge track's items); `rubrics_hidden` imports it with its
+    rubrics hidden until the reveal (scoring.visibility.disclosure).
 
     The same file again returns the version it made, changing nothing. A file with any fault
     (malformed, or naming input audio that is not under `audio_root`) imports nothing.
@@ -69,6 +92,8 @@ def benchmark_import(
     except ValueError as exc:
         raise BenchmarkFileError(getattr(exc, "problems", [str(exc)])) from None
     rows = [benchmark_kind.to_rows(item) for item in items]
+    if where:
+        rows = _rows_where(benchmark_kind, rows, where, path)
     problems = [
         f"{path}: sample {position} (id {row.key}): input audio {media!r} {why} {audio_root}"
         for position, row in enumerate(rows, start=1)
@@ -89,7 +114,7 @@ def benchmark_import(
             judge_config=previous.judge_config if previous else None,
             slug=slug, kind=kind, version=latest + 1, title=title or benchmark_kind.title,
             sha256=sha256, source_name=path.name, audio_root=str(audio_root or ""),
-            synthetic=synthetic, n_items=len(rows),
+            synthetic=synthetic, rubrics_hidden=rubrics_hidden, n_items=len(rows),
             n_criteria=sum(len(row.criteria) for row in rows),
         )
         created = Item.objects.bulk_create(

@@ -6,6 +6,7 @@ the apps above it, reads the very rule the boards read."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import IntEnum
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Q, QuerySet
@@ -34,3 +35,43 @@ def public_runs() -> QuerySet:
     return ScoringRun.objects.filter(
         Q(id__in=published_runs().values("id"))
         | Q(purpose=ScoringRun.Purpose.BASELINE, status=ScoringRun.Status.FINISHED))
+
+
+class Disclosure(IntEnum):
+    """How much of a benchmark's results a viewer may learn, each level adding to the one
+    before: NOTHING (that submissions exist, no figure), OVERALL (each row's overall
+    figures), SLICES (and its slices), FULL (and every per-item result, rubric text, vote
+    and judge reply, subject to the other rules: who published what, the panel's pool)."""
+
+    NOTHING = 0
+    OVERALL = 1
+    SLICES = 2
+    FULL = 3
+
+
+_disclosure_rules: list[Callable] = []
+
+
+def give_disclosure_rule(rule: Callable) -> None:
+    """The challenges app hands over its rule for hidden-rubric benchmarks (at start-up):
+    rule(benchmark, user) -> Disclosure, from the benchmark's phase and its organizers."""
+    _disclosure_rules[:] = [rule]
+
+
+def disclosure(benchmark, user=None) -> Disclosure:
+    """What `user` (None or anonymous: any visitor) may learn of `benchmark`'s results: the
+    one rule every page, file, API answer, e-mail and cache key about its per-item results
+    follows. FULL for a benchmark whose rubrics are not hidden, and for staff; for a
+    hidden-rubric benchmark, what the challenges app's rule says (NOTHING without one)."""
+    if not benchmark.rubrics_hidden:
+        return Disclosure.FULL
+    if user is not None and user.is_authenticated and user.is_staff:
+        return Disclosure.FULL
+    return _disclosure_rules[0](benchmark, user) if _disclosure_rules else Disclosure.NOTHING
+
+
+def anyone_sees_items(benchmark) -> bool:
+    """Whether every visitor may learn the benchmark's per-item results (rubric texts,
+    verdicts, replies): what a page or file kept for everyone (the front, a snapshot, a
+    dataset) may hold."""
+    return disclosure(benchmark) is Disclosure.FULL

@@ -30,6 +30,14 @@ class Command(BaseCommand):
         parser.add_argument("--title", default="")
         parser.add_argument("--synthetic", action="store_true",
                             help="label the benchmark as synthetic (demo and benchmark data)")
+        parser.add_argument("--hidden-rubrics", action="store_true",
+                            help="hide its rubric texts, per-item results and judge replies "
+                                 "from all but staff and its challenge's organizers until "
+                                 "`manage.py reveal SLUG`")
+        parser.add_argument("--where", action="append", default=[], metavar="DIMENSION=BUCKET",
+                            help="import only the items in this bucket (a challenge track's, "
+                                 "e.g. complexity=single); repeat for more buckets, "
+                                 "comma-separate them or name other dimensions")
 
     def handle(self, *args, **options):
         self.import_file(options["kind"], options["path"], options)
@@ -41,7 +49,8 @@ class Command(BaseCommand):
             benchmark, created = benchmark_import(
                 kind=kind.name, path=path, audio_root=options["audio_root"],
                 slug=options["slug"] or kind.slug or kind.name, title=options["title"],
-                synthetic=options["synthetic"])
+                synthetic=options["synthetic"], rubrics_hidden=options["hidden_rubrics"],
+                where=_where(options["where"]))
         except BenchmarkFileError as exc:
             raise CommandError(f"nothing imported:\n{exc}") from None
         elapsed = time.monotonic() - started
@@ -52,3 +61,16 @@ class Command(BaseCommand):
             else ""
         self.stdout.write(f"imported {benchmark} ({benchmark.n_items} {kind.item_noun}s"
                           f"{criteria}) in {elapsed:.2f} s")
+
+
+def _where(given: list[str]) -> dict[str, list[str]]:
+    """--where DIMENSION=BUCKET[,BUCKET...] options as {dimension: [bucket, ...]}."""
+    where: dict[str, list[str]] = {}
+    for option in given:
+        dimension, equals, buckets = option.partition("=")
+        if not equals or not dimension.strip() or not buckets.strip():
+            raise CommandError(f"--where {option!r}: expected DIMENSION=BUCKET, e.g. "
+                               "complexity=single")
+        where.setdefault(dimension.strip(), []).extend(
+            b.strip() for b in buckets.split(",") if b.strip())
+    return where
