@@ -19,6 +19,8 @@ class AuditEvent(models.Model):
         ENDPOINT = "endpoint"
         BASELINE = "baseline"
         PANEL_RATER = "panel_rater"  # a rater removed from the listening panel
+        CHALLENGE = "challenge"  # an organizer's or staff's change to a challenge
+        REVEAL = "reveal"  # a challenge phase's hidden rubrics and results made public
 
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                               on_delete=models.SET_NULL, related_name="+")

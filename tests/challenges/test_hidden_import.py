@@ -72,3 +72,27 @@ def test_disclosure_of_a_hidden_benchmark_follows_its_phase_and_organizers(
     Benchmark.objects.filter(pk=hidden.pk).update(rubrics_hidden=False)  # as the reveal does
     hidden.refresh_from_db()
     assert disclosure(hidden) is Disclosure.FULL
+
+
+def test_reveal_makes_the_phase_boards_public_once_and_only_after_closing(meta, capsys):
+    call_command("import_benchmark", "mmae", str(meta), "--audio-root", str(meta.parent),
+                 "--slug", "final-all", "--hidden-rubrics")
+    hidden = Benchmark.objects.get(slug="final-all")
+    challenge = Challenge.objects.create(slug="icassp", title="Challenge")
+    now = timezone.now()
+    phase = Phase.objects.create(challenge=challenge, slug="final", name="Final",
+                                 kind=Phase.Kind.FINAL, opens_at=now - timedelta(days=2),
+                                 closes_at=now + timedelta(hours=1))
+    track = Track.objects.create(challenge=challenge, slug="agent", name="Agent")
+    PhaseBoard.objects.create(phase=phase, track=track, benchmark=hidden)
+    version = hidden.board_version
+    with pytest.raises(CommandError, match="is open until"):
+        call_command("reveal", "icassp")
+    Phase.objects.filter(pk=phase.pk).update(closes_at=now - timedelta(minutes=1))
+    call_command("reveal", "icassp")
+    hidden.refresh_from_db()
+    assert not hidden.rubrics_hidden and hidden.board_version > version
+    assert disclosure(hidden) is Disclosure.FULL
+    assert "revealed" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="was revealed at"):
+        call_command("reveal", "icassp")
