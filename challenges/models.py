@@ -91,6 +91,9 @@ class Phase(models.Model):
     # official one; when False they are refused.
     late_uploads = models.BooleanField(default=True)
     shown = models.CharField(max_length=20, choices=Shown.choices, default=Shown.NOTHING)
+    # The item dimensions (the benchmark kind's dimension keys, e.g. "complexity") given out
+    # in the participants' task package beside ids, inputs and instructions; none by default.
+    released_dimensions = models.JSONField(default=list, blank=True)
     frozen_at = models.DateTimeField(null=True, blank=True)
     revealed_at = models.DateTimeField(null=True, blank=True)
 
