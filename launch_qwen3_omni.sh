@@ -21,19 +21,32 @@
 #   GPUS_PER_INSTANCE=4     GPUs per server (its --tensor-parallel-size)
 #   FIRST_GPU=0             first GPU id; server i gets the i-th block of consecutive ids after it
 #   BASE_PORT=8001          server i listens on BASE_PORT+i
-#   HOST=0.0.0.0            address the servers bind to
+#   HOST=127.0.0.1          address the servers bind to: the loopback address by default; a
+#                           private interface's address (e.g. HOST=10.0.0.5) for workers on
+#                           other machines, never a public one. 0.0.0.0 binds every interface
+#                           and is refused without API_KEY.
 #   PUBLIC_HOST=127.0.0.1   host name the printed URLs use (the name other machines reach)
 #   SERVED_MODEL_NAME=Qwen3-Omni-30B-A3B-Instruct   model name the API answers to (JUDGE_MODEL)
 #   MAX_MODEL_LEN=32768  DTYPE=bfloat16  GPU_MEMORY_UTILIZATION=0.9
 #   MAX_AUDIO_SECONDS=300   longest audio item (whole seconds) a server must take: sets
 #                           --max-num-batched-tokens, vLLM's encoder cache, to
 #                           ceil(seconds x 13 tokens x 4 / 1024) x 1024, at least 16384
-#                           (judge/limits.py batched_tokens_for); vLLM refuses a longer item
+#                           (judge/limits.py batched_tokens_for); vLLM refuses a longer item.
+#                           Also sets VLLM_MAX_AUDIO_DECODE_DURATION_S to it (at least 600)
+#                           and VLLM_MAX_AUDIO_DECODE_BYTES to that long a 48 kHz stereo
+#                           float32 signal (at least 256 MiB) (judge/limits.py audio_limits_for)
+#   MAX_AUDIO_FILE_MB=128   largest audio file a server must take (VLLM_MAX_AUDIO_CLIP_FILESIZE_MB,
+#                           at least 25): an upload's output may be 128 MiB
 #   MAX_AUDIOS=8            audios one prompt may carry (--limit-mm-per-prompt)
-#   API_KEY                 when set, the servers require it (--api-key) and the script's own
-#                           requests send it as "Authorization: Bearer"; it is never logged
-#   VLLM_VERSION=0.12.0     the vLLM release this script is written for (docker/Dockerfile.judge
-#                           builds the same); `vllm --version` must report it
+#   API_KEY                 when set, the servers require it as "Authorization: Bearer" on every
+#                           path but GET /health and /ping: vLLM's own --api-key guards only
+#                           /v1, /v2, /inference and /cohere, so /invocations (chat completions
+#                           for SageMaker) would answer anyone; the guard here (--middleware)
+#                           closes it and any other. It reaches vLLM in its environment
+#                           (VLLM_API_KEY), never on a command line, and is never logged
+#   VLLM_VERSION=0.33.0     the vLLM release this script is written for (docker/Dockerfile.judge
+#                           builds the same); `vllm --version` must report it. VLLM_VERSION=0.12.0
+#                           starts the previous release, for judge configs scored under it
 #   ALLOW_OTHER_VLLM=0      1 starts another vLLM version anyway, with a warning
 #   READY_TIMEOUT=1800      seconds to wait for every server to answer /health
 #   SMOKE_TIMEOUT=300       seconds each server has to answer its smoke request
@@ -56,7 +69,7 @@ NUM_INSTANCES=${NUM_INSTANCES:-2}
 GPUS_PER_INSTANCE=${GPUS_PER_INSTANCE:-4}
 FIRST_GPU=${FIRST_GPU:-0}
 BASE_PORT=${BASE_PORT:-8001}
-HOST=${HOST:-0.0.0.0}
+HOST=${HOST:-127.0.0.1}
 PUBLIC_HOST=${PUBLIC_HOST:-127.0.0.1}
 SERVED_MODEL_NAME=${SERVED_MODEL_NAME:-Qwen3-Omni-30B-A3B-Instruct}
 MAX_MODEL_LEN=${MAX_MODEL_LEN:-32768}
@@ -64,8 +77,9 @@ DTYPE=${DTYPE:-bfloat16}
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.9}
 MAX_AUDIO_SECONDS=${MAX_AUDIO_SECONDS:-300}
 MAX_AUDIOS=${MAX_AUDIOS:-8}
+MAX_AUDIO_FILE_MB=${MAX_AUDIO_FILE_MB:-128}
 API_KEY=${API_KEY:-}
-VLLM_VERSION=${VLLM_VERSION:-0.12.0}
+VLLM_VERSION=${VLLM_VERSION:-0.33.0}
 ALLOW_OTHER_VLLM=${ALLOW_OTHER_VLLM:-0}
 READY_TIMEOUT=${READY_TIMEOUT:-1800}
 SMOKE_TIMEOUT=${SMOKE_TIMEOUT:-300}
@@ -97,6 +111,7 @@ require_int BASE_PORT 1 65535
 require_int MAX_MODEL_LEN 1
 require_int MAX_AUDIO_SECONDS 1
 require_int MAX_AUDIOS 1
+require_int MAX_AUDIO_FILE_MB 1
 require_int READY_TIMEOUT 1
 require_int SMOKE_TIMEOUT 1
 require_int RESTART_BACKOFF 1
@@ -119,6 +134,19 @@ read -r -a EXTRA_ARGS <<<"$VLLM_EXTRA_ARGS"
 # under 70 GiB: ~157 s). judge/limits.py batched_tokens_for computes the same number.
 BATCHED_TOKENS=$(((MAX_AUDIO_SECONDS * 13 * 4 + 1023) / 1024 * 1024))
 ((BATCHED_TOKENS >= 16384)) || BATCHED_TOKENS=16384
+# vLLM's audio limits (judge/limits.py audio_limits_for): never under vLLM 0.33's defaults.
+AUDIO_FILE_MB=$((MAX_AUDIO_FILE_MB > 25 ? MAX_AUDIO_FILE_MB : 25))
+AUDIO_DECODE_SECONDS=$((MAX_AUDIO_SECONDS > 600 ? MAX_AUDIO_SECONDS : 600))
+AUDIO_DECODE_BYTES=$((MAX_AUDIO_SECONDS * 48000 * 2 * 4))
+((AUDIO_DECODE_BYTES >= 268435456)) || AUDIO_DECODE_BYTES=268435456
+
+case $HOST in
+  0.0.0.0 | :: | '[::]')
+    [[ -n $API_KEY ]] || die "HOST=$HOST binds every interface, but API_KEY is not set: anyone \
+who reaches this host could use the model. Bind the loopback address (the default) or a private \
+interface's address, or set API_KEY"
+    ;;
+esac
 
 command -v vllm >/dev/null || die "vllm is not on PATH (install vLLM or activate its environment)"
 command -v curl >/dev/null || die "curl is not on PATH"
@@ -202,6 +230,54 @@ if [[ -n $API_KEY ]]; then
   (umask 077 && printf 'Authorization: Bearer %s\n' "$API_KEY" >"$WORK/auth")
   CURL_AUTH=(-H "@$WORK/auth")
 fi
+
+# The guard every server loads with API_KEY set (vllm serve --middleware): the key on every
+# request but GET/HEAD /health and /ping, the probes a load balancer makes. vLLM's own check
+# (VLLM_API_KEY) stays too, for the paths it guards.
+mkdir -p "$WORK/guard"
+cat >"$WORK/guard/mmae_judge_guard.py" <<'GUARD'
+"""ASGI middleware: with VLLM_API_KEY set, every request but GET or HEAD /health and /ping
+must carry it as "Authorization: Bearer KEY"; others get 401 (a WebSocket is closed)."""
+import hashlib
+import hmac
+import json
+import os
+
+OPEN_PATHS = ("/health", "/ping")
+
+
+class KeyEverywhere:
+    def __init__(self, app):
+        self.app = app
+        key = os.environ.get("VLLM_API_KEY", "")
+        self.digest = hashlib.sha256(key.encode()).digest() if key else None
+
+    def _authorized(self, scope):
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                return scheme.lower() == "bearer" and hmac.compare_digest(
+                    hashlib.sha256(token.strip().encode()).digest(), self.digest)
+        return False
+
+    async def __call__(self, scope, receive, send):
+        if self.digest is None or scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        path = scope["path"][len(scope.get("root_path", "")):] \
+            if scope["path"].startswith(scope.get("root_path", "")) else scope["path"]
+        if (scope["type"] == "http" and scope.get("method") in ("GET", "HEAD")
+                and path.rstrip("/") in OPEN_PATHS) or self._authorized(scope):
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body = json.dumps({"error": "Unauthorized"}).encode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode()),
+                                (b"www-authenticate", b"Bearer")]})
+        await send({"type": "http.response.body", "body": body})
+GUARD
 
 # http_status URL: the HTTP status of a GET (000 when nothing answers).
 http_status() {
@@ -326,7 +402,7 @@ rotate() {
 
 # start INDEX: start server INDEX on its port and GPUs, its output in its log.
 start() {
-  local i=$1 key=() hidden=()
+  local i=$1 guard=()
   # --chat-template-content-format openai: vLLM's detector may pick "string", which moves every
   # audio ahead of the text and so parts our labels from their audio. --generation-config vllm:
   # sampling defaults are vLLM's, not those of the model's generation_config.json.
@@ -344,18 +420,25 @@ start() {
     --chat-template-content-format openai
     --generation-config vllm
   )
-  if [[ -n $API_KEY ]]; then
-    key=(--api-key "$API_KEY")
-    hidden=(--api-key '***')
-  fi
-  local shown=("${cmd[@]}" ${hidden[@]+"${hidden[@]}"} ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
+  [[ -z $API_KEY ]] || guard=(--middleware mmae_judge_guard.KeyEverywhere)
+  local shown=("${cmd[@]}" ${guard[@]+"${guard[@]}"} ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"})
+  local limits=(
+    VLLM_MAX_AUDIO_CLIP_FILESIZE_MB="$AUDIO_FILE_MB"
+    VLLM_MAX_AUDIO_DECODE_DURATION_S="$AUDIO_DECODE_SECONDS"
+    VLLM_MAX_AUDIO_DECODE_BYTES="$AUDIO_DECODE_BYTES"
+  )
   rotate "${LOGS[$i]}"
-  printf '# %s CUDA_VISIBLE_DEVICES=%s %s\n' "$(date -u +%FT%TZ)" "${GPU_SETS[$i]}" \
-    "${shown[*]@Q}" >"${LOGS[$i]}"
+  printf '# %s CUDA_VISIBLE_DEVICES=%s %s %s\n' "$(date -u +%FT%TZ)" "${GPU_SETS[$i]}" \
+    "${limits[*]}" "${shown[*]@Q}" >"${LOGS[$i]}"
   # setsid makes the server lead its own process group, so stopping reaches its workers too;
   # it runs in its own session, so a Ctrl-C reaches this script alone, which then stops it.
-  CUDA_VISIBLE_DEVICES=${GPU_SETS[$i]} setsid "${cmd[@]}" ${key[@]+"${key[@]}"} \
-    ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"} >>"${LOGS[$i]}" 2>&1 </dev/null &
+  # The key travels in the environment only (a command line shows in every process listing).
+  (
+    [[ -z $API_KEY ]] || export VLLM_API_KEY=$API_KEY
+    exec env CUDA_VISIBLE_DEVICES="${GPU_SETS[$i]}" "${limits[@]}" \
+      PYTHONPATH="$WORK/guard${PYTHONPATH:+:$PYTHONPATH}" setsid "${cmd[@]}" \
+      ${guard[@]+"${guard[@]}"} ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}
+  ) >>"${LOGS[$i]}" 2>&1 </dev/null &
   PIDS[i]=$!
 }
 
@@ -396,6 +479,9 @@ done
 
 # --- waiting for readiness ----------------------------------------------------------------------
 
+log "audio limits: files up to ${AUDIO_FILE_MB} MiB, ${AUDIO_DECODE_SECONDS} s and \
+$((AUDIO_DECODE_BYTES / 1048576)) MiB decoded; items up to $((BATCHED_TOKENS / 13)) s (encoder \
+cache ${BATCHED_TOKENS} tokens), ${MAX_AUDIOS} per prompt"
 log "waiting up to ${READY_TIMEOUT}s for every server to answer GET /health"
 deadline=$((SECONDS + READY_TIMEOUT))
 ready=()

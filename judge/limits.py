@@ -9,6 +9,11 @@ upload validation share (tests/test_launch_qwen3_omni.py checks the script agree
   longest audio a server takes is max_num_batched_tokens / 13 seconds.
 - `--limit-mm-per-prompt '{"audio": N}'` caps the audios of one prompt: more is a 400.
 - vLLM refuses audio shorter than a few frames of its feature extractor: 10 ms here.
+- vLLM 0.33 refuses, before decoding, an audio file over VLLM_MAX_AUDIO_CLIP_FILESIZE_MB
+  (default 25, `data:` URLs included), and while decoding one longer than
+  VLLM_MAX_AUDIO_DECODE_DURATION_S (600) or whose float32 samples (frames x channels x 4 bytes)
+  pass VLLM_MAX_AUDIO_DECODE_BYTES (256 MiB). The launch script sets all three from its
+  MAX_AUDIO_SECONDS and MAX_AUDIO_FILE_MB (audio_limits_for below), never under vLLM's own.
 """
 
 from __future__ import annotations
@@ -38,3 +43,25 @@ def longest_audio_seconds(max_num_batched_tokens: int) -> float:
 
 
 DEFAULT_BATCHED_TOKENS = batched_tokens_for(DEFAULT_MAX_AUDIO_SECONDS)
+
+MiB = 1024 ** 2
+# vLLM 0.33's defaults (vllm/envs.py), the floor of what the launch script sets.
+VLLM_FILE_MB = 25
+VLLM_DECODE_SECONDS = 600
+VLLM_DECODE_BYTES = 256 * MiB
+# MAX_AUDIO_FILE_MB's default: any output an upload may have (SUBMISSION_MAX_OUTPUT_BYTES'
+# default, 128 MiB) is one file the judge must take.
+DEFAULT_MAX_AUDIO_FILE_MB = 128
+# The decoded budget covers MAX_AUDIO_SECONDS of 48 kHz stereo, the usual output format.
+DECODE_RATE = 48_000
+DECODE_CHANNELS = 2
+
+
+def audio_limits_for(max_audio_seconds: int, max_audio_file_mb: int) -> dict[str, int]:
+    """The environment launch_qwen3_omni.sh gives each vLLM server for these settings."""
+    decoded = max_audio_seconds * DECODE_RATE * DECODE_CHANNELS * 4
+    return {
+        "VLLM_MAX_AUDIO_CLIP_FILESIZE_MB": max(VLLM_FILE_MB, max_audio_file_mb),
+        "VLLM_MAX_AUDIO_DECODE_DURATION_S": max(VLLM_DECODE_SECONDS, max_audio_seconds),
+        "VLLM_MAX_AUDIO_DECODE_BYTES": max(VLLM_DECODE_BYTES, decoded),
+    }

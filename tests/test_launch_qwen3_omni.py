@@ -2,10 +2,11 @@
 stops them all.
 
 A stand-in `vllm` first on PATH plays each server: `vllm --version` reports a version, and
-`vllm serve` records how it was started, starts a child process (as vLLM starts its
-tensor-parallel workers) and, on its --port, answers GET /health, GET /v1/models and
-POST /v1/chat/completions (which checks the request carries one 1 s 16 kHz WAV), requiring the
---api-key on /v1 as vLLM does. It records every request it answers.
+`vllm serve` records how it was started (its arguments and the environment the script gives
+it), starts a child process (as vLLM starts its tensor-parallel workers) and, on its --port,
+answers GET /health, GET /v1/models and POST /v1/chat/completions (which checks the request
+carries one 1 s 16 kHz WAV), requiring VLLM_API_KEY on /v1 as vLLM does. It records every
+request it answers. The guard the script writes for --middleware is checked on its own.
 A stand-in `nvidia-smi` lists eight GPUs, so the tests do not depend on the machine's.
 """
 
@@ -28,8 +29,10 @@ import pytest
 
 from judge.limits import (
     DEFAULT_BATCHED_TOKENS,
+    DEFAULT_MAX_AUDIO_FILE_MB,
     DEFAULT_MAX_AUDIO_SECONDS,
     DEFAULT_MAX_AUDIOS,
+    audio_limits_for,
     batched_tokens_for,
 )
 
@@ -40,9 +43,9 @@ SETTINGS = (
     "PUBLIC_HOST", "SERVED_MODEL_NAME", "MAX_MODEL_LEN", "DTYPE", "GPU_MEMORY_UTILIZATION",
     "READY_TIMEOUT", "GRACE_SECONDS", "LOG_DIR", "VLLM_EXTRA_ARGS", "MAX_AUDIO_SECONDS",
     "MAX_AUDIOS", "API_KEY", "VLLM_VERSION", "ALLOW_OTHER_VLLM", "SMOKE_TIMEOUT",
-    "RESTART_BACKOFF", "RESTART_BACKOFF_MAX",
+    "RESTART_BACKOFF", "RESTART_BACKOFF_MAX", "MAX_AUDIO_FILE_MB",
 )
-# The release the script is written for, as it reads it: VLLM_VERSION=${VLLM_VERSION:-0.12.0}.
+# The release the script is written for, as it reads it: VLLM_VERSION=${VLLM_VERSION:-0.33.0}.
 PINNED = re.search(r"^VLLM_VERSION=\$\{VLLM_VERSION:-([^}]+)\}$", SCRIPT.read_text(), re.M)[1]
 INSTRUCT_CONFIG = {
     "architectures": ["Qwen3OmniMoeForConditionalGeneration"], "model_type": "qwen3_omni_moe",
@@ -63,7 +66,7 @@ if args == ["--version"]:
     sys.exit()
 port = int(args[args.index("--port") + 1])
 name = args[args.index("--served-model-name") + 1]
-key = args[args.index("--api-key") + 1] if "--api-key" in args else None
+key = os.environ.get("VLLM_API_KEY")
 started = time.monotonic()
 if os.environ.get("STANDIN_IGNORE_TERM"):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -71,6 +74,8 @@ worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]
 record = {{
     "pid": os.getpid(), "pgid": os.getpgrp(), "worker": worker.pid, "argv": args,
     "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    "env": {{name: value for name, value in os.environ.items()
+            if name.startswith("VLLM_") or name == "PYTHONPATH"}},
 }}
 with open(os.environ["STANDIN_RECORD"], "a") as f:
     f.write(json.dumps(record) + "\\n")
@@ -379,7 +384,7 @@ def test_it_starts_one_server_per_gpu_group_and_stops_them_on_sigterm(fleet):
     for standin in standins:
         argv = standin["argv"]
         assert argv[:2] == ["serve", str(fleet.model_dir)]
-        assert flag(argv, "--host") == "0.0.0.0"
+        assert flag(argv, "--host") == "127.0.0.1"  # the default: loopback only
         assert flag(argv, "--served-model-name") == "Qwen3-Omni-30B-A3B-Instruct"
         assert flag(argv, "--tensor-parallel-size") == "4"
         assert flag(argv, "--dtype") == "bfloat16"
@@ -609,6 +614,9 @@ def test_its_audio_limits_are_the_ones_judge_limits_computes(fleet, seconds, aud
 
     [standin] = launch.standins()
     argv = standin["argv"]
+    limits = audio_limits_for(int(seconds or DEFAULT_MAX_AUDIO_SECONDS), DEFAULT_MAX_AUDIO_FILE_MB)
+    assert {name: int(standin["env"][name]) for name in limits} == limits
+    assert f"files up to {limits['VLLM_MAX_AUDIO_CLIP_FILESIZE_MB']} MiB" in launch.errors()
     expected = batched_tokens_for(int(seconds or DEFAULT_MAX_AUDIO_SECONDS))
     assert flag(argv, "--max-num-batched-tokens") == str(expected)
     assert json.loads(flag(argv, "--limit-mm-per-prompt")) == {
@@ -643,7 +651,10 @@ def test_it_forwards_the_api_key_and_sends_it_on_its_own_requests_only(fleet):
     launch.wait_for_output("JUDGE_BASE_URLS=")
 
     [standin] = launch.standins()
-    assert flag(standin["argv"], "--api-key") == key
+    # In the server's environment only: never on a command line, which every user can list.
+    assert standin["env"]["VLLM_API_KEY"] == key and key not in " ".join(standin["argv"])
+    assert flag(standin["argv"], "--middleware") == "mmae_judge_guard.KeyEverywhere"
+    assert (Path(standin["env"]["PYTHONPATH"].split(":")[0]) / "mmae_judge_guard.py").is_file()
     url = f"http://127.0.0.1:{launch.base_port}/v1/models"
     assert (http_status(url), http_status(url, key)) == (401, 200)  # the server requires it
     requests = fleet.requests()
@@ -651,7 +662,7 @@ def test_it_forwards_the_api_key_and_sends_it_on_its_own_requests_only(fleet):
     own = [r for r in requests if r["path"] != "/v1/models"]
     assert {(r["authorization"], r["status"]) for r in own} == {(f"Bearer {key}", 200)}
     log = (fleet.tmp_path / "logs" / f"qwen3-omni-{launch.base_port}.log").read_text()
-    assert "'--api-key' '***'" in log
+    assert "'--middleware' 'mmae_judge_guard.KeyEverywhere'" in log
     launch.stop(signal.SIGTERM)
     assert key not in launch.errors() + launch.output() + log
 
@@ -724,3 +735,82 @@ def test_the_judge_image_builds_the_vllm_release_the_script_expects():
     assert re.search(r"^\s+VLLM_VERSION=\$\{VLLM_VERSION\}$", dockerfile, re.M)
     compose = (ROOT / "docker" / "compose.yml").read_text()
     assert f"VLLM_VERSION: ${{VLLM_VERSION:-v{PINNED}}}" in compose
+
+
+def test_it_binds_the_loopback_address_unless_told_and_never_every_interface_without_a_key(
+        fleet):
+    env = fleet.env(NUM_INSTANCES="1")
+    env.pop("HOST", None)
+    launch = Launch(fleet, env)
+    fleet.launches.append(launch)
+    launch.wait_for_output("JUDGE_BASE_URLS=")
+    assert flag(launch.standins()[0]["argv"], "--host") == "127.0.0.1"
+    launch.stop(signal.SIGTERM)
+
+    result = fleet.run(HOST="0.0.0.0")
+    assert result.returncode != 0
+    assert "HOST=0.0.0.0 binds every interface, but API_KEY is not set" in result.stderr
+
+
+def guard_class():
+    """The guard middleware as the script writes it for `vllm serve --middleware`."""
+    source = re.search(r"<<'GUARD'\n(.*?)\nGUARD\n", SCRIPT.read_text(), re.S)[1]
+    namespace: dict = {}
+    exec(compile(source, "mmae_judge_guard.py", "exec"), namespace)  # noqa: S102
+    return namespace["KeyEverywhere"]
+
+
+def through_guard(monkeypatch, scope: dict, key: str | None = "s3cret") -> tuple[bool, list]:
+    """Whether the app behind the guard was reached, and what the guard sent itself."""
+    import asyncio
+
+    if key is None:
+        monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("VLLM_API_KEY", key)
+    reached, sent = [], []
+
+    async def app(scope, receive, send):
+        reached.append(scope["path"])
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(guard_class()(app)({"root_path": "", **scope}, receive, send))
+    return bool(reached), sent
+
+
+def http(method: str, path: str, authorization: str | None = None) -> dict:
+    headers = [(b"authorization", authorization.encode())] if authorization else []
+    return {"type": "http", "method": method, "path": path, "headers": headers}
+
+
+@pytest.mark.parametrize(("scope", "allowed"), [
+    (http("GET", "/health"), True),
+    (http("HEAD", "/ping"), True),
+    (http("POST", "/invocations"), False),  # chat completions for SageMaker, unguarded by vLLM
+    (http("POST", "/invocations", "Bearer wrong"), False),
+    (http("POST", "/invocations", "Bearer s3cret"), True),
+    (http("POST", "/v1/chat/completions", "bearer s3cret"), True),
+    (http("POST", "/health"), False),
+    (http("GET", "/metrics"), False),
+    (http("GET", "/metrics", "Bearer s3cret"), True),
+    (http("POST", "/tokenize"), False),
+    (http("GET", "/v1/models", "Basic s3cret"), False),
+    ({"type": "websocket", "path": "/v1/realtime", "headers": []}, False),
+])
+def test_the_guard_asks_the_key_everywhere_but_the_health_probes(monkeypatch, scope, allowed):
+    reached, sent = through_guard(monkeypatch, scope)
+    assert reached is allowed
+    if not allowed and scope["type"] == "http":
+        assert sent[0]["status"] == 401 and json.loads(sent[1]["body"]) == {
+            "error": "Unauthorized"}
+    if not allowed and scope["type"] == "websocket":
+        assert sent == [{"type": "websocket.close", "code": 1008}]
+
+
+def test_the_guard_lets_everything_through_without_a_key(monkeypatch):
+    assert through_guard(monkeypatch, http("POST", "/invocations"), key=None) == (True, [])
