@@ -380,6 +380,15 @@ FILE_UPLOAD_TEMP_DIR = str(Path(env_str("UPLOAD_TEMP_DIR", str(MEDIA_ROOT / "upl
                            .resolve())
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)  # Django's checks want it there
 UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600, minimum=60)
+
+# A challenge finalist's reproducibility package (challenges.verification): one .zip or .tar.gz
+# of code, environment files, prompts, tool-call records, intermediate artifacts, seeds and
+# runtimes, read by the uploads' safe archive reader (submissions.archives) and refused above
+# these: its own size, its members, and what they unpack to (the bytes really unpacked are
+# counted against the headers, which can lie).
+CHALLENGE_PACKAGE_MAX_BYTES = 2 * 1024**3
+CHALLENGE_PACKAGE_MAX_FILES = 20_000
+CHALLENGE_PACKAGE_MAX_UNPACKED_BYTES = 8 * 1024**3
 from config.settings_pipeline import *  # noqa: E402, F403 - uploads, scoring, the judge fleet
 from config.settings_pipeline import FLEET_PROBE_SECONDS  # noqa: E402 - the beat schedule's
 

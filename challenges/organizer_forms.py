@@ -1,0 +1,151 @@
+"""The organizer pages' forms. A phase's instants are entered and shown in the challenge's time
+zone (ZonedDateTimeField) and stored in UTC; a time that the zone skips or repeats (a
+daylight-saving change) is refused, as Django refuses it in the current zone."""
+
+from __future__ import annotations
+
+import zoneinfo
+
+from django import forms
+from django.utils import timezone
+
+from challenges.models import Phase, Verification
+
+LOCAL_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
+
+
+def zone_of(challenge) -> zoneinfo.ZoneInfo:
+    try:
+        return zoneinfo.ZoneInfo(challenge.time_zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return zoneinfo.ZoneInfo("UTC")
+
+
+class ZonedDateTimeField(forms.DateTimeField):
+    """A date and time entered (and shown) in `zone`, cleaned to an aware datetime."""
+
+    def __init__(self, *, zone: zoneinfo.ZoneInfo, **kwargs):
+        self.zone = zone
+        kwargs.setdefault("input_formats", LOCAL_FORMATS)
+        kwargs.setdefault("widget", forms.DateTimeInput(attrs={"type": "datetime-local"},
+                                                        format="%Y-%m-%dT%H:%M"))
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        with timezone.override(self.zone):
+            return super().to_python(value)
+
+    def prepare_value(self, value):
+        with timezone.override(self.zone):
+            return super().prepare_value(value)
+
+
+class OrganizerGrantForm(forms.Form):
+    who = forms.CharField(label="User name or e-mail", max_length=254)
+
+
+class PhaseForm(forms.Form):
+    slug = forms.SlugField(max_length=50)
+    name = forms.CharField(max_length=100)
+    kind = forms.ChoiceField(choices=Phase.Kind.choices)
+    per_day = forms.IntegerField(min_value=1, label="Uploads per team in 24 hours")
+    total = forms.IntegerField(min_value=1, label="Uploads per team in the phase")
+    late_uploads = forms.BooleanField(
+        required=False, label="Score uploads after the closing instant (on the open board, "
+                              "never on the official one)")
+    shown = forms.ChoiceField(choices=Phase.Shown.choices,
+                              label="Shown to participants and visitors before the reveal")
+    reason = forms.CharField(required=False, max_length=500,
+                             label="Why (kept in the audit log)")
+
+    def __init__(self, *args, challenge, **kwargs):
+        super().__init__(*args, **kwargs)
+        zone = zone_of(challenge)
+        where = f"in {zone.key}"
+        self.fields["opens_at"] = ZonedDateTimeField(zone=zone, label=f"Opens ({where})")
+        self.fields["closes_at"] = ZonedDateTimeField(zone=zone, label=f"Closes ({where})")
+        self.order_fields(["slug", "name", "kind", "opens_at", "closes_at", "per_day", "total",
+                           "late_uploads", "shown", "reason"])
+
+    @classmethod
+    def initial_of(cls, phase: Phase) -> dict:
+        return {k: getattr(phase, k) for k in ("slug", "name", "kind", "opens_at", "closes_at",
+                                               "per_day", "total", "late_uploads", "shown")}
+
+    def clean(self):
+        cleaned = super().clean()
+        opens, closes = cleaned.get("opens_at"), cleaned.get("closes_at")
+        if opens and closes and closes <= opens:
+            self.add_error("closes_at", "the phase must close after it opens")
+        return cleaned
+
+
+class TrackForm(forms.Form):
+    slug = forms.SlugField(max_length=50)
+    name = forms.CharField(max_length=100)
+    rules = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5}))
+    attestations = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One per line: what a team ticks to enter the track.")
+    where = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One DIMENSION=BUCKET per line (complexity=single); empty for every item.")
+    position = forms.IntegerField(min_value=0, initial=0)
+    reason = forms.CharField(required=False, max_length=500,
+                             label="Why (kept in the audit log)")
+
+    @classmethod
+    def initial_of(cls, track) -> dict:
+        where = "\n".join(f"{d}={b}" for d, buckets in (track.where or {}).items()
+                          for b in buckets)
+        return {"slug": track.slug, "name": track.name, "rules": track.rules,
+                "attestations": "\n".join(track.attestations or []), "where": where,
+                "position": track.position}
+
+    def clean_attestations(self):
+        return [line.strip() for line in self.cleaned_data["attestations"].splitlines()
+                if line.strip()]
+
+    def clean_where(self):
+        where: dict[str, list[str]] = {}
+        for line in self.cleaned_data["where"].splitlines():
+            if not line.strip():
+                continue
+            dimension, sep, bucket = line.partition("=")
+            if not sep or not dimension.strip() or not bucket.strip():
+                raise forms.ValidationError(f"expected DIMENSION=BUCKET, got {line.strip()!r}")
+            where.setdefault(dimension.strip(), []).append(bucket.strip())
+        return where
+
+
+class BoardAttachForm(forms.Form):
+    benchmark = forms.SlugField(max_length=50, label="Benchmark (its slug)")
+
+    def __init__(self, *args, tracks, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["track"] = forms.TypedChoiceField(
+            coerce=int, choices=[(t.pk, t.name) for t in tracks])
+        self.order_fields(["track", "benchmark"])
+
+
+class FinalistsForm(forms.Form):
+    top = forms.IntegerField(min_value=1, max_value=100, required=False, initial=3,
+                             label="Top N of each track")
+
+    def __init__(self, *args, teams, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["teams"] = forms.TypedMultipleChoiceField(
+            coerce=int, required=False, choices=[(t.pk, t.name) for t in teams],
+            label="Or these teams", widget=forms.CheckboxSelectMultiple)
+
+
+class DecisionForm(forms.Form):
+    state = forms.ChoiceField(choices=[(Verification.State.VERIFIED, "verified"),
+                                       (Verification.State.DISQUALIFIED, "disqualified")])
+    reason = forms.CharField(required=False, max_length=2000,
+                             widget=forms.Textarea(attrs={"rows": 2}),
+                             label="Reason (public for a disqualification)")
+
+
+class PackageForm(forms.Form):
+    package = forms.FileField(label="Reproducibility package (.zip or .tar.gz)")

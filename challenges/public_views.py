@@ -1,0 +1,91 @@
+"""A challenge's public pages: /c/<slug>/ (its description, phases with their instants in the
+visitor's local time and the organizers' time zone, a countdown to the next closing, tracks
+with their rules and links to their boards and the results), /c/<slug>/results/ (each phase's
+official ranking per track, as scoring.visibility.disclosure lets the viewer read it:
+verification states, disqualifications with their public reason, Rank Delta), and
+/c/<slug>/verification/, where a finalist's member uploads the team's reproducibility
+package (404 to anyone else)."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from challenges import verification as checks
+from challenges.models import Challenge, Phase, PhaseBoard
+from challenges.official import phase_boards, results_for
+from challenges.organizer_forms import PackageForm, zone_of
+from challenges.roles import may_organize
+from config.errors import ServiceError
+
+
+def _private(response):
+    # Pages that differ by viewer (disclosure, the organizer's links) are never shared.
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+@require_http_methods(["GET"])
+def challenge_page(request, slug):
+    challenge = get_object_or_404(Challenge, slug=slug)
+    now = timezone.now()
+    phases = list(challenge.phases.all())
+    boards: dict[int, list] = {}
+    for board in PhaseBoard.objects.filter(phase__challenge=challenge) \
+            .select_related("benchmark", "phase").order_by("phase__opens_at"):
+        boards.setdefault(board.track_id, []).append(board)
+    upcoming = sorted((p for p in phases if p.closes_at > now), key=lambda p: p.closes_at)
+    return _private(render(request, "challenges/public/challenge.html", {
+        "challenge": challenge, "zone": zone_of(challenge).key, "now": now,
+        "phases": [{"phase": p, "state": "open" if p.opens_at <= now < p.closes_at else
+                    ("closed" if now >= p.closes_at else "upcoming")} for p in phases],
+        "next_closing": upcoming[0] if upcoming else None,
+        "tracks": [{"track": t, "boards": boards.get(t.pk, [])}
+                   for t in challenge.tracks.all()],
+        "organizer": may_organize(challenge, request.user),
+        "finalist": bool(checks.member_verifications(challenge, request.user)),
+    }))
+
+
+@require_http_methods(["GET"])
+def challenge_results(request, slug):
+    challenge = get_object_or_404(Challenge, slug=slug)
+    phases = sorted(challenge.phases.all(), key=lambda p: (p.kind != Phase.Kind.FINAL,
+                                                           -p.closes_at.timestamp()))
+    shown = [{"phase": p, "boards": [results_for(board, request.user)
+                                     for board in phase_boards(p)]} for p in phases]
+    return _private(render(request, "challenges/public/results.html", {
+        "challenge": challenge, "zone": zone_of(challenge).key, "phases": shown,
+        "organizer": may_organize(challenge, request.user)}))
+
+
+@require_http_methods(["GET", "POST"])
+def finalist_package(request, slug):
+    """The team's reproducibility checks and their package upload, for its members alone."""
+    challenge = get_object_or_404(Challenge, slug=slug)
+    found = checks.member_verifications(challenge, request.user)
+    if not found:
+        raise Http404("No such page.")
+    forms = {v.pk: PackageForm() for v in found}
+    status = 200
+    if request.method == "POST":
+        try:
+            chosen = next(v for v in found if str(v.pk) == request.POST.get("verification"))
+        except StopIteration:
+            raise Http404("No such check.") from None
+        form = PackageForm(request.POST, request.FILES)
+        forms[chosen.pk] = form
+        if form.is_valid():
+            try:
+                checks.package_upload(verification=chosen, user=request.user,
+                                      upload=form.cleaned_data["package"])
+                return redirect("challenges:finalist-package", slug=slug)
+            except ServiceError as error:
+                form.add_error("package", error.problems)
+        status = 400
+    return _private(render(request, "challenges/public/package.html", {
+        "challenge": challenge, "rows": [{"verification": v, "form": forms[v.pk]}
+                                         for v in found],
+    }, status=status))
