@@ -5,6 +5,10 @@ teams are listed apart with the public reason; each row says the team's verifica
 and, on a final board, its Rank Delta (development rank minus final rank, for teams ranked on
 the development board of the same track).
 
+A team's counting entry is ranked whether or not its submission is public on the open board
+(entering a challenge is entering its official ranking, under the team's name; the model and
+the submission's own pages keep their author's choice); one hidden by staff is not.
+
 What a viewer reads of the figures follows scoring.visibility.disclosure alone
 (`results_for`): below OVERALL the rows keep their teams and states, without figures, ranks or
 Rank Delta, listed by team name."""

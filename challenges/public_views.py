@@ -19,6 +19,7 @@ from challenges.official import phase_boards, results_for
 from challenges.organizer_forms import PackageForm, zone_of
 from challenges.roles import may_organize
 from config.errors import ServiceError
+from leaderboard.boards.snapshots import snapshot_latest
 
 
 def _private(response):
@@ -54,8 +55,10 @@ def challenge_results(request, slug):
     challenge = get_object_or_404(Challenge, slug=slug)
     phases = sorted(challenge.phases.all(), key=lambda p: (p.kind != Phase.Kind.FINAL,
                                                            -p.closes_at.timestamp()))
-    shown = [{"phase": p, "boards": [results_for(board, request.user)
-                                     for board in phase_boards(p)]} for p in phases]
+    shown = [{"phase": p, "boards": [
+        {"results": results_for(board, request.user),
+         "snapshot": snapshot_latest(board.benchmark) if p.revealed_at else None}
+        for board in phase_boards(p)]} for p in phases]
     return _private(render(request, "challenges/public/results.html", {
         "challenge": challenge, "zone": zone_of(challenge).key, "phases": shown,
         "organizer": may_organize(challenge, request.user)}))

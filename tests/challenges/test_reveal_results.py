@@ -76,6 +76,7 @@ def test_the_reveal_snapshots_each_board_and_emails_every_participant(
     text = client.get("/c/icassp/results/").content.decode()
     assert "Rank Delta" in text and "+1" in text and "0.80" in text
     assert "the package&#x27;s code does not run" in text
+    assert f"/b/{final.slug}/v/{snapshot.board_version}/" in text
 
 
 def test_manage_py_reveal_does_the_same(built, django_capture_on_commit_callbacks, capsys):
