@@ -542,6 +542,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "submissions.tasks.notify_authors",
         "schedule": env_int("NOTIFY_SWEEP_SECONDS", 15, minimum=1),
     },
+    # Challenge phases past their closing instant freeze their official boards (snapshots),
+    # once each: challenges.tasks.
+    "freeze-challenge-phases": {
+        "task": "challenges.tasks.freeze_phases",
+        "schedule": 60,
+        "options": {"expires": 60},
+    },
 }
 
 LOGGING = {
