@@ -40,6 +40,22 @@ class ZonedDateTimeField(forms.DateTimeField):
             return super().prepare_value(value)
 
 
+class ChallengeForm(forms.Form):
+    title = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
+    time_zone = forms.CharField(max_length=64, label="Time zone (IANA name)",
+                                help_text="Phases are entered and shown in it, such as "
+                                          "America/Los_Angeles; stored in UTC.")
+
+    def clean_time_zone(self):
+        name = self.cleaned_data["time_zone"].strip()
+        try:
+            zoneinfo.ZoneInfo(name)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise forms.ValidationError(f"{name!r} is no IANA time zone") from None
+        return name
+
+
 class OrganizerGrantForm(forms.Form):
     who = forms.CharField(label="User name or e-mail", max_length=254)
 

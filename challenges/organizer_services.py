@@ -45,6 +45,29 @@ def _slugs(boards) -> list[str]:
     return [b.benchmark.slug for b in boards.select_related("benchmark")]
 
 
+# --- the challenge ---------------------------------------------------------------------------
+
+CHALLENGE_FIELDS = ("title", "description", "time_zone")
+
+
+def challenge_save(*, challenge: Challenge, actor, fields: dict) -> Challenge:
+    """Change the challenge's title, description or time zone (public: its page shows them)."""
+    with transaction.atomic():
+        challenge = Challenge.objects.select_for_update().get(pk=challenge.pk)
+        changed = [k for k in CHALLENGE_FIELDS if getattr(challenge, k) != fields[k]]
+        if not changed:
+            return challenge
+        before = {k: getattr(challenge, k) for k in changed}
+        for k in changed:
+            setattr(challenge, k, fields[k])
+        challenge.save(update_fields=changed)
+        _record(actor, challenge, before=before, after={k: fields[k] for k in changed},
+                reason="challenge changed",
+                slugs=_slugs(PhaseBoard.objects.filter(phase__challenge=challenge)),
+                public=True)
+    return challenge
+
+
 # --- organizers (staff only: the views check) ------------------------------------------------
 
 def organizer_grant(*, challenge: Challenge, actor, who: str) -> Organizer:

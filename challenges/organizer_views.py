@@ -28,6 +28,7 @@ from challenges.models import (
 from challenges.official import official_ranking, phase_boards
 from challenges.organizer_forms import (
     BoardAttachForm,
+    ChallengeForm,
     DecisionForm,
     FinalistsForm,
     OrganizerGrantForm,
@@ -71,8 +72,20 @@ def _page(request, challenge, template: str, context: dict, *, active: str, stat
     return response
 
 
-@organizer_page("GET")
+@organizer_page("GET", "POST")
 def overview(request, challenge):
+    """The phases with their boards and the Reveal button, the tracks, and the challenge's
+    own settings (POST)."""
+    form = ChallengeForm(request.POST or None, initial={
+        "title": challenge.title, "description": challenge.description,
+        "time_zone": challenge.time_zone})
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            services.challenge_save(challenge=challenge, actor=request.user,
+                                    fields=form.cleaned_data)
+            return redirect("challenges:manage", slug=challenge.slug)
+        status = 400
     phases = list(challenge.phases.all())
     boards = {}
     for board in PhaseBoard.objects.filter(phase__challenge=challenge) \
@@ -86,7 +99,8 @@ def overview(request, challenge):
         "phases": rows, "tracks": challenge.tracks.all(),
         "teams": Team.objects.filter(challenge=challenge).count(),
         "organizers": Organizer.objects.filter(challenge=challenge).select_related("user"),
-    }, active="overview")
+        "form": form,
+    }, active="overview", status=status)
 
 
 # --- organizers -----------------------------------------------------------------------------

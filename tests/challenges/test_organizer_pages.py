@@ -224,3 +224,18 @@ def test_the_public_page_shows_instants_tracks_and_a_countdown(client, author):
     client.force_login(author)
     assert "/c/icassp/manage/" in client.get("/c/icassp/").content.decode()
     assert client.get("/c/nope/").status_code == 404
+
+
+def test_the_challenge_settings_are_edited_and_a_bad_time_zone_refused(client, built, author):
+    client.force_login(author)
+    refused = client.post("/c/icassp/manage/", {"title": "T", "time_zone": "Mars/Olympus"})
+    assert refused.status_code == 400 and "no IANA time zone" in refused.content.decode()
+    assert client.post("/c/icassp/manage/", {
+        "title": "ICASSP 2027 Audio Editing Challenge", "description": "Edit audio.",
+        "time_zone": "Europe/Paris"}).status_code == 302
+    built.challenge.refresh_from_db()
+    assert built.challenge.time_zone == "Europe/Paris"
+    event = AuditEvent.objects.get(object_type="challenges.challenge",
+                                   benchmark_slug="icassp-final-single")
+    assert event.public and event.before["time_zone"] == "America/Los_Angeles"
+    assert "Europe/Paris" in client.get("/c/icassp/").content.decode()
