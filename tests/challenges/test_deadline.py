@@ -222,3 +222,9 @@ def test_two_freezes_at_once_freeze_once(world, monkeypatch):
     assert BoardSnapshot.objects.count() == 1
     assert AuditEvent.objects.filter(object_type="challenges.phase").count() == 1
     assert Phase.objects.get().frozen_at is not None
+
+
+def test_celery_beat_asks_for_the_freeze_every_minute(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["freeze-challenge-phases"]
+    assert entry["task"] == tasks.freeze_phases.name == "challenges.tasks.freeze_phases"
+    assert entry["schedule"] == 60
