@@ -8,6 +8,7 @@ from challenges import organizer_views as manage
 from challenges import public_views as public
 
 urlpatterns = [
+    path("", public.challenge_list, name="list"),
     path("<slug:slug>/", public.challenge_page, name="challenge"),
     path("<slug:slug>/results/", public.challenge_results, name="results"),
     path("<slug:slug>/verification/", public.finalist_package, name="finalist-package"),

@@ -4,7 +4,7 @@ with their rules and links to their boards and the results), /c/<slug>/results/ 
 official ranking per track, as scoring.visibility.disclosure lets the viewer read it:
 verification states, disqualifications with their public reason, Rank Delta), and
 /c/<slug>/verification/, where a finalist's member uploads the team's reproducibility
-package (404 to anyone else)."""
+package (404 to anyone else); /c/ lists every challenge."""
 
 from __future__ import annotations
 
@@ -26,6 +26,20 @@ def _private(response):
     # Pages that differ by viewer (disclosure, the organizer's links) are never shared.
     response["Cache-Control"] = "private, no-cache"
     return response
+
+
+@require_http_methods(["GET"])
+def challenge_list(request):
+    """Every challenge, newest first, with its phases' closing instants."""
+    now = timezone.now()
+    rows = []
+    for challenge in Challenge.objects.prefetch_related("phases").order_by("-created_at"):
+        phases = list(challenge.phases.all())
+        upcoming = sorted((p for p in phases if p.closes_at > now), key=lambda p: p.closes_at)
+        rows.append({"challenge": challenge, "zone": zone_of(challenge).key,
+                     "next_closing": upcoming[0] if upcoming else None,
+                     "phases": len(phases)})
+    return _private(render(request, "challenges/public/list.html", {"rows": rows}))
 
 
 @require_http_methods(["GET"])

@@ -239,3 +239,10 @@ def test_the_challenge_settings_are_edited_and_a_bad_time_zone_refused(client, b
                                    benchmark_slug="icassp-final-single")
     assert event.public and event.before["time_zone"] == "America/Los_Angeles"
     assert "Europe/Paris" in client.get("/c/icassp/").content.decode()
+
+
+def test_the_challenges_are_listed(client, author):
+    assert "No challenge yet" in client.get("/c/").content.decode()
+    build_challenge(organizer=author, final_closed=False)
+    text = client.get("/c/").content.decode()
+    assert 'href="/c/icassp/"' in text and "Final:" in text and "<time datetime=" in text
