@@ -75,3 +75,30 @@ def anyone_sees_items(benchmark) -> bool:
     verdicts, replies): what a page or file kept for everyone (the front, a snapshot, a
     dataset) may hold."""
     return disclosure(benchmark) is Disclosure.FULL
+
+
+# What a page, an API answer or a file says in place of what a viewer may not learn yet.
+NOT_YET = "hidden until the challenge's reveal: its organizers publish the rubrics and " \
+    "per-item results then"
+
+
+def require(benchmark, user, needed: Disclosure = Disclosure.FULL) -> Disclosure:
+    """`disclosure(benchmark, user)` when it reaches `needed`, else Http404: the answer of a
+    page, file or API call that would show more than the viewer may learn (a per-item
+    surface below FULL, a slice below SLICES, a figure below OVERALL). The message names no
+    rubric, item or figure."""
+    from django.http import Http404
+
+    found = disclosure(benchmark, user)
+    if found < needed:
+        raise Http404(NOT_YET)
+    return found
+
+
+def cache_part(benchmark, user) -> str:
+    """What a cache key or validator of a page of `benchmark` rendered for `user` holds of
+    the rule: nothing for a benchmark whose rubrics are not hidden (every viewer sees the
+    same), else the viewer's level, so that no page made for an organizer or staff is ever
+    answered to anyone else. (The reveal is a board change: no key of the hidden state is
+    read after it.)"""
+    return f"disclosure={disclosure(benchmark, user).name}" if benchmark.rubrics_hidden else ""
