@@ -29,6 +29,7 @@ from leaderboard.boards import (
 from leaderboard.boards.csvs import csv_text
 from leaderboard.pages import responses
 from leaderboard.pages.forms import ApiBoardForm, DatasetForm, normalised
+from scoring import visibility
 from scoring.kinds import Kind, get_kind
 from scoring.models import ScoringRun
 from submissions.selectors import submission_get
@@ -102,6 +103,10 @@ class LeaderboardApi(APIView):
         if not form.is_valid():
             raise ServiceError([f"{k}: {m}" for k, ms in form.errors.items() for m in ms])
         query = form.query()
+        # A hidden-rubric board's rows are figures: none below OVERALL, no slice below
+        # SLICES (scoring.visibility; the API reads no session: a visitor's level).
+        visibility.require(benchmark, request.user, visibility.Disclosure.SLICES
+                           if query.dimension != state.OVERALL else visibility.Disclosure.OVERALL)
         renderer = request.accepted_renderer
         if renderer.format not in ("json", "csv"):  # the browsable page renders per request
             return self._respond(request, benchmark, form, query, renderer)
@@ -115,7 +120,7 @@ class LeaderboardApi(APIView):
             # came from Accept).
             parts=("api", request.scheme, responses.canonical_host(request), renderer.format,
                    "format" in request.query_params, _normal(form).urlencode()),
-            vary=("Accept",), boards=now.versions,
+            vary=("Accept",), boards=now.versions, benchmark=benchmark,
             render=lambda: self._respond(request, benchmark, form, query, renderer))
 
     def _respond(self, request, benchmark, form, query, renderer):
@@ -228,6 +233,10 @@ class LeaderboardItemsApi(APIView):
         benchmark = state.benchmark_current(slug)
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
+        # Every row is a per-item result: of a hidden-rubric board, only once everyone may
+        # learn them (the file is one for all: it reads no session).
+        if not visibility.anyone_sees_items(benchmark):
+            raise NotFound(visibility.NOT_YET)
         form = DatasetForm(request.query_params, kind=get_kind(benchmark.kind),
                            buckets=board_pages.board_buckets(benchmark))
         if not form.is_valid():
@@ -303,8 +312,8 @@ class ModelApi(APIView):
         200: serializers.ModelOut, **error_responses(404)})
     def get(self, request, model_id):
         model = model_pages.model_for(request.user, model_id)
-        model.shown_submissions = model_pages.submission_rows(
-            model_pages.model_submissions(request.user, model))
+        model.shown_submissions = model_pages.submission_rows(model_pages.disclosed(
+            request.user, model_pages.model_submissions(request.user, model)))
         return Response(serializers.ModelOut(model).data)
 
 
@@ -318,6 +327,7 @@ class SubmissionSlicesApi(APIView):
         200: serializers.SubmissionSlicesOut, **error_responses(404)})
     def get(self, request, pk):
         submission = submission_get(user=request.user, pk=pk)
+        visibility.require(submission.benchmark, request.user, visibility.Disclosure.SLICES)
         run = submission.current_run
         if run is None or run.status != ScoringRun.Status.FINISHED:
             raise NotFound(f"submission {pk} has no finished scoring yet")

@@ -17,6 +17,7 @@ from leaderboard.boards.state import (
     benchmark_current,
     representatives,
 )
+from scoring import visibility
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.attempts import attempt_dates
@@ -44,6 +45,13 @@ def model_submissions(user, model: ModelEntry) -> list[Submission]:
     return list(Submission.objects.visible_to(user)
                 .filter(model=model, current_run__status=ScoringRun.Status.FINISHED)
                 .select_related("benchmark", "current_run").order_by("-created_at", "-id"))
+
+
+def disclosed(user, submissions: list[Submission]) -> list[Submission]:
+    """The submissions whose figures `user` may learn: on a hidden-rubric benchmark, none
+    below OVERALL (scoring.visibility)."""
+    return [s for s in submissions
+            if visibility.disclosure(s.benchmark, user) >= visibility.Disclosure.OVERALL]
 
 
 def submission_rows(submissions: list[Submission]) -> list[dict]:

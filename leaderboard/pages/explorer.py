@@ -1,7 +1,9 @@
 """A submission's page: figures, slices and the per-sample explorer, and its audio.
 
 Every view here looks the submission up with `submission_get`, the one access check:
-published for anyone, otherwise its owner and staff, 404 for the rest.
+published for anyone, otherwise its owner and staff, 404 for the rest; on a hidden-rubric
+benchmark, a 404 too for anyone who may not learn its per-item results (its author included:
+scoring.visibility).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from leaderboard.boards.spectrogram_selectors import spectrograms_annotate
 from leaderboard.boards.state import board_state
 from leaderboard.pages.compression import validated
 from leaderboard.pages.forms import ExplorerForm
+from scoring import visibility
 from scoring.kinds import get_kind
 from submissions.selectors import submission_get
 
@@ -71,6 +74,7 @@ def _fixed_by(submission, response) -> dict[int, int] | None:
 @require_safe
 def submission_page(request, pk):
     submission = submission_get(user=request.user, pk=pk)
+    visibility.require(submission.benchmark, request.user)
     context = _explorer(request, submission)
     context["figures"] = selectors.submission_figures(submission)
     status = 400 if context["explorer"] is None else 200
@@ -85,6 +89,7 @@ def submission_page(request, pk):
 def submission_samples(request, pk):
     """The explorer's list alone, for htmx; the page includes the same template."""
     submission = submission_get(user=request.user, pk=pk)
+    visibility.require(submission.benchmark, request.user)
     context = _explorer(request, submission)
     if context["explorer"] is None:
         response = render(request, "leaderboard/_samples.html", context, status=400)
@@ -103,6 +108,7 @@ def submission_rubrics(request, pk, item_key):
     static/js/rubrics.js as a fragment (HX-Request), else a page of its own for a browser
     without scripts, where the sample's summary links."""
     submission = submission_get(user=request.user, pk=pk)
+    visibility.require(submission.benchmark, request.user)
     sample = selectors.sample_detail(submission=submission, item_key=item_key)
     if sample is None:
         raise Http404("no such item")
@@ -123,6 +129,7 @@ def submission_audio(request, pk, item_key, which):
     """One of a sample's players: an input of the benchmark or the submitted output (none
     while the output is withheld: submissions.withheld)."""
     submission = submission_get(user=request.user, pk=pk)
+    visibility.require(submission.benchmark, request.user)
     if not AUDIO_WHICH.fullmatch(which):
         raise Http404("no such audio")
     if which == "output" and selectors.output_withheld(submission, item_key):

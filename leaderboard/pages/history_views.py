@@ -16,6 +16,7 @@ from config import slots
 from config.throttle import too_many_requests
 from leaderboard.boards import dataset_files, datasets, snapshots
 from leaderboard.boards import state as board_state
+from scoring import visibility
 from scoring.kinds import get_kind
 from submissions import selectors as submission_selectors
 
@@ -64,6 +65,8 @@ def board_snapshot(request, slug, version):
     if snapshot is None:
         raise Http404(f"board version {version} of {slug!r} was not kept: snapshots are "
                       "taken by the site, about once a day, and by staff")
+    # Its rows' overall figures: none below OVERALL on a hidden-rubric board.
+    visibility.require(snapshot.benchmark, request.user, visibility.Disclosure.OVERALL)
     gone = snapshots.withdrawn(snapshot)
     current = board_state.benchmark_current(slug)
     changed = current is None or current.board_version != version
@@ -99,6 +102,7 @@ def board_snapshot_items(request, slug, version):
     snapshot = snapshots.snapshot_get(slug, version)
     if snapshot is None:
         raise Http404("no such snapshot")
+    visibility.require(snapshot.benchmark, request.user)  # per-item results: FULL only
     gone = snapshots.withdrawn(snapshot)
     etag = snapshots.snapshot_etag(snapshot, gone, "items")
     not_modified = get_conditional_response(request, etag=etag)

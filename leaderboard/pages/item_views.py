@@ -21,6 +21,7 @@ from leaderboard.pages import compare as comparison
 from leaderboard.pages import responses
 from leaderboard.pages.forms import CompareItemsForm, ItemPageForm, normalised
 from leaderboard.pages.views import as_asked, form_errors, page_of
+from scoring import visibility
 from scoring.kinds import get_kind
 
 
@@ -42,10 +43,11 @@ def compare_items(request, slug):
         parts=("compare-items", *_parts(request, ("dimension", "bucket", "by", "winner",
                                                   "page"))),
         render=lambda: _compare_items_page(request, benchmark, now), costly=True,
-        boards=now.versions)
+        boards=now.versions, benchmark=benchmark)
 
 
 def _compare_items_page(request, benchmark, now: board_state.BoardState):
+    visibility.require(benchmark, request.user)  # every item's verdicts: FULL only
     kind = get_kind(benchmark.kind)
     form = CompareItemsForm(request.GET, board=comparison.board_models(
                                 benchmark, comparison.asked_ids(request.GET.getlist("models"))),
@@ -82,10 +84,12 @@ def item(request, slug, key):
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
         parts=("item", key, *_parts(request, ("dimension", "bucket", "page"))[1:]),
-        render=lambda: _item_page(request, benchmark, key), boards=now.versions)
+        render=lambda: _item_page(request, benchmark, key), boards=now.versions,
+        benchmark=benchmark)
 
 
 def _item_page(request, benchmark, key: str):
+    visibility.require(benchmark, request.user)  # its rubrics and verdicts: FULL only
     kind = get_kind(benchmark.kind)
     form = ItemPageForm(request.GET, buckets=slice_buckets(benchmark), kind=kind)
     context = {"benchmark": benchmark, "kind": kind, "form": form, "errors": []}

@@ -12,6 +12,7 @@ from leaderboard.boards import state as board_state
 from leaderboard.boards.state import benchmark_or_404
 from leaderboard.pages import compare as comparison
 from leaderboard.pages import responses
+from scoring import visibility
 
 MAX_SEARCH = 100  # characters, as the compare page reads its search
 
@@ -27,10 +28,12 @@ def compare_models(request, slug):
     now = board_state.board_state(benchmark)
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
-        parts=("compare-models", needle), render=lambda: _found(benchmark, needle))
+        parts=("compare-models", needle), benchmark=benchmark,
+        render=lambda: _found(benchmark, needle, request.user))
 
 
-def _found(benchmark, needle: str) -> JsonResponse:
+def _found(benchmark, needle: str, user) -> JsonResponse:
+    visibility.require(benchmark, user)  # the compare page's, whose rule it follows
     results, count = comparison.picker_matches(benchmark, needle)
     return JsonResponse({"q": needle, "count": count, "limit": comparison.PICKER_LIMIT,
                          "note": comparison.picker_note(needle, len(results), count),

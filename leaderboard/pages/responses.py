@@ -41,6 +41,7 @@ from django_ratelimit.core import get_usage
 from config import page_cache
 from config.throttle import too_many_requests
 from leaderboard.boards.state import SHARED_SECONDS, shared_kept
+from scoring import visibility
 
 # The state is in the key: an entry outlives its board's state only until this timeout.
 RESPONSE_CACHE_SECONDS = SHARED_SECONDS
@@ -48,18 +49,23 @@ RESPONSE_CACHE_SECONDS = SHARED_SECONDS
 
 def shared(request: HttpRequest, *, state: str, changed_at, parts: tuple,
            render: Callable[[], HttpResponse], vary: tuple[str, ...] = (),
-           costly: bool = False, boards: dict[int, int] | None = None) -> HttpResponse:
+           costly: bool = False, boards: dict[int, int] | None = None,
+           benchmark=None) -> HttpResponse:
     """The response of `render` for a page or API call whose content is fixed by the board
     `state` and `parts` (the normalised, validated query), for the visitor asking. `vary`:
     the request headers besides Cookie and Accept-Encoding that `render` reads; `costly`:
     a fresh render counts against the client's THROTTLE_RENDER; `boards`: the board versions
     ({benchmark id: version}) that fix `state` for good, when they do, so that the front
-    (config.page_cache) answers anonymous visitors from the response while they hold."""
+    (config.page_cache) answers anonymous visitors from the response while they hold;
+    `benchmark`: the board the page shows, whose rule of what each viewer may learn
+    (scoring.visibility.cache_part: a hidden-rubric board's) is part of the key."""
     epoch = _epoch_before_user(request)
     anonymous = not request.user.is_authenticated
     # A signed-in visitor's validator moves with their epoch too (their name in the page).
     asker = "anonymous" if anonymous else f"user {request.user.pk} {epoch}"
-    digest = hashlib.sha256("|".join(map(str, (state, asker, *parts))).encode()).hexdigest()
+    rule = visibility.cache_part(benchmark, request.user) if benchmark is not None else ""
+    digest = hashlib.sha256("|".join(map(str, (state, asker, *([rule] if rule else []),
+                                               *parts))).encode()).hexdigest()
     etag = f'"{digest[:40]}"'
     if costly:
         render = _limited(request, render)

@@ -25,6 +25,7 @@ from leaderboard.pages.forms import (
     dimension_choices,
     normalised,
 )
+from scoring import visibility
 from scoring.kinds import get_kind
 from scoring.kinds.base import Section
 from submissions import selectors as submission_selectors
@@ -90,16 +91,31 @@ def board(request, slug):
     normal = normalised(form, dimension=board_state.OVERALL, sort="rank", page=1)
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
-        parts=("board", normal.urlencode()), boards=now.versions,
+        parts=("board", normal.urlencode()), boards=now.versions, benchmark=benchmark,
         render=functools.partial(_board_page, as_asked(request, normal), form, context,
                                  state=now))
 
 
 def _board_page(request, form, context: dict, *, state) -> HttpResponse:
     """The board's page for `request` (asking exactly the normalised query, so that the page
-    is shared) around its body, rendered once per board state and query."""
+    is shared) around its body, rendered once per board state, query and what the viewer may
+    learn of a hidden-rubric board (scoring.visibility: a slice below SLICES is a 404; below
+    OVERALL the body names the models in alphabetical order, no figure, no rank)."""
     benchmark, query = context["benchmark"], form.query()
-    body = board_state.kept(state, "board-body", shared=True, parts=(request.GET.urlencode(),),
+    level = visibility.require(
+        benchmark, request.user, visibility.Disclosure.SLICES
+        if query.dimension != board_state.OVERALL else visibility.Disclosure.NOTHING)
+    if level < visibility.Disclosure.OVERALL:
+        return render(request, "leaderboard/board.html", {
+            **context, "benchmarks": board_state.benchmark_list(), "query": query,
+            "body": mark_safe(render_to_string(  # noqa: S308 - our own rendered template
+                "leaderboard/_board_hidden.html",
+                {"models": sorted({s.model.name for s in board_state.representatives(
+                    benchmark)}, key=str.casefold), "note": visibility.NOT_YET})),
+            "compare_models": "", "diagnostics": []})
+    rule = visibility.cache_part(benchmark, request.user)
+    body = board_state.kept(state, "board-body", shared=True,
+                            parts=(request.GET.urlencode(), *([rule] if rule else [])),
                             make=lambda: render_to_string(
                                 "leaderboard/_board_body.html",
                                 {**_board_body(benchmark, query, form.cleaned_data["page"] or 1,
@@ -225,7 +241,8 @@ def model(request, model_id):
 
 def _model_page(request, model_id):
     entry = model_pages.model_for(request.user, model_id)
-    submissions = model_pages.model_submissions(request.user, entry)
+    submissions = model_pages.disclosed(
+        request.user, model_pages.model_submissions(request.user, entry))
     user = request.user
     if user.is_authenticated and (user.is_staff or entry.owner_id == user.pk
                                   or any(s.owner_id == user.pk for s in submissions)):
@@ -249,6 +266,8 @@ def _model_page(request, model_id):
         return render(request, "leaderboard/model.html", context)
     kind = kinds[data["benchmark"]]
     slices = _with_cells(model_pages.slice_rows(shown.current_run_id, kind), kind)
+    if visibility.disclosure(shown.benchmark, user) < visibility.Disclosure.SLICES:
+        slices = [r for r in slices if r["dimension"] == board_state.OVERALL]
     for row in slices:  # each cell with its label, which a phone shows above it
         row["labelled"] = list(zip((m.label for m in kind.metrics), row["figures"],
                                    strict=True))
@@ -290,7 +309,12 @@ def pivot(request, slug):
     asking = as_asked(request, normal)
 
     def respond():
-        page = board_state.kept(now, "pivot", shared=True, parts=(normal.urlencode(),),
+        # The pivot is every row's slices: a hidden-rubric board's viewer below SLICES gets
+        # a 404 (scoring.visibility).
+        visibility.require(benchmark, request.user, visibility.Disclosure.SLICES)
+        rule = visibility.cache_part(benchmark, request.user)
+        page = board_state.kept(now, "pivot", shared=True,
+                                parts=(normal.urlencode(), *([rule] if rule else [])),
                                 make=lambda: _pivot_page(benchmark, data, asking))
         context.update(table=page["table"], chart=page["chart"], plotly_js=plotly_js_url(),
                        body=mark_safe(page["body"]))  # noqa: S308 - our own rendered template
@@ -298,7 +322,7 @@ def pivot(request, slug):
 
     return responses.shared(request, state=now.key, changed_at=benchmark.board_changed_at,
                             parts=("pivot", normal.urlencode()), render=respond, costly=True,
-                            boards=now.versions)
+                            boards=now.versions, benchmark=benchmark)
 
 
 def _pivot_page(benchmark, data, request) -> dict:
@@ -340,11 +364,14 @@ def compare(request, slug):
     now = board_state.board_state(benchmark)
     return responses.shared(
         request, state=now.key, changed_at=benchmark.board_changed_at,
-        parts=("compare", chosen, needle), costly=True, boards=now.versions,
+        parts=("compare", chosen, needle), costly=True, boards=now.versions, benchmark=benchmark,
         render=lambda: _compare_page(as_asked(request, asked), benchmark, needle))
 
 
 def _compare_page(request, benchmark, needle: str):
+    # Paired differences and per-item wins come from each row's per-item results: a
+    # hidden-rubric board's viewer below FULL gets a 404 (scoring.visibility).
+    visibility.require(benchmark, request.user)
     chosen = comparison.asked_ids(request.GET.getlist("models"))
     board_models = comparison.board_models(benchmark, chosen)
     form = CompareForm(request.GET, board=board_models, user=request.user)
@@ -439,16 +466,25 @@ def _detail_context(request, pk):
     kind = get_kind(submission.benchmark.kind)
     progress = submission_selectors.run_progress(submission.current_run,
                                                  owner_id=submission.owner_id)
-    return {"submission": submission, "progress": progress,
-            "files": kind.files, "kind": kind,
-            "standing": selectors.submission_standing(submission)}
+    # On a hidden-rubric benchmark its author learns what the phase shows everyone
+    # (scoring.visibility): no results file (per-item) below FULL, no figure below OVERALL.
+    level = visibility.disclosure(submission.benchmark, request.user)
+    return {"submission": submission, "progress": progress, "kind": kind,
+            "files": kind.files if level is visibility.Disclosure.FULL else (),
+            "per_item": level is visibility.Disclosure.FULL,
+            "hidden_note": "" if level is visibility.Disclosure.FULL else visibility.NOT_YET,
+            "standing": selectors.submission_standing(submission)
+            if level >= visibility.Disclosure.OVERALL else None}
 
 
 def submission_status(request, pk):
     """A submission's status page, for its author and staff: its progress, its files, its runs
     and where it stands on its board."""
     context = _detail_context(request, pk)
-    context["runs"] = submission_selectors.submission_runs(context["submission"])
+    runs = submission_selectors.submission_runs(context["submission"])
+    if context["standing"] is None:  # no figure of a hidden-rubric board's row
+        runs = [{**r, "figures": []} for r in runs]
+    context["runs"] = runs
     return render(request, "submissions/detail.html", context)
 
 
