@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from accounts.verification import verification_needed, verification_problem
 from config.serializers import error_responses
 from config.throttle import ScopedThrottle
+from scoring import visibility
 from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
@@ -150,7 +151,7 @@ class SubmissionDetailApi(APIView):
                    responses={200: SubmissionDetailSerializer, **error_responses(403, 404)})
     def get(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        return Response(SubmissionDetailSerializer(_detail(submission)).data)
+        return Response(SubmissionDetailSerializer(_detail(submission, request.user)).data)
 
     class AuthorChoicesSerializer(serializers.Serializer):
         public = serializers.BooleanField(
@@ -178,7 +179,7 @@ def _checked(upload, problems: list[str]):
     return upload
 
 
-def _detail(submission):
+def _detail(submission, user):
     """The submission with what its detail answers beside its fields: progress and failures
     (as its author is shown them), every run with its cache hits, the kind's metrics and
     results files and, once finished, the overall figures."""
@@ -190,7 +191,11 @@ def _detail(submission):
     kind = get_kind(submission.benchmark.kind)
     run = submission.current_run
     overall = None
-    if run is not None and run.status == ScoringRun.Status.FINISHED:
+    # No figure of a hidden-rubric benchmark's row below OVERALL, no results file below
+    # FULL, for its author too (scoring.visibility).
+    level = visibility.disclosure(submission.benchmark, user)
+    if run is not None and run.status == ScoringRun.Status.FINISHED \
+            and level >= visibility.Disclosure.OVERALL:
         found = SliceResult.objects.filter(run=run, dimension=SliceResult.OVERALL).first()
         figures = found.figures() if found else {}
         overall = {k: figures.get(k) for k in ("n", *kind.metric_keys)}
@@ -199,7 +204,8 @@ def _detail(submission):
         "validation failed on our side" if submission.status == Submission.Status.FAILED
         else None)
     submission.runs_shown = runs
-    submission.metrics, submission.files = list(kind.metric_keys), list(kind.files)
+    submission.metrics = list(kind.metric_keys)
+    submission.files = list(kind.files) if level is visibility.Disclosure.FULL else []
     submission.overall = overall
     return submission
 
@@ -215,7 +221,8 @@ class SubmissionFileApi(APIView):
         one's are its author's and staff's (anyone else: 404, as if it did not exist)."""
         submission = selectors.submission_get(user=request.user, pk=pk)
         return file_response(submission, name, run_id=request.query_params.get("run"),
-                             all_runs=selectors.manages(request.user, submission))
+                             all_runs=selectors.manages(request.user, submission),
+                             user=request.user)
 
 
 class SubmissionCancelApi(APIView):
@@ -228,12 +235,15 @@ class SubmissionCancelApi(APIView):
         return Response(SubmissionStatusSerializer(submission).data)
 
 
-def file_response(submission, name: str, run_id=None, *,
-                  all_runs: bool = True) -> StreamingHttpResponse:
+def file_response(submission, name: str, run_id=None, *, all_runs: bool = True,
+                  user=None) -> StreamingHttpResponse:
     """A finished run's results file, streamed from the database; 404 otherwise. The run is
     the submission's current one, or `run_id` when it is one of the submission's runs and
     `all_runs` (its author and staff see every run; anyone else the current one only, less
-    the items whose results are withheld: submissions.withheld)."""
+    the items whose results are withheld: submissions.withheld). Every results file holds
+    per-item results: of a hidden-rubric benchmark, a 404 for a `user` below FULL (its
+    author included: scoring.visibility)."""
+    visibility.require(submission.benchmark, user)
     run = submission.current_run
     if run_id not in (None, ""):
         run = submission.runs.filter(id=run_id).first() \

@@ -18,6 +18,7 @@ from django.db.models import F, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from scoring import visibility
 from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
 from submissions.models import Submission
@@ -71,7 +72,11 @@ def _send(submission: Submission, state: str) -> None:
     context = {
         "submission": submission, "state": state,
         "url": settings.SITE_URL + reverse("leaderboard:submission-status", args=[submission.pk]),
-        "figures": _headline_figures(submission) if state == "finished" else [],
+        # A hidden-rubric benchmark's figures only as its phase shows them to its author
+        # (scoring.visibility); the e-mail names no per-item result in any case.
+        "figures": _headline_figures(submission) if state == "finished" and visibility
+        .disclosure(submission.benchmark, submission.owner) >= visibility.Disclosure.OVERALL
+        else [],
         "errors": submission.report.get("errors", []) if state == "rejected" else [],
         "failure": submission.current_run.error
         if state == "failed" and submission.status == Submission.Status.QUEUED else "",

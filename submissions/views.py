@@ -9,6 +9,7 @@ from accounts.verification import verified_email_for_uploads
 from config.celery import BrokerUnavailable
 from config.errors import STORAGE_FULL, STORAGE_FULL_RETRY_SECONDS, ServiceError, storage_full
 from config.throttle import limit_posts
+from scoring import visibility
 from submissions import selectors
 from submissions.api import file_response
 from submissions.forms import SubmissionForm
@@ -25,7 +26,11 @@ log = logging.getLogger(__name__)
 @login_required
 def submission_list(request):
     submissions = list(selectors.submissions_of(request.user))
-    headlines = selectors.headline_figures(submissions)
+    # No figure of a hidden-rubric benchmark below OVERALL, its author's own included
+    # (scoring.visibility).
+    headlines = selectors.headline_figures([
+        s for s in submissions
+        if visibility.disclosure(s.benchmark, request.user) >= visibility.Disclosure.OVERALL])
     for submission in submissions:
         submission.headline = headlines.get(submission.id)
     return render(request, "submissions/list.html", {
@@ -83,7 +88,8 @@ def submission_file(request, pk, name):
     its runs (?run=ID); anyone may download a public, published submission's."""
     submission = selectors.submission_get(user=request.user, pk=pk)
     return file_response(submission, name, run_id=request.GET.get("run"),
-                         all_runs=selectors.manages(request.user, submission))
+                         all_runs=selectors.manages(request.user, submission),
+                         user=request.user)
 
 
 @require_POST
