@@ -12,6 +12,7 @@ from config.throttle import ScopedThrottle
 from leaderboard.boards import state
 from panel import assignment, item_verdicts, judge_card, services
 from panel.serializers import AnswerIn, AnswerOut, ItemPanelOut, JudgeCardOut, TaskOut
+from scoring import visibility
 from scoring.kinds import get_kind
 
 # Panel answers come in at any time and change no board state, so the item page's verdicts
@@ -20,8 +21,11 @@ ITEM_PANEL_MAX_AGE = 60
 
 
 def _panel_benchmark(slug: str):
+    """The benchmark of a panel's address; a hidden-rubric one has no panel until its reveal
+    (a task names its rubric, and its item's verdicts are the judge's: scoring.visibility)."""
     benchmark = state.benchmark_current(slug)
-    if benchmark is None or not get_kind(benchmark.kind).has_panel:
+    if benchmark is None or not get_kind(benchmark.kind).has_panel \
+            or benchmark.rubrics_hidden:
         raise NotFound(f"no listening panel on {slug!r}")
     return benchmark
 
@@ -76,6 +80,7 @@ class JudgeCardApi(APIView):
         benchmark = state.benchmark_current(slug)
         if benchmark is None:
             raise NotFound(f"no benchmark {slug!r}")
+        visibility.require(benchmark, request.user)  # its rubrics and verdicts: FULL only
         return Response(JudgeCardOut(judge_card.judge_card(benchmark)).data)
 
 

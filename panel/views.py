@@ -17,6 +17,7 @@ from leaderboard.boards.state import benchmark_or_404
 from leaderboard.pages.explorer import audio_type
 from panel import judge_card, services
 from panel.models import PanelRemoval
+from scoring import visibility
 from scoring.kinds import get_kind
 
 
@@ -31,6 +32,8 @@ def panel(request, slug):
         problem = "sign in to rate"
     elif not kind.has_panel:
         problem = "this benchmark has no listening panel: its kind puts no question to people"
+    elif benchmark.rubrics_hidden:  # its tasks would name its rubrics (scoring.visibility)
+        problem = f"this benchmark has no listening panel: its rubrics are {visibility.NOT_YET}"
     else:
         problem = services.rater_problem(request.user)
     return render(request, "panel/panel.html", {
@@ -88,6 +91,7 @@ def _config_shown(kind, config: dict) -> dict:
 def judge(request, slug):
     """The judge card: for each judge config, how it agrees with the listening panel."""
     benchmark = benchmark_or_404(slug)
+    visibility.require(benchmark, request.user)  # its rubrics and verdicts: FULL only
     kind = get_kind(benchmark.kind)
     body = judge_card.judge_card(benchmark)
     panel_figures = body["panel"]
