@@ -51,12 +51,14 @@ def clock(moment, challenge: Challenge) -> dict:
             "zone": f"{local:%Y-%m-%d %H:%M:%S %Z}", "zone_name": challenge.time_zone}
 
 
-def _board_rows(team, phase, boards, entered: set[int], entries: list[Entry], now) -> list:
+def _board_rows(team, phase, boards, entered: set[int], entries: list[Entry], now,
+                limits) -> list:
     rows = []
     for board in boards:
         rows.append({"board": board, "entered": board.track_id in entered,
                      "may_upload": board.track_id in entered and phase.opens_at <= now
-                     and (now <= phase.closes_at or phase.late_uploads),
+                     and (now <= phase.closes_at or phase.late_uploads)
+                     and limits is not None and not limits.spent,
                      "entries": [e for e in entries if e.board_id == board.pk]})
     return rows
 
@@ -77,7 +79,7 @@ def _phases(challenge: Challenge, team, now) -> list[dict]:
             "limits": limits,
             "next_at": clock(limits.next_at, challenge) if limits and limits.next_at else None,
             "boards": _board_rows(team, phase, [b for b in boards if b.phase_id == phase.pk],
-                                  entered, entries, now),
+                                  entered, entries, now, limits),
         })
     return phases
 

@@ -252,6 +252,9 @@ def test_the_upload_page_refuses_over_the_limit_with_429(world, team, author, cl
     assert response.status_code == 429
     assert b"the next upload is possible at" in response.content
     assert Entry.objects.count() == 1
+    team_page = client.get("/c/icassp/team/").content.decode()
+    assert "Next upload possible at" in team_page
+    assert 'href="/c/icassp/final/agent/submit/"' not in team_page  # no upload offered
 
 
 def test_the_api_uploads_lists_and_chooses(world, team, author):
