@@ -127,6 +127,9 @@ def phase_save(*, challenge: Challenge, actor, fields: dict, phase: Phase | None
         changed = [k for k in PHASE_FIELDS if getattr(phase, k) != fields[k]]
         if not changed:
             return phase
+        if phase.revealed_at is not None and set(changed) - {"name"}:
+            raise ServiceError(f"{phase.name} was revealed: only its name may change",
+                               code="conflict")
         before = {k: _shown(getattr(phase, k)) for k in changed}
         for k in changed:
             setattr(phase, k, fields[k])
@@ -178,6 +181,9 @@ def board_attach(*, phase: Phase, track: Track, benchmark_slug: str, actor) -> P
     change (the benchmark's disclosure now follows the phase)."""
     if track.challenge_id != phase.challenge_id:
         raise ServiceError({"track": ["not a track of this challenge"]})
+    if phase.revealed_at is not None:
+        raise ServiceError(f"{phase.name} was revealed: its boards stay as they were",
+                           code="conflict")
     benchmark = Benchmark.objects.filter(slug=(benchmark_slug or "").strip()) \
         .order_by("-version").first()
     if benchmark is None:
@@ -201,6 +207,9 @@ def board_attach(*, phase: Phase, track: Track, benchmark_slug: str, actor) -> P
 
 def board_detach(*, board: PhaseBoard, actor) -> None:
     """Undo an attachment, while no team has an entry on the board."""
+    if board.phase.revealed_at is not None:
+        raise ServiceError(f"{board.phase.name} was revealed: its boards stay as they were",
+                           code="conflict")
     if Entry.objects.filter(board=board).exists():
         raise ServiceError("teams have entries on this board: it stays", code="conflict")
     with transaction.atomic():

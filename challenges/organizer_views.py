@@ -93,8 +93,12 @@ def overview(request, challenge):
         boards.setdefault(board.phase_id, []).append(board)
     now = timezone.now()
     rows = [{"phase": p, "boards": boards.get(p.pk, []), "open": p.opens_at <= now < p.closes_at,
-             "closed": now >= p.closes_at,
-             "entries": Entry.objects.filter(board__phase=p).count()} for p in phases]
+             "entries": Entry.objects.filter(board__phase=p).count(),
+             # The Reveal button: a closed phase not yet revealed, final or on hidden rubrics.
+             "revealable": now >= p.closes_at and p.revealed_at is None and (
+                 p.kind == Phase.Kind.FINAL
+                 or any(b.benchmark.rubrics_hidden for b in boards.get(p.pk, [])))}
+            for p in phases]
     return _page(request, challenge, "overview.html", {
         "phases": rows, "tracks": challenge.tracks.all(),
         "teams": Team.objects.filter(challenge=challenge).count(),

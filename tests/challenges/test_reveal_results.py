@@ -9,9 +9,12 @@ from django.core import mail
 from django.core.management import call_command
 
 from audit.models import AuditEvent
+from challenges import organizer_services
 from challenges.models import Phase, Verification
+from config.errors import ServiceError
 from leaderboard.models import BoardSnapshot
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
+from tests.factories import board_benchmark
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +90,23 @@ def test_manage_py_reveal_does_the_same(built, django_capture_on_commit_callback
         benchmark=built.board("final", "single").benchmark).count() == 1
     assert len(mail.outbox) == 3
     assert AuditEvent.objects.get(action="reveal").actor is None
+
+
+def test_a_revealed_phase_keeps_its_times_and_boards(client, built, author):
+    Phase.objects.filter(pk=built.final.pk).update(revealed_at=built.final.closes_at)
+    phase = Phase.objects.get(pk=built.final.pk)
+    fields = {k: getattr(phase, k) for k in organizer_services.PHASE_FIELDS}
+    with pytest.raises(ServiceError, match="only its name may change"):
+        organizer_services.phase_save(challenge=built.challenge, actor=author, phase=phase,
+                                      fields={**fields, "closes_at": phase.closes_at
+                                              + (phase.closes_at - phase.opens_at)})
+    renamed = organizer_services.phase_save(challenge=built.challenge, actor=author,
+                                            phase=phase, fields={**fields, "name": "Finals"})
+    assert renamed.name == "Finals"
+    board_benchmark(slug="late-board")
+    client.force_login(author)
+    page = client.post("/c/icassp/manage/phases/final/boards/",
+                       {"track": built.tracks["single"].pk, "benchmark": "late-board"})
+    assert page.status_code == 400 and "was revealed" in page.content.decode()
+    assert 'action="/c/icassp/manage/phases/final/reveal/"' not in \
+        client.get("/c/icassp/manage/").content.decode()
