@@ -24,6 +24,12 @@ class ChallengesConfig(AppConfig):
         # The rule of what a hidden-rubric benchmark shows to whom reads this app's
         # organizers and phases (scoring imports nothing above it).
         visibility.give_disclosure_rule(disclosure.level)
+        # A phase board's benchmark takes uploads through its challenge's door only (the
+        # team's limits and entry): challenges.entries.
+        from challenges.entries import plain_upload_refusal
+        from submissions.services import give_door_rule
+
+        give_door_rule(plain_upload_refusal)
         post_save.connect(_organizer_changed, sender=Organizer,
                           dispatch_uid="organizer-epoch-saved")
         post_delete.connect(_organizer_changed, sender=Organizer,

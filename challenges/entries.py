@@ -59,6 +59,20 @@ def instant_text(moment: datetime, challenge: Challenge) -> str:
     return text
 
 
+def plain_upload_refusal(benchmark) -> str | None:
+    """Why an upload to a phase board's benchmark through the site's own upload page or API
+    is refused (submissions.services.give_door_rule): it goes through its challenge's, which
+    counts the team's limits and makes its entry."""
+    board = PhaseBoard.objects.filter(benchmark_id=benchmark.pk) \
+        .select_related("phase", "phase__challenge", "track").first()
+    if board is None:
+        return None
+    return (f"{benchmark.slug} is the {board.track.name} board of {board.phase.name} in "
+            f"{board.phase.challenge.title}: upload on your team's page, "
+            f"/c/{board.phase.challenge.slug}/{board.phase.slug}/{board.track.slug}/submit/, "
+            "or through its API")
+
+
 def board_find(challenge: Challenge, phase_slug: str, track_slug: str) -> PhaseBoard | None:
     return PhaseBoard.objects.filter(phase__challenge=challenge, phase__slug=phase_slug,
                                      track__slug=track_slug) \
@@ -181,7 +195,8 @@ def entry_create(*, user, board: PhaseBoard, received_at: datetime, model_name: 
                 raise ServiceError(problems, code="quota")
             submission = submission_create(
                 user=user, benchmark=board.benchmark, model_name=model_name,
-                metadata=metadata, public=public, predictions=predictions, archive=archive)
+                metadata=metadata, public=public, predictions=predictions, archive=archive,
+                door_checked=True)
             return Entry.objects.create(submission=submission, team=team, board=board,
                                         received_at=received_at,
                                         late=received_at > phase.closes_at)

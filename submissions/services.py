@@ -170,12 +170,28 @@ def upload_file_problems(*, benchmark: Benchmark, predictions: UploadedFile | No
     return problems
 
 
+# Benchmarks uploaded to through another app's door only (a challenge's phase boards, with
+# their teams' limits): rule(benchmark) -> why a plain upload is refused, or None. Given by
+# that app at start-up (challenges.apps), as scoring.visibility's disclosure rule is.
+_door_rules: list = []
+
+
+def give_door_rule(rule) -> None:
+    _door_rules[:] = [rule]
+
+
 def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
                       public: bool, predictions: UploadedFile | None,
-                      archive: UploadedFile | None, options: dict | None = None) -> Submission:
+                      archive: UploadedFile | None, options: dict | None = None,
+                      door_checked: bool = False) -> Submission:
     """Store an upload and queue its validation; refuse it whole, storing nothing, when the
     quota is used up or the predictions file is plainly wrong. `options` are the benchmark
-    kind's upload options (e.g. {"align": True} for AIR-Bench foundation)."""
+    kind's upload options (e.g. {"align": True} for AIR-Bench foundation). A benchmark with a
+    door of its own (give_door_rule) takes uploads from that door only (`door_checked`)."""
+    why = None if door_checked else next(
+        (found for rule in _door_rules if (found := rule(benchmark))), None)
+    if why:
+        raise ServiceError({"benchmark": [why]}, code="conflict")
     quota = _quota_problems(user)
     if quota:
         raise ServiceError(quota, code="quota")

@@ -332,3 +332,23 @@ def test_a_development_board_uploads_as_well(tmp_path, settings, author):
     assert not Benchmark.objects.get(pk=entry.board.benchmark_id).rubrics_hidden
     assert Membership.objects.filter(team=made).count() == 1
     assert entries.instant_text(entry.received_at, world["challenge"]).endswith("UTC")
+
+
+def test_a_phase_board_takes_no_upload_through_the_sites_own_doors(world, team, author,
+                                                                   client):
+    """The site's upload page and API would bypass the team's limits and make no entry."""
+    _, key = ApiToken.issue(user=author, name="test")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    predictions, archive = files(world)
+    refused = api.post("/api/submissions/", {
+        "benchmark": "final-agent", "model_name": "Sneaky", "predictions": predictions,
+        "audio": archive}, format="multipart")
+    assert refused.status_code == 409
+    assert "/c/icassp/final/agent/submit/" in refused.json()["errors"][0]
+    client.force_login(author)
+    predictions, archive = files(world)
+    page = client.post("/submit/", {"benchmark": "final-agent", "model_name": "Sneaky",
+                                    "predictions": predictions, "audio": archive})
+    assert b"upload on your team&#x27;s page" in page.content
+    assert not Submission.objects.exists()
