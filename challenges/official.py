@@ -137,6 +137,12 @@ class BoardResults:
     def figures_shown(self) -> bool:
         return self.level >= Disclosure.OVERALL
 
+    @property
+    def table(self) -> list[tuple[OfficialRow, list[str]]]:
+        """Each ranked row with its figures as every page shows them (Metric.format)."""
+        return [(row, [m.format(row.figures.get(m.key)) for m in self.metrics])
+                for row in self.ranked]
+
 
 def results_for(board: PhaseBoard, user) -> BoardResults:
     """The board's official ranking for `user` (None: any visitor), as the one rule of

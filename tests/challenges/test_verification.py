@@ -67,6 +67,8 @@ def test_the_top_n_of_each_track_are_invited_and_audited(built, author):
 
 def test_organizers_invite_through_their_page(client, built, author):
     client.force_login(author)
+    page = client.get("/c/icassp/manage/phases/final/verification/").content.decode()
+    assert '<td class="num">0.90</td>' in page  # the hidden board's figures, to organizers
     page = client.post("/c/icassp/manage/phases/final/verification/",
                        {"teams": [built.teams["Charlie"].pk]})
     assert page.status_code == 302
