@@ -8,9 +8,12 @@ package (404 to anyone else); /c/ lists every challenge."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods
 
 from challenges import verification as checks
@@ -78,13 +81,44 @@ def challenge_results(request, slug):
         "organizer": may_organize(challenge, request.user)}))
 
 
+class PackageCeiling(FileUploadHandler):
+    """Stops reading an upload once its files pass CHALLENGE_PACKAGE_MAX_BYTES, so that no more
+    than that reaches the disk (Django spools uploads before a view sees them); `exceeded`
+    names the file then."""
+
+    def __init__(self, request, limit: int):
+        super().__init__(request)
+        self.limit = limit
+        self.seen = 0
+        self.exceeded = ""
+
+    def receive_data_chunk(self, raw_data, start):
+        self.seen += len(raw_data)
+        if self.seen > self.limit:
+            self.exceeded = self.file_name or "package"
+            raise StopUpload(connection_reset=True)
+        return raw_data  # on to the handlers that keep it
+
+    def file_complete(self, file_size):
+        return None
+
+
+@csrf_exempt  # the ceiling goes in before the body is read; CSRF is checked just after
 @require_http_methods(["GET", "POST"])
 def finalist_package(request, slug):
     """The team's reproducibility checks and their package upload, for its members alone."""
     challenge = get_object_or_404(Challenge, slug=slug)
     found = checks.member_verifications(challenge, request.user)
-    if not found:
+    if not found:  # before a byte of the body is read
         raise Http404("No such page.")
+    ceiling = PackageCeiling(request, settings.CHALLENGE_PACKAGE_MAX_BYTES)
+    request.upload_handlers.insert(0, ceiling)
+    return _finalist_package(request, challenge, found, ceiling)
+
+
+@csrf_protect
+def _finalist_package(request, challenge, found, ceiling: PackageCeiling):
+    slug = challenge.slug
     forms = {v.pk: PackageForm() for v in found}
     status = 200
     if request.method == "POST":
@@ -94,7 +128,11 @@ def finalist_package(request, slug):
             raise Http404("No such check.") from None
         form = PackageForm(request.POST, request.FILES)
         forms[chosen.pk] = form
-        if form.is_valid():
+        if ceiling.exceeded:
+            form.is_valid()
+            form.errors["package"] = form.error_class([
+                f"{ceiling.exceeded}: above the limit of {ceiling.limit} bytes"])
+        elif form.is_valid():
             try:
                 checks.package_upload(verification=chosen, user=request.user,
                                       upload=form.cleaned_data["package"])

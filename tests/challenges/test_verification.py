@@ -9,6 +9,8 @@ import tarfile
 import zipfile
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 
 from audit.models import AuditEvent
 from challenges import verification as checks
@@ -110,8 +112,14 @@ def test_a_package_over_the_limits_is_refused(client, built, author, settings):
     page = upload(client, built, "Alpha", zipped({"big.bin": b"\0" * 5000}))
     assert "unpacks to more than 1000 bytes (the limit)" in page.content.decode()
     settings.CHALLENGE_PACKAGE_MAX_BYTES = 100
+    # The page stops reading the upload at the limit; the service checks the size itself.
     page = upload(client, built, "Alpha", zipped(PACKAGE))
-    assert "above the limit of 100" in page.content.decode()
+    assert "package.zip: above the limit of 100 bytes" in page.content.decode()
+    verification = Verification.objects.get(team=built.teams["Alpha"])
+    data = zipped(PACKAGE)
+    with pytest.raises(ServiceError, match=f"p.zip: {len(data)} bytes, above the limit of 100"):
+        checks.package_upload(verification=verification, user=built.members["Alpha"],
+                              upload=SimpleUploadedFile("p.zip", data))
     assert Verification.objects.get(team=built.teams["Alpha"]).state == "awaited"
 
 
@@ -186,3 +194,11 @@ def test_decisions_are_audited_and_a_disqualification_is_public(client, built, a
     assert Verification.objects.get(pk=delta.pk).state == "verified"
     assert not AuditEvent.objects.filter(object_id=str(delta.pk), public=True,
                                          object_type="challenges.verification").exists()
+
+
+def test_the_package_page_checks_csrf(built, author):
+    checks.finalists_invite(phase=built.final, actor=author, top=1)
+    client = Client(enforce_csrf_checks=True)
+    page = upload(client, built, "Alpha", zipped(PACKAGE))
+    assert page.status_code == 403
+    assert Verification.objects.get(team=built.teams["Alpha"]).package == ""
