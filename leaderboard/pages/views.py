@@ -458,7 +458,11 @@ def scoring(request, slug):
         "benchmark": benchmark, "kind": kind, "config": benchmark.judge_config,
         "sections": kind.how_scoring_works(), "common": COMMON_SECTIONS,
         "simulated": selectors.board_simulated(benchmark),
-        "judge_configs": selectors.judge_figures_by_config(benchmark)})
+        # The judge's figures are the rows' own, weighted: none below OVERALL on a
+        # hidden-rubric board (scoring.visibility).
+        "judge_configs": selectors.judge_figures_by_config(benchmark)
+        if visibility.disclosure(benchmark, request.user) >= visibility.Disclosure.OVERALL
+        else []})
 
 
 def _detail_context(request, pk):
