@@ -83,6 +83,12 @@ class PhaseForm(forms.Form):
         self.order_fields(["slug", "name", "kind", "opens_at", "closes_at", "per_day", "total",
                            "late_uploads", "shown", "reason"])
 
+    def clean_slug(self):
+        slug = self.cleaned_data["slug"]
+        if slug == "new":  # /manage/phases/new/ is the form of a new phase
+            raise forms.ValidationError("'new' names the form of a new phase: choose another")
+        return slug
+
     @classmethod
     def initial_of(cls, phase: Phase) -> dict:
         return {k: getattr(phase, k) for k in ("slug", "name", "kind", "opens_at", "closes_at",

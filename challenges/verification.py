@@ -1,10 +1,10 @@
 """Finalists' reproducibility check: organizers invite the finalists of a final phase (the top
-N of each track's official ranking, or the teams they name); a member of an invited team
-uploads a reproducibility package (a .zip or .tar.gz of code, environment files, prompts,
-tool-call records, intermediate artifacts, seeds and runtimes), read by the uploads' safe
-archive reader (submissions.archives) within CHALLENGE_PACKAGE_* limits and kept as sent;
-organizers download it and mark the team verified or disqualified, with a reason that is
-public for a disqualification. Every step is audited."""
+N of each track's official ranking, or the teams they name), whose members are e-mailed; a
+member of an invited team uploads a reproducibility package (a .zip or .tar.gz of code,
+environment files, prompts, tool-call records, intermediate artifacts, seeds and runtimes),
+read by the uploads' safe archive reader (submissions.archives) within CHALLENGE_PACKAGE_*
+limits and kept as sent; organizers download it and mark the team verified or disqualified,
+with a reason that is public for a disqualification. Every step is audited."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
+from django.core import mail
 from django.db import transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import AuditEvent
@@ -89,7 +92,35 @@ def finalists_invite(*, phase: Phase, actor, top: int | None = None,
                 made.append(verification)
                 _audit(actor, verification, before={}, after={"state": verification.state},
                        reason="invited to the reproducibility check")
+        transaction.on_commit(lambda: invitations_send(made), robust=True)
     return made
+
+
+def invitations_send(verifications: list[Verification]) -> int:
+    """E-mail each accepted member of the invited teams (one message each) what to upload and
+    where. The number sent."""
+    messages = []
+    for verification in verifications:
+        phase = verification.phase
+        url = settings.SITE_URL + reverse("challenges:finalist-package",
+                                          args=[phase.challenge.slug])
+        for membership in Membership.objects.filter(
+                team_id=verification.team_id, accepted_at__isnull=False,
+                user__is_active=True).select_related("user"):
+            if not membership.user.email:
+                continue
+            context = {"phase": phase, "challenge": phase.challenge,
+                       "team": verification.team, "user": membership.user, "url": url,
+                       "max_bytes": settings.CHALLENGE_PACKAGE_MAX_BYTES,
+                       "max_files": settings.CHALLENGE_PACKAGE_MAX_FILES}
+            subject = render_to_string("challenges/public/email/invited_subject.txt", context)
+            body = render_to_string("challenges/public/email/invited_body.txt", context)
+            messages.append(mail.EmailMessage(" ".join(subject.split()), body, None,
+                                              [membership.user.email]))
+    if not messages:
+        return 0
+    with mail.get_connection() as connection:
+        return connection.send_messages(messages) or 0
 
 
 def member_verifications(phase_or_challenge, user) -> list[Verification]:

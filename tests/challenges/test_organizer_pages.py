@@ -246,3 +246,13 @@ def test_the_challenges_are_listed(client, author):
     build_challenge(organizer=author, final_closed=False)
     text = client.get("/c/").content.decode()
     assert 'href="/c/icassp/"' in text and "Final:" in text and "<time datetime=" in text
+
+
+def test_a_phase_may_not_be_named_new(client, built, author):
+    client.force_login(author)
+    page = client.post("/c/icassp/manage/phases/new/", {
+        "slug": "new", "name": "New", "kind": "final", "opens_at": "2027-01-01T00:00",
+        "closes_at": "2027-01-02T00:00", "per_day": "3", "total": "30", "shown": "nothing"})
+    assert page.status_code == 400 and "names the form of a new phase" in \
+        page.content.decode().replace("&#x27;", "'")
+    assert not Phase.objects.filter(slug="new").exists()

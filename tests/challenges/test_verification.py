@@ -9,6 +9,7 @@ import tarfile
 import zipfile
 
 import pytest
+from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
@@ -55,8 +56,13 @@ def upload(client, built, team: str, data: bytes, name="package.zip"):
                                                     "package": file})
 
 
-def test_the_top_n_of_each_track_are_invited_and_audited(built, author):
-    made = checks.finalists_invite(phase=built.final, actor=author, top=1)
+def test_the_top_n_of_each_track_are_invited_and_audited(
+        built, author, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        made = checks.finalists_invite(phase=built.final, actor=author, top=1)
+    assert sorted(m.to[0] for m in mail.outbox) == ["alpha@example.com", "delta@example.com"]
+    assert "/c/icassp/verification/" in mail.outbox[0].body
+    assert "is invited to the reproducibility check" in mail.outbox[0].subject
     assert sorted(v.team.name for v in made) == ["Alpha", "Delta"]  # single's 1st, agent's 1st
     assert {v.state for v in made} == {Verification.State.AWAITED}
     assert AuditEvent.objects.filter(action="challenge", object_type="challenges.verification",
