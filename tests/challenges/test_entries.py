@@ -6,11 +6,13 @@ submission that counts; the task package, which holds no rubric."""
 
 import io
 import json
+import threading
 import zipfile
 from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -352,3 +354,32 @@ def test_a_phase_board_takes_no_upload_through_the_sites_own_doors(world, team, 
                                     "predictions": predictions, "audio": archive})
     assert b"upload on your team&#x27;s page" in page.content
     assert not Submission.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_teammates_uploading_at_once_cannot_pass_the_limit_together(world, team, author,
+                                                                    other_author):
+    """Two members' uploads arrive together with one upload left: the team's lock lets one
+    through, and the other is refused with the next allowed instant."""
+    Phase.objects.filter(pk=world["phase"].pk).update(per_day=1)
+    world["board"].phase.refresh_from_db()
+    start = threading.Barrier(2)
+    outcomes = []
+
+    def send(user):
+        try:
+            start.wait(10)
+            upload(world, user)
+            outcomes.append("stored")
+        except ServiceError as exc:
+            outcomes.append(exc.code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send, args=(user,)) for user in (author, other_author)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["quota", "stored"]
+    assert Entry.objects.count() == 1 and Submission.objects.count() == 1
