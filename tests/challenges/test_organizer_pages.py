@@ -256,3 +256,16 @@ def test_a_phase_may_not_be_named_new(client, built, author):
     assert page.status_code == 400 and "names the form of a new phase" in \
         page.content.decode().replace("&#x27;", "'")
     assert not Phase.objects.filter(slug="new").exists()
+
+
+def test_an_organizer_of_another_challenge_gets_404(client, built, other_author):
+    build_challenge(organizer=other_author, tracks=("solo",), slug="other")
+    client.force_login(other_author)
+    assert client.get("/c/other/manage/").status_code == 200
+    assert client.get("/c/icassp/manage/").status_code == 404
+    assert client.get("/c/icassp/manage/phases/final/verification/").status_code == 404
+    # Nor do its ids reach this challenge's objects through the other's addresses.
+    verification = Verification.objects.get(phase=built.final)
+    assert client.post(f"/c/other/manage/verification/{verification.pk}/decide/",
+                       {"state": "verified"}).status_code == 404
+    assert Verification.objects.get(pk=verification.pk).state == "awaited"
