@@ -5,10 +5,15 @@ board; what a viewer reads follows scoring.visibility.disclosure."""
 
 import pytest
 
-from challenges.models import Phase, Verification
+from challenges.models import Entry, Phase, PhaseBoard, Track, Verification
 from challenges.official import official_ranking, results_for
 from challenges.reveal import phase_reveal
+from leaderboard.boards.selectors import leaderboard_rows
+from scoring import synthetic
+from scoring.services import benchmark_import
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
+from tests.conftest import judge_config
+from tests.factories import judged_submission
 
 pytestmark = pytest.mark.django_db
 
@@ -112,3 +117,26 @@ def test_the_public_results_page_shows_figures_only_when_disclosed(client, built
     phase_reveal(built.final, actor=author)
     text = client.get("/c/icassp/results/").content.decode()
     assert "0.12" in text and "Rank Delta" in text
+
+
+def test_the_official_figures_are_the_boards_own(built, tmp_path):
+    """On a benchmark of real items judged as the pipeline judges (votes, per-item results,
+    slices), the official row of a team reads the very overall figures its board row shows."""
+    meta = synthetic.write_benchmark(tmp_path / "set", 10, seed=4)
+    benchmark, _ = benchmark_import(kind="mmae", path=meta, audio_root=meta.parent,
+                                    slug="final-agent-real", where=None)
+    judge_config(["http://127.0.0.1:9"], benchmark=benchmark)
+    track = Track.objects.create(challenge=built.challenge, slug="agent", name="Agent")
+    board = PhaseBoard.objects.create(phase=built.final, track=track, benchmark=benchmark)
+    for seed, team in enumerate(("Alpha", "Bravo", "Charlie")):
+        submission = judged_submission(benchmark, built.members[team], f"{team} agent",
+                                       seed=seed)
+        Entry.objects.create(submission=submission, team=built.teams[team], board=board,
+                             received_at=built.final.closes_at, late=False)
+    rows = {r["submission"]: r for r in leaderboard_rows(benchmark=benchmark)}
+    ranking = official_ranking(board)
+    assert len(ranking.ranked) == 3
+    for row in ranking.ranked:
+        assert row.figures == {m: rows[row.submission][m] for m in ("EMR", "IFR", "CR")}
+    board_order = [r["submission"] for r in sorted(rows.values(), key=lambda r: r["rank"])]
+    assert [r.submission for r in ranking.ranked] == board_order
