@@ -1,6 +1,7 @@
 """The official ranking of a challenge's track boards: one row per team (its counting entry,
 challenges.selectors.counting_entries), ranked by the benchmark kind's ranking key on the
-overall figures of the entry's finished current run; late entries never count, disqualified
+overall figures of the entry's current run once finished under the benchmark's current judge
+config (as the board reads it); late entries never count, disqualified
 teams are listed apart with the public reason; each row says the team's verification state
 and, on a final board, its Rank Delta (development rank minus final rank, for teams ranked on
 the development board of the same track).
@@ -67,8 +68,10 @@ def official_ranking(board: PhaseBoard, *, deltas: bool = True) -> Ranking:
     kind = get_kind(board.benchmark.kind)
     entries = counting_entries(board)
     runs = {e.submission.current_run_id for e in entries.values() if e.submission.current_run_id}
-    finished = set(ScoringRun.objects.filter(id__in=runs, status=ScoringRun.Status.FINISHED)
-                   .values_list("id", flat=True))
+    # As the board: figures of finished runs under the benchmark's current judge config.
+    finished = set(ScoringRun.objects.filter(
+        id__in=runs, status=ScoringRun.Status.FINISHED,
+        judge_config_id=board.benchmark.judge_config_id).values_list("id", flat=True))
     overall = {s.run_id: s.figures() for s in SliceResult.objects.filter(
         run_id__in=finished, dimension=SliceResult.OVERALL, bucket="")}
     checks = _verifications(board.phase)
@@ -80,9 +83,12 @@ def official_ranking(board: PhaseBoard, *, deltas: bool = True) -> Ranking:
         check = checks.get(team_id)
         run = submission.current_run_id
         figures = overall.get(run)
+        state = submission.state
+        if figures is None and state == ScoringRun.Status.FINISHED:
+            state = "to be scored by the current judge"
         row = OfficialRow(
             team=entry.team.name, team_id=team_id, submission=submission.id,
-            state="finished" if figures is not None else submission.state,
+            state="finished" if figures is not None else state,
             figures={k: figures.get(k) for k in kind.ranking} if figures is not None else {},
             verification=check.state if check else "",
             reason=check.reason if check else "")

@@ -10,6 +10,7 @@ from challenges.official import official_ranking, results_for
 from challenges.reveal import phase_reveal
 from leaderboard.boards.selectors import leaderboard_rows
 from scoring import synthetic
+from scoring.models import ScoringRun
 from scoring.services import benchmark_import
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
 from tests.conftest import judge_config
@@ -140,3 +141,14 @@ def test_the_official_figures_are_the_boards_own(built, tmp_path):
         assert row.figures == {m: rows[row.submission][m] for m in ("EMR", "IFR", "CR")}
     board_order = [r["submission"] for r in sorted(rows.values(), key=lambda r: r["rank"])]
     assert [r.submission for r in ranking.ranked] == board_order
+
+
+def test_a_run_under_another_judge_config_waits_as_on_the_board(built):
+    entry = enter(built, "Alpha", "final", "single", (0.5, 0.5, 0.5))
+    enter(built, "Bravo", "final", "single", (0.5, 0.5, 0.4))
+    other = judge_config(["http://127.0.0.1:9"], seed=99)
+    ScoringRun.objects.filter(pk=entry.submission.current_run_id).update(judge_config=other)
+    ranking = official_ranking(built.board("final", "single"))
+    assert [r.team for r in ranking.ranked] == ["Bravo"]
+    assert [(r.team, r.state) for r in ranking.waiting] == [
+        ("Alpha", "to be scored by the current judge")]
