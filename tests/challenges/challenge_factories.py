@@ -5,6 +5,7 @@ overall figures (no judge)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -81,7 +82,7 @@ def add_team(built: Built, name: str, member=None, *, tracks=None) -> Team:
     `tracks` (all by default)."""
     team = Team.objects.create(challenge=built.challenge, name=name)
     if member is None:
-        handle = name.lower().replace(" ", "-")
+        handle = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40]
         member = cast_member(get_user_model(), f"{handle}-member", f"{handle}@example.com")
     Membership.objects.create(team=team, challenge=built.challenge, user=member,
                               accepted_at=timezone.now())
