@@ -269,3 +269,15 @@ def test_an_organizer_of_another_challenge_gets_404(client, built, other_author)
     assert client.post(f"/c/other/manage/verification/{verification.pk}/decide/",
                        {"state": "verified"}).status_code == 404
     assert Verification.objects.get(pk=verification.pk).state == "awaited"
+
+
+def test_an_instant_the_zone_skips_is_refused(client, built, author):
+    client.force_login(author)
+    # 2027-03-14 02:30 does not exist in US Pacific time (clocks go from 02:00 to 03:00).
+    page = client.post("/c/icassp/manage/phases/new/", {
+        "slug": "spring", "name": "Spring", "kind": "final", "opens_at": "2027-03-14T02:30",
+        "closes_at": "2027-03-20T00:00", "per_day": "3", "total": "30", "shown": "nothing"})
+    assert page.status_code == 400
+    assert "couldn’t be interpreted in time zone America/Los_Angeles" in \
+        page.content.decode().replace("&#x27;", "'")
+    assert not Phase.objects.filter(slug="spring").exists()
