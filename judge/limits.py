@@ -8,7 +8,8 @@ upload validation share (tests/test_launch_qwen3_omni.py checks the script agree
   (vLLM's default: 2048 on an A100 or a GPU under 70 GiB, 8192 on an H100/H200). So the
   longest audio a server takes is max_num_batched_tokens / 13 seconds.
 - `--limit-mm-per-prompt '{"audio": N}'` caps the audios of one prompt: more is a 400.
-- vLLM refuses audio shorter than a few frames of its feature extractor: 10 ms here.
+- vLLM refuses audio of 10 ms or less (160 samples once resampled to 16 kHz): Qwen3-Omni's
+  processor fails on it.
 - vLLM 0.33 refuses, before decoding, an audio file over VLLM_MAX_AUDIO_CLIP_FILESIZE_MB
   (default 25, `data:` URLs included), and while decoding one longer than
   VLLM_MAX_AUDIO_DECODE_DURATION_S (600) or whose float32 samples (frames x channels x 4 bytes)
@@ -65,3 +66,15 @@ def audio_limits_for(max_audio_seconds: int, max_audio_file_mb: int) -> dict[str
         "VLLM_MAX_AUDIO_DECODE_DURATION_S": max(VLLM_DECODE_SECONDS, max_audio_seconds),
         "VLLM_MAX_AUDIO_DECODE_BYTES": max(VLLM_DECODE_BYTES, decoded),
     }
+
+
+# What the launch script gives its servers by default (MAX_AUDIO_SECONDS, MAX_AUDIO_FILE_MB,
+# MAX_MODEL_LEN): the judge simulator's defaults.
+DEFAULT_AUDIO_LIMITS = audio_limits_for(DEFAULT_MAX_AUDIO_SECONDS, DEFAULT_MAX_AUDIO_FILE_MB)
+DEFAULT_MAX_MODEL_LEN = 32768
+# vLLM's resampling rate for Qwen3-Omni's feature extractor: audio of at most
+# MIN_AUDIO_SECONDS (160 samples at 16 kHz) is refused by its processor.
+FEATURE_RATE = 16_000
+# Below this temperature vLLM samples greedily (vllm/sampling_params.py _SAMPLING_EPS), and
+# then refuses n > 1.
+SAMPLING_EPS = 1e-5

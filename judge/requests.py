@@ -1,10 +1,16 @@
-"""What a vLLM server of Qwen3-Omni started by launch_qwen3_omni.sh refuses in a chat completion
-request, and how it says so (status, `{"error": {"message", "type", "param", "code"}}`), as the
-judge simulator checks it: a malformed body, a model it does not serve, an unknown content part,
-more audio items than `max_audios`, audio longer than the encoder cache takes or shorter than
-MIN_AUDIO_SECONDS. Audio length is read from the data: URI's sound file header (soundfile), not
-by decoding its samples; tokens are counted roughly (CHARS_PER_TOKEN, TOKENS_PER_AUDIO_SECOND).
-`config` is the simulator's (judge.simulator.SimulatorConfig)."""
+"""What a vLLM 0.33 server of Qwen3-Omni started by launch_qwen3_omni.sh refuses in a chat
+completion request, and how it says so (status, `{"error": {"message", "type", "param", "code"}}`,
+vLLM's words), as the judge simulator checks it: a malformed body, `max_tokens` under 1 or over
+the model length, `n` > 1 at temperature 0, a model it does not serve, an unknown content part,
+more audio items than `max_audios`, an audio file over VLLM_MAX_AUDIO_CLIP_FILESIZE_MB, audio
+longer than VLLM_MAX_AUDIO_DECODE_DURATION_S or decoding to more than VLLM_MAX_AUDIO_DECODE_BYTES,
+audio of 10 ms or less or longer than the encoder cache takes, a prompt longer than the model
+length. `make vllm-check` (checks/vllm_check.py) compares each with vLLM's own code.
+
+Audio is measured from the data: URI's sound file header (soundfile), not by decoding its
+samples; tokens are counted roughly (CHARS_PER_TOKEN, TOKENS_PER_AUDIO_SECOND), so a prompt near
+the model length may be counted differently from vLLM. `config` is the simulator's
+(judge.simulator.SimulatorConfig)."""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from judge import limits
 CHARS_PER_TOKEN = 4  # a rough token count: vLLM counts with the model's tokenizer
 
 
-MAX_MODEL_LEN = 32768
+MAX_MODEL_LEN = limits.DEFAULT_MAX_MODEL_LEN
 
 
 # Content part types vLLM's chat parser knows (vllm/entrypoints/chat_utils.py MM_PARSER_MAP).
@@ -64,30 +70,66 @@ def tokens(text: str) -> int:
 
 def check_request(body, config) -> Checked:
     """Refuse (raise Refusal) what vLLM refuses, in the order it checks: the body's shape, the
-    model, each content part's type, the number of audio items, then each audio's length."""
+    sampling parameters, the model, each content part's type, the number of audio items, each
+    audio (file size, length, decoded size, at least 10 ms, the encoder cache), then the
+    prompt's length."""
     if not isinstance(body, dict):
         raise _malformed("body", "Input should be a valid dictionary")
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise _malformed("body.messages", "Field required" if messages is None
                          else "Input should be a valid list")
-    max_tokens = _max_tokens(body)
     for m, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise _malformed(f"body.messages.{m}", "a message needs a string 'role'")
         if not isinstance(message.get("content"), (str, list, type(None))):
             raise _malformed(f"body.messages.{m}.content",
                              "Input should be a valid string or list")
+    max_tokens = _max_tokens(body)
+    if max_tokens is not None and max_tokens > config.max_model_len:
+        raise Refusal(f"max_tokens={max_tokens} cannot be greater than max_model_len="
+                      f"{config.max_model_len}. Please request fewer output tokens. "
+                      f"(parameter=max_tokens, value={max_tokens})", param="max_tokens")
+    _check_n(body)
     model = body.get("model")
     if model is not None and model != config.model:
-        raise Refusal(f"The model `{model}` does not exist.", status=404,
-                      kind="NotFoundError", param="model")
+        raise Refusal(f"The model `{model}` does not exist. Valid aliases: {config.model}.",
+                      status=404, kind="NotFoundError", param="model")
     audio, text_chars = _parts(messages)
     if len(audio) > config.max_audios:
-        raise Refusal(f"At most {config.max_audios} audio(s) may be provided in one prompt.")
+        raise Refusal(f"At most {config.max_audios} audio(s) may be provided in one prompt. "
+                      "(parameter=audio)", param="audio")
     seconds = [s for where, url in audio
                if (s := _checked_seconds(where, url, config)) is not None]
+    prompt = prompt_tokens(text_chars, seconds)
+    if prompt > config.max_model_len:
+        raise Refusal(f"This model's maximum context length is {config.max_model_len} tokens. "
+                      f"However, your prompt contains {prompt} input tokens, which exceeds this "
+                      "limit even without any output tokens. Please reduce the length of the "
+                      f"input prompt. (parameter=input_tokens, value={prompt})",
+                      param="input_tokens")
     return Checked(max_tokens, seconds, text_chars)
+
+
+def prompt_tokens(text_chars: int, audio_seconds: list) -> int:
+    """The rough length of a prompt: its text's tokens and 13 a second of its audio."""
+    return math.ceil(text_chars / CHARS_PER_TOKEN) + sum(
+        math.ceil(s * limits.TOKENS_PER_AUDIO_SECOND) for s in audio_seconds)
+
+
+def _check_n(body: dict) -> None:
+    """vLLM's sampling parameters: n at least 1, and 1 when sampling greedily (a temperature
+    under SAMPLING_EPS; without one, vLLM's default 1.0 with --generation-config vllm)."""
+    n = body.get("n")
+    if n is None:
+        return
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise _malformed("body.n", "Input should be a valid integer")
+    if n < 1:
+        raise Refusal(f"n must be at least 1, got {n}. (parameter=n, value={n})", param="n")
+    temperature = body.get("temperature")
+    if n > 1 and isinstance(temperature, (int, float)) and temperature < limits.SAMPLING_EPS:
+        raise Refusal(f"n must be 1 when using greedy sampling, got {n}.")
 
 
 def _max_tokens(body: dict) -> int | None:
@@ -98,7 +140,8 @@ def _max_tokens(body: dict) -> int | None:
         if not isinstance(value, int) or isinstance(value, bool):
             raise _malformed(f"body.{name}", "Input should be a valid integer")
         if value < 1:
-            raise Refusal(f"max_tokens must be at least 1, got {value}.")
+            raise Refusal(f"max_tokens must be at least 1, got {value}. "
+                          f"(parameter=max_tokens, value={value})", param="max_tokens")
         return value
     return None
 
@@ -179,8 +222,32 @@ class _Base64View(io.RawIOBase):
         return len(data)
 
 
+@dataclass
+class AudioHeader:
+    frames: int
+    samplerate: int
+    channels: int
+
+    @property
+    def seconds(self) -> float:
+        return self.frames / self.samplerate
+
+
 def audio_seconds(url: str) -> float:
     """The length of a data: URI's sound file, from its header; ValueError if unreadable."""
+    return audio_header(url).seconds
+
+
+def encoded_bytes(url: str) -> float:
+    """The size of a data: URI's file as vLLM estimates it before decoding: 3/4 of its
+    base64's length."""
+    comma = url.find(",", 0, 256)
+    return (len(url) - comma - 1) * 3 / 4
+
+
+def audio_header(url: str) -> AudioHeader:
+    """Frames, rate and channels of a data: URI's sound file, from its header; ValueError if
+    unreadable."""
     comma = url.find(",", 0, 256)
     spec = url[:comma]
     if not spec.startswith("data:") or comma < 0:
@@ -194,7 +261,7 @@ def audio_seconds(url: str) -> float:
         else:
             source = _Base64View(url, start)
         with soundfile.SoundFile(source) as sound:
-            return sound.frames / sound.samplerate
+            return AudioHeader(sound.frames, sound.samplerate, sound.channels)
     except soundfile.LibsndfileError as exc:
         raise ValueError(f"not a readable sound file ({exc.error_string})") from None
     except (binascii.Error, RuntimeError) as exc:
@@ -202,15 +269,41 @@ def audio_seconds(url: str) -> float:
 
 
 def _checked_seconds(where: str, url: str, config) -> float | None:
+    """The length of one audio item, after vLLM 0.33's checks in its order: the file's size
+    (before decoding), its length and decoded size (from its header, as vLLM's soundfile
+    loader), then what Qwen3-Omni's processor and the encoder cache take."""
+    max_bytes = config.max_audio_file_mb * limits.MiB
+    if url.startswith("data:") and len(url) - url.find(",", 0, 256) - 1 > 4 * (
+            (max_bytes + 2) // 3):
+        raise Refusal("Maximum file size exceeded (parameter=audio_filesize_mb, value="
+                      f"{encoded_bytes(url) / limits.MiB})", param="audio_filesize_mb")
     try:
-        seconds = audio_seconds(url)
+        header = audio_header(url)
     except ValueError as exc:
         if config.refuse_unreadable_audio:
-            raise Refusal(f"Failed to load the audio of {where}: {exc}") from None
+            # vLLM answers an audio it cannot open with a 500 (its loader's error is no
+            # validation error), though the fault is the request's.
+            raise Refusal(f"Failed to load the audio of {where}: {exc}", status=500,
+                          kind="InternalServerError") from None
         return None
-    if seconds < limits.MIN_AUDIO_SECONDS:
-        raise Refusal(f"The audio of {where} is {1000 * seconds:.1f} ms long, shorter than the "
-                      f"{1000 * limits.MIN_AUDIO_SECONDS:g} ms the audio feature extractor needs.")
+    seconds = header.seconds
+    if seconds > config.max_audio_decode_seconds:
+        raise Refusal(f"Audio exceeds maximum allowed duration of "
+                      f"{config.max_audio_decode_seconds}s (file contains {seconds:.1f}s at "
+                      f"{header.samplerate}Hz). Set VLLM_MAX_AUDIO_DECODE_DURATION_S to "
+                      "increase this limit.")
+    decoded = header.frames * header.channels * 4
+    if decoded > config.max_audio_decode_bytes:
+        raise Refusal(f"Audio would allocate {decoded / limits.MiB:.0f} MiB of PCM "
+                      f"({header.frames} frames x {header.channels} channels x 4B), exceeding "
+                      f"the {config.max_audio_decode_bytes / limits.MiB:.0f} MiB limit. Set "
+                      "VLLM_MAX_AUDIO_DECODE_BYTES to increase this limit.")
+    # At most 160 samples once resampled to 16 kHz (resampling rounds up): 10 ms or less.
+    if header.frames * limits.FEATURE_RATE <= round(
+            limits.MIN_AUDIO_SECONDS * limits.FEATURE_RATE) * header.samplerate:
+        raise Refusal(f"Failed to apply Qwen3OmniMoeProcessor: the audio of {where} is "
+                      f"{1000 * seconds:.1f} ms long; audio of "
+                      f"{1000 * limits.MIN_AUDIO_SECONDS:g} ms or less is refused.")
     if seconds > config.max_audio_seconds:
         cache = round(config.max_audio_seconds * limits.TOKENS_PER_AUDIO_SECOND)
         length = math.ceil(seconds * limits.TOKENS_PER_AUDIO_SECOND)

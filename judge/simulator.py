@@ -14,9 +14,12 @@ unparseable replies come in two kinds: a misbehaving server's (`garbage_rate`, d
 time) and a judge's own for a share of queries (`unreadable_rate`, the same reply each time the
 same request is asked).
 
-It refuses what a vLLM server of Qwen3-Omni refuses, with vLLM's status and error body
-(judge.requests), and a request without the API key (401 `{"error": "Unauthorized"}` on /v1/*);
-it cuts a reply at `max_tokens` (finish_reason "length").
+It refuses what a vLLM 0.33 server of Qwen3-Omni started by launch_qwen3_omni.sh refuses, with
+vLLM's status and error body (judge.requests; `make vllm-check` compares the two), a body that is
+not `Content-Type: application/json` (400), and, with an API key, a request without it on every
+path but GET /health and /ping (401 `{"error": "Unauthorized"}`, the launch script's guard);
+it cuts a reply at `max_tokens` (finish_reason "length"). As `vllm serve`, it answers chat
+completions at POST /invocations too.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import math
 import random
 import secrets
 import string
@@ -43,6 +45,7 @@ from judge.requests import (
     Checked,
     Refusal,
     check_request,
+    prompt_tokens,
     tokens,
 )
 
@@ -50,6 +53,10 @@ DEFAULT_MODEL = "Qwen3-Omni-30B-A3B-Instruct"
 
 
 NOTICE = "judge simulator: not a real model; verdicts are hashes of the input, not judgments"
+
+
+# The paths the launch script's guard leaves open (GET and HEAD only).
+OPEN_PATHS = ("/health", "/ping")
 
 
 KEEPALIVE_SECONDS = 5.0  # vLLM's VLLM_HTTP_TIMEOUT_KEEP_ALIVE default
@@ -88,6 +95,12 @@ class SimulatorConfig:
     api_key: str = ""  # when set, /v1/* wants `Authorization: Bearer <api_key>`, as vLLM
     max_audio_seconds: float = DEFAULT_MAX_AUDIO_SECONDS  # longest audio item taken
     max_audios: int = limits.DEFAULT_MAX_AUDIOS  # --limit-mm-per-prompt's audio count
+    # vLLM 0.33's audio limits as the launch script sets them by default (judge/limits.py)
+    max_audio_file_mb: int = limits.DEFAULT_AUDIO_LIMITS["VLLM_MAX_AUDIO_CLIP_FILESIZE_MB"]
+    max_audio_decode_seconds: int = limits.DEFAULT_AUDIO_LIMITS[
+        "VLLM_MAX_AUDIO_DECODE_DURATION_S"]
+    max_audio_decode_bytes: int = limits.DEFAULT_AUDIO_LIMITS["VLLM_MAX_AUDIO_DECODE_BYTES"]
+    max_model_len: int = MAX_MODEL_LEN  # --max-model-len
     # Audio that is not a readable sound file (a test's placeholder bytes) is refused, as vLLM
     # does, only when this is set; otherwise it is passed unmeasured.
     refuse_unreadable_audio: bool = False
@@ -109,6 +122,10 @@ class SimulatorConfig:
         if self.max_audio_seconds < limits.MIN_AUDIO_SECONDS:
             raise ValueError(f"max_audio_seconds must be at least {limits.MIN_AUDIO_SECONDS}, "
                              f"got {self.max_audio_seconds}")
+        for name in ("max_audio_file_mb", "max_audio_decode_seconds", "max_audio_decode_bytes",
+                     "max_model_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_audios < 0:
             raise ValueError(f"max_audios cannot be negative, got {self.max_audios}")
         if self.die_after is not None and self.die_after < 0:
@@ -198,8 +215,7 @@ def _completion(content: str, checked: Checked, config: SimulatorConfig, number:
     finish = "stop"
     if checked.max_tokens is not None and tokens(content) > checked.max_tokens:
         content, finish = content[:checked.max_tokens * CHARS_PER_TOKEN], "length"
-    prompt = math.ceil(checked.text_chars / CHARS_PER_TOKEN) + sum(
-        math.ceil(s * limits.TOKENS_PER_AUDIO_SECOND) for s in checked.audio_seconds)
+    prompt = prompt_tokens(checked.text_chars, checked.audio_seconds)
     return {
         "id": f"chatcmpl-simulator-{number}",
         "object": "chat.completion",
@@ -254,7 +270,7 @@ def make_app(state: PortState) -> web.Application:
         data = {
             "object": "list",
             "data": [{"id": config.model, "object": "model", "owned_by": SIMULATOR_FINGERPRINT,
-                      "root": config.model, "max_model_len": MAX_MODEL_LEN}],
+                      "root": config.model, "max_model_len": config.max_model_len}],
             "simulator": NOTICE,
         }
         return web.json_response(data)
@@ -272,6 +288,10 @@ def make_app(state: PortState) -> web.Application:
     async def completions(request: web.Request) -> web.StreamResponse:
         if state.died.is_set() or state.counts["completions"] == config.die_after:
             return await _die(request)
+        if request.content_type != "application/json":  # vLLM's validate_json_request
+            state.counts["refused"] += 1
+            return _error(400, "1 validation error:\n  Unsupported Media Type: Only "
+                          "'application/json' is allowed", "Bad Request")
         try:
             body = await request.json()
         except ValueError as exc:
@@ -351,11 +371,15 @@ def make_app(state: PortState) -> web.Application:
 
     @web.middleware
     async def authenticate(request: web.Request, handler) -> web.StreamResponse:
-        """vLLM's AuthenticationMiddleware: /v1/* wants the API key; /health, /metrics and
-        the simulator's own stats stay open."""
-        if config.api_key and request.path.startswith("/v1") and request.method != "OPTIONS" \
+        """The launch script's guard (mmae_judge_guard.KeyEverywhere) over vLLM's own check:
+        every request wants the API key but GET or HEAD /health and /ping, the probes a load
+        balancer makes, and the simulator's own stats."""
+        open_path = request.method in ("GET", "HEAD") and (
+            request.path.rstrip("/") in OPEN_PATHS or request.path == "/simulator/stats")
+        if config.api_key and not open_path \
                 and not _bearer_matches(request.headers.get("Authorization"), config.api_key):
-            return web.json_response({"error": "Unauthorized"}, status=401)
+            return web.json_response({"error": "Unauthorized"}, status=401,
+                                     headers={"WWW-Authenticate": "Bearer"})
         return await handler(request)
 
     async def say_simulated(request: web.Request, response: web.StreamResponse) -> None:
@@ -365,9 +389,11 @@ def make_app(state: PortState) -> web.Application:
     app.on_response_prepare.append(say_simulated)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/health", health)
+    app.router.add_get("/ping", health)
     app.router.add_get("/simulator/stats", stats)
     app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/chat/completions", completions)
+    app.router.add_post("/invocations", completions)  # SageMaker's route, in vllm serve
     return app
 
 

@@ -51,8 +51,9 @@ def test_an_unknown_model_is_a_404_as_in_vllm(simulator_factory):
     sim = simulator_factory("--latency-ms", "1")
     response = post(sim.urls[0], query(model="other"))
     assert response.status_code == 404
-    assert response.json()["error"] == {"message": "The model `other` does not exist.",
-                                        "type": "NotFoundError", "param": "model", "code": 404}
+    assert response.json()["error"] == {
+        "message": f"The model `other` does not exist. Valid aliases: {MODEL}.",
+        "type": "NotFoundError", "param": "model", "code": 404}
 
 
 def test_verdicts_are_deterministic_and_vary_across_systems(simulator_factory):

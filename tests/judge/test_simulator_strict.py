@@ -54,7 +54,8 @@ def strict(thread_simulator_factory):
 
 def test_a_model_it_does_not_serve_is_vllms_404(strict):
     response = post(strict.urls[0], audio_query(wav_uri(1), model="Qwen2-Audio"))
-    assert refused(response, 404, "NotFoundError") == "The model `Qwen2-Audio` does not exist."
+    assert refused(response, 404, "NotFoundError") == (
+        f"The model `Qwen2-Audio` does not exist. Valid aliases: {MODEL}.")
     assert response.json()["error"]["param"] == "model"
 
 
@@ -74,7 +75,9 @@ def test_a_malformed_body_is_a_400_naming_the_field(strict, body, where):
 
 def test_max_tokens_under_one_is_refused_as_vllms_sampling_params_do(strict):
     response = post(strict.urls[0], audio_query(wav_uri(1), max_tokens=0))
-    assert refused(response) == "max_tokens must be at least 1, got 0."
+    assert refused(response) == "max_tokens must be at least 1, got 0. (parameter=max_tokens, " \
+        "value=0)"
+    assert response.json()["error"]["param"] == "max_tokens"
 
 
 def test_an_unknown_content_part_type_is_a_400(strict):
@@ -87,20 +90,26 @@ def test_more_audio_items_than_the_limit_is_a_400(thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1, max_audios=2)
     assert post(sim.urls[0], audio_query(wav_uri(1), wav_uri(1))).status_code == 200
     response = post(sim.urls[0], audio_query(wav_uri(1), wav_uri(1), wav_uri(1)))
-    assert refused(response) == "At most 2 audio(s) may be provided in one prompt."
+    assert refused(response) == "At most 2 audio(s) may be provided in one prompt. " \
+        "(parameter=audio)"
+    assert response.json()["error"]["param"] == "audio"
 
 
 def test_the_default_audio_limit_is_the_launch_scripts(strict):
     response = post(strict.urls[0], audio_query(*[wav_uri(0.1)] * 9))
-    assert refused(response) == "At most 8 audio(s) may be provided in one prompt."
+    assert refused(response) == "At most 8 audio(s) may be provided in one prompt. " \
+        "(parameter=audio)"
 
 
-def test_audio_longer_than_the_encoder_cache_is_refused_with_vllms_words(strict):
+def test_audio_longer_than_the_encoder_cache_is_refused_with_vllms_words(
+        thread_simulator_factory):
     # 1,261 s at 1 kHz: just over the 16384 tokens / 13 per second the launch script's
-    # default --max-num-batched-tokens takes, and a small upload.
+    # default --max-num-batched-tokens takes, and a small upload. With the script's default
+    # decode limit (600 s) that length is refused before; a server allowing 2,000 s gets here.
+    sim = thread_simulator_factory(latency_ms=1, max_audio_decode_seconds=2000)
     too_long = wav_uri(1261, sample_rate=1000)
-    assert post(strict.urls[0], audio_query(wav_uri(1260, sample_rate=1000))).status_code == 200
-    assert refused(post(strict.urls[0], audio_query(too_long))) == (
+    assert post(sim.urls[0], audio_query(wav_uri(1260, sample_rate=1000))).status_code == 200
+    assert refused(post(sim.urls[0], audio_query(too_long))) == (
         "The decoder prompt contains a(n) audio item with length 16393, which exceeds the "
         "pre-allocated encoder cache size 16384. Please reduce the input size or increase the "
         "encoder cache size by setting --limit-mm-per-prompt at startup.")
@@ -114,15 +123,22 @@ def test_max_audio_seconds_sets_the_encoder_cache(thread_simulator_factory):
         in message
 
 
-def test_audio_under_ten_milliseconds_is_refused_naming_the_part(strict):
-    assert post(strict.urls[0], audio_query(wav_uri(0.01))).status_code == 200
-    message = refused(post(strict.urls[0], audio_query(wav_uri(1), wav_uri(0.005))))
-    assert message.startswith("The audio of messages[1].content[1] is 5.0 ms long")
+def test_audio_of_ten_milliseconds_or_less_is_refused_naming_the_part(strict):
+    # vLLM 0.33 refuses 160 samples at 16 kHz (exactly 10 ms) and takes 481 at 48 kHz (10.02 ms:
+    # 161 once resampled, rounded up); 441 at 44.1 kHz is 10 ms again.
+    assert post(strict.urls[0], audio_query(wav_uri(481 / 48000, 48000))).status_code == 200
+    for seconds, rate in ((0.01, 16000), (441 / 44100, 44100), (0.005, 16000)):
+        message = refused(post(strict.urls[0], audio_query(wav_uri(1), wav_uri(seconds, rate))))
+        assert message == ("Failed to apply Qwen3OmniMoeProcessor: the audio of "
+                           f"messages[1].content[1] is {1000 * seconds:.1f} ms long; audio of "
+                           "10 ms or less is refused.")
 
 
-def test_unreadable_audio_is_refused_when_asked_and_passed_otherwise(thread_simulator_factory,
-                                                                     strict):
-    message = refused(post(strict.urls[0], audio_query("data:audio/wav;base64,QUJD")))
+def test_unreadable_audio_is_vllms_500_when_asked_and_passed_otherwise(thread_simulator_factory,
+                                                                       strict):
+    # vLLM 0.33 answers audio it cannot open with a 500 InternalServerError (make vllm-check)
+    message = refused(post(strict.urls[0], audio_query("data:audio/wav;base64,QUJD")),
+                      500, "InternalServerError")
     assert message == ("Failed to load the audio of messages[1].content[0]: not a readable "
                        "sound file (Format not recognised.)")
     lenient = thread_simulator_factory(latency_ms=1)
@@ -153,20 +169,28 @@ def test_max_tokens_cuts_the_reply_with_finish_reason_length(strict):
     assert preferred["choices"][0]["finish_reason"] == "stop"  # as vLLM, it wins
 
 
-def test_an_api_key_guards_v1_and_leaves_health_and_metrics_open(thread_simulator_factory):
+def test_an_api_key_guards_every_path_but_the_health_probes(thread_simulator_factory):
+    """As the launch script's guard (mmae_judge_guard.KeyEverywhere) over vLLM: the key on
+    every path but GET or HEAD /health and /ping; /invocations runs chat completions."""
     sim = thread_simulator_factory(latency_ms=1, api_key="s3cret")
     url = sim.urls[0]
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
-        response = httpx.get(f"{url}/v1/models", headers=headers)
+        for path in ("/v1/models", "/metrics", "/no/such/path"):
+            response = httpx.get(f"{url}{path}", headers=headers)
+            assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
+            assert response.headers["WWW-Authenticate"] == "Bearer"
+    for path in ("/v1/chat/completions", "/invocations", "/health"):
+        response = httpx.post(f"{url}{path}", json=query(), timeout=30)
         assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
-    response = httpx.post(f"{url}/v1/chat/completions", json=query(), timeout=30)
-    assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
-    assert httpx.get(f"{url}/health").status_code == 200
-    assert httpx.get(f"{url}/metrics").status_code == 200
+    for path in ("/health", "/ping", "/simulator/stats"):
+        assert httpx.get(f"{url}{path}").status_code == 200
+    assert httpx.head(f"{url}/ping").status_code == 200
     good = {"Authorization": "Bearer s3cret"}
     assert httpx.get(f"{url}/v1/models", headers=good).status_code == 200
-    assert httpx.post(f"{url}/v1/chat/completions", json=query(), headers=good,
-                      timeout=30).status_code == 200
+    assert httpx.get(f"{url}/metrics", headers=good).status_code == 200
+    for path in ("/v1/chat/completions", "/invocations"):
+        answer = httpx.post(f"{url}{path}", json=query(), headers=good, timeout=30)
+        assert answer.json()["object"] == "chat.completion"
 
 
 def test_the_api_key_comes_from_vllm_api_key_unless_the_flag_gives_one(simulator_factory,
@@ -263,7 +287,7 @@ def test_the_fleet_client_takes_out_a_404_and_records_a_400_as_vllms_refusal(str
     assert not too_many.ok and too_many.error_kind == REFUSED and wrong == {}
     assert "At most 8 audio(s) may be provided in one prompt." in too_many.error
     assert json.loads(too_many.raw)["error"]["message"] == \
-        "At most 8 audio(s) may be provided in one prompt."
+        "At most 8 audio(s) may be provided in one prompt. (parameter=audio)"
     assert strict.completions() == 0
 
 
