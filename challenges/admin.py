@@ -15,10 +15,22 @@ from challenges.models import (
 
 
 class OrganizerInline(admin.TabularInline):
+    """Read only: organizers are granted and removed on the challenge's organizer pages (or
+    `manage.py organizer`), which audit each change."""
+
     model = Organizer
     fk_name = "challenge"
     extra = 0
-    raw_id_fields = ["user", "granted_by"]
+    fields = readonly_fields = ["user", "granted_by", "granted_at"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Challenge)
