@@ -301,3 +301,51 @@ def test_a_phase_that_shows_less_shows_no_more(shown, final_phase_of, front, cli
         assert 'id="board"' in board
         assert detail["overall"]["EMR"] is not None and detail["files"] == []
         assert "Overall:" in mail.outbox[-1].body
+
+
+def test_a_hidden_chat_benchmark_gives_no_reference_answer_or_reply(
+        tmp_path, author, staff, thread_simulator_factory, front, client):  # noqa: F811
+    """AIR-Bench chat's reference answers (the item's content, which its judge compares
+    with) are its rubrics: a hidden chat benchmark of no challenge shows them, its judge's
+    replies and its per-item scores to staff alone."""
+    from scoring import aggregation, query_loop, runs
+    from scoring.kinds.airbench import rules as airbench
+    from scoring.services import benchmark_import
+    from submissions.models import ModelEntry, Submission
+    from tests.scoring.airbench_data import chat_meta, write
+
+    benchmark, _ = benchmark_import(kind=airbench.CHAT, path=write(tmp_path / "Chat_meta.json",
+                                                                   chat_meta()),
+                                    audio_root=None, slug="hidden-chat", rubrics_hidden=True)
+    urls = thread_simulator_factory(latency_ms=1).urls
+    run = runs.run_create(benchmark=benchmark, audio_root="", missing={},
+                          outputs={str(i): f"A calm voice ({i})" for i in range(6)},
+                          config=judge_config(urls, kind=benchmark.kind, benchmark=benchmark))
+    for batch in run.batches.order_by("index"):
+        assert query_loop.batch_score(batch.id, query_loop.JudgeSettings(
+            concurrency=8, timeout=10, down_wait=1))
+    assert runs.run_try_aggregate(run.id) and aggregation.run_aggregate(run.id)
+    Answer.objects.filter(run=run).update(reason=f"The {REPLY} compares.",
+                                          raw=json.dumps({"reply": REPLY}))
+    model = ModelEntry.objects.create(owner=author, name="Talker", organisation="Lab")
+    submission = Submission.objects.create(owner=author, model=model, benchmark=benchmark,
+                                           public=True, status="queued", current_run_id=run.id,
+                                           coverage=1.0)
+    submission.runs.add(run)
+    board_refresh(Benchmark.objects.get(pk=benchmark.pk))
+    slug, pk = benchmark.slug, submission.pk
+    begin = {f"/b/{slug}/", f"/b/{slug}/i/0/", f"/s/{pk}/", f"/s/{pk}/samples/0/rubrics/",
+             f"/submissions/{pk}/", f"/api/submissions/{pk}/", f"/api/leaderboards/{slug}/",
+             f"/api/leaderboards/{slug}/items/?format=jsonl",
+             *(f"/submissions/{pk}/files/{name}" for name in get_kind(benchmark.kind).files)}
+    reference = re.compile(r"The reference answer \d")
+    everyone = crawl(front, begin, signed_in(front, client, staff))
+    assert reference.search(everyone[f"/b/{slug}/i/0/"][1])
+    assert REPLY in everyone[f"/s/{pk}/samples/0/rubrics/"][1]
+    for seen in (crawl(front, begin, signed_in(front, Client(), author)), crawl(front, begin)):
+        found = {url: what for url, what in leaks(seen).items()}
+        found.update({url: ["reference answer"] for url, (_, text) in seen.items()
+                      if reference.search(text)})
+        assert not found, "\n".join(f"{url}: {what}" for url, what in sorted(found.items()))
+        assert seen[f"/b/{slug}/i/0/"][0] == seen[f"/s/{pk}/"][0] == 404
+        assert "Talker" in seen[f"/b/{slug}/"][1]
