@@ -294,9 +294,13 @@ def make_app(state: PortState) -> web.Application:
                           "'application/json' is allowed", "Bad Request")
         try:
             body = await request.json()
-        except ValueError as exc:
+        except ValueError as exc:  # in the words of vLLM's RequestValidationError handler
             state.counts["refused"] += 1
-            return _error(400, f"JSON decode error: {exc}", "Bad Request")
+            pos, problem = getattr(exc, "pos", 0), getattr(exc, "msg", str(exc))
+            return _error(400, "1 validation error:\n  {'type': 'json_invalid', 'loc': "
+                          f"'body.{pos}', 'msg': 'JSON decode error', 'input': "
+                          f"'<dict of 0 items>', 'ctx': {{'error': {problem!r}}}}}",
+                          "Bad Request", param=f"body.{pos}")
         try:
             checked = check_request(body, config)
         except Refusal as refusal:

@@ -161,3 +161,14 @@ def test_invocations_answers_chat_completions_as_vllm_serve(thread_simulator_fac
     refusal = httpx.post(f"{sim.urls[0]}/invocations", json={**query(), "model": "x"},
                          timeout=30)
     assert refusal.status_code == 404
+
+
+def test_a_body_that_is_no_json_is_refused_in_vllms_words(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
+    response = httpx.post(f"{sim.urls[0]}/v1/chat/completions", content=b"{not json",
+                          headers={"Content-Type": "application/json"}, timeout=30)
+    assert refused(response, kind="Bad Request") == (
+        "1 validation error:\n  {'type': 'json_invalid', 'loc': 'body.1', 'msg': 'JSON decode "
+        "error', 'input': '<dict of 0 items>', 'ctx': {'error': 'Expecting property name "
+        "enclosed in double quotes'}}")
+    assert response.json()["error"]["param"] == "body.1"
