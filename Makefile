@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: install run test test-fast lint bench clean
+.PHONY: install run test test-fast lint bench clean vllm-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,13 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/score_throughput.py
+
+# The judge client and simulator checked against vLLM's own code (docs/judge.md, "Conformance
+# with vLLM 0.33"): vLLM in its own cached environment (~10 GB, installed when missing),
+# `vllm launch render` of a stand-in Qwen3-Omni with launch_qwen3_omni.sh's flags. Not part of
+# `make test`; run it before changing the judge client, the simulator or the vLLM pin.
+vllm-check: $(STAMP)
+	$(BIN)/python checks/vllm_check.py
 
 clean:
 	rm -rf $(VENV) var
