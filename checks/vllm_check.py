@@ -16,7 +16,8 @@
 5. Each refusal case sent to vLLM and to the judge simulator (`manage.py judge_simulator`):
    the statuses must agree.
 
-Prints a table of the cases (they agree when the status, and for vLLM's ErrorResponse its
+Each audio item's tokens in vLLM's prompt must also equal the simulator's count. Prints a
+table of the cases (they agree when the status, and for vLLM's ErrorResponse its
 `type` and `param`, are the same); exits 1 on any disagreement or any body vLLM does not render.
 Needs about 10 GB for vLLM; not part of `make test`.
 """
@@ -299,9 +300,9 @@ def scoring_bodies(work: Path, key: str, model: str, samples: int) -> dict[str, 
     bodies = {}
     try:
         root = work / "mmae"
-        meta = write_benchmark(root, samples, seed=7, seconds=2.0)
+        meta = write_benchmark(root, samples, seed=7, seconds=2.5)
         predictions = write_system(root, json.loads(meta.read_text()), name="check",
-                                   seconds=2.0)
+                                   seconds=3.7)
         score("mmae", meta, predictions, root, work / "mmae-out", recorder.url, key, model)
         bodies["mmae"] = recorder.bodies[:]
         recorder.bodies.clear()
@@ -315,20 +316,53 @@ def scoring_bodies(work: Path, key: str, model: str, samples: int) -> dict[str, 
     return bodies
 
 
-def render_all(url: str, key: str, bodies: dict[str, list[bytes]]) -> list[tuple[str, int, str]]:
-    """Each body POSTed to vLLM's render endpoint: (run, status, message) of each not 200."""
-    failures = []
+@dataclass
+class Rendered:
+    failures: list  # (run, status, message) of each body not rendered
+    audio_items: int = 0
+    vllm_audio_tokens: int = 0  # the lengths of vLLM's audio placeholders
+    simulator_audio_tokens: int = 0  # the simulator's count of the same
+    items_counted_differently: int = 0
+
+
+def simulator_audio_tokens(body: dict) -> list[int]:
+    """The audio tokens the simulator counts for each audio part of a body, in order."""
+    from judge.requests import check_request
+    from judge.simulator import SimulatorConfig
+
+    return check_request(body, SimulatorConfig(model=body["model"])).audio_tokens
+
+
+def render_all(url: str, key: str, bodies: dict[str, list[bytes]]) -> Rendered:
+    """Each body POSTed to vLLM's render endpoint; each audio's placeholder tokens compared
+    with the simulator's count."""
+    rendered = Rendered([])
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     total = sum(len(b) for b in bodies.values())
     progress = tqdm(total=total, desc="rendering bodies", unit="body", file=sys.stderr)
     with httpx.Client(timeout=300, limits=NO_KEEPALIVE) as client, progress as bar:
         for run, run_bodies in bodies.items():
             for body in run_bodies:
-                response = client.post(url + RENDER, content=body, headers=headers)
-                if response.status_code != 200:
-                    failures.append((run, response.status_code, response.text[:300]))
                 bar.update()
-    return failures
+                try:
+                    response = client.post(url + RENDER, content=body, headers=headers)
+                except httpx.HTTPError as exc:
+                    rendered.failures.append((run, 0, f"no answer: {exc!r}"))
+                    continue
+                if response.status_code != 200:
+                    rendered.failures.append((run, response.status_code, response.text[:300]))
+                    continue
+                features = response.json().get("features") or {}
+                placeholders = [p["length"] for p in
+                                (features.get("mm_placeholders") or {}).get("audio", [])]
+                ours = simulator_audio_tokens(json.loads(body))
+                rendered.audio_items += len(ours)
+                rendered.vllm_audio_tokens += sum(placeholders)
+                rendered.simulator_audio_tokens += sum(ours)
+                rendered.items_counted_differently += sum(
+                    a != b for a, b in zip(placeholders, ours, strict=False)) + abs(
+                    len(placeholders) - len(ours))
+    return rendered
 
 
 # --- 5. refusal cases ---------------------------------------------------------------------------
@@ -525,7 +559,8 @@ def main() -> int:
             log("scoring a synthetic MMAE benchmark and an AIR-Bench chat one to collect "
                 "their request bodies")
             bodies = scoring_bodies(work, key, served, args.samples)
-            failures = render_all(render_url, key, bodies)
+            rendered = render_all(render_url, key, bodies)
+            failures = rendered.failures
             all_cases = cases(launch)
             # A new connection for each request: both servers close idle ones after 5 s.
             with httpx.Client(timeout=600, limits=NO_KEEPALIVE) as client:
@@ -550,6 +585,9 @@ def main() -> int:
         print(f"{run}: {len(run_bodies)} request bodies, {len(run_bodies) - bad} rendered (200)")
     for run, status, message in failures[:10]:
         print(f"  {run}: HTTP {status}: {message}")
+    print(f"audio: {rendered.audio_items} items, {rendered.vllm_audio_tokens} placeholder tokens "
+          f"in vLLM's prompts, {rendered.simulator_audio_tokens} counted by the simulator; "
+          f"{rendered.items_counted_differently} items counted differently")
     print()
     print(table(all_cases))
     if args.verbose:
@@ -561,7 +599,8 @@ def main() -> int:
     for c in unexpected:
         print(f"note: vLLM answered {c.vllm.status} to {c.name!r}, not the {c.expected} this "
               "check was written for")
-    ok = not failures and not disagree and all(bodies.values())
+    ok = not failures and not disagree and all(bodies.values()) \
+        and not rendered.items_counted_differently
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(len(b) for b in bodies.values()) - len(failures)}"
           f" of {sum(len(b) for b in bodies.values())} bodies rendered, "
           f"{len(all_cases) - len(disagree)} of {len(all_cases)} cases agree")

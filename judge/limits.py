@@ -78,3 +78,14 @@ FEATURE_RATE = 16_000
 # Below this temperature vLLM samples greedily (vllm/sampling_params.py _SAMPLING_EPS), and
 # then refuses n > 1.
 SAMPLING_EPS = 1e-5
+
+
+def audio_tokens(frames: int, samplerate: int) -> int:
+    """The tokens Qwen3-Omni's audio encoder gives `frames` samples at `samplerate` (about 13 a
+    second), as vLLM 0.33 counts them: resampled to 16 kHz (rounded up), a mel frame per 160
+    samples (rounded up), 13 tokens per 100 frames and the rest through the encoder's two
+    stride-2 convolutions (transformers' Qwen3-Omni _get_feat_extract_output_lengths)."""
+    samples = -(-frames * FEATURE_RATE // samplerate)
+    mel = -(-samples // 160)
+    rest = (mel % 100 - 1) // 2 + 1
+    return ((rest - 1) // 2 + 1 - 1) // 2 + 1 + mel // 100 * TOKENS_PER_AUDIO_SECOND

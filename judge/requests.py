@@ -8,9 +8,9 @@ audio of 10 ms or less or longer than the encoder cache takes, a prompt longer t
 length. `make vllm-check` (checks/vllm_check.py) compares each with vLLM's own code.
 
 Audio is measured from the data: URI's sound file header (soundfile), not by decoding its
-samples; tokens are counted roughly (CHARS_PER_TOKEN, TOKENS_PER_AUDIO_SECOND), so a prompt near
-the model length may be counted differently from vLLM. `config` is the simulator's
-(judge.simulator.SimulatorConfig)."""
+samples; audio tokens are counted as vLLM does (judge.limits.audio_tokens), text tokens roughly
+(CHARS_PER_TOKEN), so a prompt near the model length may be counted differently from vLLM.
+`config` is the simulator's (judge.simulator.SimulatorConfig)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class Checked:
     """What the simulator needs of a request vLLM would take."""
 
     max_tokens: int | None
-    audio_seconds: list  # of each audio item that could be measured
+    audio_tokens: list  # of each audio item that could be measured
     text_chars: int
 
 
@@ -99,22 +99,22 @@ def check_request(body, config) -> Checked:
     if len(audio) > config.max_audios:
         raise Refusal(f"At most {config.max_audios} audio(s) may be provided in one prompt. "
                       "(parameter=audio)", param="audio")
-    seconds = [s for where, url in audio
-               if (s := _checked_seconds(where, url, config)) is not None]
-    prompt = prompt_tokens(text_chars, seconds)
+    counts = [n for where, url in audio
+              if (n := _checked_tokens(where, url, config)) is not None]
+    prompt = prompt_tokens(text_chars, counts)
     if prompt > config.max_model_len:
         raise Refusal(f"This model's maximum context length is {config.max_model_len} tokens. "
                       f"However, your prompt contains {prompt} input tokens, which exceeds this "
                       "limit even without any output tokens. Please reduce the length of the "
                       f"input prompt. (parameter=input_tokens, value={prompt})",
                       param="input_tokens")
-    return Checked(max_tokens, seconds, text_chars)
+    return Checked(max_tokens, counts, text_chars)
 
 
-def prompt_tokens(text_chars: int, audio_seconds: list) -> int:
-    """The rough length of a prompt: its text's tokens and 13 a second of its audio."""
-    return math.ceil(text_chars / CHARS_PER_TOKEN) + sum(
-        math.ceil(s * limits.TOKENS_PER_AUDIO_SECOND) for s in audio_seconds)
+def prompt_tokens(text_chars: int, audio_tokens: list) -> int:
+    """The length of a prompt: its text's tokens, roughly, and its audio's, as vLLM counts
+    them (judge.limits.audio_tokens)."""
+    return math.ceil(text_chars / CHARS_PER_TOKEN) + sum(audio_tokens)
 
 
 def _check_n(body: dict) -> None:
@@ -268,8 +268,8 @@ def audio_header(url: str) -> AudioHeader:
         raise ValueError(f"not a readable sound file ({exc})") from None
 
 
-def _checked_seconds(where: str, url: str, config) -> float | None:
-    """The length of one audio item, after vLLM 0.33's checks in its order: the file's size
+def _checked_tokens(where: str, url: str, config) -> int | None:
+    """The tokens of one audio item, after vLLM 0.33's checks in its order: the file's size
     (before decoding), its length and decoded size (from its header, as vLLM's soundfile
     loader), then what Qwen3-Omni's processor and the encoder cache take."""
     max_bytes = config.max_audio_file_mb * limits.MiB
@@ -306,9 +306,9 @@ def _checked_seconds(where: str, url: str, config) -> float | None:
                       f"{1000 * limits.MIN_AUDIO_SECONDS:g} ms or less is refused.")
     if seconds > config.max_audio_seconds:
         cache = round(config.max_audio_seconds * limits.TOKENS_PER_AUDIO_SECOND)
-        length = math.ceil(seconds * limits.TOKENS_PER_AUDIO_SECOND)
+        length = limits.audio_tokens(header.frames, header.samplerate)
         raise Refusal(f"The decoder prompt contains a(n) audio item with length {length}, which "
                       f"exceeds the pre-allocated encoder cache size {cache}. Please reduce the "
                       "input size or increase the encoder cache size by setting "
                       "--limit-mm-per-prompt at startup.")
-    return seconds
+    return limits.audio_tokens(header.frames, header.samplerate)

@@ -215,7 +215,7 @@ def _completion(content: str, checked: Checked, config: SimulatorConfig, number:
     finish = "stop"
     if checked.max_tokens is not None and tokens(content) > checked.max_tokens:
         content, finish = content[:checked.max_tokens * CHARS_PER_TOKEN], "length"
-    prompt = prompt_tokens(checked.text_chars, checked.audio_seconds)
+    prompt = prompt_tokens(checked.text_chars, checked.audio_tokens)
     return {
         "id": f"chatcmpl-simulator-{number}",
         "object": "chat.completion",

@@ -172,3 +172,27 @@ def test_a_body_that_is_no_json_is_refused_in_vllms_words(thread_simulator_facto
         "error', 'input': '<dict of 0 items>', 'ctx': {'error': 'Expecting property name "
         "enclosed in double quotes'}}")
     assert response.json()["error"]["param"] == "body.1"
+
+
+# (frames, sample rate, tokens in vLLM 0.33's prompt: the length of its audio placeholder)
+VLLM_AUDIO_TOKENS = [
+    (8000, 16000, 7), (8320, 16000, 7), (16000, 16000, 13), (16159, 16000, 14),
+    (16321, 16000, 14), (59200, 16000, 48), (59361, 16000, 48), (1234567, 16000, 1004),
+    (22050, 44100, 7), (163170, 44100, 48), (24000, 48000, 7), (24481, 48000, 7),
+]
+
+
+@pytest.mark.parametrize("frames, rate, expected", VLLM_AUDIO_TOKENS)
+def test_audio_tokens_are_counted_as_vllm_does(frames, rate, expected):
+    assert limits.audio_tokens(frames, rate) == expected
+
+
+def test_the_reply_usage_counts_audio_tokens_as_vllm_does(thread_simulator_factory):
+    sim = thread_simulator_factory(latency_ms=1)
+
+    def prompt_tokens(uri):
+        return post(sim.urls[0], audio_query(uri)).json()["usage"]["prompt_tokens"]
+
+    # 3.7 s is 48 tokens (not ceil(3.7 x 13) = 49), 0.5 s is 7
+    assert prompt_tokens(wav_uri(3.7)) - prompt_tokens(wav_uri(0.5)) == 48 - 7
+    assert prompt_tokens(wav_uri(3.7, 44100)) - prompt_tokens(wav_uri(0.5)) == 48 - 7
