@@ -16,7 +16,8 @@
 5. Each refusal case sent to vLLM and to the judge simulator (`manage.py judge_simulator`):
    the statuses must agree.
 
-Each audio item's tokens in vLLM's prompt must also equal the simulator's count. Prints a
+Each audio item's tokens in vLLM's prompt must also equal the simulator's count, and sit where
+the body puts it, after its label (`--chat-template-content-format openai`). Prints a
 table of the cases (they agree when the status, and for vLLM's ErrorResponse its
 `type` and `param`, are the same); exits 1 on any disagreement or any body vLLM does not render.
 Needs about 10 GB for vLLM; not part of `make test`.
@@ -43,7 +44,7 @@ import tempfile
 import threading
 import time
 import wave
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,6 +56,8 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+from stand_in_model import SPECIAL_TOKENS  # noqa: E402  (checks/, this file's folder)
 
 from judge import limits  # noqa: E402
 
@@ -323,6 +326,8 @@ class Rendered:
     vllm_audio_tokens: int = 0  # the lengths of vLLM's audio placeholders
     simulator_audio_tokens: int = 0  # the simulator's count of the same
     items_counted_differently: int = 0
+    # bodies whose audio vLLM's prompt does not place as the body does (each after its label)
+    misplaced: list = field(default_factory=list)
 
 
 def simulator_audio_tokens(body: dict) -> list[int]:
@@ -331,6 +336,30 @@ def simulator_audio_tokens(body: dict) -> list[int]:
     from judge.simulator import SimulatorConfig
 
     return check_request(body, SimulatorConfig(model=body["model"])).audio_tokens
+
+
+def text_before_each_audio(body: dict) -> list[bool]:
+    """For each audio part of a body: whether text (its label) comes between it and the start
+    of its message or the audio before it."""
+    found = []
+    for message in body["messages"]:
+        text = False
+        for part in message["content"] if isinstance(message["content"], list) else []:
+            if part.get("type") == "audio_url":
+                found.append(text)
+                text = False
+            elif part.get("type") == "text" and part.get("text", "").strip():
+                text = True
+    return found
+
+
+def text_before_each_placeholder(token_ids: list[int]) -> list[bool]:
+    """The same read from a rendered prompt: whether each audio's start token follows text,
+    rather than the audio before it or its message's header (<|im_start|>role, newline)."""
+    start, end = SPECIAL_TOKENS["<|audio_start|>"], SPECIAL_TOKENS["<|audio_end|>"]
+    header = SPECIAL_TOKENS["<|im_start|>"]
+    return [not (token_ids[i - 1] == end or (i >= 3 and token_ids[i - 3] == header))
+            for i, token in enumerate(token_ids) if token == start]
 
 
 def render_all(url: str, key: str, bodies: dict[str, list[bytes]]) -> Rendered:
@@ -352,10 +381,15 @@ def render_all(url: str, key: str, bodies: dict[str, list[bytes]]) -> Rendered:
                 if response.status_code != 200:
                     rendered.failures.append((run, response.status_code, response.text[:300]))
                     continue
-                features = response.json().get("features") or {}
+                answer = response.json()
+                features = answer.get("features") or {}
                 placeholders = [p["length"] for p in
                                 (features.get("mm_placeholders") or {}).get("audio", [])]
-                ours = simulator_audio_tokens(json.loads(body))
+                parsed = json.loads(body)
+                ours = simulator_audio_tokens(parsed)
+                if text_before_each_audio(parsed) != text_before_each_placeholder(
+                        answer.get("token_ids") or []):
+                    rendered.misplaced.append(run)
                 rendered.audio_items += len(ours)
                 rendered.vllm_audio_tokens += sum(placeholders)
                 rendered.simulator_audio_tokens += sum(ours)
@@ -588,6 +622,8 @@ def main() -> int:
     print(f"audio: {rendered.audio_items} items, {rendered.vllm_audio_tokens} placeholder tokens "
           f"in vLLM's prompts, {rendered.simulator_audio_tokens} counted by the simulator; "
           f"{rendered.items_counted_differently} items counted differently")
+    print(f"labels: {len(rendered.misplaced)} bodies whose audio vLLM's prompt does not place "
+          "where the body does (after its label text)")
     print()
     print(table(all_cases))
     if args.verbose:
@@ -600,7 +636,7 @@ def main() -> int:
         print(f"note: vLLM answered {c.vllm.status} to {c.name!r}, not the {c.expected} this "
               "check was written for")
     ok = not failures and not disagree and all(bodies.values()) \
-        and not rendered.items_counted_differently
+        and not rendered.items_counted_differently and not rendered.misplaced
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(len(b) for b in bodies.values()) - len(failures)}"
           f" of {sum(len(b) for b in bodies.values())} bodies rendered, "
           f"{len(all_cases) - len(disagree)} of {len(all_cases)} cases agree")
