@@ -10,6 +10,7 @@ import threading
 import zipfile
 from datetime import timedelta
 
+import jsonschema
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -27,6 +28,7 @@ from scoring.models import Benchmark, Criterion
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark, write_system
 from submissions.models import Submission
+from tests.leaderboard.test_api_bodies import described
 
 pytestmark = pytest.mark.django_db
 
@@ -269,6 +271,8 @@ def test_the_api_uploads_lists_and_chooses(world, team, author):
     assert created.status_code == 201, created.content
     assert created.json()["late"] is False
     listed = api.get(url).json()
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    jsonschema.validate(listed, described(schema, "/c/{slug}/api/{phase}/{track}/entries/", 200))
     assert listed["team"] == "Waveforms" and listed["limits"]["used_today"] == 1
     assert [e["counts"] for e in listed["entries"]] == [True]
     chosen = api.post(f"/c/icassp/api/entries/{listed['entries'][0]['id']}/choose/")

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from challenges import teams
 from challenges.models import Entry, Track
-from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS, browser  # noqa: F401
+from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS
 from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS, log_in
 from tests.challenges.test_entries import ATTESTATIONS, build_challenge, upload
 
@@ -41,7 +41,7 @@ def world(tmp_path, settings, author, other_author):
 
 
 @pytest.mark.parametrize("device", WIDTHS)
-def test_the_participant_pages_fit_and_their_clocks_run(browser, live_server, world,  # noqa: F811
+def test_the_participant_pages_fit_and_their_clocks_run(browser, live_server, world,
                                                         device):
     width, height = WIDTHS[device]
     context = browser.new_context(base_url=live_server.url,

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from challenges.models import Phase, Verification
-from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS, browser  # noqa: F401
+from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS
 from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS, log_in
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
 
@@ -46,7 +46,7 @@ def world(tmp_path, settings, author):
 
 
 @pytest.mark.parametrize("device", WIDTHS)
-def test_the_organizer_pages_fit_and_the_reveal_button_works(browser, live_server,  # noqa: F811
+def test_the_organizer_pages_fit_and_the_reveal_button_works(browser, live_server,
                                                                world, device):
     width, height = WIDTHS[device]
     # A visitor in Tokyo: local times are neither UTC nor the organizers' (US Pacific).
