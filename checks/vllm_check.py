@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import base64
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -56,8 +57,6 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-
-from stand_in_model import SPECIAL_TOKENS  # noqa: E402  (checks/, this file's folder)
 
 from judge import limits  # noqa: E402
 
@@ -338,6 +337,15 @@ def simulator_audio_tokens(body: dict) -> list[int]:
     return check_request(body, SimulatorConfig(model=body["model"])).audio_tokens
 
 
+def stand_in_tokens() -> dict[str, int]:
+    """The stand-in tokenizer's special tokens (checks/stand_in_model.py, which imports
+    transformers only when it builds)."""
+    spec = importlib.util.spec_from_file_location("stand_in_model", STAND_IN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SPECIAL_TOKENS
+
+
 def text_before_each_audio(body: dict) -> list[bool]:
     """For each audio part of a body: whether text (its label) comes between it and the start
     of its message or the audio before it."""
@@ -356,8 +364,9 @@ def text_before_each_audio(body: dict) -> list[bool]:
 def text_before_each_placeholder(token_ids: list[int]) -> list[bool]:
     """The same read from a rendered prompt: whether each audio's start token follows text,
     rather than the audio before it or its message's header (<|im_start|>role, newline)."""
-    start, end = SPECIAL_TOKENS["<|audio_start|>"], SPECIAL_TOKENS["<|audio_end|>"]
-    header = SPECIAL_TOKENS["<|im_start|>"]
+    tokens = stand_in_tokens()
+    start, end, header = (tokens[name] for name in
+                          ("<|audio_start|>", "<|audio_end|>", "<|im_start|>"))
     return [not (token_ids[i - 1] == end or (i >= 3 and token_ids[i - 3] == header))
             for i, token in enumerate(token_ids) if token == start]
 

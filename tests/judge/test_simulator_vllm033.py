@@ -3,7 +3,10 @@ vLLM's own code; these run without vLLM): its audio limits, the model length, gr
 with n > 1, a body that is not JSON, and the launch script's guard on /invocations."""
 
 import base64
+import importlib.util
 import io
+import sys
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -196,3 +199,49 @@ def test_the_reply_usage_counts_audio_tokens_as_vllm_does(thread_simulator_facto
     # 3.7 s is 48 tokens (not ceil(3.7 x 13) = 49), 0.5 s is 7
     assert prompt_tokens(wav_uri(3.7)) - prompt_tokens(wav_uri(0.5)) == 48 - 7
     assert prompt_tokens(wav_uri(3.7, 44100)) - prompt_tokens(wav_uri(0.5)) == 48 - 7
+
+
+def load_check():
+    """checks/vllm_check.py (a command, not a package), whose parts need no vLLM."""
+    path = Path(__file__).resolve().parents[2] / "checks" / "vllm_check.py"
+    if "vllm_check" not in sys.modules:  # its dataclasses look their module up there
+        spec = importlib.util.spec_from_file_location("vllm_check", path)
+        sys.modules["vllm_check"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["vllm_check"])
+    return sys.modules["vllm_check"]
+
+
+def test_the_simulators_defaults_are_the_launch_script_make_vllm_check_starts():
+    check = load_check()
+    launch = check.read_launch_script(check.SCRIPT.read_text())
+    config = SimulatorConfig()
+    flags = dict(zip(launch.flags[::2], launch.flags[1::2], strict=True))
+    assert flags == {
+        "--served-model-name": config.model, "--dtype": "bfloat16",
+        "--max-model-len": str(config.max_model_len),
+        "--max-num-batched-tokens": str(limits.DEFAULT_BATCHED_TOKENS),
+        "--limit-mm-per-prompt": f'{{"audio": {config.max_audios}}}',
+        "--chat-template-content-format": "openai", "--generation-config": "vllm",
+        "--middleware": "mmae_judge_guard.KeyEverywhere",
+    }
+    assert launch.environment == {
+        "VLLM_MAX_AUDIO_CLIP_FILESIZE_MB": str(config.max_audio_file_mb),
+        "VLLM_MAX_AUDIO_DECODE_DURATION_S": str(config.max_audio_decode_seconds),
+        "VLLM_MAX_AUDIO_DECODE_BYTES": str(config.max_audio_decode_bytes),
+    }
+    assert "class KeyEverywhere:" in launch.guard
+    assert 'OPEN_PATHS = ("/health", "/ping")' in launch.guard
+
+
+def test_make_vllm_check_tells_labelled_audio_from_audio_moved_to_the_front():
+    check = load_check()
+    start, end, header, user, newline, text = 151669, 151670, 151644, 872, 198, 5
+    body = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "<audio input1>: "}, {"type": "audio_url", "audio_url": {}},
+        {"type": "audio_url", "audio_url": {}},
+        {"type": "text", "text": "Question?"}]}]}
+    assert check.text_before_each_audio(body) == [True, False]
+    labelled = [header, user, newline, text, start, 7, end, start, 7, end, text]
+    assert check.text_before_each_placeholder(labelled) == [True, False]
+    moved = [header, user, newline, start, 7, end, start, 7, end, text, text]
+    assert check.text_before_each_placeholder(moved) == [False, False]
