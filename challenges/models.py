@@ -234,3 +234,19 @@ class Verification(models.Model):
 
     def __str__(self):
         return f"{self.team} in {self.phase}: {self.state}"
+
+
+class RevealNotice(models.Model):
+    """A participant e-mailed the reveal of a phase: the mail task sends to those without one,
+    so that its retries (our failures) never mail anyone twice."""
+
+    phase = models.ForeignKey(Phase, on_delete=models.CASCADE, related_name="+")
+    membership = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="+")
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["phase", "membership"],
+                                               name="revealnotice_phase_membership")]
+
+    def __str__(self):
+        return f"{self.membership} told of {self.phase}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from celery import shared_task
 from django.conf import settings
 from django.core import mail
 from django.db import transaction
@@ -18,8 +19,9 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import audit_record
-from challenges.models import Entry, Membership, Phase
+from challenges.models import Entry, Membership, Phase, RevealNotice
 from challenges.official import official_ranking, phase_boards
+from config.tasks import RowTask
 from leaderboard.boards.snapshots import snapshot_take
 from scoring.boards import board_changed
 from scoring.models import Benchmark
@@ -73,8 +75,7 @@ def _after_reveal(phase: Phase, boards, rankings) -> None:
         if snapshot is None:
             log.warning("reveal of %s: %s changed while its snapshot was taken", phase,
                         board.benchmark.slug)
-    sent = participants_notify(phase, rankings)
-    log.info("reveal of %s: %d participant(s) e-mailed", phase, sent)
+    reveal_mail.delay(phase.pk)
 
 
 def participants(phase: Phase) -> list:
@@ -86,33 +87,71 @@ def participants(phase: Phase) -> list:
     return [m for m in members if m.user.is_active]
 
 
-def participants_notify(phase: Phase, rankings: dict) -> int:
-    """E-mail each participant (one message each, to their address alone) their team's
-    final standing on each track and the results page. The number sent."""
+def published_rankings(phase: Phase) -> dict:
+    """board id -> the official ranking the reveal published (its audit records' rows, as
+    they were), as official.Ranking.as_dict gives it."""
+    boards = {b.benchmark.slug: b.pk for b in phase_boards(phase)}
+    found = {}
+    for event in AuditEvent.objects.filter(action=AuditEvent.Action.REVEAL,
+                                           object_type="challenges.phase",
+                                           object_id=str(phase.pk)):
+        if event.benchmark_slug in boards and "official" in event.after:
+            found[boards[event.benchmark_slug]] = event.after["official"]
+    return found
+
+
+def participants_notify(phase: Phase) -> int:
+    """E-mail each participant not mailed yet (one message each, to their address alone)
+    their team's final standing on each track, as the reveal published it, and the results
+    page; each is recorded as it is sent (RevealNotice), so a retry after a failure mails
+    only those left. The number sent."""
     url = settings.SITE_URL + reverse("challenges:results", args=[phase.challenge.slug])
     boards = {b.pk: b for b in phase_boards(phase)}
-    messages = []
+    rankings = published_rankings(phase)
+    told = set(RevealNotice.objects.filter(phase=phase).values_list("membership_id", flat=True))
+    sent = 0
     for membership in participants(phase):
-        if not membership.user.email:
+        if not membership.user.email or membership.pk in told:
             continue
         standing = []
         for pk, ranking in rankings.items():
-            track = boards[pk].track.name if pk in boards else ranking.board.track.name
-            row = next((r for r in ranking.ranked if r.team_id == membership.team_id), None)
-            out = next((r for r in ranking.disqualified if r.team_id == membership.team_id),
+            track = boards[pk].track.name
+            row = next((r for r in ranking["ranked"] if r["team_id"] == membership.team_id),
                        None)
+            out = next((r for r in ranking["disqualified"]
+                        if r["team_id"] == membership.team_id), None)
             if row is not None:
-                standing.append({"track": track, "rank": row.rank, "of": len(ranking.ranked),
-                                 "delta": row.rank_delta})
+                standing.append({"track": track, "rank": row["rank"],
+                                 "of": len(ranking["ranked"]), "delta": row["rank_delta"]})
             elif out is not None:
-                standing.append({"track": track, "disqualified": True, "reason": out.reason})
+                standing.append({"track": track, "disqualified": True,
+                                 "reason": out["reason"]})
         context = {"phase": phase, "challenge": phase.challenge, "team": membership.team,
                    "user": membership.user, "standing": standing, "url": url}
         subject = render_to_string("challenges/public/email/reveal_subject.txt", context)
         body = render_to_string("challenges/public/email/reveal_body.txt", context)
-        messages.append(mail.EmailMessage(" ".join(subject.split()), body, None,
-                                          [membership.user.email]))
-    if not messages:
-        return 0
-    with mail.get_connection() as connection:
-        return connection.send_messages(messages) or 0
+        mail.EmailMessage(" ".join(subject.split()), body, None,
+                          [membership.user.email]).send()
+        RevealNotice.objects.create(phase=phase, membership=membership)
+        sent += 1
+    return sent
+
+
+class RevealMailTask(RowTask):
+    """The reveal's e-mails of one phase: a failure on our side (the mail server) is retried
+    CHALLENGE_EMAIL_RETRIES times with backoff, mailing only the participants left; then
+    logged for staff."""
+
+    model = "challenges.Phase"
+    retries = "CHALLENGE_EMAIL_RETRIES"
+    retry_seconds = "CHALLENGE_EMAIL_RETRY_SECONDS"
+
+    def gave_up(self, row_id: int, tries: int, why: str) -> None:
+        log.error("the reveal's e-mails of phase %s gave up after %s tries (%s); "
+                  "participants left unmailed have no RevealNotice", row_id, tries, why)
+
+
+@shared_task(base=RevealMailTask)
+def reveal_mail(phase) -> None:
+    sent = participants_notify(phase)
+    log.info("reveal of %s: %d participant(s) e-mailed", phase, sent)

@@ -18,6 +18,7 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from audit.services import audit_record
 from challenges.models import Phase, PhaseBoard
+from challenges.reveal import reveal_mail  # noqa: F401 (with the reveal; found by autodiscovery)
 from leaderboard.boards.snapshots import snapshot_take
 from scoring.boards import board_changed
 
@@ -93,3 +94,4 @@ def freeze_phases() -> int:
         except Exception:  # one phase's failure must not keep the others unfrozen
             log.exception("freezing phase %s failed; the next sweep tries again", phase_id)
     return frozen
+

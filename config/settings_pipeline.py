@@ -44,6 +44,11 @@ SUBMISSION_VALIDATION_RETRY_SECONDS = env_int("SUBMISSION_VALIDATION_RETRY_SECON
 # Spectrogram images (scoring.spectrogram_store): drawing that breaks on our side is retried
 # this many times, SPECTROGRAM_RETRY_SECONDS later, then 3 and 9 times that; the pages then
 # go on saying "spectrogram being drawn", and the error is in the worker's log.
+# The e-mails of a challenge's reveal that fail on our side (the mail server) are sent again
+# this many times, CHALLENGE_EMAIL_RETRY_SECONDS later, then 3 and 9 times that; each
+# participant is mailed once (challenges.models.RevealNotice).
+CHALLENGE_EMAIL_RETRIES = env_int("CHALLENGE_EMAIL_RETRIES", 4, minimum=0)
+CHALLENGE_EMAIL_RETRY_SECONDS = env_int("CHALLENGE_EMAIL_RETRY_SECONDS", 60, minimum=0)
 SPECTROGRAM_RETRIES = env_int("SPECTROGRAM_RETRIES", 2, minimum=0)
 SPECTROGRAM_RETRY_SECONDS = env_int("SPECTROGRAM_RETRY_SECONDS", 30, minimum=0)
 SUBMISSION_RETRY_AFTER_SECONDS = env_int("SUBMISSION_RETRY_AFTER_SECONDS", 600, minimum=0)

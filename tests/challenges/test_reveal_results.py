@@ -6,11 +6,13 @@ verification states and Rank Delta."""
 
 import pytest
 from django.core import mail
+from django.core.mail import EmailMessage
 from django.core.management import call_command
 
 from audit.models import AuditEvent
 from challenges import organizer_services
-from challenges.models import Phase, Verification
+from challenges.models import Phase, RevealNotice, Verification
+from challenges.reveal import participants_notify, reveal_mail
 from config.errors import ServiceError
 from leaderboard.models import BoardSnapshot
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
@@ -65,7 +67,10 @@ def test_the_reveal_snapshots_each_board_and_emails_every_participant(
         ("Bravo", 1, 2 - 1), ("Alpha", 2, 1 - 2)]
     assert [(r["team"], r["reason"]) for r in official["disqualified"]] == [
         ("Charlie", "the package's code does not run")]
-    # One e-mail each to the members of the teams with entries, to their address alone.
+    # One e-mail each to the members of the teams with entries, to their address alone, by
+    # the task the reveal queued (run here as a worker runs it).
+    assert not mail.outbox
+    reveal_mail(built.final.pk)
     assert sorted(m.to[0] for m in mail.outbox) == [
         "alpha@example.com", "bravo@example.com", "charlie@example.com"]
     bravo = next(m for m in mail.outbox if m.to == ["bravo@example.com"])
@@ -88,6 +93,7 @@ def test_manage_py_reveal_does_the_same(built, django_capture_on_commit_callback
     assert "revealed" in capsys.readouterr().out
     assert BoardSnapshot.objects.filter(
         benchmark=built.board("final", "single").benchmark).count() == 1
+    reveal_mail(built.final.pk)
     assert len(mail.outbox) == 3
     assert AuditEvent.objects.get(action="reveal").actor is None
 
@@ -110,3 +116,28 @@ def test_a_revealed_phase_keeps_its_times_and_boards(client, built, author):
     assert page.status_code == 400 and "was revealed" in page.content.decode()
     assert 'action="/c/icassp/manage/phases/final/reveal/"' not in \
         client.get("/c/icassp/manage/").content.decode()
+
+
+def test_a_mail_server_failing_midway_is_retried_and_mails_nobody_twice(
+        built, django_capture_on_commit_callbacks, monkeypatch, settings):
+    settings.CHALLENGE_EMAIL_RETRY_SECONDS = 0
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("reveal", "icassp")
+    send = EmailMessage.send
+    failing = {"left": 1}
+
+    def flaky(message, *args, **kwargs):
+        if message.to == ["bravo@example.com"] and failing["left"]:
+            failing["left"] -= 1
+            raise ConnectionRefusedError("the mail server is down")
+        return send(message, *args, **kwargs)
+
+    monkeypatch.setattr(EmailMessage, "send", flaky)
+    with pytest.raises(ConnectionRefusedError):
+        participants_notify(built.final)  # one try of the task: it stops at the failure
+    assert [m.to for m in mail.outbox] == [["alpha@example.com"]]
+    assert participants_notify(built.final) == 2  # its retry mails only those left
+    assert sorted(m.to[0] for m in mail.outbox) == [
+        "alpha@example.com", "bravo@example.com", "charlie@example.com"]
+    assert participants_notify(built.final) == 0
+    assert RevealNotice.objects.filter(phase=built.final).count() == 3
