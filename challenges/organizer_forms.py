@@ -171,3 +171,31 @@ class DecisionForm(forms.Form):
 
 class PackageForm(forms.Form):
     package = forms.FileField(label="Reproducibility package (.zip or .tar.gz)")
+
+
+class BenchmarkImportForm(forms.Form):
+    """A benchmark imported on the organizer pages and attached as a track's board
+    (challenges.benchmark_imports); the track's dimension filter picks its items."""
+
+    metadata = forms.FileField(label="Metadata file (such as MMAE-meta.json)")
+    archive = forms.FileField(label="Input audio (.zip or .tar.gz)",
+                              help_text="The files at the paths the metadata names, from the "
+                                        "archive's root or its one top-level folder.")
+    slug = forms.SlugField(max_length=50, label="Board slug",
+                           help_text="The board's address, /b/<slug>/; a new one.")
+    title = forms.CharField(required=False, max_length=200,
+                            help_text="Empty: the kind's title.")
+    rubrics_hidden = forms.BooleanField(
+        required=False, label="Hide its rubrics, per-item results and judge replies from "
+                              "everyone but the organizers and staff until the reveal")
+
+    def __init__(self, *args, tracks, kinds, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind"] = forms.ChoiceField(choices=kinds, label="Benchmark kind")
+        self.fields["track"] = forms.TypedChoiceField(
+            coerce=int, label="Track (its board in this phase)",
+            choices=[(t.pk, t.name + (" (" + "; ".join(
+                f"{d} = {', '.join(b)}" for d, b in t.where.items()) + ")" if t.where else
+                " (every item)")) for t in tracks])
+        self.order_fields(["metadata", "archive", "kind", "track", "slug", "title",
+                           "rubrics_hidden"])

@@ -20,6 +20,8 @@ urlpatterns = [
     path("<slug:slug>/manage/phases/<slug:phase>/", manage.phase_edit, name="manage-phase"),
     path("<slug:slug>/manage/phases/<slug:phase>/boards/", manage.board_attach,
          name="manage-board-attach"),
+    path("<slug:slug>/manage/phases/<slug:phase>/import/", manage.benchmark_import,
+         name="manage-import"),
     path("<slug:slug>/manage/boards/<int:pk>/detach/", manage.board_detach,
          name="manage-board-detach"),
     path("<slug:slug>/manage/phases/<slug:phase>/reveal/", manage.reveal,

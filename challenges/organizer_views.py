@@ -1,7 +1,8 @@
 """The organizer pages of a challenge, under /c/<slug>/manage/: overview, organizers (granted and
 removed by staff alone), phases (their instants in the challenge's time zone) and the boards
 their tracks are ranked on, tracks, teams with their members and entries, verification of
-finalists with their packages, and the reveal. Each answers 404 to anyone who may not organize
+finalists with their packages, a benchmark imported as a track's board (its task in
+challenges.benchmark_imports), and the reveal. Each answers 404 to anyone who may not organize
 the challenge (challenges.roles), GET and POST alike; every change goes through a service of
 challenges.organizer_services, challenges.verification or challenges.reveal."""
 
@@ -9,10 +10,13 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django.conf import settings
 from django.http import FileResponse, Http404, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
+from challenges import benchmark_imports as imports
 from challenges import organizer_services as services
 from challenges import verification as checks
 from challenges.models import (
@@ -27,6 +31,7 @@ from challenges.models import (
 )
 from challenges.official import phase_boards, results_for
 from challenges.organizer_forms import (
+    BenchmarkImportForm,
     BoardAttachForm,
     ChallengeForm,
     DecisionForm,
@@ -36,8 +41,10 @@ from challenges.organizer_forms import (
     TrackForm,
     zone_of,
 )
+from challenges.public_views import PackageCeiling
 from challenges.reveal import RevealError, phase_reveal
 from challenges.roles import organized_challenge
+from config.celery import BrokerUnavailable
 from config.errors import ServiceError
 
 
@@ -202,6 +209,59 @@ def board_detach(request, challenge, pk):
         return _page(request, challenge, "error.html", {"errors": error.problems},
                      active="phases", status=error.status)
     return redirect("challenges:manage-phase", slug=challenge.slug, phase=board.phase.slug)
+
+
+@csrf_exempt  # the ceiling goes in before the body is read; CSRF is checked just after
+@organizer_page("GET", "POST")
+def benchmark_import(request, challenge, phase):
+    """A benchmark's metadata file and input audio uploaded, imported by a task and attached as
+    a track's board in the phase; the phase's imports with their progress (htmx polls it)."""
+    found = get_object_or_404(Phase, challenge=challenge, slug=phase)
+    # Only now, once the role is checked, is the body read, and no further than the limit.
+    ceiling = PackageCeiling(request, settings.CHALLENGE_BENCHMARK_MAX_BYTES)
+    request.upload_handlers.insert(0, ceiling)
+    return _benchmark_import(request, challenge, found, ceiling)
+
+
+@csrf_protect
+def _benchmark_import(request, challenge, phase, ceiling: PackageCeiling):
+    taken = set(PhaseBoard.objects.filter(phase=phase).values_list("track_id", flat=True))
+    tracks = [t for t in challenge.tracks.all() if t.pk not in taken]
+    recent = imports.imports_of(phase)
+    context = {"phase": phase, "imports": recent,
+               "running": any(r["state"] in imports.ACTIVE for r in recent)}
+    if request.method == "GET" and request.htmx:
+        return _page(request, challenge, "_imports.html", context, active="phases")
+    posted = request.method == "POST"
+    form = BenchmarkImportForm(request.POST if posted else None,
+                               request.FILES if posted else None, tracks=tracks,
+                               kinds=imports.kind_choices(),
+                               initial={"kind": "mmae",
+                                        "rubrics_hidden": phase.kind == Phase.Kind.FINAL})
+    status = 200
+    if posted:
+        if ceiling.exceeded:
+            form.is_valid()
+            form.add_error(None, f"{ceiling.exceeded}: the upload is above the limit of "
+                                 f"{ceiling.limit} bytes")
+        elif form.is_valid():
+            data = form.cleaned_data
+            try:
+                imports.import_queue(
+                    phase=phase, track=get_object_or_404(Track, pk=data["track"],
+                                                         challenge=challenge),
+                    kind=data["kind"], slug=data["slug"], title=data["title"],
+                    rubrics_hidden=data["rubrics_hidden"], metadata=data["metadata"],
+                    archive=data["archive"], actor=request.user)
+                return redirect("challenges:manage-import", slug=challenge.slug,
+                                phase=phase.slug)
+            except ServiceError as error:
+                _form_errors(form, error)
+            except BrokerUnavailable as error:
+                form.add_error(None, str(error))
+        status = 400
+    return _page(request, challenge, "import.html", {**context, "form": form, "tracks": tracks},
+                 active="phases", status=status)
 
 
 # --- tracks ----------------------------------------------------------------------------------

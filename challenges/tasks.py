@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from challenges.benchmark_imports import benchmark_import_run  # noqa: F401 (found by autodiscovery)
 from challenges.models import Phase, PhaseBoard
 from challenges.reveal import reveal_mail  # noqa: F401 (with the reveal; found by autodiscovery)
 from leaderboard.boards.snapshots import snapshot_take

@@ -389,6 +389,16 @@ UPLOAD_TEMP_MAX_AGE_SECONDS = env_int("UPLOAD_TEMP_MAX_AGE_SECONDS", 6 * 3600, m
 CHALLENGE_PACKAGE_MAX_BYTES = 2 * 1024**3
 CHALLENGE_PACKAGE_MAX_FILES = 20_000
 CHALLENGE_PACKAGE_MAX_UNPACKED_BYTES = 8 * 1024**3
+# A benchmark imported on the organizer pages (challenges.benchmark_imports): its metadata file
+# and a .zip or .tar.gz of its input audio, refused above these: the two files together (the
+# page stops reading the upload there), the metadata file (read whole by the worker that
+# imports it), and the archive's members and what they unpack to, read by the uploads' safe
+# archive reader (submissions.archives; the bytes really unpacked are counted against the
+# headers, which can lie).
+CHALLENGE_BENCHMARK_MAX_BYTES = 8 * 1024**3
+CHALLENGE_BENCHMARK_MAX_METADATA_BYTES = 256 * 1024**2
+CHALLENGE_BENCHMARK_MAX_FILES = 20_000
+CHALLENGE_BENCHMARK_MAX_UNPACKED_BYTES = 16 * 1024**3
 from config.settings_pipeline import *  # noqa: E402, F403 - uploads, scoring, the judge fleet
 from config.settings_pipeline import FLEET_PROBE_SECONDS  # noqa: E402 - the beat schedule's
 

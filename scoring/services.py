@@ -36,7 +36,7 @@ def _media_sha256(root: Path | None, media: list[str]) -> list[str]:
     return [file_sha256(resolve_audio(root, path)) for path in media]
 
 
-def _rows_where(kind, rows: list, where: dict[str, list[str]], path: Path) -> list:
+def rows_where(kind, rows: list, where: dict[str, list[str]], path: Path) -> list:
     """The rows in one of the listed buckets of every dimension `where` names; a dimension or
     bucket no item has is an error (a misspelt filter would otherwise import a wrong set)."""
     buckets = [set(kind.item_buckets(row.dimensions)) for row in rows]
@@ -93,7 +93,7 @@ def benchmark_import(
         raise BenchmarkFileError(getattr(exc, "problems", [str(exc)])) from None
     rows = [benchmark_kind.to_rows(item) for item in items]
     if where:
-        rows = _rows_where(benchmark_kind, rows, where, path)
+        rows = rows_where(benchmark_kind, rows, where, path)
     problems = [
         f"{path}: sample {position} (id {row.key}): input audio {media!r} {why} {audio_root}"
         for position, row in enumerate(rows, start=1)
