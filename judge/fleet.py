@@ -29,6 +29,12 @@ Policy, in one place:
   or wrong API key, a wrong URL): it is taken out at once, like a down endpoint, and the query
   that met it goes elsewhere without spending an attempt: a misconfigured fleet delays queries,
   it never answers them;
+- a 500 whose body is vLLM's error object (a request it could not process: an unreadable
+  audio file, a URL it could not fetch) may be the query's content, not the server: it is
+  asked once more on another endpoint, counting against neither; the same 500 (the same
+  message) from another endpoint ends the query as REFUSED with vLLM's message, while an
+  answer, or another error, from it counts the first 500 against its endpoint after all (a
+  fleet of one endpoint counts it at once, as any 5xx);
 - `failure_threshold` consecutive transport/5xx/timeout failures take an endpoint out; a down
   or misconfigured endpoint is then probed with `GET /v1/models` until it answers 200 listing
   `model`, and put back;
@@ -43,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import random
 import ssl
@@ -120,11 +127,27 @@ def full_sampling(sampling: dict | None) -> dict:
 
 class _Retry(Exception):
     def __init__(self, error: str, *, kind: str, endpoint_fault: bool,
-                 raw: str | None = None):
+                 raw: str | None = None, content: bool = False):
         super().__init__(error)
         self.error, self.kind = error, kind
         self.endpoint_fault = endpoint_fault
         self.raw = raw
+        self.content = content  # a 500 that may be the query's content (see the policy)
+
+
+def _vllm_error(text: str) -> str | None:
+    """The message of vLLM's error object ({"error": {"message": ...}}, or the older
+    {"object": "error", "message": ...}), None for any other body (a proxy's page, nothing)."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error") if isinstance(body.get("error"), dict) else \
+        body if body.get("object") == "error" else None
+    message = error.get("message") if error else None
+    return message if isinstance(message, str) and message else None
 
 
 class _Fatal(Exception):
@@ -371,6 +394,8 @@ class JudgeFleet(EndpointHealth):
                  TRUNCATED: 1 if self.greedy else self.max_attempts}
         unreadable = None  # (kind, reply) of the last unreadable reply
         steady = False  # an unreadable reply came back the same when asked again
+        suspect: Endpoint | None = None  # the endpoint of a 500 that may be the content's
+        suspect_error, content_asked = "", False
         while answer.attempts < self.max_attempts:
             async with self._bytes_in_flight(body.length):
                 slot = await self._acquire(avoid)
@@ -390,13 +415,28 @@ class JudgeFleet(EndpointHealth):
                     endpoint.consecutive_failures = 0
                     endpoint.served += 1
                     answer.error, answer.error_kind = None, ""
+                    if suspect is not None and suspect is not endpoint:
+                        # Answered here: the 500 was its endpoint's, not the content's.
+                        await self._mark_failure(suspect, suspect_error)
                     return answer
                 except _Retry as retry:
                     answer.latency_ms = (time.monotonic() - started) * 1000
                     answer.error, answer.error_kind = retry.error, retry.kind
                     if retry.raw is not None:
                         answer.raw = retry.raw
-                    if retry.endpoint_fault:
+                    if suspect is not None:
+                        if suspect is not endpoint and retry.content \
+                                and retry.error == suspect_error:
+                            # Two endpoints failed it alike: the query's content.
+                            answer.error = (f"the judge could not process the query on two "
+                                            f"endpoints: {retry.error}")
+                            answer.error_kind = REFUSED
+                            return answer
+                        await self._mark_failure(suspect, suspect_error)
+                        suspect = None
+                    if retry.content and not content_asked and len(self.endpoints) > 1:
+                        suspect, suspect_error, content_asked = endpoint, retry.error, True
+                    elif retry.content or retry.endpoint_fault:
                         await self._mark_failure(endpoint, retry.error)
                     if retry.kind in again:
                         if unreadable == (retry.kind, answer.raw):
@@ -440,6 +480,9 @@ class JudgeFleet(EndpointHealth):
         except httpx.HTTPError as exc:
             raise _Retry(describe_error(exc), kind=CONNECTION, endpoint_fault=True) from None
         status = response.status_code
+        if status == 500 and (message := _vllm_error(response.text)) is not None:
+            raise _Retry(f"HTTP 500: {message[:200]}", kind=SERVER, endpoint_fault=False,
+                         raw=response.text[:2000], content=True)
         if status >= 500:
             raise _Retry(f"HTTP {status}: {response.text[:200]}", kind=SERVER,
                          endpoint_fault=True, raw=response.text[:2000])

@@ -339,7 +339,10 @@ def make_app(state: PortState) -> web.Application:
         if roll < config.fail_rate:
             state.counts["failed"] += 1
             await asyncio.sleep(config.latency_ms / 4000)
-            return _error(500, "simulated internal server error", "InternalServerError")
+            # A transient fault names its request, as an engine's error does: the fleet
+            # tells it from a request's content, which fails alike on every endpoint.
+            return _error(500, f"simulated internal server error (request {number})",
+                          "InternalServerError")
         roll -= config.fail_rate
         slow = state.rng.random() < config.slow_rate
         state.counts["slow"] += slow

@@ -455,3 +455,86 @@ def test_a_plain_http_fleet_loads_no_ca_store_yet_never_turns_verification_off()
     assert (bare.verify_mode, bare.check_hostname) == (ssl.CERT_REQUIRED, True)
     assert (trusting.verify_mode, trusting.check_hostname) == (ssl.CERT_REQUIRED, True)
     assert ssl_context(False) is bare  # built once per process
+
+
+VLLM_500 = json.dumps({"error": {"message": "Invalid or corrupted audio data.",
+                                 "type": "InternalServerError", "param": None, "code": 500}})
+
+
+class ContentJudge(FakeJudge):
+    """A FakeJudge whose 500s carry vLLM's error object (a request it could not process)."""
+
+    async def _completions(self, request):
+        await request.json()
+        self.calls += 1
+        status, content, _ = self.reply(self.calls)
+        if status == 500:
+            return web.Response(status=500, text=VLLM_500, content_type="application/json")
+        return web.json_response(completion(content))
+
+
+def test_a_500_for_the_content_on_two_endpoints_is_refused_and_takes_none_out():
+    async def main():
+        a = await ContentJudge(lambda n: (500, "", 0.0)).start()
+        b = await ContentJudge(lambda n: (500, "", 0.0)).start()
+        async with fleet(a.url, b.url, failure_threshold=1) as f:
+            answer = await f.ask([], parse)
+            healthy = [e.healthy for e in f.endpoints]
+            failed = [e.failed for e in f.endpoints]
+        await a.stop()
+        await b.stop()
+        return a, b, answer, healthy, failed
+
+    a, b, answer, healthy, failed = run(main())
+    assert answer.error_kind == "refused request" and not answer.lost
+    assert "could not process the query on two endpoints" in answer.error
+    assert "Invalid or corrupted audio data." in answer.error
+    assert (a.calls, b.calls, answer.attempts) == (1, 1, 2)
+    assert healthy == [True, True] and failed == [0, 0]
+
+
+def test_a_500_an_other_endpoint_answers_counts_against_its_endpoint_after_all():
+    async def main():
+        sick = await ContentJudge(lambda n: (500, "", 0.0)).start()
+        good = await ContentJudge().start()
+        async with fleet(sick.url, good.url, failure_threshold=1) as f:
+            answer = await f.ask([], parse)
+            health = {e.base_url: e.healthy for e in f.endpoints}
+        await sick.stop()
+        await good.stop()
+        return sick, good, answer, health
+
+    sick, good, answer, health = run(main())
+    assert answer.ok and answer.value == "A" and answer.endpoint == good.url
+    assert health == {sick.url: False, good.url: True}  # its 500 was its own
+
+
+def test_a_500_without_vllms_error_object_is_the_servers_at_once():
+    async def main():
+        bad = await FakeJudge(lambda n: (500, "", 0.0)).start()  # "boom", no error object
+        other = await FakeJudge(lambda n: (500, "", 0.0)).start()
+        async with fleet(bad.url, other.url, max_attempts=2, failure_threshold=1,
+                         down_wait=0.2) as f:
+            answer = await f.ask([], parse)
+        await bad.stop()
+        await other.stop()
+        return answer
+
+    answer = run(main())
+    assert answer.lost and answer.error_kind == "server error"
+
+
+def test_500s_that_differ_are_the_servers_not_the_contents():
+    async def main():
+        a = await ContentJudge(lambda n: (500, "", 0.0)).start()
+        b = await FakeJudge(lambda n: (500, "", 0.0)).start()  # another failure, not vLLM's
+        async with fleet(a.url, b.url, max_attempts=2, failure_threshold=5) as f:
+            answer = await f.ask([], parse)
+            failed = {e.base_url: e.failed for e in f.endpoints}
+        await a.stop()
+        await b.stop()
+        return a, b, answer, failed
+
+    a, b, answer, failed = run(main())
+    assert answer.lost and answer.error_kind == "server error"
+    assert failed == {a.url: 1, b.url: 1}

@@ -88,7 +88,7 @@ def test_it_injects_http_500s(simulator_factory):
     sim = simulator_factory("--latency-ms", "1", "--fail-rate", "1")
     response = post(sim.urls[0], query())
     assert response.status_code == 500
-    assert response.json()["error"] == {"message": "simulated internal server error",
+    assert response.json()["error"] == {"message": "simulated internal server error (request 1)",
                                         "type": "InternalServerError", "param": None, "code": 500}
 
 
