@@ -30,6 +30,11 @@ class ChallengesConfig(AppConfig):
         from submissions.services import give_door_rule
 
         give_door_rule(plain_upload_refusal)
+        # A board row received after its phase's deadline says so (leaderboard.boards.marks).
+        from challenges.board_marks import late_submission
+        from leaderboard.boards import marks
+
+        marks.give_late_rule(late_submission)
         post_save.connect(_organizer_changed, sender=Organizer,
                           dispatch_uid="organizer-epoch-saved")
         post_delete.connect(_organizer_changed, sender=Organizer,

@@ -41,7 +41,8 @@ def columns(kind: Kind) -> tuple[str, ...]:
     return ("rank", "rank_best", "rank_worst", "model", "organisation", "submitted_by",
             "verified", "submission", *figures,
             "n", "coverage", "open_weights", "licence", "judge", "judge_config", "simulated",
-            "refused", *(m.key for m in kind.judge_figures), "date", "attempts", "flag")
+            "refused", *(m.key for m in kind.judge_figures), "date", "attempts", "flag",
+            "after_deadline")
 
 
 class CsvRenderer(BaseRenderer):

@@ -79,6 +79,7 @@ def board_row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
         "judge": run.judge_name, "judge_config": run.judge_config.name,
         "simulated": run.simulated, "refused": run.refused_queries,
         "date": submission.created_at, "flag": submission.flag_reason,
+        "after_deadline": submission.after_deadline,
     }
 
 

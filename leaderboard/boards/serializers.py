@@ -173,6 +173,9 @@ class BoardRowOut(KindFiguresOut):
                                         "this benchmark and had scored, public and private, "
                                         "deleted ones included")
     flag = OptionalText(help_text="staff's public reason")
+    after_deadline = serializers.BooleanField(
+        help_text="received after its challenge phase's deadline: listed on this open "
+        "board, never on the phase's official ranking (false off a challenge)")
 
     class Meta:
         ref_name = "BoardRow"

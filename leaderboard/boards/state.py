@@ -18,7 +18,7 @@ from django.db.models import CharField, Exists, OuterRef, Value
 from django.db.models.functions import Cast, Concat
 from django.http import Http404
 
-from leaderboard.boards import lookups, ranking  # noqa: F401 - lookups registers field__any
+from leaderboard.boards import lookups, marks, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.models import RankRanges
 from scoring.boards import state_token
 from scoring.models import Benchmark, JudgeConfig, ScoringRun, SliceResult
@@ -114,6 +114,7 @@ class Shown:
     created_at: object
     flag_reason: str
     representative: bool
+    after_deadline: bool  # received after its challenge phase's deadline (marks)
     model: ShownModel
     current_run: ShownRun
 
@@ -242,7 +243,13 @@ def withheld(benchmark: Benchmark) -> withheld_rule.Withheld:
 
 # What a board row reads of a submission, in Shown's order.
 SHOWN_FIELDS = ("id", "model_id", "current_run_id", "coverage", "created_at", "flag_reason",
-                "representative")
+                "representative", "after_deadline")
+
+
+def _shown_values(submissions):
+    """SHOWN_FIELDS of `submissions` (a queryset), the mark read in the same query."""
+    return submissions.annotate(after_deadline=marks.after_deadline()) \
+        .values_list(*SHOWN_FIELDS)
 
 
 def _read_representatives(benchmark: Benchmark) -> list[Shown]:
@@ -253,7 +260,7 @@ def _read_representatives(benchmark: Benchmark) -> list[Shown]:
         return []
     runs = _runs(config, benchmark=benchmark, status=ScoringRun.Status.FINISHED,
                  judge_config=config)
-    return _chosen(_candidates(benchmark).values_list(*SHOWN_FIELDS), runs)
+    return _chosen(_shown_values(_candidates(benchmark)), runs)
 
 
 def _candidates(benchmark: Benchmark):
@@ -293,8 +300,8 @@ def representatives_of(benchmark: Benchmark, model_ids: list[int]) -> dict[int, 
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None:
         return {}
-    candidates = list(_candidates(benchmark).filter(model_id__any=list(model_ids))
-                      .values_list(*SHOWN_FIELDS))
+    candidates = list(_shown_values(_candidates(benchmark)
+                                    .filter(model_id__any=list(model_ids))))
     runs = _runs(config, id__any=[s[2] for s in candidates], benchmark=benchmark,
                  status=ScoringRun.Status.FINISHED, judge_config=config)
     return {s.model_id: s for s in _chosen(candidates, runs)}
@@ -306,7 +313,7 @@ def shown(benchmark: Benchmark, ids: list[int]) -> dict[int, Shown]:
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None or not ids:
         return {}
-    found = list(Submission.objects.filter(id__any=ids).values_list(*SHOWN_FIELDS))
+    found = list(_shown_values(Submission.objects.filter(id__any=ids)))
     runs = _runs(config, id__any=[s[2] for s in found])
     return {s.id: s for s in _shown([s for s in found if s[2] in runs], runs)}
 
