@@ -16,6 +16,7 @@ from config import slots
 from config.throttle import too_many_requests
 from leaderboard.boards import dataset_files, datasets, snapshots
 from leaderboard.boards import state as board_state
+from leaderboard.pages.views import reach
 from scoring import visibility
 from scoring.kinds import get_kind
 from submissions import selectors as submission_selectors
@@ -39,6 +40,8 @@ def changelog(request, slug):
         .get_page(form.cleaned_data["page"] or 1)
     return render(request, "audit/changelog.html", {
         "benchmark": benchmark, "form": form, "page": page,
+        # A row links to its submission's explorer only for a viewer it answers.
+        "reach": reach(visibility.disclosure(benchmark, request.user)),
         "rows": changelog_rows(page.object_list, withheld=submission_selectors.withheld(
             changelog_subjects(page.object_list)))})
 
@@ -65,13 +68,15 @@ def board_snapshot(request, slug, version):
     if snapshot is None:
         raise Http404(f"board version {version} of {slug!r} was not kept: snapshots are "
                       "taken by the site, about once a day, and by staff")
-    # Its rows' overall figures: none below OVERALL on a hidden-rubric board.
-    visibility.require(snapshot.benchmark, request.user, visibility.Disclosure.OVERALL)
+    # Its rows' overall figures: none below OVERALL on a hidden-rubric board; its items
+    # file linked for a viewer it answers (FULL), so the validator holds the level.
+    level = visibility.require(snapshot.benchmark, request.user, visibility.Disclosure.OVERALL)
     gone = snapshots.withdrawn(snapshot)
     current = board_state.benchmark_current(slug)
     changed = current is None or current.board_version != version
     etag = snapshots.snapshot_etag(snapshot, gone,
-                                   f"page:{changed}:{request.user.is_authenticated}")
+                                   f"page:{changed}:{request.user.is_authenticated}:"
+                                   f"{visibility.cache_part(snapshot.benchmark, request.user)}")
     not_modified = get_conditional_response(request, etag=etag)
     if not_modified is not None:
         return _revalidated(request, not_modified)
@@ -86,7 +91,7 @@ def board_snapshot(request, slug, version):
     response = render(request, "leaderboard/snapshot.html", {
         "snapshot": snapshot, "benchmark": snapshot.benchmark, "kind": kind,
         "metrics": metrics, "rows": rows, "withdrawn": len(gone),
-        "changed_since": changed})
+        "changed_since": changed, "reach": reach(level)})
     response["ETag"] = etag
     return _revalidated(request, response)
 

@@ -63,6 +63,18 @@ ATTEMPTS = ("Attempts: submissions the model's author made to this benchmark and
             "only the one shown")
 
 
+def reach(level: visibility.Disclosure) -> dict[str, bool]:
+    """What a board's pages may link to for a viewer who may learn `level` of it
+    (scoring.visibility.disclosure), so that no link they are given answers 404: figures (the
+    read API, its CSV, snapshots) from OVERALL, slices (the slice selector, the pivot) from
+    SLICES, per-item pages (the explorer, compare, the items dataset, the judge card) at
+    FULL. Every board but a hidden-rubric one reaches everything; a page that links by it is
+    kept per viewer's level there (scoring.visibility.cache_part)."""
+    return {"figures": level >= visibility.Disclosure.OVERALL,
+            "slices": level >= visibility.Disclosure.SLICES,
+            "items": level >= visibility.Disclosure.FULL}
+
+
 def home(request):
     benchmarks = board_state.benchmark_list()
     real = [b for b in benchmarks if not b.synthetic]
@@ -87,6 +99,7 @@ def board(request, slug):
     if not form.is_valid():
         return render(request, "leaderboard/board.html", {
             **context, "benchmarks": board_state.benchmark_list(),
+            "reach": reach(visibility.disclosure(benchmark, request.user)),
             "compare_models": board_pages.top_two(benchmark)}, status=400)
     normal = normalised(form, dimension=board_state.OVERALL, sort="rank", page=1)
     return responses.shared(
@@ -105,6 +118,7 @@ def _board_page(request, form, context: dict, *, state) -> HttpResponse:
     level = visibility.require(
         benchmark, request.user, visibility.Disclosure.SLICES
         if query.dimension != board_state.OVERALL else visibility.Disclosure.NOTHING)
+    context = {**context, "reach": reach(level)}
     if level < visibility.Disclosure.OVERALL:
         return render(request, "leaderboard/board.html", {
             **context, "benchmarks": board_state.benchmark_list(), "query": query,
@@ -250,9 +264,12 @@ def _model_page(request, model_id):
     featured = model_pages.featured_submissions(submissions)
     kinds = {slug: get_kind(s.benchmark.kind) for slug, s in featured.items()}
     form = ModelPageForm(request.GET, kinds=kinds)
+    levels = {s.benchmark_id: visibility.disclosure(s.benchmark, user) for s in submissions}
     context = {"entry": entry, "form": form, "errors": [],
                "standings": model_pages.board_standings(featured),
-               "submissions": model_pages.submission_rows(submissions),
+               # Each row links to its explorer only for a viewer it answers (FULL).
+               "submissions": [{**row, "reach": reach(levels[s.benchmark_id])} for row, s in zip(
+                   model_pages.submission_rows(submissions), submissions, strict=True)],
                "attempts": model_pages.attempt_rows(entry, featured),
                "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()],
                "dimensions": dimension_choices(next(iter(kinds.values())))
@@ -266,7 +283,8 @@ def _model_page(request, model_id):
         return render(request, "leaderboard/model.html", context)
     kind = kinds[data["benchmark"]]
     slices = _with_cells(model_pages.slice_rows(shown.current_run_id, kind), kind)
-    if visibility.disclosure(shown.benchmark, user) < visibility.Disclosure.SLICES:
+    shown_reach = reach(levels[shown.benchmark_id])
+    if not shown_reach["slices"]:
         slices = [r for r in slices if r["dimension"] == board_state.OVERALL]
     for row in slices:  # each cell with its label, which a phone shows above it
         row["labelled"] = list(zip((m.label for m in kind.metrics), row["figures"],
@@ -277,7 +295,8 @@ def _model_page(request, model_id):
     labels = [kind.label(m) for m in plotted]
     has_intervals = any(r[f"{m}_interval"] for r in chosen for m in plotted)
     context.update(
-        shown=shown, slices=slices, dimension=data["dimension"], chart_kind=data["chart"],
+        shown=shown, shown_reach=shown_reach, slices=slices, dimension=data["dimension"],
+        chart_kind=data["chart"],
         benchmark_slug=data["benchmark"], plotly_js=plotly_js_url(), kind=kind,
         dimensions=dimension_choices(kind), metric_labels=[m.label for m in kind.metrics],
         chart_title=f"{', '.join(labels[:-1])} and {labels[-1]} per bucket of "
@@ -454,15 +473,15 @@ def scoring(request, slug):
     scores it, and how intervals, ranks and rank ranges are made."""
     benchmark = board_state.benchmark_or_404(slug)
     kind = get_kind(benchmark.kind)
+    level = visibility.disclosure(benchmark, request.user)
     return render(request, "leaderboard/scoring.html", {
         "benchmark": benchmark, "kind": kind, "config": benchmark.judge_config,
         "sections": kind.how_scoring_works(), "common": COMMON_SECTIONS,
-        "simulated": selectors.board_simulated(benchmark),
+        "simulated": selectors.board_simulated(benchmark), "reach": reach(level),
         # The judge's figures are the rows' own, weighted: none below OVERALL on a
         # hidden-rubric board (scoring.visibility).
         "judge_configs": selectors.judge_figures_by_config(benchmark)
-        if visibility.disclosure(benchmark, request.user) >= visibility.Disclosure.OVERALL
-        else []})
+        if level >= visibility.Disclosure.OVERALL else []})
 
 
 def _detail_context(request, pk):
