@@ -42,12 +42,14 @@ from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from audit.models import AuditEvent
 from audit.services import audit_record
 from challenges.models import Phase, PhaseBoard, Track
 from challenges.organizer_services import board_attach
-from config.celery import broker_check
+from config.celery import BrokerUnavailable, broker_check
 from config.errors import ServiceError
 from scoring import media
 from scoring.kinds import KINDS, get_kind
@@ -200,7 +202,7 @@ def import_queue(*, phase: Phase, track: Track, kind: str, slug: str, title: str
     broker_check()  # an import that cannot be queued: refuse before storing anything
     token = uuid.uuid4().hex
     record = {"token": token, "challenge": phase.challenge_id, "phase": phase.pk,
-              "track": track.pk, "track_name": track.name, "where": track.where or {},
+              "track": track.pk, "track_name": track.name,
               "kind": kind, "slug": slug, "title": title, "rubrics_hidden": rubrics_hidden,
               "actor": actor.pk, "actor_name": actor.get_username(),
               "metadata": _safe_name(metadata.name, "metadata.json"),
@@ -212,8 +214,12 @@ def import_queue(*, phase: Phase, track: Track, kind: str, slug: str, title: str
         _keep(archive, work / "archive", record["archive"])
         _write(record, state="queued", line="queued: waiting for a worker")
         # Outside any transaction (the page runs in none): queued now, or refused now.
-        benchmark_import_run.apply_async(args=[phase.challenge_id, token],
-                                         queue=settings.SUBMISSION_VALIDATION_QUEUE)
+        try:
+            benchmark_import_run.apply_async(args=[phase.challenge_id, token],
+                                             queue=settings.SUBMISSION_VALIDATION_QUEUE)
+        except (OperationalError, RedisError) as exc:
+            log.error("benchmark import %s could not be queued: %s", token, exc)
+            raise BrokerUnavailable() from exc
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         record_path(phase.challenge_id, token).unlink(missing_ok=True)

@@ -11,12 +11,15 @@ import io
 import json
 import stat
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http.multipartparser import MultiPartParser
+from django.test import Client
+from kombu.exceptions import OperationalError
 
 from audit.models import AuditEvent
 from challenges import benchmark_imports
@@ -226,8 +229,6 @@ def test_anyone_else_gets_404_before_the_body_is_read(client, built, final_set, 
 
 
 def test_the_page_needs_the_csrf_token(built, final_set, queued, media_root):
-    from django.test import Client
-
     client = Client(enforce_csrf_checks=True)
     client.force_login(built.organizer)
     assert client.post(URL, form(built, final_set, wav_zip(final_set))).status_code == 403
@@ -367,3 +368,45 @@ def test_an_upload_above_the_limit_is_refused_at_the_page(client, built, final_s
     assert page.status_code == 400
     assert "above the limit of 4096 bytes" in page.content.decode()
     assert not queued and not list(media_root.rglob("*"))
+
+
+def test_a_worker_of_the_validation_queue_imports_it(client, worker_factory, author, tmp_path,
+                                                     settings):
+    """The page's import through the broker to a real worker (the validation queue's alone),
+    its progress on the page until it is done."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    start = worker_factory([9])
+    built = build_challenge(organizer=author, tracks=("agent",), final_closed=False)
+    built.tracks["single"] = Track.objects.create(
+        challenge=built.challenge, slug="single", name="Single Model",
+        where={"complexity": ["single"]}, position=1)
+    meta = synthetic.write_benchmark(tmp_path / "set", 8, seed=6)
+    final_set = {"root": tmp_path / "set", "meta": meta}
+    client.force_login(author)
+    assert client.post(URL, form(built, final_set, wav_zip(final_set))).status_code == 302
+    start(queues=("SUBMISSION_VALIDATION_QUEUE",), beat=False)
+    deadline = time.monotonic() + 120
+    while "imported " not in (page := client.get(URL, HTTP_HX_REQUEST="true")
+                              .content.decode()):
+        assert "refused" not in page and "failed" not in page, page
+        assert time.monotonic() < deadline, start.log_path.read_text()[-3000:]
+        time.sleep(0.5)
+    benchmark = Benchmark.objects.get(slug=SLUG)
+    assert benchmark.rubrics_hidden
+    assert PhaseBoard.objects.get(track=built.tracks["single"]).benchmark == benchmark
+    singles = [s for s in json.loads(meta.read_text()) if s["complexity"] == "single"]
+    assert benchmark.n_items == len(singles)
+    assert all((Path(benchmark.audio_root) / m).is_file() for m in inputs_of(singles))
+
+
+def test_an_import_that_cannot_be_queued_stores_nothing(client, built, final_set, media_root,
+                                                        monkeypatch):
+    def refuse(args, queue):
+        raise OperationalError("the broker is gone")
+
+    monkeypatch.setattr(benchmark_imports.benchmark_import_run, "apply_async", refuse)
+    client.force_login(built.organizer)
+    page = client.post(URL, form(built, final_set, wav_zip(final_set)))
+    assert page.status_code == 400
+    assert "Nothing was stored" in page.content.decode()
+    assert not [p for p in media_root.rglob("*") if p.is_file()]  # no upload, no record
