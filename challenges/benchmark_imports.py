@@ -231,7 +231,13 @@ def import_queue(*, phase: Phase, track: Track, kind: str, slug: str, title: str
 
 @shared_task(ignore_result=True, name="challenges.benchmark_imports.benchmark_import_run")
 def benchmark_import_run(challenge_id: int, token: str) -> None:
-    import_run(challenge_id, token)
+    record = import_run(challenge_id, token)
+    if record is not None and record["state"] in ACTIVE:
+        # Another worker is on it (this is a second delivery): look again once it would be
+        # stale, so that an import whose worker died is started again.
+        benchmark_import_run.apply_async(args=[challenge_id, token],
+                                         queue=settings.SUBMISSION_VALIDATION_QUEUE,
+                                         countdown=STALE.total_seconds())
 
 
 def import_run(challenge_id: int, token: str) -> dict | None:

@@ -13,6 +13,7 @@ import stat
 import tarfile
 import time
 import zipfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -410,3 +411,28 @@ def test_an_import_that_cannot_be_queued_stores_nothing(client, built, final_set
     assert page.status_code == 400
     assert "Nothing was stored" in page.content.decode()
     assert not [p for p in media_root.rglob("*") if p.is_file()]  # no upload, no record
+
+
+def test_an_import_whose_worker_died_is_started_again_from_clean(client, built, final_set,
+                                                                 queued, media_root):
+    client.force_login(built.organizer)
+    assert client.post(URL, form(built, final_set, wav_zip(final_set))).status_code == 302
+    [(args, _)] = queued
+    # The worker died half-way through unpacking, moments ago: a second delivery leaves it.
+    record = benchmark_imports.record_read(*args)
+    half = benchmark_imports.work_dir(*args) / "audio" / "wav" / "half.wav"
+    half.parent.mkdir(parents=True)
+    half.write_bytes(b"RIFF")
+    benchmark_imports._write(record, state="unpacking", line="unpacking: 50 of 400")
+    assert benchmark_imports.import_run(*args)["state"] == "unpacking"
+    assert half.exists()
+    # Once stale, the next delivery cleans what it left and imports it whole.
+    stale = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    path = benchmark_imports.record_path(*args)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "updated_at": stale}))
+    [record] = queued.run()
+    assert record["state"] == "done", record
+    root = Path(Benchmark.objects.get(slug=SLUG).audio_root)
+    assert not (root / "wav" / "half.wav").exists()
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) \
+        == sorted(inputs_of(final_set["single"]))
