@@ -105,18 +105,20 @@ def test_the_schema_describes_the_mark(client):
     assert "after_deadline" in row["required"]
 
 
-# Pages the crawler does not follow further: the site's other boards and pages are no part of
-# what the hidden board's page links to.
-FOLLOWED = (f"/b/{SLUG}/", "/m/", "/s/", f"/api/leaderboards/{SLUG}/", "/submissions/")
+# The pages whose addresses the crawler follows: the board's, its models', its challenge's
+# and the participant's own (the site's other boards are no part of it, nor the organizers'
+# pages, which no one else is answered).
+FOLLOWED = (f"/b/{SLUG}/", "/m/", "/s/", f"/api/leaderboards/{SLUG}/", "/submissions/", "/c/")
 
 
 def crawl_from_board(front, cookie: str | None) -> dict[str, tuple[int, str, bytes]]:  # noqa: F811
-    """Every same-site address the board page names, and those the pages of this board it
-    leads to name in turn: address -> (status, the page that named it, body)."""
+    """Every same-site address the board page (and its challenge's page) names, and those the
+    pages of this board it leads to name in turn: address -> (status, the page that named it,
+    body)."""
     headers = {"Cookie": cookie} if cookie else {}
     seen: dict[str, tuple[int, str, bytes]] = {}
     per_path: Counter = Counter()
-    queue = [(f"/b/{SLUG}/", "")]
+    queue = [(f"/b/{SLUG}/", ""), ("/c/icassp/", "")]
     while queue and len(seen) < 300:
         url, named_by = queue.pop(0)
         path = url.partition("?")[0]
@@ -130,7 +132,7 @@ def crawl_from_board(front, cookie: str | None) -> dict[str, tuple[int, str, byt
             continue
         kind = answer.header("Content-Type") or ""
         if answer.status != 200 or not kind.startswith("text/html") \
-                or not path.startswith(FOLLOWED):
+                or not path.startswith(FOLLOWED) or "/manage/" in path:
             continue
         queue.extend((found, url) for found in sorted(addresses(text_of(answer.body)))
                      if found not in seen)
