@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import math
 
+# The vLLM release launch_qwen3_omni.sh and docker/Dockerfile.judge pin (its VLLM_VERSION;
+# tests/test_launch_qwen3_omni.py checks they agree): new judge configs are labelled with it.
+VLLM_VERSION = "0.33.0"
 TOKENS_PER_AUDIO_SECOND = 13
 # The longest output an upload may have (SUBMISSION_MAX_AUDIO_SECONDS' default), and the
 # room the launch script leaves above it.

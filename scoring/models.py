@@ -7,7 +7,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from judge.fleet import full_sampling
-from judge.limits import DEFAULT_MAX_AUDIO_SECONDS, DEFAULT_MAX_AUDIOS
+from judge.limits import (
+    DEFAULT_AUDIO_LIMITS,
+    DEFAULT_MAX_AUDIO_SECONDS,
+    DEFAULT_MAX_AUDIOS,
+    VLLM_VERSION,
+)
 
 
 class JudgeConfig(models.Model):
@@ -33,12 +38,23 @@ class JudgeConfig(models.Model):
     # like the base URLs: they follow the deployment and change in place, audited.
     max_audio_seconds = models.FloatField(default=float(DEFAULT_MAX_AUDIO_SECONDS))
     max_audios = models.PositiveSmallIntegerField(default=DEFAULT_MAX_AUDIOS)
+    # vLLM 0.33's audio limits as the launch script sets them (judge.limits.audio_limits_for):
+    # the largest audio file, and the largest audio once decoded to float32 samples (frames x
+    # channels x 4 bytes). Operational too; uploads over them are refused at validation.
+    max_audio_file_mb = models.PositiveIntegerField(
+        default=DEFAULT_AUDIO_LIMITS["VLLM_MAX_AUDIO_CLIP_FILESIZE_MB"])
+    max_audio_decode_bytes = models.PositiveBigIntegerField(
+        default=DEFAULT_AUDIO_LIMITS["VLLM_MAX_AUDIO_DECODE_BYTES"])
+    # The vLLM release its servers run: part of what decides a verdict, so a config scored
+    # under one release stays labelled with it and a board never mixes releases.
+    vllm_version = models.CharField(max_length=20, default=VLLM_VERSION)
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
-    VERDICT_FIELDS = ("judge_model", "prompt_sha256", "rounds", "sampling", "seed")
+    VERDICT_FIELDS = ("judge_model", "prompt_sha256", "rounds", "sampling", "seed",
+                      "vllm_version")
 
     class Meta:
         constraints = [
@@ -62,6 +78,9 @@ class JudgeConfig(models.Model):
                 "rounds": self.rounds, "sampling": dict(self.sampling), "seed": self.seed,
                 "max_attempts": self.max_attempts,
                 "max_audio_seconds": self.max_audio_seconds, "max_audios": self.max_audios,
+                "max_audio_file_mb": self.max_audio_file_mb,
+                "max_audio_decode_bytes": self.max_audio_decode_bytes,
+                "vllm_version": self.vllm_version,
                 "verdict_sha256": self.verdict_sha256}
 
     @property

@@ -53,6 +53,10 @@ class Limits:
     ratio_floor_bytes: int  # what unpacks to no more than this is never refused for its ratio
     # Whose limit max_audio_seconds is, when it is not the site's upload limit (the judge's).
     audio_limit_source: str = ""
+    # The judge config's (vLLM's) limits on one audio: its float32 samples once decoded
+    # (frames x channels x 4 bytes; None: no such limit), and whose the file size limit is.
+    max_decoded_bytes: int | None = None
+    judge_source: str = ""
 
 
 @dataclass(frozen=True)

@@ -63,13 +63,22 @@ NOTHING_UPLOADED = ("nothing uploaded: send a predictions file and an archive of
 
 
 def limits_for(config) -> Limits:
-    """The site's upload limits, narrowed to what the judge config's servers accept."""
+    """The site's upload limits, narrowed to what the judge config's servers accept: the
+    longest audio, the largest file and the largest audio once decoded (vLLM's limits as the
+    launch script sets them, each named with the config's figure)."""
     limits = limits_from_settings()
-    if config is not None and config.max_audio_seconds < limits.max_audio_seconds:
+    if config is None:
+        return limits
+    if config.max_audio_seconds < limits.max_audio_seconds:
         limits = dataclasses.replace(
             limits, max_audio_seconds=config.max_audio_seconds,
             audio_limit_source=f"the longest audio judge config {config.name} accepts")
-    return limits
+    source = f"judge config {config.name} (vLLM {config.vllm_version})"
+    file_bytes = config.max_audio_file_mb * 1024 ** 2
+    if file_bytes < limits.max_output_bytes:
+        limits = dataclasses.replace(limits, max_output_bytes=file_bytes)
+    return dataclasses.replace(limits, max_decoded_bytes=config.max_audio_decode_bytes,
+                               judge_source=source)
 
 
 def limits_from_settings() -> Limits:
@@ -265,8 +274,13 @@ def _declared_problems(parsed: list[Prediction], source: _Source, listing: Listi
         relative = result.outputs.get(prediction.sample_id)
         size = listing.files[relative].size if relative else 0
         if size > limits.max_output_bytes:
+            whose = ""
+            if limits.judge_source and \
+                    limits.max_output_bytes < settings.SUBMISSION_MAX_OUTPUT_BYTES:
+                whose = (f" ({limits.judge_source} takes files up to "
+                         f"{limits.max_output_bytes // 1024 ** 2} MiB)")
             problems.append(f"{_prediction_place(source, prediction)}: {relative}: {size} "
-                            f"bytes, above the limit of {limits.max_output_bytes} bytes")
+                            f"bytes, above the limit of {limits.max_output_bytes} bytes{whose}")
     unpacked = sum(listing.files[p].size for p in chosen)
     packed = listing.packed_bytes(chosen)
     if unpacked > limits.ratio_floor_bytes and unpacked > limits.max_ratio * packed:

@@ -31,6 +31,9 @@ class AudioLimits(Protocol):
     max_channels: int
     # Whose limit max_audio_seconds is, when it is not the site's upload limit (the judge's).
     audio_limit_source: str = ""
+    # The judge's limit on one audio's float32 samples once decoded, and whose it is.
+    max_decoded_bytes: int | None = None
+    judge_source: str = ""
 
 
 def audio_problem(path: Path, limits: AudioLimits) -> str | None:
@@ -90,6 +93,13 @@ def _header_problem(audio: soundfile.SoundFile, limits: AudioLimits) -> str | No
         return f"{audio.channels} channels, above the limit of {limits.max_channels}"
     if audio.frames == 0:
         return "empty audio (no frames)"
+    decoded = audio.frames * audio.channels * 4
+    ceiling = getattr(limits, "max_decoded_bytes", None)
+    if ceiling is not None and decoded > ceiling:
+        return (f"{audio.frames / audio.samplerate:.2f} s at {audio.samplerate} Hz x "
+                f"{audio.channels} channel(s) decodes to {decoded / 1024 ** 2:.1f} MiB of "
+                f"samples, above the {ceiling / 1024 ** 2:.0f} MiB "
+                f"{getattr(limits, 'judge_source', '') or 'the judge'} takes")
     return _length_problem(audio.frames, audio.samplerate, limits)
 
 

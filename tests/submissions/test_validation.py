@@ -14,9 +14,15 @@ import pytest
 import soundfile
 
 from scoring.kinds import get_kind
+from scoring.models import JudgeConfig
 from scoring.synthetic import write_wav
 from submissions.archives import Limits, _copy_limited
-from submissions.validation import ValidationResult, limits_from_settings, validate_upload
+from submissions.validation import (
+    ValidationResult,
+    limits_for,
+    limits_from_settings,
+    validate_upload,
+)
 
 KEYS = ["a1", "b2", "c3"]
 MMAE = get_kind("mmae")
@@ -770,6 +776,30 @@ class TestAudioFormatLimits:
         data = sound_bytes(np.zeros((1600, 3), dtype="int16"))
         assert self.check(upload, audio_dir, data) == [
             "submission.jsonl line 1 (id a1): audio/a1.wav: 3 channels, above the limit of 2"]
+
+    def test_an_output_the_judge_config_cannot_decode_is_named_with_its_figures(
+            self, upload, audio_dir):
+        data = sound_bytes(np.zeros((4 * 48_000, 2), dtype="int16"), samplerate=48_000)
+        config = JudgeConfig(name="vllm-033", max_audio_decode_bytes=1024 ** 2,
+                             max_audio_file_mb=128, vllm_version="0.33.0")
+        limits = dataclasses.replace(limits_for(config), **{
+            f.name: getattr(LIMITS, f.name) for f in dataclasses.fields(LIMITS)
+            if f.name not in ("max_decoded_bytes", "judge_source")})
+        archive = make_zip(upload / "audio.zip", {"audio/a1.wav": data})
+        errors = run(audio_dir, predictions=submission_jsonl(upload, {"a1": "audio/a1.wav"}),
+                     archive=archive, limits=limits).errors
+        assert errors == [
+            "submission.jsonl line 1 (id a1): audio/a1.wav: 4.00 s at 48000 Hz x 2 channel(s) "
+            "decodes to 1.5 MiB of samples, above the 1 MiB judge config vllm-033 (vLLM "
+            "0.33.0) takes"]
+
+    def test_the_judge_configs_file_limit_narrows_the_sites_and_is_named(self, settings):
+        settings.SUBMISSION_MAX_OUTPUT_BYTES = 128 * 1024 ** 2
+        config = JudgeConfig(name="small-host", max_audio_file_mb=25, vllm_version="0.33.0")
+        limits = limits_for(config)
+        assert limits.max_output_bytes == 25 * 1024 ** 2
+        assert limits.judge_source == "judge config small-host (vLLM 0.33.0)"
+        assert limits.max_decoded_bytes == config.max_audio_decode_bytes == 256 * 1024 ** 2
 
     def test_at_the_limits_a_file_passes(self, upload, audio_dir):
         data = sound_bytes(np.zeros((4800, 2), dtype="int16"), samplerate=48_000)
