@@ -41,6 +41,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
@@ -246,16 +247,20 @@ def import_run(challenge_id: int, token: str) -> dict | None:
     record = record_read(challenge_id, token)
     if record is None or record["state"] in FINISHED:
         return record  # a second delivery of a finished import
+    committed = None
     if record["state"] != "queued":
         if timezone.now() - datetime.fromisoformat(record["updated_at"]) < STALE:
             return record  # another worker is on it
-        _clean_cut_short(record)
+        committed = _clean_cut_short(record)
     work = work_dir(challenge_id, token)
     outcome: dict
     try:
-        if not work.is_dir():
+        if committed is not None:
+            benchmark = committed
+        elif not work.is_dir():
             raise ServiceError("the uploaded files are gone: upload them again")
-        benchmark = _import(record, work)
+        else:
+            benchmark = _import(record, work)
         outcome = {"state": "done", "benchmark": benchmark.slug,
                    "line": f"imported {benchmark} ({benchmark.n_items} items) and attached as "
                            f"the board of {record['track_name']}"}
@@ -287,14 +292,21 @@ def _named(record: dict, problem: str) -> str:
             .replace(str(work / "audio"), record["archive"]))
 
 
-def _clean_cut_short(record: dict) -> None:
+def _clean_cut_short(record: dict) -> Benchmark | None:
     """What an import cut short (its worker died) left: its unpacked audio, and the benchmark
-    folder it was moving that audio to if no benchmark was kept there."""
+    folder it was moving that audio to unless a benchmark lives there. The benchmark it
+    committed, when it got that far (its worker died before its record said so)."""
     shutil.rmtree(work_dir(record["challenge"], record["token"]) / "audio", ignore_errors=True)
     moving = record.get("moving_to")
-    if moving and not Benchmark.objects.filter(audio_root__startswith=moving).exists():
+    there = Benchmark.objects.filter(Q(audio_root=moving) | Q(audio_root__startswith=f"{moving}/"),
+                                     slug=record["slug"]).first() if moving else None
+    if there is not None and PhaseBoard.objects.filter(
+            benchmark=there, phase_id=record["phase"], track_id=record["track"]).exists():
+        return there
+    if moving and there is None:
         shutil.rmtree(moving, ignore_errors=True)
     _write(record, state="queued", line="started again: its worker stopped", done=0)
+    return None
 
 
 def _import(record: dict, work: Path) -> Benchmark:
@@ -401,7 +413,7 @@ def _commit(record: dict, *, kind, meta: Path, audio: Path, base: str, phase: Ph
                 raise ServiceError(f"{slug} is taken: a benchmark of that name exists")
             final = benchmark_folder(slug) / f"v{benchmark.version}"
             final.parent.mkdir(parents=True, exist_ok=True)
-            _write(record, moving_to=str(final))
+            _write(record, moving_to=str(final.resolve()))
             try:
                 os.rename(audio, final)
             except OSError as exc:

@@ -427,12 +427,40 @@ def test_an_import_whose_worker_died_is_started_again_from_clean(client, built, 
     assert benchmark_imports.import_run(*args)["state"] == "unpacking"
     assert half.exists()
     # Once stale, the next delivery cleans what it left and imports it whole.
-    stale = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
-    path = benchmark_imports.record_path(*args)
-    path.write_text(json.dumps({**json.loads(path.read_text()), "updated_at": stale}))
+    _stale(args)
     [record] = queued.run()
     assert record["state"] == "done", record
     root = Path(Benchmark.objects.get(slug=SLUG).audio_root)
     assert not (root / "wav" / "half.wav").exists()
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) \
         == sorted(inputs_of(final_set["single"]))
+
+
+def _stale(args, **changes):
+    path = benchmark_imports.record_path(*args)
+    stale = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes,
+                                "updated_at": stale}))
+
+
+def test_a_worker_that_died_around_the_commit_is_told_apart(client, built, final_set, queued,
+                                                             media_root):
+    client.force_login(built.organizer)
+    assert client.post(URL, form(built, final_set, wav_zip(final_set))).status_code == 302
+    [(args, _)] = queued
+    final = (media_root / "benchmarks" / SLUG / "v1").resolve()
+    # Died after moving the audio, before the commit: the folder goes, the import runs again.
+    (final / "wav").mkdir(parents=True)
+    (final / "wav" / "moved.wav").write_bytes(b"RIFF")
+    _stale(args, state="importing", moving_to=str(final))
+    [record] = queued.run()
+    assert record["state"] == "done", record
+    assert not (final / "wav" / "moved.wav").exists()
+    files = sorted(p for p in final.rglob("*") if p.is_file())
+    assert len(files) == len(inputs_of(final_set["single"]))
+    # Died after the commit, before its record said so: done, its audio left alone.
+    _stale(args, state="importing")
+    record = benchmark_imports.import_run(*args)
+    assert record["state"] == "done" and record["benchmark"] == SLUG
+    assert sorted(p for p in final.rglob("*") if p.is_file()) == files
+    assert Benchmark.objects.filter(slug=SLUG).count() == 1
