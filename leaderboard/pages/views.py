@@ -124,8 +124,10 @@ def _board_page(request, form, context: dict, *, state) -> HttpResponse:
             **context, "benchmarks": board_state.benchmark_list(), "query": query,
             "body": mark_safe(render_to_string(  # noqa: S308 - our own rendered template
                 "leaderboard/_board_hidden.html",
-                {"models": sorted({s.model.name for s in board_state.representatives(
-                    benchmark)}, key=str.casefold), "note": visibility.NOT_YET})),
+                {"models": sorted({(s.model.name, s.after_deadline)
+                                   for s in board_state.representatives(benchmark)},
+                                  key=lambda m: (m[0].casefold(), m)),
+                 "note": visibility.NOT_YET})),
             "compare_models": "", "diagnostics": []})
     rule = visibility.cache_part(benchmark, request.user)
     body = board_state.kept(state, "board-body", shared=True,

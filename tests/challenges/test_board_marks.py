@@ -71,6 +71,18 @@ def test_a_late_entry_is_marked_on_the_page_the_api_and_the_csv(kind, shown, cli
         name: str(marked) for name, marked in names.items()}
 
 
+def test_a_board_that_shows_no_figure_marks_the_late_entrys_name(client):
+    """A hidden final board that shows nothing lists its models' names alone: the late
+    one's name is marked, and the read API answers no row at all."""
+    benchmark, on_time, late = two_teams(Phase.Kind.FINAL, Phase.Shown.NOTHING)
+    page = client.get(f"/b/{benchmark.slug}/")
+    assert page.status_code == 200 and not select(page.content, "table#board")
+    names = {one(item, "bdi").text: [b.text for b in select(item, ".badge.late")]
+             for item in select(page.content, "ul.hidden-models li")}
+    assert names == {on_time.submission.model.name: [], late.submission.model.name: [MARK]}
+    assert client.get(f"/api/leaderboards/{benchmark.slug}/").status_code == 404
+
+
 def test_a_late_entrys_row_has_its_mark_in_the_first_state_that_lists_it(client):
     """The entry is made with its submission (still scoring, not on the board); the board's
     state is built and kept without it; the run finishes (a board change) and the first state
