@@ -11,6 +11,9 @@ APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leade
 NOT_BOARD_STATE = {
     # What a seeding process draws with, set once per forked process of the command.
     ("leaderboard/management/commands/seed_board.py", "_drawing"),
+    # A rule handed down at start-up by the app above (challenges: which rows came late),
+    # not a value of any board state.
+    ("leaderboard/boards/marks.py", "_late_rules"),
 }
 
 
