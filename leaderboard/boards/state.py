@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,6 +38,10 @@ def benchmark_list() -> list[Benchmark]:
     latest: dict[str, Benchmark] = {}
     for benchmark in Benchmark.objects.order_by("slug", "-version"):
         latest.setdefault(benchmark.slug, benchmark)
+    titles = Counter(b.title for b in latest.values())
+    for benchmark in latest.values():
+        # Boards that share a title (a challenge's track boards) are told apart by slug.
+        benchmark.title_shared = titles[benchmark.title] > 1
     return list(latest.values())
 
 

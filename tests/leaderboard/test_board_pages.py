@@ -20,6 +20,8 @@ from leaderboard.models import RankRanges, ReferenceFigure, ReferenceResult
 from scoring.boards import board_changed
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import Submission
+from tests.factories import board_benchmark
+from tests.html import texts
 
 SLICES = [("overall", ""), ("modality", "sound"), ("modality", "music"),
           ("operation", "local/removal")]
@@ -339,3 +341,13 @@ def test_the_compare_link_names_the_top_two(mixed_board, way, monkeypatch):
                                       start=0, stop=50)
         assert first(mixed_board, ["EMR", "IFR", "CR"], dimension, bucket, 50) \
             == [pk for pk, _, _ in window]
+
+
+@pytest.mark.django_db
+def test_boards_that_share_a_title_are_told_apart_by_slug_in_the_tabs(client):
+    board_benchmark(slug="final-single", title="Audio Editing Challenge")
+    board_benchmark(slug="final-agent", title="Audio Editing Challenge", sha256="b" * 64)
+    board_benchmark(slug="mmae", title="MMAE", sha256="c" * 64)
+    tabs = texts(client.get("/b/mmae/"), "nav.tabs a")
+    assert sorted(tabs) == ["Audio Editing Challenge final-agent",
+                            "Audio Editing Challenge final-single", "MMAE"]
