@@ -206,8 +206,9 @@ def board_detach(request, challenge, pk):
     try:
         services.board_detach(board=board, actor=request.user)
     except ServiceError as error:
-        return _page(request, challenge, "error.html", {"errors": error.problems},
-                     active="phases", status=error.status)
+        return _page(request, challenge, "error.html",
+                     {"errors": error.problems, "phase": board.phase}, active="phases",
+                     status=error.status)
     return redirect("challenges:manage-phase", slug=challenge.slug, phase=board.phase.slug)
 
 

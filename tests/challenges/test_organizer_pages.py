@@ -17,6 +17,7 @@ from challenges.models import Organizer, Phase, PhaseBoard, Track, Verification
 from scoring.models import Benchmark
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
 from tests.factories import board_benchmark
+from tests.html import texts
 
 pytestmark = pytest.mark.django_db
 
@@ -281,3 +282,12 @@ def test_an_instant_the_zone_skips_is_refused(client, built, author):
     assert "couldn’t be interpreted in time zone America/Los_Angeles" in \
         page.content.decode().replace("&#x27;", "'")
     assert not Phase.objects.filter(slug="spring").exists()
+
+
+def test_the_tabs_mark_new_phase_on_its_form_alone(client, built, author):
+    client.force_login(author)
+    for url, active in (("/c/icassp/manage/phases/new/", "New phase"),
+                        ("/c/icassp/manage/phases/final/", "Overview"),
+                        ("/c/icassp/manage/phases/final/import/", "Overview"),
+                        ("/c/icassp/manage/", "Overview")):
+        assert texts(client.get(url), 'nav[aria-label="organizer"] a.active') == [active], url
