@@ -10,6 +10,7 @@ from django import forms
 from django.utils import timezone
 
 from challenges.models import Phase, Verification
+from scoring.kinds import KINDS
 
 LOCAL_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
 
@@ -71,6 +72,10 @@ class PhaseForm(forms.Form):
                               "never on the official one)")
     shown = forms.ChoiceField(choices=Phase.Shown.choices,
                               label="Shown to participants and visitors before the reveal")
+    released_dimensions = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        label="Item dimensions the task package gives out",
+        help_text="Never rubrics; a dimension its boards' kind lacks is left out.")
     reason = forms.CharField(required=False, max_length=500,
                              label="Why (kept in the audit log)")
 
@@ -80,8 +85,11 @@ class PhaseForm(forms.Form):
         where = f"in {zone.key}"
         self.fields["opens_at"] = ZonedDateTimeField(zone=zone, label=f"Opens ({where})")
         self.fields["closes_at"] = ZonedDateTimeField(zone=zone, label=f"Closes ({where})")
+        self.fields["released_dimensions"].choices = [
+            (key, key) for key in sorted({k for kind in KINDS.values()
+                                          for k in kind.dimension_keys})]
         self.order_fields(["slug", "name", "kind", "opens_at", "closes_at", "per_day", "total",
-                           "late_uploads", "shown", "reason"])
+                           "late_uploads", "shown", "released_dimensions", "reason"])
 
     def clean_slug(self):
         slug = self.cleaned_data["slug"]
@@ -92,7 +100,8 @@ class PhaseForm(forms.Form):
     @classmethod
     def initial_of(cls, phase: Phase) -> dict:
         return {k: getattr(phase, k) for k in ("slug", "name", "kind", "opens_at", "closes_at",
-                                               "per_day", "total", "late_uploads", "shown")}
+                                               "per_day", "total", "late_uploads", "shown",
+                                               "released_dimensions")}
 
     def clean(self):
         cleaned = super().clean()

@@ -22,8 +22,9 @@ from scoring.boards import board_changed
 from scoring.models import Benchmark
 
 PHASE_FIELDS = ("slug", "name", "kind", "opens_at", "closes_at", "per_day", "total",
-                "late_uploads", "shown")
-PUBLIC_PHASE_FIELDS = {"name", "kind", "opens_at", "closes_at", "shown", "late_uploads"}
+                "late_uploads", "shown", "released_dimensions")
+PUBLIC_PHASE_FIELDS = {"name", "kind", "opens_at", "closes_at", "shown", "late_uploads",
+                       "released_dimensions"}
 TRACK_FIELDS = ("slug", "name", "rules", "attestations", "where", "position")
 PUBLIC_TRACK_FIELDS = {"name", "rules", "attestations", "where"}
 
@@ -109,6 +110,8 @@ def phase_save(*, challenge: Challenge, actor, fields: dict, phase: Phase | None
                reason: str = "") -> Phase:
     """Create a phase of `challenge` or change `phase`, from `fields` (PHASE_FIELDS). A change
     of what it shows is a board change of each of its boards."""
+    fields = {"released_dimensions": [] if phase is None else phase.released_dimensions,
+              **fields}
     if fields["closes_at"] <= fields["opens_at"]:
         raise ServiceError({"closes_at": ["the phase must close after it opens"]})
     clash = Phase.objects.filter(challenge=challenge, slug=fields["slug"])

@@ -291,3 +291,24 @@ def test_the_tabs_mark_new_phase_on_its_form_alone(client, built, author):
                         ("/c/icassp/manage/phases/final/import/", "Overview"),
                         ("/c/icassp/manage/", "Overview")):
         assert texts(client.get(url), 'nav[aria-label="organizer"] a.active') == [active], url
+
+
+def test_the_dimensions_a_task_package_gives_out_are_chosen_on_the_phase_form(
+        client, built, author):
+    client.force_login(author)
+    fields = {"slug": "final-2", "name": "Second final", "kind": "final",
+              "opens_at": "2027-01-01T00:00", "closes_at": "2027-01-15T23:59", "per_day": "3",
+              "total": "30", "shown": "nothing"}
+    assert client.post("/c/icassp/manage/phases/new/", fields).status_code == 302
+    assert Phase.objects.get(slug="final-2").released_dimensions == []  # none unless chosen
+    page = client.post("/c/icassp/manage/phases/final-2/", {
+        **fields, "released_dimensions": ["modality", "complexity"]})
+    assert page.status_code == 302
+    assert sorted(Phase.objects.get(slug="final-2").released_dimensions) == [
+        "complexity", "modality"]
+    event = AuditEvent.objects.filter(object_type="challenges.phase").latest("id")
+    assert event.public and sorted(event.after["released_dimensions"]) == [
+        "complexity", "modality"]
+    refused = client.post("/c/icassp/manage/phases/final-2/", {
+        **fields, "released_dimensions": ["rubrics"]})
+    assert refused.status_code == 400 and "rubrics" in refused.content.decode()
