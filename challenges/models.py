@@ -144,12 +144,15 @@ class Team(models.Model):
 
 class Membership(models.Model):
     """A user's place in a team: invited (accepted_at empty) or a member. `challenge` is the
-    team's, kept here so that the database holds a user to one team per challenge."""
+    team's, kept here so that the database holds a user to one team per challenge. An
+    invitation to an address no account has confirmed names no user but `email`: whoever
+    confirms that address on an account may accept it."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE, related_name="+")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="team_memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True,
+                             blank=True, related_name="team_memberships")
+    email = models.EmailField(blank=True)  # an invitation to an address, lower-cased
     invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     invited_at = models.DateTimeField(auto_now_add=True)
@@ -164,7 +167,8 @@ class Membership(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.user} in {self.team}" + ("" if self.accepted_at else " (invited)")
+        return f"{self.user or self.email} in {self.team}" + \
+            ("" if self.accepted_at else " (invited)")
 
 
 class TrackEntry(models.Model):

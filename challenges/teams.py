@@ -49,9 +49,25 @@ def invitations_pending(team: Team) -> list[Membership]:
                 .select_related("user", "invited_by").order_by("invited_at", "id"))
 
 
+def _addressed_to(user) -> Q:
+    """Invitations addressed to `user`: by account, or to an address the user confirmed."""
+    confirmed = EmailAddress.objects.filter(user=user, verified=True).values("email")
+    return Q(user=user) | Q(user__isnull=True, email__in=[e.lower() for e in
+                                                         confirmed.values_list("email",
+                                                                               flat=True)])
+
+
+def _is_for(invitation: Membership, user) -> bool:
+    """Whether `invitation` is addressed to `user` (as _addressed_to reads it)."""
+    if invitation.user_id is not None:
+        return invitation.user_id == user.pk
+    return EmailAddress.objects.filter(user=user, verified=True,
+                                       email__iexact=invitation.email).exists()
+
+
 def invitations_of(challenge: Challenge, user) -> list[Membership]:
     """The invitations `user` has not answered in `challenge`."""
-    return list(Membership.objects.filter(challenge=challenge, user=user,
+    return list(Membership.objects.filter(_addressed_to(user), challenge=challenge,
                                           accepted_at__isnull=True)
                 .select_related("team", "invited_by").order_by("invited_at", "id"))
 
@@ -113,9 +129,11 @@ def _user_named(who: str):
             id__in=EmailAddress.objects.filter(email__iexact=who).values("user_id"))).first()
     else:
         found = users.filter(username__iexact=who).first()
+    if found is None and "@" in who:
+        return None  # an address no account has: invited by e-mail, to sign up with it
     if found is None or not found.is_active:
-        raise ServiceError({"who": [f"no user {who!r}: they sign up on this site first, then "
-                                    "invite them by their user name or e-mail address"]})
+        raise ServiceError({"who": [f"no user {who!r}: invite them by the e-mail address "
+                                    "they will sign up with"]})
     return found
 
 
@@ -126,6 +144,8 @@ def team_invite(*, team: Team, inviter, who: str) -> Membership:
     _member_required(team, inviter)
     invitee = _user_named(who)
     challenge = team.challenge
+    if invitee is None:
+        return _address_invite(team=team, inviter=inviter, email=who.strip().lower())
     existing = Membership.objects.filter(team=team, user=invitee).first()
     if existing is not None:
         raise ServiceError({"who": [f"{invitee.username} is already "
@@ -143,6 +163,19 @@ def team_invite(*, team: Team, inviter, who: str) -> Membership:
     return invitation
 
 
+def _address_invite(*, team: Team, inviter, email: str) -> Membership:
+    """An invitation to an address no account has (the answer is the same as for one that
+    has: whether an address is registered is not told). Whoever confirms it on an account
+    sees the invitation and may accept it."""
+    if Membership.objects.filter(team=team, user__isnull=True, email=email).exists():
+        raise ServiceError({"who": [f"{email} is already invited to {team.name!r}"]},
+                           code="conflict")
+    invitation = Membership.objects.create(team=team, challenge=team.challenge, email=email,
+                                           invited_by=inviter)
+    transaction.on_commit(lambda: _invitation_email(invitation.pk), robust=True)
+    return invitation
+
+
 def invitation_url(invitation: Membership) -> str:
     return settings.SITE_URL.rstrip("/") + reverse(
         "challenges:invitation", args=[invitation.challenge.slug, invitation.pk])
@@ -151,24 +184,30 @@ def invitation_url(invitation: Membership) -> str:
 def _invitation_email(invitation_id: int) -> None:
     invitation = Membership.objects.select_related("team", "challenge", "user", "invited_by") \
         .filter(pk=invitation_id, accepted_at__isnull=True).first()
-    if invitation is None or not invitation.user.email:
+    if invitation is None:
         return
+    address = invitation.user.email if invitation.user else invitation.email
+    if not address:
+        return
+    sign_up = "" if invitation.user else (
+        "\nSign up on the site with this address (or add it to your account and confirm it) "
+        "to see the invitation there.\n")
     inviter = invitation.invited_by.username if invitation.invited_by else "A member"
     send_mail(
         subject=f"{inviter} invites you to the team {invitation.team.name} "
                 f"({invitation.challenge.title})",
         message=(f"{inviter} invites you to join the team {invitation.team.name} in "
                  f"{invitation.challenge.title}.\n\nAccept or decline the invitation here:\n"
-                 f"{invitation_url(invitation)}\n\nA user is in one team per challenge; "
-                 "nothing changes until you accept.\n"),
-        from_email=None, recipient_list=[invitation.user.email])
+                 f"{invitation_url(invitation)}\n{sign_up}\nA user is in one team per "
+                 "challenge; nothing changes until you accept.\n"),
+        from_email=None, recipient_list=[address])
 
 
 def invitation_for(challenge: Challenge, pk: int, user) -> Membership | None:
     """The invitation `pk` of `challenge` addressed to `user` and not answered yet."""
     if user is None or not user.is_authenticated:
         return None
-    return Membership.objects.filter(pk=pk, challenge=challenge, user=user,
+    return Membership.objects.filter(_addressed_to(user), pk=pk, challenge=challenge,
                                      accepted_at__isnull=True) \
         .select_related("team", "invited_by").first()
 
@@ -176,17 +215,21 @@ def invitation_for(challenge: Challenge, pk: int, user) -> Membership | None:
 def invitation_accept(*, invitation: Membership, user) -> Team:
     """`user` accepts their invitation: a member of its team. Refused when they are in a team
     of the challenge already; their other invitations in the challenge are withdrawn."""
-    if invitation.user_id != user.pk:
+    if not _is_for(invitation, user):
         raise ServiceError("this invitation is not yours", code="conflict")
     challenge = invitation.challenge
     try:
         with transaction.atomic():
             _already_in(challenge, user, who="you are")
+            if Membership.objects.filter(team=invitation.team, user=user).exclude(
+                    pk=invitation.pk).exists():  # invited by account and by address alike
+                Membership.objects.filter(team=invitation.team, user=user).exclude(
+                    pk=invitation.pk).delete()
             if not Membership.objects.filter(pk=invitation.pk, accepted_at__isnull=True) \
-                    .update(accepted_at=timezone.now()):
+                    .update(accepted_at=timezone.now(), user=user):
                 raise ServiceError("this invitation was answered already or withdrawn",
                                    code="conflict")
-            Membership.objects.filter(challenge=challenge, user=user,
+            Membership.objects.filter(_addressed_to(user), challenge=challenge,
                                       accepted_at__isnull=True).delete()
             team = invitation.team
             audit_record(actor=user, action=AuditEvent.Action.CHALLENGE, obj=team,
@@ -200,7 +243,7 @@ def invitation_accept(*, invitation: Membership, user) -> Team:
 
 
 def invitation_decline(*, invitation: Membership, user) -> None:
-    if invitation.user_id != user.pk:
+    if not _is_for(invitation, user):
         raise ServiceError("this invitation is not yours", code="conflict")
     Membership.objects.filter(pk=invitation.pk, accepted_at__isnull=True).delete()
 

@@ -5,6 +5,7 @@ plainly; a track entered only with every attestation ticked; the public changes 
 import re
 
 import pytest
+from allauth.account.models import EmailAddress
 from django.core import mail
 
 from audit.models import AuditEvent
@@ -91,13 +92,47 @@ def test_the_database_holds_one_team_per_user_and_challenge(challenge, author, m
     assert Membership.objects.filter(user=author, accepted_at__isnull=False).count() == 1
 
 
-def test_an_unknown_invitee_and_a_non_member_inviter_are_refused(challenge, author,
-                                                                 other_author):
+def test_an_unknown_user_name_and_a_non_member_inviter_are_refused(challenge, author,
+                                                                   other_author):
     team = teams.team_create(challenge=challenge, user=author, name="Waveforms")
-    with pytest.raises(ServiceError, match="no user 'nobody@example.com'"):
-        teams.team_invite(team=team, inviter=author, who="nobody@example.com")
+    with pytest.raises(ServiceError, match="no user 'nobody'"):
+        teams.team_invite(team=team, inviter=author, who="nobody")
     with pytest.raises(ServiceError, match="not a member"):
         teams.team_invite(team=team, inviter=other_author, who="other_author")
+
+
+def test_an_address_no_account_has_is_invited_to_sign_up_and_only_its_owner_accepts(
+        challenge, author, other_author, django_user_model, client,
+        django_capture_on_commit_callbacks):
+    team = teams.team_create(challenge=challenge, user=author, name="Waveforms")
+    with django_capture_on_commit_callbacks(execute=True):
+        invitation = teams.team_invite(team=team, inviter=author, who="New.Comer@example.com")
+    # The same answer as for a registered address: whether one is registered is not told.
+    assert (invitation.user, invitation.email) == (None, "new.comer@example.com")
+    (sent,) = mail.outbox
+    assert sent.to == ["new.comer@example.com"] and "Sign up on the site" in sent.body
+    with pytest.raises(ServiceError, match="already invited"):
+        teams.team_invite(team=team, inviter=author, who="new.comer@example.com")
+    # Someone else, even knowing the link, finds nothing to answer.
+    client.force_login(other_author)
+    url = f"/c/icassp/invitations/{invitation.pk}/"
+    assert client.get(url).status_code == 404
+    with pytest.raises(ServiceError, match="not yours"):
+        teams.invitation_accept(invitation=invitation, user=other_author)
+    # An account with the address, unconfirmed: still nothing.
+    newcomer = django_user_model.objects.create_user("newcomer", "new.comer@example.com",
+                                                     "pw-newcomer-1")
+    EmailAddress.objects.create(user=newcomer, email="new.comer@example.com", verified=False,
+                                primary=True)
+    client.force_login(newcomer)
+    assert client.get(url).status_code == 404
+    # Once confirmed, the invitation is theirs.
+    EmailAddress.objects.filter(user=newcomer).update(verified=True)
+    assert client.get(url).status_code == 200
+    assert [i.pk for i in teams.invitations_of(challenge, newcomer)] == [invitation.pk]
+    teams.invitation_accept(invitation=invitation, user=newcomer)
+    assert [m.user for m in teams.members(team)] == [author, newcomer]
+    assert Membership.objects.get(pk=invitation.pk).user == newcomer
 
 
 def test_a_track_needs_every_attestation_ticked(challenge, author):
