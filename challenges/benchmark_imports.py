@@ -39,7 +39,6 @@ from pathlib import Path
 from celery import shared_task
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.files.move import file_move_safe
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -56,7 +55,7 @@ from scoring import media
 from scoring.kinds import KINDS, get_kind
 from scoring.kinds.files import raise_ours, why
 from scoring.models import Benchmark
-from scoring.services import BenchmarkFileError, benchmark_import, rows_where
+from scoring.services import BenchmarkFileError, benchmark_import, benchmark_rows
 from submissions.archives import (
     ARCHIVE_ERRORS,
     ArchiveRefused,
@@ -66,6 +65,7 @@ from submissions.archives import (
     member_path,
     open_archive,
 )
+from submissions.services import upload_keep, upload_name
 
 log = logging.getLogger(__name__)
 
@@ -149,24 +149,6 @@ def imports_of(phase: Phase, limit: int = 20) -> list[dict]:
 
 # --- the page's part: checks, the files kept, the task queued --------------------------------
 
-def _safe_name(name: str, fallback: str) -> str:
-    name = Path(name or fallback).name
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".")
-    return safe[:200] or fallback
-
-
-def _keep(upload, folder: Path, name: str) -> None:
-    """Keep an upload in the import's folder: one streamed to a temporary file (on MEDIA_ROOT's
-    disk) is moved, not copied."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if hasattr(upload, "temporary_file_path"):
-        file_move_safe(upload.temporary_file_path(), str(folder / name))
-        return
-    with open(folder / name, "wb") as sink:
-        for chunk in upload.chunks():
-            sink.write(chunk)
-
-
 def import_queue(*, phase: Phase, track: Track, kind: str, slug: str, title: str,
                  rubrics_hidden: bool, metadata, archive, actor) -> dict:
     """Check what can be checked at once, keep the two uploads in the import's folder and queue
@@ -206,13 +188,13 @@ def import_queue(*, phase: Phase, track: Track, kind: str, slug: str, title: str
               "track": track.pk, "track_name": track.name,
               "kind": kind, "slug": slug, "title": title, "rubrics_hidden": rubrics_hidden,
               "actor": actor.pk, "actor_name": actor.get_username(),
-              "metadata": _safe_name(metadata.name, "metadata.json"),
-              "archive": _safe_name(archive.name, "audio.zip"),
+              "metadata": upload_name(metadata, "metadata.json"),
+              "archive": upload_name(archive, "audio.zip"),
               "created_at": timezone.now().isoformat(), "done": 0, "total": 0, "problems": []}
     work = work_dir(phase.challenge_id, token)
     try:
-        _keep(metadata, work / "metadata", record["metadata"])
-        _keep(archive, work / "archive", record["archive"])
+        upload_keep(metadata, work / "metadata", record["metadata"])
+        upload_keep(archive, work / "archive", record["archive"])
         _write(record, state="queued", line="queued: waiting for a worker")
         # Outside any transaction (the page runs in none): queued now, or refused now.
         try:
@@ -326,13 +308,7 @@ def _import(record: dict, work: Path) -> Benchmark:
 
 def _inputs(kind, meta: Path, where: dict, record: dict) -> list[str]:
     """The input audio named by the items kept (the track's), each once, in order."""
-    try:
-        items = kind.load(meta)
-    except ValueError as exc:
-        raise BenchmarkFileError(getattr(exc, "problems", [str(exc)])) from None
-    rows = [kind.to_rows(item) for item in items]
-    if where:
-        rows = rows_where(kind, rows, where, Path(record["metadata"]))
+    rows = benchmark_rows(kind, meta, where, name=Path(record["metadata"]))
     return list(dict.fromkeys(m for row in rows for m in row.media))
 
 

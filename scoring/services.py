@@ -54,6 +54,18 @@ def rows_where(kind, rows: list, where: dict[str, list[str]], path: Path) -> lis
     return kept
 
 
+def benchmark_rows(kind, path: Path, where: dict[str, list[str]] | None = None, *,
+                   name: Path | None = None) -> list:
+    """The rows of a benchmark file, only those `where` keeps (rows_where); its faults as
+    BenchmarkFileError, naming the file as `name` (default: its path)."""
+    try:
+        items = kind.load(path)
+    except ValueError as exc:
+        raise BenchmarkFileError(getattr(exc, "problems", [str(exc)])) from None
+    rows = [kind.to_rows(item) for item in items]
+    return rows_where(kind, rows, where, name or path) if where else rows
+
+
 def benchmark_import(
     *, kind: str, path: Path, audio_root: Path | None, slug: str, title: str = "",
     synthetic: bool = False, rubrics_hidden: bool = False,
@@ -87,13 +99,7 @@ def benchmark_import(
         raise BenchmarkFileError(
             [f"benchmark {slug!r} is of kind {other_kind.kind!r}, not {kind!r}"]
         )
-    try:
-        items = benchmark_kind.load(path)
-    except ValueError as exc:
-        raise BenchmarkFileError(getattr(exc, "problems", [str(exc)])) from None
-    rows = [benchmark_kind.to_rows(item) for item in items]
-    if where:
-        rows = rows_where(benchmark_kind, rows, where, path)
+    rows = benchmark_rows(benchmark_kind, path, where)
     problems = [
         f"{path}: sample {position} (id {row.key}): input audio {media!r} {why} {audio_root}"
         for position, row in enumerate(rows, start=1)

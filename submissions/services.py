@@ -74,7 +74,7 @@ def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[
     return []
 
 
-def _save(upload: UploadedFile, folder: Path, name: str) -> None:
+def upload_keep(upload: UploadedFile, folder: Path, name: str) -> None:
     """Keep an upload: a large one already streamed to a temporary file is moved, not copied
     (or, with a storage other than MEDIA_ROOT, sent there)."""
     if not media.shared():
@@ -89,7 +89,8 @@ def _save(upload: UploadedFile, folder: Path, name: str) -> None:
             handle.write(chunk)
 
 
-def _upload_name(upload: UploadedFile, fallback: str) -> str:
+def upload_name(upload: UploadedFile, fallback: str) -> str:
+    """The upload's own file name made safe to keep (letters, digits, ._- only)."""
     name = Path(upload.name or fallback).name
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".")
     return safe or fallback
@@ -230,10 +231,10 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             # One folder per role, so the files keep the names their author gave them and
             # validation messages name them as the author knows them.
             if predictions is not None:
-                _save(predictions, folder / "predictions",
-                      _upload_name(predictions, "predictions.json"))
+                upload_keep(predictions, folder / "predictions",
+                      upload_name(predictions, "predictions.json"))
             if archive is not None:
-                _save(archive, folder / "archive", _upload_name(archive, "audio.zip"))
+                upload_keep(archive, folder / "archive", upload_name(archive, "audio.zip"))
             submission.save(update_fields=["files_dir"])
             validate_submission.delay(submission.pk)
     except BaseException:
