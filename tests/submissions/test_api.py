@@ -187,7 +187,7 @@ def test_a_full_disk_is_a_503_on_our_side_and_stores_nothing(api, small_bench, c
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("submissions.services._save", full)  # where an upload is kept
+    monkeypatch.setattr("submissions.services.upload_keep", full)  # where an upload is kept
     response = api.post("/api/submissions/", payload(small_bench), format="multipart")
     assert response.status_code == 503
     assert response.json() == {"errors": [STORAGE_FULL]}
