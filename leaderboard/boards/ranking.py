@@ -86,6 +86,8 @@ def _replicate_ranks(columns: list[np.ndarray]) -> np.ndarray:
 def _key_ranks(keys: list[np.ndarray]) -> np.ndarray:
     """Competition ranks (R x M) from sort keys (sort_key's) compared in order."""
     replicates, models = keys[0].shape
+    if models <= PAIRWISE_ROWS:
+        return _pairwise_ranks(keys)
     ranks = np.empty((replicates, models), dtype=np.int32)
     positions = np.arange(models)
     # Whether the first figure ties often is the figure's nature: read off the first replicate.
@@ -103,6 +105,32 @@ def _key_ranks(keys: list[np.ndarray]) -> np.ndarray:
 
 # Above this share of rows tied on the first figure, the first two figures sort every row.
 TIED_SHARE = 0.5
+
+# Up to this many rows, every replicate is ranked at once by comparing rows pair by pair. One
+# replicate at a time costs about 0.1 ms of NumPy calls whatever the size: a state's rank
+# ranges took 7.1 s at 5 submissions and 11.8 s at 50, and 0.15 s and 1.2 s pair by pair
+# (`bench/rank_ranges.py --submissions 5 50 --samples 14`, 2026-12-06). The pairs grow as
+# rows squared: at about 50 rows of untied figures both ways take as long.
+PAIRWISE_ROWS = 64
+# Replicates compared at once: R x M x M booleans, 4 MB at 64 rows.
+PAIRWISE_CHUNK = 1000
+
+
+def _pairwise_ranks(keys: list[np.ndarray]) -> np.ndarray:
+    """Competition ranks (R x M) from sort keys compared in order, by definition: one more
+    than the rows whose key is smaller, figure by figure."""
+    replicates, models = keys[0].shape
+    ranks = np.empty((replicates, models), dtype=np.int32)
+    for start in range(0, replicates, PAIRWISE_CHUNK):
+        part = [k[start:start + PAIRWISE_CHUNK] for k in keys]
+        ahead = np.zeros((len(part[0]), models, models), dtype=bool)  # [r, other, row]
+        level = np.ones_like(ahead)  # equal on the figures compared so far
+        for key in part:
+            other, row = key[:, :, None], key[:, None, :]
+            ahead |= level & (other < row)
+            level &= other == row
+        ranks[start:start + PAIRWISE_CHUNK] = ahead.sum(axis=1) + 1
+    return ranks
 
 
 def _row_ranks(row: list[np.ndarray], positions: np.ndarray, *, prefix: int = 1) -> np.ndarray:

@@ -227,10 +227,14 @@ def test_the_model_page_shows_its_rank_and_rank_range_and_links_the_board(item_b
 @pytest.mark.parametrize("levels", [(2, 1000, 1000), (1000, 3, 1000), (10**6,), (3, 3, 3)],
                          ids=["first figure ties often", "first figure seldom ties",
                               "one figure", "every figure ties"])
-def test_replicate_ranks_are_one_more_than_the_rows_strictly_ahead(levels):
+@pytest.mark.parametrize("pairwise", [0, 1000], ids=["row by row", "pair by pair"])
+def test_replicate_ranks_are_one_more_than_the_rows_strictly_ahead(levels, pairwise,
+                                                                    monkeypatch):
     """Competition ranks by the whole key, exact to 1e-9, NaN last, against their definition
     computed pair by pair: both ways of sorting (by every figure, or by the first and then the
-    tied rows) give them."""
+    tied rows) give them, and so does the comparison of every pair at once (small boards)."""
+    monkeypatch.setattr(ranking, "PAIRWISE_ROWS", pairwise)
+    monkeypatch.setattr(ranking, "PAIRWISE_CHUNK", 7)  # chunks that do not divide 20
     rng = np.random.default_rng(len(levels) + levels[0])
     columns = [np.round(rng.integers(0, n, (20, 60)) / n * 100, 9) for n in levels]
     for column in columns:
