@@ -21,7 +21,7 @@ from scoring.boards import board_changed
 from scoring.models import ScoringRun
 from submissions.attempts import attempt_keep
 from submissions.models import ModelEntry, QuotaOverride, Submission
-from submissions.services import submission_folder, submission_retry
+from submissions.services import name_claim, submission_folder, submission_retry
 
 Action = AuditEvent.Action
 
@@ -192,6 +192,8 @@ def submission_set_public(*, actor, submission: Submission, public: bool,
         if row.public == public:
             raise ServiceError(f"submission {row.pk} is already "
                                   f"{'public' if public else 'private'}")
+        if public:  # its name is then reserved: refused if another author's public one
+            name_claim(user=row.owner, benchmark=row.benchmark, name=row.model.name)
         row.public = public
         row.save(update_fields=["public"])
         _record(actor=actor, action=Action.VISIBILITY, submission=row,

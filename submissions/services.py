@@ -141,22 +141,27 @@ def _merged(*found: dict) -> dict[str, list[str]]:
     return {field: messages for field, messages in merged.items() if messages}
 
 
-def _claim_name(*, user, benchmark: Benchmark, name: str) -> None:
-    """Refuse a model name that looks like another author's on the same benchmark (any
-    version). Uploads of look-alike names wait for each other (a lock per skeleton, held to
-    the end of the transaction), so two authors cannot both take one name at once."""
+def name_claim(*, user, benchmark: Benchmark, name: str) -> None:
+    """Refuse a model name that looks like another author's public one on the same benchmark
+    (any version): a name is reserved across authors once it is public (a shown submission
+    that was not rejected: on the board, or on its way there), so a private name never changes
+    another author's answer. Uploads and publications of look-alike names wait for each other
+    (a lock per skeleton, held to the end of the transaction), so two authors cannot both make
+    one name public at once."""
     skeletons = name_skeletons(name)
     if connection.vendor == "postgresql":
         for skeleton in sorted(skeletons):
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                                [f"model-name:{benchmark.slug}:{skeleton}"])
-    others = ModelEntry.objects.filter(submissions__benchmark__slug=benchmark.slug) \
-        .exclude(owner=user).values_list("name", flat=True).distinct()
+    shown = Submission.objects.shown().filter(benchmark__slug=benchmark.slug) \
+        .exclude(status=Submission.Status.REJECTED)
+    others = ModelEntry.objects.filter(submissions__in=shown).exclude(owner=user) \
+        .values_list("name", flat=True).distinct()
     if any(skeletons & name_skeletons(other) for other in others):
         raise ServiceError({"model_name": [
-            f"the name '{name}' is taken on this benchmark by another author (names that "
-            "look alike count as the same)"]}, code="conflict")
+            f"the name '{name}' is taken on this benchmark by another author's public model "
+            "(names that look alike count as the same)"]}, code="conflict")
 
 
 def upload_file_problems(*, benchmark: Benchmark, predictions: UploadedFile | None,
@@ -217,7 +222,7 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             quota = _quota_problems(user)
             if quota:
                 raise ServiceError(quota, code="quota")
-            _claim_name(user=user, benchmark=benchmark, name=model_name)
+            name_claim(user=user, benchmark=benchmark, name=model_name)
             details = {k: metadata[k] for k in METADATA_FIELDS if k in metadata}
             model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,
                                                               defaults=details)

@@ -168,11 +168,11 @@ def test_a_refused_name_does_not_hide_what_is_wrong_in_the_predictions(post_uplo
 
 def test_a_name_taken_by_another_author_shows_beside_the_name(post_upload_page, small_bench,
                                                               make_submission, other_author):
-    make_submission(other_author, name="Editor")
+    make_submission(other_author, name="Editor", public=True)
     response = post_upload_page(small_bench)
     assert response.context["form"].errors["model_name"] == [
-        "the name 'Editor' is taken on this benchmark by another author (names that look "
-        "alike count as the same)"]
+        "the name 'Editor' is taken on this benchmark by another author's public model (names "
+        "that look alike count as the same)"]
 
 
 def test_the_form_tells_the_browser_what_each_field_takes(client, author, small_bench):

@@ -11,12 +11,13 @@ from config.errors import ServiceError
 from scoring.services import benchmark_import
 from scoring.synthetic import write_benchmark
 from submissions.models import ModelEntry, Submission
+from submissions.moderation import submission_set_public
 from submissions.names import name_normalise, name_skeletons
 from tests.concurrent import at_once, statuses
 from tests.conftest import CAST_PASSWORD, cast_member
 
-TAKEN = ("the name 'Alice Editor' is taken on this benchmark by another author (names that "
-         "look alike count as the same)")
+TAKEN = ("the name 'Alice Editor' is taken on this benchmark by another author's public model "
+         "(names that look alike count as the same)")
 # Each shows as "Alice Editor" (or nearly: in another case, or a capital I for a small l).
 LOOK_ALIKES = [
     "\u0410lice Editor",  # Cyrillic capital A
@@ -70,7 +71,7 @@ def test_different_names_do_not(different):
 
 @pytest.fixture
 def alice(make_submission, author):
-    return make_submission(author, name="Alice Editor")
+    return make_submission(author, name="Alice Editor", public=True)
 
 
 @pytest.mark.parametrize("alike", ["Alice Editor", *LOOK_ALIKES])
@@ -82,6 +83,36 @@ def test_another_author_cannot_take_a_look_alike_name(alice, make_submission, ot
     assert info.value.status == 409
     assert Submission.objects.filter(owner=other_author).count() == 0
     assert not ModelEntry.objects.filter(owner=other_author).exists()
+
+
+def test_a_private_name_is_no_one_elses_business(make_submission, author, other_author,
+                                               settings):
+    """A private model's name changes no other author's answer: their look-alike upload is
+    taken, public or private; the name is reserved by whichever is made public first."""
+    settings.SUBMISSIONS_IN_FLIGHT = 3
+    private = make_submission(author, name="CLI Editor")
+    theirs = make_submission(other_author, name="CLI Ed\u0456tor", public=True)
+    assert theirs.model.name == "CLI Ed\u0456tor"
+    with pytest.raises(ServiceError) as info:
+        submission_set_public(actor=author, submission=private, public=True)
+    assert info.value.status == 409
+    assert info.value.problems == [TAKEN.replace("Alice Editor", "CLI Editor")]
+    assert not Submission.objects.get(pk=private.pk).public
+    # Back to private, the other name frees it.
+    submission_set_public(actor=other_author, submission=theirs, public=False)
+    submission_set_public(actor=author, submission=private, public=True)
+    assert Submission.objects.get(pk=private.pk).public
+
+
+@pytest.mark.parametrize("why", ["hidden by staff", "rejected"])
+def test_a_public_name_no_one_can_see_reserves_nothing(alice, make_submission, other_author,
+                                                       why):
+    if why == "hidden by staff":
+        Submission.objects.filter(pk=alice.pk).update(hidden=True)
+    else:
+        Submission.objects.filter(pk=alice.pk).update(status=Submission.Status.REJECTED)
+    assert make_submission(other_author, name="\u0410lice Editor").model.name \
+        == "\u0410lice Editor"
 
 
 def test_the_owner_uploads_again_under_the_name_or_a_look_alike(alice, make_submission,
@@ -177,8 +208,9 @@ def test_the_form_refuses_a_look_alike(alice, small_bench, client, other_author)
     response = client.post("/submit/", {"benchmark": "mmae", "model_name": "Alice\u200b Editor",
                                         **_files(small_bench)})
     assert response.status_code == 400
-    assert ("the name &#x27;Alice Editor&#x27; is taken on this benchmark by another author "
-            "(names that look alike count as the same)") in response.content.decode()
+    assert ("the name &#x27;Alice Editor&#x27; is taken on this benchmark by another "
+            "author&#x27;s public model (names that look alike count as the same)") \
+        in response.content.decode()
     assert not Submission.objects.filter(owner=other_author).exists()
 
 
@@ -207,7 +239,8 @@ def test_authors_racing_for_look_alike_names_leave_one_owner(live_server, small_
     def upload(client, i):
         return client.post(f"{live_server.url}/api/submissions/",
                            headers={"Authorization": f"Token {keys[i]}"},
-                           data={"benchmark": "mmae", "model_name": names[i]},
+                           data={"benchmark": "mmae", "model_name": names[i],
+                                 "public": "true"},
                            files={"predictions": ("submission.jsonl", small_bench["jsonl"]),
                                   "audio": ("audio.zip", small_bench["zip"])})
 

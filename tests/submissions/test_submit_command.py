@@ -211,13 +211,24 @@ def test_the_model_name_is_stored_normalised(live_server, system_files, key, que
     assert Submission.objects.get().model.name == "CLI Model"
 
 
-def test_a_look_alike_of_another_authors_name_is_refused(live_server, system_files, key, queue,
-                                                         other_author):
-    submit(live_server.url, key, "--no-wait", files=system_files)
+def test_a_look_alike_of_another_authors_public_name_is_refused(live_server, system_files, key,
+                                                                queue, other_author):
+    submit(live_server.url, key, "--no-wait", "--public", files=system_files)
     other_key = ApiToken.issue(user=other_author, name="cli")[1]
     with pytest.raises(CommandError) as caught:
         submit(live_server.url, other_key, "--model-name", "\u0421LI Model", files=system_files)
     assert "HTTP 409" in str(caught.value)
-    assert ("the name '\u0421LI Model' is taken on this benchmark by another author (names "
-            "that look alike count as the same)") in str(caught.value)
+    assert ("the name '\u0421LI Model' is taken on this benchmark by another author's public "
+            "model (names that look alike count as the same)") in str(caught.value)
     assert not Submission.objects.filter(owner=other_author).exists()
+
+
+def test_a_private_name_changes_no_other_authors_answer(live_server, system_files, key, queue,
+                                                        other_author):
+    """The look-alike upload of a private model's name is taken as any other (a 409 would
+    tell its author that the private model exists)."""
+    submit(live_server.url, key, "--no-wait", "--model-name", "CLI Editor", files=system_files)
+    other_key = ApiToken.issue(user=other_author, name="cli")[1]
+    submit(live_server.url, other_key, "--no-wait", "--model-name", "CLI Ed\u0456tor",
+           files=system_files)
+    assert Submission.objects.get(owner=other_author).model.name == "CLI Ed\u0456tor"
