@@ -38,6 +38,10 @@
 #   MAX_AUDIO_FILE_MB=128   largest audio file a server must take (VLLM_MAX_AUDIO_CLIP_FILESIZE_MB,
 #                           at least 25): an upload's output may be 128 MiB
 #   MAX_AUDIOS=8            audios one prompt may carry (--limit-mm-per-prompt)
+#   MM_CACHE_GB=4           vLLM's multimodal processor cache (--mm-processor-cache-gb): the
+#                           judge client sends each audio once and names it by its uuid after
+#                           (judge/fleet.py); audio the cache let go is sent again. 0 turns the
+#                           cache off, and with it that saving
 #   API_KEY                 when set, the servers require it as "Authorization: Bearer" on every
 #                           path but GET /health and /ping: vLLM's own --api-key guards only
 #                           /v1, /v2, /inference and /cohere, so /invocations (chat completions
@@ -77,6 +81,7 @@ DTYPE=${DTYPE:-bfloat16}
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.9}
 MAX_AUDIO_SECONDS=${MAX_AUDIO_SECONDS:-300}
 MAX_AUDIOS=${MAX_AUDIOS:-8}
+MM_CACHE_GB=${MM_CACHE_GB:-4}
 MAX_AUDIO_FILE_MB=${MAX_AUDIO_FILE_MB:-128}
 API_KEY=${API_KEY:-}
 VLLM_VERSION=${VLLM_VERSION:-0.33.0}
@@ -111,6 +116,7 @@ require_int BASE_PORT 1 65535
 require_int MAX_MODEL_LEN 1
 require_int MAX_AUDIO_SECONDS 1
 require_int MAX_AUDIOS 1
+require_int MM_CACHE_GB 0
 require_int MAX_AUDIO_FILE_MB 1
 require_int READY_TIMEOUT 1
 require_int SMOKE_TIMEOUT 1
@@ -417,6 +423,7 @@ start() {
     --gpu-memory-utilization "$GPU_MEMORY_UTILIZATION"
     --max-num-batched-tokens "$BATCHED_TOKENS"
     --limit-mm-per-prompt "{\"audio\": $MAX_AUDIOS}"
+    --mm-processor-cache-gb "$MM_CACHE_GB"
     --chat-template-content-format openai
     --generation-config vllm
   )
@@ -481,7 +488,8 @@ done
 
 log "audio limits: files up to ${AUDIO_FILE_MB} MiB, ${AUDIO_DECODE_SECONDS} s and \
 $((AUDIO_DECODE_BYTES / 1048576)) MiB decoded; items up to $((BATCHED_TOKENS / 13)) s (encoder \
-cache ${BATCHED_TOKENS} tokens), ${MAX_AUDIOS} per prompt"
+cache ${BATCHED_TOKENS} tokens), ${MAX_AUDIOS} per prompt; ${MM_CACHE_GB} GiB of processed \
+audio kept for requests that name it by its uuid"
 log "waiting up to ${READY_TIMEOUT}s for every server to answer GET /health"
 deadline=$((SECONDS + READY_TIMEOUT))
 ready=()

@@ -470,9 +470,15 @@ def cases(launch: Launch) -> list[Case]:
     decode_bytes = int(env["VLLM_MAX_AUDIO_DECODE_BYTES"])
     one_second = uri(sound(1))
 
-    def chat(*audio_uris, text="Is audio 1 speech, music or a tone?", **fields) -> bytes:
+    def chat(*audio_uris, text="Is audio 1 speech, music or a tone?", uuid=None,
+             **fields) -> bytes:
+        """A chat of the audio; with `uuid`, the first audio part carries it (None as the
+        URI: the part names its audio by the uuid alone)."""
         content = [{"type": "text", "text": "Audio 1:"}]
-        content += [{"type": "audio_url", "audio_url": {"url": u}} for u in audio_uris]
+        content += [{"type": "audio_url", "audio_url": {"url": u} if u else None}
+                    for u in audio_uris]
+        if uuid is not None:
+            content[1]["uuid"] = uuid
         content.append({"type": "text", "text": text})
         body = {"model": model, "messages": [{"role": "user", "content": content}],
                 "max_tokens": 16, "temperature": 0, **fields}
@@ -484,6 +490,12 @@ def cases(launch: Launch) -> list[Case]:
     over_bytes_seconds = decode_bytes / (192_000 * channels * 4) * 1.05
     return [
         Case("1 s of 16 kHz audio and text", chat(one_second), expected=200),
+        # In this order: vLLM's processor cache holds the audio sent with its uuid.
+        Case("1 s of audio with a uuid", chat(one_second, uuid="vllm-check-a"), expected=200),
+        Case("that audio by its uuid alone", chat(None, uuid="vllm-check-a"), expected=200),
+        Case("an audio by a uuid never sent (cache miss)", chat(None, uuid="vllm-check-b"),
+             expected=400),
+        Case("an audio with neither data nor uuid", chat(None), expected=400),
         Case(f"audio file over {file_mb} MiB (VLLM_MAX_AUDIO_CLIP_FILESIZE_MB)",
              chat(uri(wav_of_size(file_mb * limits.MiB + 1024))), expected=400),
         Case(f"{decode_s + 1} s of audio (VLLM_MAX_AUDIO_DECODE_DURATION_S {decode_s})",

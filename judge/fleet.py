@@ -41,7 +41,16 @@ Policy, in one place:
 - an endpoint staff take out (`exclude`) gets no new queries until it is let back in;
 - when every endpoint is out, queries wait for one to come back, for at most `down_wait`
   seconds from the moment the last one went out; then they raise FleetUnavailable naming each
-  endpoint and its last error.
+  endpoint and its last error;
+- audio is sent once per endpoint: an audio part with a `uuid` (vLLM's per-part id; the query
+  loop gives each file's SHA-256) goes with its data to an endpoint that has not answered a
+  query holding it, and as `{"type": ..., <type>: null, "uuid": ...}` to one that has (at most
+  `audio_cache_bytes` of audio remembered per endpoint, least recently used forgotten first).
+  A query waits for another one still sending any of its audio to the same endpoint, and the
+  queries of a sample (sharing an audio) go to the endpoint the latest of them went to while
+  it is healthy (waiting for a slot there outside the queue for slots, so holding up no
+  other query). vLLM's 400 "Cache miss ..." (it evicted the audio) is no answer and no fault:
+  the query is sent again at once with every audio's data, without spending an attempt.
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ import random
 import ssl
 import time
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -71,6 +81,8 @@ log = logging.getLogger(__name__)
 
 SIMULATOR_FINGERPRINT = "judge-simulator"
 
+HOMES = 100_000  # audio whose endpoint is remembered (the latest)
+
 
 @dataclass
 class JudgeAnswer:
@@ -82,6 +94,19 @@ class JudgeAnswer:
     attempts: int = 0
     latency_ms: float | None = None  # of the last attempt
     simulated: bool = False  # the reply came from the judge simulator
+    # What the query cost, over all its attempts: request bytes sent, audio items sent with
+    # their data (and their data: URLs' characters) and by their uuid alone, cache misses,
+    # the usage of the replies answered 200, and the time its attempts held a slot.
+    bytes_sent: int = 0
+    audio_sent: int = 0
+    audio_bytes: int = 0
+    audio_cached: int = 0
+    cache_misses: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    replies: int = 0  # attempts answered 200
+    busy_ms: float = 0.0
+    audio_seconds: float = 0.0  # the length of the query's audio (set by the query loop)
 
     @property
     def ok(self) -> bool:
@@ -157,6 +182,45 @@ class _Fatal(Exception):
         self.raw = raw
 
 
+class _CacheMiss(Exception):
+    """vLLM no longer holds an audio sent by its uuid alone (its 400 "Cache miss ...")."""
+
+
+# vLLM's words when a part gives a uuid whose item its multimodal processor cache no longer
+# holds (vllm/multimodal/processing: "Cache miss for audio at index 0 but data is not
+# provided.").
+CACHE_MISS = "Cache miss for "
+
+
+def audio_items(messages: list) -> dict[str, int]:
+    """uuid -> size (its data: URL's characters) of each audio part of `messages` that
+    carries its data and a uuid."""
+    found = {}
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if not isinstance(part, dict) or not isinstance(part.get("uuid"), str):
+                continue
+            kind = part.get("type")
+            data = part.get(kind) if kind in ("audio_url", "input_audio") else None
+            url = data.get("url") or data.get("data") if isinstance(data, dict) else None
+            if isinstance(url, str):
+                found[part["uuid"]] = len(url)
+    return found
+
+
+def by_uuid(messages: list, held: set[str]) -> list:
+    """`messages` with each audio part whose uuid is in `held` sent by its uuid alone."""
+    def part_of(part):
+        if isinstance(part, dict) and part.get("uuid") in held:
+            return {"type": part["type"], part["type"]: None, "uuid": part["uuid"]}
+        return part
+
+    return [{**m, "content": [part_of(p) for p in m["content"]]}
+            if isinstance(m, dict) and isinstance(m.get("content"), list) else m
+            for m in messages]
+
+
 class _Misconfigured(Exception):
     def __init__(self, error: str):
         super().__init__(error)
@@ -186,6 +250,7 @@ class JudgeFleet(EndpointHealth):
         max_inflight_bytes: int = 256 * 2**20,
         unparseable_retries: int = 1,
         on_misconfigured: Callable[[str, str], None] | None = None,
+        audio_cache_bytes: int = 2 * 2**30,
     ):
         if not base_urls:
             raise ValueError("the judge fleet needs at least one base URL")
@@ -212,6 +277,10 @@ class JudgeFleet(EndpointHealth):
         self.backoff_max = backoff_max
         self.leases = leases
         self.max_inflight_bytes = max_inflight_bytes
+        # Audio remembered per endpoint (0: every audio always sent with its data): under
+        # vLLM's own --mm-processor-cache-gb (4 GiB), so that its evictions are rare.
+        self.audio_cache_bytes = audio_cache_bytes
+        self._homes: OrderedDict = OrderedDict()  # an audio's uuid -> its latest endpoint
         self._turn: asyncio.Lock | None = None  # held by the one query looking for a slot
         self._queued = 0  # queries waiting for the turn
         self._spares: list[_Slot] = []  # leased in one go for the queries queued
@@ -387,7 +456,8 @@ class JudgeFleet(EndpointHealth):
         module's policy)."""
         answer = JudgeAnswer()
         avoid: Endpoint | None = None
-        body = JsonBody({"model": self.model, "messages": messages, **self.sampling})
+        audio = audio_items(messages) if self.audio_cache_bytes else {}
+        every = False  # send every audio with its data (after a cache miss)
         # Asking a greedy judge again gets the same reply: an unparseable or cut reply is
         # asked again only this many times (a transport error may still use every attempt).
         again = {UNPARSEABLE: self.unparseable_retries if self.greedy else self.max_attempts,
@@ -397,68 +467,121 @@ class JudgeFleet(EndpointHealth):
         suspect: Endpoint | None = None  # the endpoint of a 500 that may be the content's
         suspect_error, content_asked = "", False
         while answer.attempts < self.max_attempts:
-            async with self._bytes_in_flight(body.length):
+            home = self._home(audio)
+            if home is avoid:
+                home = None
+            slot = None
+            if home is not None:
+                if not every:
+                    await self._sent_first(home, audio)
+                slot = await self._slot_at(home)
+            if slot is None:
                 slot = await self._acquire(avoid)
-                endpoint = slot.endpoint
-                answer.attempts += 1
-                answer.endpoint = endpoint.base_url
-                started = time.monotonic()
-                try:
-                    text, simulated = await self._post(slot, body)
-                    answer.latency_ms = (time.monotonic() - started) * 1000
-                    answer.raw, answer.simulated = text, simulated
+            endpoint = slot.endpoint
+            for uuid in audio:
+                self._homes[uuid] = endpoint
+                self._homes.move_to_end(uuid)
+            while len(self._homes) > HOMES:
+                self._homes.popitem(last=False)
+            if not every and any(u in endpoint.audio_sending for u in audio):
+                # Another query set out with some of this audio to this endpoint while this
+                # one waited for its slot (a lease is a round trip): the slot goes back, and
+                # the query waits for that one, then asks again for a slot there.
+                await self._release(slot)
+                continue
+            held = set() if every else {u for u in audio if u in endpoint.audio}
+            sending = {u: asyncio.Event() for u in audio
+                       if u not in held and u not in endpoint.audio_sending}
+            endpoint.audio_sending.update(sending)
+            body = JsonBody({"model": self.model,
+                             "messages": by_uuid(messages, held) if held else messages,
+                             **self.sampling})
+            answered = False
+            try:
+                async with self._bytes_in_flight(body.length):
+                    answer.attempts += 1
+                    answer.endpoint = endpoint.base_url
+                    answer.bytes_sent += body.length
+                    answer.audio_sent += len(audio) - len(held)
+                    answer.audio_bytes += sum(n for u, n in audio.items() if u not in held)
+                    answer.audio_cached += len(held)
+                    started = time.monotonic()
                     try:
-                        answer.value = parse(text)
-                    except ValueError as exc:
-                        raise _Retry(f"unparseable reply: {exc}", kind=UNPARSEABLE,
-                                     endpoint_fault=False) from None
-                    endpoint.consecutive_failures = 0
-                    endpoint.served += 1
-                    answer.error, answer.error_kind = None, ""
-                    if suspect is not None and suspect is not endpoint:
-                        # Answered here: the 500 was its endpoint's, not the content's.
-                        await self._mark_failure(suspect, suspect_error)
-                    return answer
-                except _Retry as retry:
-                    answer.latency_ms = (time.monotonic() - started) * 1000
-                    answer.error, answer.error_kind = retry.error, retry.kind
-                    if retry.raw is not None:
-                        answer.raw = retry.raw
-                    if suspect is not None:
-                        if suspect is not endpoint and retry.content \
-                                and retry.error == suspect_error:
-                            # Two endpoints failed it alike: the query's content.
-                            answer.error = (f"the judge could not process the query on two "
-                                            f"endpoints: {retry.error}")
-                            answer.error_kind = REFUSED
-                            return answer
-                        await self._mark_failure(suspect, suspect_error)
-                        suspect = None
-                    if retry.content and not content_asked and len(self.endpoints) > 1:
-                        suspect, suspect_error, content_asked = endpoint, retry.error, True
-                    elif retry.content or retry.endpoint_fault:
-                        await self._mark_failure(endpoint, retry.error)
-                    if retry.kind in again:
-                        if unreadable == (retry.kind, answer.raw):
-                            steady = True  # the same reply asked again: the judge's own
-                            break
-                        unreadable = (retry.kind, answer.raw)
-                        again[retry.kind] -= 1
-                        if again[retry.kind] < 0:
-                            break
-                except _Fatal as fatal:
-                    answer.latency_ms = (time.monotonic() - started) * 1000
-                    answer.error, answer.raw = fatal.error, fatal.raw
-                    answer.error_kind = fatal.kind
-                    return answer
-                except _Misconfigured as wrong:
-                    # Not an answer and not the query's fault: the attempt is given back and
-                    # the query waits for an endpoint that serves us.
-                    answer.attempts -= 1
-                    self._take_out_misconfigured(endpoint, wrong.error)
-                    continue
-                finally:
-                    await self._release(slot)
+                        text, simulated, usage = await self._post(slot, body)
+                        answered = True
+                        answer.replies += 1
+                        answer.prompt_tokens += usage.get("prompt_tokens") or 0
+                        answer.completion_tokens += usage.get("completion_tokens") or 0
+                        answer.latency_ms = (time.monotonic() - started) * 1000
+                        answer.raw, answer.simulated = text, simulated
+                        try:
+                            answer.value = parse(text)
+                        except ValueError as exc:
+                            raise _Retry(f"unparseable reply: {exc}", kind=UNPARSEABLE,
+                                         endpoint_fault=False) from None
+                        endpoint.consecutive_failures = 0
+                        endpoint.served += 1
+                        answer.error, answer.error_kind = None, ""
+                        if suspect is not None and suspect is not endpoint:
+                            # Answered here: the 500 was its endpoint's, not the content's.
+                            await self._mark_failure(suspect, suspect_error)
+                        return answer
+                    except _Retry as retry:
+                        answer.latency_ms = (time.monotonic() - started) * 1000
+                        answer.error, answer.error_kind = retry.error, retry.kind
+                        if retry.raw is not None:
+                            answer.raw = retry.raw
+                        if suspect is not None:
+                            if suspect is not endpoint and retry.content \
+                                    and retry.error == suspect_error:
+                                # Two endpoints failed it alike: the query's content.
+                                answer.error = (f"the judge could not process the query on two "
+                                                f"endpoints: {retry.error}")
+                                answer.error_kind = REFUSED
+                                return answer
+                            await self._mark_failure(suspect, suspect_error)
+                            suspect = None
+                        if retry.content and not content_asked and len(self.endpoints) > 1:
+                            suspect, suspect_error, content_asked = endpoint, retry.error, True
+                        elif retry.content or retry.endpoint_fault:
+                            await self._mark_failure(endpoint, retry.error)
+                        if retry.kind in again:
+                            if unreadable == (retry.kind, answer.raw):
+                                steady = True  # the same reply asked again: the judge's own
+                                break
+                            unreadable = (retry.kind, answer.raw)
+                            again[retry.kind] -= 1
+                            if again[retry.kind] < 0:
+                                break
+                    except _Fatal as fatal:
+                        answer.latency_ms = (time.monotonic() - started) * 1000
+                        answer.error, answer.raw = fatal.error, fatal.raw
+                        answer.error_kind = fatal.kind
+                        return answer
+                    except _Misconfigured as wrong:
+                        # Not an answer and not the query's fault: the attempt is given back and
+                        # the query waits for an endpoint that serves us.
+                        answer.attempts -= 1
+                        self._take_out_misconfigured(endpoint, wrong.error)
+                        continue
+                    except _CacheMiss:
+                        # vLLM let the audio go: sent again at once with its data, no
+                        # attempt spent and no fault of the endpoint.
+                        answer.attempts -= 1
+                        answer.cache_misses += 1
+                        answer.audio_cached -= len(held)  # not held after all
+                        self._audio_forget(endpoint, held)
+                        every = True
+                        continue
+                    finally:
+                        answer.busy_ms += (time.monotonic() - started) * 1000
+            finally:
+                for uuid, event in sending.items():
+                    endpoint.audio_sending.pop(uuid, None)
+                    event.set()
+                if answered:  # it processed the query's audio: it holds it now
+                    self._audio_keep(endpoint, audio)
+                await self._release(slot)
             avoid = endpoint
             if answer.attempts < self.max_attempts:
                 await asyncio.sleep(self._backoff(answer.attempts))
@@ -469,7 +592,71 @@ class JudgeFleet(EndpointHealth):
             answer.error_kind = UNSTEADY
         return answer
 
-    async def _post(self, slot: _Slot, body: JsonBody) -> tuple[str, bool]:
+    # --- audio sent once per endpoint -----------------------------------------------------
+
+    def _home(self, audio: dict[str, int]) -> Endpoint | None:
+        """The usable endpoint the latest query holding the largest of this audio went to
+        (a sample's queries share its output, and some its inputs)."""
+        for uuid in sorted(audio, key=audio.__getitem__, reverse=True):
+            home = self._homes.get(uuid)
+            if home is not None and home.healthy and not home.excluded:
+                return home
+        return None
+
+    async def _sent_first(self, endpoint: Endpoint, audio: dict[str, int]) -> None:
+        """Wait until no query is still sending any of `audio` to `endpoint` (at most the
+        request timeout): then it holds them, or the wait was in vain and they go again."""
+        deadline = time.monotonic() + self.timeout
+        while (event := next((endpoint.audio_sending[u] for u in audio
+                              if u in endpoint.audio_sending), None)) is not None:
+            # Looked at again after each wait: a query woken with this one may have set out
+            # with another of the audio meanwhile.
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await event.wait()
+
+    async def _slot_at(self, endpoint: Endpoint) -> _Slot | None:
+        """A slot on `endpoint`, waiting for one outside the queue for slots (so holding up no
+        other query) while the endpoint is usable; None once it is not."""
+        while endpoint.healthy and not endpoint.excluded:
+            spare = next((s for s in self._spares if s.endpoint is endpoint), None)
+            if spare is not None:  # leased for the queries queued: this is one of them
+                self._spares.remove(spare)
+                return spare
+            if endpoint.in_flight < endpoint.capacity:
+                if self.leases is None:
+                    return self._book(endpoint, None)
+                taken = await self.leases.acquire([(
+                    endpoint.base_url, endpoint.capacity, endpoint.capacity - endpoint.in_flight)])
+                if taken and endpoint.in_flight < endpoint.capacity:
+                    return self._book(endpoint, taken[0][1])
+                for url, token in taken:  # the room went while the lease was asked for
+                    await self.leases.release(url, token)
+            self._wake.clear()  # (a waiter of _acquire compares versions, as it wakes)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.leases.poll if self.leases else None):
+                    await self._wake.wait()
+        return None
+
+    def _audio_keep(self, endpoint: Endpoint, audio: dict[str, int]) -> None:
+        for uuid, size in audio.items():
+            if uuid in endpoint.audio:
+                endpoint.audio.move_to_end(uuid)
+                continue
+            endpoint.audio[uuid] = size
+            endpoint.audio_size += size
+        while endpoint.audio_size > self.audio_cache_bytes and endpoint.audio:
+            endpoint.audio_size -= endpoint.audio.popitem(last=False)[1]
+
+    @staticmethod
+    def _audio_forget(endpoint: Endpoint, uuids: set[str]) -> None:
+        for uuid in uuids:
+            endpoint.audio_size -= endpoint.audio.pop(uuid, 0)
+
+    async def _post(self, slot: _Slot, body: JsonBody) -> tuple[str, bool, dict]:
         try:
             response = await slot.lane.post(
                 f"{slot.endpoint.base_url}/v1/chat/completions", content=body.stream(),
@@ -492,6 +679,8 @@ class JudgeFleet(EndpointHealth):
             why = ("refuses our API key" if status in (401, 403) else "does not serve")
             raise _Misconfigured(f"{why}: HTTP {status} to a query: "
                                  f"{error_message(response.text)}")
+        if status == 400 and (_vllm_error(response.text) or "").startswith(CACHE_MISS):
+            raise _CacheMiss(_vllm_error(response.text))
         if status >= 400:
             raise _Fatal(f"the judge refused the query (HTTP {status}): "
                          f"{error_message(response.text)}", raw=response.text[:2000])
@@ -511,7 +700,8 @@ class JudgeFleet(EndpointHealth):
             reply.get("system_fingerprint") == SIMULATOR_FINGERPRINT
             or response.headers.get("x-judge-simulator") is not None
         )
-        return text, simulated
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        return text, simulated, usage
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))

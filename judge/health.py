@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import httpx
@@ -35,6 +36,12 @@ class Endpoint:
     failed: int = 0
     probe_task: asyncio.Task | None = field(default=None, repr=False)
     lanes: list = field(default_factory=list, repr=False)  # idle one-connection clients
+    # The audio this endpoint holds as far as we know (sent under its uuid and answered):
+    # uuid -> size, least recently used first; and the audio on its way there now, uuid ->
+    # an event set when that request ends (judge.fleet's audio policy).
+    audio: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    audio_size: int = 0
+    audio_sending: dict = field(default_factory=dict, repr=False)
 
     @property
     def load(self) -> float:

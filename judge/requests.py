@@ -18,7 +18,8 @@ import base64
 import binascii
 import io
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import soundfile
 
@@ -62,16 +63,22 @@ class Checked:
     max_tokens: int | None
     audio_tokens: list  # of each audio item that could be measured
     text_chars: int
+    # (uuid, data: URL, sent with its data) of each audio item, in order: the URL sent, or
+    # for an item sent by its uuid alone, the one the cache held; the uuid None where none
+    # was given.
+    audio: list = field(default_factory=list)
 
 
 def tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def check_request(body, config) -> Checked:
+def check_request(body, config, cache: Mapping[str, str] | None = None) -> Checked:
     """Refuse (raise Refusal) what vLLM refuses, in the order it checks: the body's shape, the
-    sampling parameters, the model, each content part's type, the number of audio items, each
-    audio (file size, length, decoded size, at least 10 ms, the encoder cache), then the
+    sampling parameters, the model, each content part's type, the number of audio items, an
+    audio item without data and without a uuid, each audio sent (file size, length, decoded
+    size, at least 10 ms, the encoder cache), each audio sent by its uuid alone (found in
+    `cache`, uuid -> data: URL, vLLM's multimodal processor cache; else a cache miss), then the
     prompt's length."""
     if not isinstance(body, dict):
         raise _malformed("body", "Input should be a valid dictionary")
@@ -99,8 +106,20 @@ def check_request(body, config) -> Checked:
     if len(audio) > config.max_audios:
         raise Refusal(f"At most {config.max_audios} audio(s) may be provided in one prompt. "
                       "(parameter=audio)", param="audio")
-    counts = [n for where, url in audio
-              if (n := _checked_tokens(where, url, config)) is not None]
+    _check_uuids(audio)
+    counts = [n for where, url, _ in audio
+              if url is not None and (n := _checked_tokens(where, url, config)) is not None]
+    resolved = []
+    for index, (where, url, uuid) in enumerate(audio):
+        sent = url is not None
+        if not sent:
+            url = (cache or {}).get(uuid)
+            if url is None:  # vLLM's multimodal processor has no item under the uuid
+                raise Refusal(f"Cache miss for audio at index {index} but data is not "
+                              "provided.")
+            if (n := _checked_tokens(where, url, config)) is not None:
+                counts.append(n)
+        resolved.append((uuid, url, sent))
     prompt = prompt_tokens(text_chars, counts)
     if prompt > config.max_model_len:
         raise Refusal(f"This model's maximum context length is {config.max_model_len} tokens. "
@@ -108,7 +127,17 @@ def check_request(body, config) -> Checked:
                       "limit even without any output tokens. Please reduce the length of the "
                       f"input prompt. (parameter=input_tokens, value={prompt})",
                       param="input_tokens")
-    return Checked(max_tokens, counts, text_chars)
+    return Checked(max_tokens, counts, text_chars, resolved)
+
+
+def _check_uuids(audio: list) -> None:
+    """vLLM's check of items given by their uuid alone: an item without data needs one."""
+    given = any(uuid is not None for *_, uuid in audio)
+    for index, (_, url, uuid) in enumerate(audio):
+        if url is None and uuid is None:
+            raise Refusal(f"multi_modal_data['audio'][{index}] is empty but "
+                          f"multi_modal_uuids['audio']{f'[{index}]' if given else ''} is "
+                          "missing.")
 
 
 def prompt_tokens(text_chars: int, audio_tokens: list) -> int:
@@ -147,7 +176,8 @@ def _max_tokens(body: dict) -> int | None:
 
 
 def _parts(messages: list) -> tuple[list, int]:
-    """([(where, audio URL)], characters of text) of the messages' content parts."""
+    """([(where, audio URL or None, uuid or None)], characters of text) of the messages'
+    content parts (an audio part may leave out its data when it gives a uuid)."""
     audio, text_chars = [], 0
     for m, message in enumerate(messages):
         content = message.get("content")
@@ -168,23 +198,34 @@ def _parts(messages: list) -> tuple[list, int]:
                 key = kind if kind in ("refusal", "thinking") else "text"
                 text_chars += len(str(part.get(key) or ""))
             elif kind in AUDIO_PARTS:
-                audio.append((where, _audio_url(where, part)))
+                uuid = part.get("uuid")
+                if uuid is not None and not isinstance(uuid, str):
+                    raise _malformed(f"body.{where}.uuid", "Input should be a valid string")
+                audio.append((where, _audio_url(where, part), uuid))
             elif kind not in OTHER_PARTS:
                 raise Refusal(f"Unknown part type: {kind}")
     return audio, text_chars
 
 
-def _audio_url(where: str, part: dict) -> str:
+def _audio_url(where: str, part: dict) -> str | None:
+    """The part's audio as a URL; None for a part without data (`"audio_url": null`, or
+    `"input_audio": null` or with empty data), which vLLM takes when it has a uuid."""
     if part["type"] == "input_audio":
         given = part.get("input_audio")
-        if not isinstance(given, dict) or not isinstance(given.get("data"), str):
+        if given is None:
+            return None
+        if not isinstance(given, dict) or not isinstance(given.get("data", ""), str):
             raise _malformed(f"body.{where}.input_audio", "needs a base64 'data' string")
+        if not given.get("data"):
+            return None
         return f"data:audio/{given.get('format') or 'wav'};base64,{given['data']}"
     given = part.get("audio_url")
+    if given is None:
+        return None
     url = given.get("url") if isinstance(given, dict) else given
     if not isinstance(url, str):
         raise _malformed(f"body.{where}.audio_url", "needs a 'url' string")
-    return url
+    return url or None
 
 
 class _Base64View(io.RawIOBase):

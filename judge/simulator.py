@@ -32,6 +32,7 @@ import random
 import secrets
 import string
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,10 +41,12 @@ from aiohttp import web
 from judge import limits
 from judge.fleet import SIMULATOR_FINGERPRINT
 from judge.requests import (
+    AUDIO_PARTS,
     CHARS_PER_TOKEN,
     MAX_MODEL_LEN,
     Checked,
     Refusal,
+    audio_seconds,
     check_request,
     prompt_tokens,
     tokens,
@@ -104,6 +107,10 @@ class SimulatorConfig:
     # Audio that is not a readable sound file (a test's placeholder bytes) is refused, as vLLM
     # does, only when this is set; otherwise it is passed unmeasured.
     refuse_unreadable_audio: bool = False
+    # vLLM's multimodal processor cache (--mm-processor-cache-gb, 4 GiB by default), by the
+    # bytes of the data: URLs it holds: audio sent with a uuid is kept under it, least
+    # recently used first out, and a later request may send the uuid alone (0: none kept).
+    audio_cache_mb: float = 4096.0
     die_after: int | None = None  # chat completions a port serves before its engine dies
     keepalive_seconds: float = KEEPALIVE_SECONDS
     # What answers a query: each benchmark kind's simulated reply, (body, config) -> (content,
@@ -122,6 +129,8 @@ class SimulatorConfig:
         if self.max_audio_seconds < limits.MIN_AUDIO_SECONDS:
             raise ValueError(f"max_audio_seconds must be at least {limits.MIN_AUDIO_SECONDS}, "
                              f"got {self.max_audio_seconds}")
+        if self.audio_cache_mb < 0:
+            raise ValueError(f"audio_cache_mb cannot be negative, got {self.audio_cache_mb}")
         for name in ("max_audio_file_mb", "max_audio_decode_seconds", "max_audio_decode_bytes",
                      "max_model_len"):
             if getattr(self, name) < 1:
@@ -134,6 +143,33 @@ class SimulatorConfig:
             raise ValueError(f"keepalive_seconds must be positive, got {self.keepalive_seconds}")
 
 
+class AudioCache:
+    """vLLM's multimodal processor cache, as the simulator keeps it: uuid -> the data: URL
+    sent under it, at most `max_bytes` of URLs, the least recently used evicted first."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.items: OrderedDict[str, str] = OrderedDict()
+        self.size = 0
+
+    def get(self, uuid: str) -> str | None:
+        url = self.items.get(uuid)
+        if url is not None:
+            self.items.move_to_end(uuid)
+        return url
+
+    def put(self, uuid: str, url: str) -> None:
+        if uuid in self.items:
+            self.size -= len(self.items.pop(uuid))
+        if len(url) > self.max_bytes:
+            return
+        self.items[uuid] = url
+        self.size += len(url)
+        while self.size > self.max_bytes:
+            _, evicted = self.items.popitem(last=False)
+            self.size -= len(evicted)
+
+
 @dataclass(eq=False)
 class PortState:
     port: int
@@ -144,6 +180,12 @@ class PortState:
         "completions": 0, "ok": 0, "failed": 0, "garbage": 0, "unreadable": 0, "slow": 0,
         "cancelled": 0,
         "models": 0, "in_progress": 0, "waiting": 0, "peak_in_progress": 0, "refused": 0,
+        # audio items that came with their data (and the data: URLs' characters), in any
+        # request; items sent by their uuid alone and found in the cache; requests refused
+        # for one it did not hold (vLLM's cache miss)
+        "audio_sent": 0, "audio_bytes": 0, "audio_cached": 0, "audio_cache_misses": 0,
+        # of the completions answered 200: the usage they reported
+        "prompt_tokens": 0, "completion_tokens": 0, "audio_seconds": 0.0,
     })
     queries: list = field(default_factory=list)  # (question, choices) of each answered query
     # How busy the slots were, for benchmarks and tests (Unix times, comparable across the
@@ -155,8 +197,10 @@ class PortState:
     busy_slot_seconds: float = 0.0
     _changed_at: float = field(default=0.0, repr=False)
     died: asyncio.Event = field(init=False)  # set when the port's engine dies (die_after)
+    audio_cache: AudioCache = field(init=False)
 
     def __post_init__(self):
+        self.audio_cache = AudioCache(int(self.config.audio_cache_mb * limits.MiB))
         self.slots = asyncio.Semaphore(self.config.slots)
         self.rng = random.Random(f"{self.config.seed}:{self.port}")
         self.died = asyncio.Event()
@@ -209,6 +253,55 @@ def request_share(body: dict, seed: int) -> float:
     digest = hashlib.sha256(f"{seed}:".encode()
                             + json.dumps(body.get("messages"), sort_keys=True).encode())
     return int.from_bytes(digest.digest()[:8], "big") / 2**64
+
+
+def _count_audio_received(body, state: PortState) -> None:
+    """Count the audio items that came with their data, and the data's characters, of any
+    request (one refused too: its bytes were sent all the same)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else ():
+            data = part.get(part.get("type")) if isinstance(part, dict) \
+                and part.get("type") in AUDIO_PARTS else None
+            url = (data.get("url") or data.get("data")) if isinstance(data, dict) else data
+            if isinstance(url, str) and url:
+                state.counts["audio_sent"] += 1
+                state.counts["audio_bytes"] += len(url)
+
+
+def _with_cached_audio(body: dict, checked: Checked, state: PortState) -> dict:
+    """The body as the kinds' replies read it, each audio part sent by its uuid alone given
+    the data: URL the cache holds; audio sent with a uuid kept in the cache (as vLLM's
+    processor keeps what it processed). Counts the items found by their uuid."""
+    resolved = iter(checked.audio)
+    messages = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if not isinstance(content, list):
+            messages.append(message)
+            continue
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in AUDIO_PARTS:
+                uuid, url, sent = next(resolved)
+                if sent:  # with its data
+                    if uuid is not None:
+                        state.audio_cache.put(uuid, url)
+                else:
+                    state.counts["audio_cached"] += 1
+                    part = {"type": "audio_url", "audio_url": {"url": url}, "uuid": uuid}
+            parts.append(part)
+        messages.append({**message, "content": parts})
+    return {**body, "messages": messages}
+
+
+def _seconds(url: str) -> float:
+    """An audio's length from its header (0 for one that is no readable sound file)."""
+    try:
+        return audio_seconds(url)
+    except ValueError:
+        return 0.0
 
 
 def _completion(content: str, checked: Checked, config: SimulatorConfig, number: int) -> dict:
@@ -301,11 +394,14 @@ def make_app(state: PortState) -> web.Application:
                           f"'body.{pos}', 'msg': 'JSON decode error', 'input': "
                           f"'<dict of 0 items>', 'ctx': {{'error': {problem!r}}}}}",
                           "Bad Request", param=f"body.{pos}")
+        _count_audio_received(body, state)
         try:
-            checked = check_request(body, config)
+            checked = check_request(body, config, state.audio_cache)
         except Refusal as refusal:
             state.counts["refused"] += 1
+            state.counts["audio_cache_misses"] += refusal.message.startswith("Cache miss")
             return _error(refusal.status, refusal.message, refusal.kind, refusal.param)
+        body = _with_cached_audio(body, checked, state)
         state.counts["waiting"] += 1
         queued = True
         try:
@@ -360,7 +456,8 @@ def make_app(state: PortState) -> web.Application:
             content, recorded = _GARBAGE[number % len(_GARBAGE)].format(noise=noise), None
         else:
             content, recorded = reply(body, config)
-        response = web.json_response(_completion(content, checked, config, number))
+        completion = _completion(content, checked, config, number)
+        response = web.json_response(completion)
         latency = (config.slow_ms if slow else config.latency_ms) / 1000
         left = latency - (asyncio.get_running_loop().time() - started)
         with contextlib.suppress(TimeoutError):  # the latency, unless the engine dies
@@ -374,6 +471,9 @@ def make_app(state: PortState) -> web.Application:
             if config.record and recorded is not None:
                 state.queries.append(recorded)
             state.counts["ok"] += 1
+        state.counts["prompt_tokens"] += completion["usage"]["prompt_tokens"]
+        state.counts["completion_tokens"] += completion["usage"]["completion_tokens"]
+        state.counts["audio_seconds"] += sum(_seconds(url) for _, url, _ in checked.audio)
         return response
 
     @web.middleware

@@ -7,25 +7,39 @@ JobFeed that another thread fills (the pipeline, adding batch after batch to one
 
 Audio travels inline as base64 `data:` URIs; each file is encoded once, in a thread, shared
 by every query in flight that sends it, and dropped as soon as the last of those queries is
-answered, so a worker holds the audio of the queries in flight only.
+answered, so a worker holds the audio of the queries in flight only. Each audio part carries
+the file's SHA-256 as its vLLM `uuid`, so that the fleet sends it once per endpoint
+(judge.fleet).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import io
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import soundfile
+
 from judge.fleet import JudgeAnswer, JudgeFleet
 from scoring.kinds.base import Job, Media
 
 
-def data_uri(media: Media) -> str:
+def data_uri(media: Media) -> tuple[str, str, float]:
+    """The file as a data: URI, its uuid: the SHA-256 of its bytes (vLLM then keys its caches
+    by it: two files alike are one item, two different ones never are), and its length in
+    seconds (0 when it is no sound file the header can tell)."""
     data = Path(media.path).read_bytes()
-    return f"data:{media.mime};base64,{base64.b64encode(data).decode('ascii')}"
+    try:
+        seconds = soundfile.info(io.BytesIO(data)).duration
+    except (soundfile.LibsndfileError, RuntimeError, TypeError):
+        seconds = 0.0
+    return (f"data:{media.mime};base64,{base64.b64encode(data).decode('ascii')}",
+            f"sha256:{hashlib.sha256(data).hexdigest()}", seconds)
 
 
 class MediaCache:
@@ -46,7 +60,8 @@ class MediaCache:
                 del self.holders[media.path]
                 self.encoded.pop(media.path, None)
 
-    async def uri(self, media: Media) -> str:
+    async def uri(self, media: Media) -> tuple[str, str, float]:
+        """(data: URI, uuid, seconds) of the file."""
         task = self.encoded.get(media.path)
         if task is None:
             task = asyncio.ensure_future(asyncio.to_thread(data_uri, media))
@@ -54,12 +69,18 @@ class MediaCache:
         return await task
 
     async def messages(self, job: Job) -> list:
-        """The job's messages as sent: each Media replaced by its data: URI."""
+        """The job's messages as sent: each Media replaced by its data: URI, and each part
+        that holds one (`{"type": T, T: {"url": Media}}`) given its uuid."""
         async def fill(value):
             if isinstance(value, Media):
-                return await self.uri(value)
+                return (await self.uri(value))[0]
             if isinstance(value, dict):
-                return {k: await fill(v) for k, v in value.items()}
+                inner = value.get(value.get("type")) if isinstance(value.get("type"), str) \
+                    else None
+                media = inner.get("url") if isinstance(inner, dict) else None
+                uuid = {"uuid": (await self.uri(media))[1]} \
+                    if isinstance(media, Media) and "uuid" not in value else {}
+                return {**{k: await fill(v) for k, v in value.items()}, **uuid}
             if isinstance(value, list):
                 return [await fill(v) for v in value]
             return value
@@ -121,6 +142,7 @@ async def ask_jobs(jobs: Iterable[Job] | JobFeed, fleet: JudgeFleet,
             media.hold(job)
             try:
                 answer = await fleet.ask(await media.messages(job), job.parse)
+                answer.audio_seconds = sum([(await media.uri(m))[2] for m in job.media()])
             finally:
                 media.release(job)
             on_answer(job, answer)

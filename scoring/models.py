@@ -303,6 +303,31 @@ class ScoringRun(models.Model):
         return self.judge_model
 
 
+class RunCost(models.Model):
+    """What a run cost the judge fleet (scoring.cost): one row per run, each figure added to
+    by whichever worker asked the queries (atomic increments, so workers side by side add
+    up)."""
+
+    run = models.OneToOneField(ScoringRun, on_delete=models.CASCADE, related_name="cost",
+                               primary_key=True)
+    queries = models.PositiveIntegerField(default=0)  # judge queries answered or refused
+    reused = models.PositiveIntegerField(default=0)  # answers taken from the judgment cache
+    requests = models.PositiveIntegerField(default=0)  # HTTP requests (attempts) sent
+    replies = models.PositiveIntegerField(default=0)  # requests answered 200
+    prompt_tokens = models.BigIntegerField(default=0)  # of the 200 replies' usage
+    completion_tokens = models.BigIntegerField(default=0)
+    audio_seconds = models.FloatField(default=0.0)  # audio the judge took in, per 200 reply
+    audio_sent = models.PositiveIntegerField(default=0)  # audio items sent with their data
+    audio_bytes = models.BigIntegerField(default=0)  # their data: URLs' characters
+    audio_cached = models.PositiveIntegerField(default=0)  # items sent by their uuid alone
+    cache_misses = models.PositiveIntegerField(default=0)  # of those, vLLM no longer held
+    request_bytes = models.BigIntegerField(default=0)  # every request body's bytes
+    busy_seconds = models.FloatField(default=0.0)  # time requests held a slot, summed
+
+    def __str__(self):
+        return f"cost of run {self.run_id}"
+
+
 class RunBatch(models.Model):
     """A slice of a run's items: the unit a worker claims, scores and marks done."""
 

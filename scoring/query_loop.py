@@ -12,10 +12,12 @@ import json
 import logging
 import queue
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import F
 from django.utils import timezone
 
@@ -27,6 +29,7 @@ from judge.leases import fleet_leases
 from judge.runner import fleet_runner
 from judge.selectors import disabled_base_urls
 from scoring import media
+from scoring.cost import tally
 from scoring.jobs import JobFeed, ask_jobs
 from scoring.judgments import answer_from, answers_store, answers_write, from_cache, output_digests
 from scoring.kinds import Job, get_kind
@@ -42,6 +45,7 @@ from scoring.runs import (
     batch_claim,
     batch_claim_next,
     connection_replace_broken,
+    cost_add,
     items_of,
     run_jobs,
     run_lost,
@@ -122,6 +126,7 @@ def _batch_open(batch_id: int) -> tuple[_Open, list[Job]]:
     answers_store(cached)
     if run.simulated:
         ScoringRun.objects.filter(id=run.id, simulated=False).update(simulated=True)
+    cost_add(run.id, Counter(reused=len(cached)))
     hit = {(a.criterion_id, a.round) for a in cached}
     jobs = [job for job in jobs
             if (criterion_ids[(job.item, job.criterion)], job.round) not in hit]
@@ -174,6 +179,7 @@ class _Scoring:
         self.answers: queue.SimpleQueue = queue.SimpleQueue()
         self.ahead_until = time.monotonic() + judge.claim_ahead
         self.stored_at = time.monotonic()
+        self.cost = Counter()  # the queries' cost not yet added to the run's card
 
     def score(self) -> None:
         out = disabled_base_urls(self.urls)
@@ -199,7 +205,10 @@ class _Scoring:
         loop = fleet_runner.submit(ask_jobs(self.feed, fleet, self._on_answer))
         with Heartbeat(functools.partial(self._beat, fleet), settings.SCORING_HEARTBEAT_SECONDS):
             try:
-                self._drain(loop)
+                try:
+                    self._drain(loop)
+                finally:
+                    self._cost_store()
             except _RunStopped:
                 loop.cancel()
                 fleet_runner.discard()
@@ -260,6 +269,7 @@ class _Scoring:
                     raise RuntimeError("the query loop ended with queries unanswered") from None
                 self._store_progress()
                 continue
+            self.cost.update(tally(answer))
             if answer.lost:
                 self._ask_again(job, answer)
                 continue
@@ -291,6 +301,16 @@ class _Scoring:
         for batch in self.open.values():
             if batch.records:
                 batch.store()
+        self._cost_store()
+
+    def _cost_store(self) -> None:
+        """Add the cost of the queries answered since the last time to the run's card (a
+        database that fails here loses no answer: the card is counted, not the votes)."""
+        counted, self.cost = self.cost, Counter()
+        try:
+            cost_add(self.run.id, counted)
+        except DatabaseError:
+            log.exception("the cost of run %s could not be added to its card", self.run.id)
 
     def _claim_ahead(self) -> None:
         if time.monotonic() > self.ahead_until:

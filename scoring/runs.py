@@ -10,7 +10,8 @@ constraints, and a sweeper that hands back work whose heartbeat went stale.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections import Counter
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from config.alerts import staff_alert
 from judge.fleet import LOST_KINDS, REFUSED
-from scoring import media
+from scoring import cost, media
 from scoring.judge_configs import judge_config_current
 from scoring.judgments import output_digests
 from scoring.kinds import Job, Kind, get_kind
@@ -28,9 +29,11 @@ from scoring.kinds.files import resolve_audio
 from scoring.models import (
     Answer,
     Benchmark,
+    Criterion,
     Item,
     JudgeConfig,
     RunBatch,
+    RunCost,
     ScoringRun,
 )
 
@@ -305,3 +308,59 @@ def connection_replace_broken() -> None:
             and not connection.in_atomic_block and not connection.is_usable():
         log.warning("the database connection broke; opening a new one")
         connection.close()
+
+
+def cost_add(run_id: int, counted: Counter) -> None:
+    """Add a worker's tally to the run's card."""
+    counted = {k: v for k, v in counted.items() if v and k in cost.FIGURES}
+    if not counted:
+        return
+    with transaction.atomic():
+        RunCost.objects.get_or_create(run_id=run_id)
+        RunCost.objects.filter(run_id=run_id).update(
+            **{name: F(name) + value for name, value in counted.items()})
+
+
+def cost_card(run: ScoringRun) -> dict | None:
+    """The run's figures (cost.FIGURES) with its wall time (from its scoring's start to its
+    end, or to now while it runs), None before anything was asked or reused."""
+    found = RunCost.objects.filter(run_id=run.pk).values(*cost.FIGURES).first()
+    if found is None:
+        return None
+    times = run.status_times or {}
+    start = times.get("scoring")
+    end = times.get("finished") or times.get("failed") or times.get("cancelled")
+    wall = None
+    if start:
+        until = datetime.fromisoformat(end) if end else timezone.now()
+        wall = (until - datetime.fromisoformat(start)).total_seconds()
+    return {**{k: round(v, 3) if isinstance(v, float) else v for k, v in found.items()},
+            "wall_seconds": None if wall is None else round(wall, 3)}
+
+
+def measured_cost(benchmark: Benchmark, *, latest: int = 20) -> dict | None:
+    """What a full submission to `benchmark` costs the judge, measured: the per-reply means
+    of the latest finished runs under its current judge config that asked the judge, times
+    the queries of a submission with every output (its criteria x the config's rounds).
+    None before any such run."""
+    config = benchmark.judge_config
+    if config is None:
+        return None
+    cards = list(RunCost.objects.filter(
+        run__benchmark=benchmark, run__judge_config=config, run__status=Status.FINISHED,
+        replies__gt=0).order_by("-run__created_at")[:latest].values(*cost.FIGURES))
+    if not cards:
+        return None
+    total = Counter()
+    for card in cards:
+        total.update(card)
+    queries = Criterion.objects.filter(item__benchmark=benchmark).count() * config.rounds
+    per_reply = {name: total[name] / total["replies"]
+                 for name in ("prompt_tokens", "completion_tokens", "audio_seconds")}
+    return {"runs": len(cards), "replies": total["replies"], "queries": queries,
+            "per_query": per_reply,
+            "full": {name: round(value * queries) for name, value in per_reply.items()},
+            "busy_seconds_per_query": total["busy_seconds"] / max(total["requests"], 1),
+            "simulated": RunCost.objects.filter(
+                run__benchmark=benchmark, run__judge_config=config,
+                run__simulated=True).exists()}

@@ -14,11 +14,13 @@ import collections
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.fleet import REFUSED, JudgeFleet
+from scoring.cost import FIGURES, tally
 from scoring.jobs import ask_jobs
 from scoring.kinds import ItemRows, Kind, file_sha256, get_kind
 from scoring.kinds.base import answer_record
@@ -246,6 +248,7 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
     ) if progress else None
     failed = 0
     queries = 0
+    cost = Counter(earlier.get("cost") or {})  # a resumed run's card goes on
 
     with open(results_path, "a", encoding="utf-8") as handle:
         def on_answer(job, answer) -> None:
@@ -255,6 +258,7 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
             handle.flush()
             answers[(job.item, job.criterion, job.round)] = record
             failed += record["error"] is not None
+            cost.update(tally(answer))
             run["simulated"] = run["simulated"] or answer.simulated
             if tracker is not None:
                 tracker.update(1)
@@ -291,6 +295,8 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
         finally:
             if tracker is not None:
                 tracker.close()
+            run["cost"] = {name: round(cost[name], 3) if isinstance(cost[name], float)
+                           else cost[name] for name in FIGURES}
             _write_json(out / RUN, run)
 
     refused = [a for a in answers.values() if a.get("error_kind") == REFUSED]

@@ -18,6 +18,7 @@ from scoring import visibility
 from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
 from scoring.models import ScoringRun, SliceResult
+from scoring.runs import cost_card
 from submissions import moderation, selectors
 from submissions.file_checks import (
     archive_file_problems,
@@ -207,6 +208,7 @@ def _detail(submission, user):
     submission.metrics = list(kind.metric_keys)
     submission.files = list(kind.files) if level is visibility.Disclosure.FULL else []
     submission.overall = overall
+    submission.cost = cost_card(run) if run is not None else None
     return submission
 
 

@@ -86,6 +86,11 @@ class SubmissionDetailSerializer(SubmissionSerializer):
                                   help_text="results files, at files/<name> once finished")
     overall = serializers.DictField(allow_null=True,
                                     help_text="n and each metric, once finished")
+    cost = serializers.DictField(
+        allow_null=True, help_text="what the current run cost the judge fleet: queries, "
+        "reused, requests, replies, prompt_tokens, completion_tokens, audio_seconds, "
+        "audio_sent, audio_bytes, audio_cached, cache_misses, request_bytes, busy_seconds, "
+        "wall_seconds (null before anything was asked)")
 
 
 class SubmissionStatusSerializer(serializers.Serializer):

@@ -392,6 +392,8 @@ def test_it_starts_one_server_per_gpu_group_and_stops_them_on_sigterm(fleet):
         assert flag(argv, "--gpu-memory-utilization") == "0.9"
         assert json.loads(flag(argv, "--limit-mm-per-prompt")) == {"audio": DEFAULT_MAX_AUDIOS}
         assert flag(argv, "--max-num-batched-tokens") == str(DEFAULT_BATCHED_TOKENS)
+        # the cache that lets the client name an audio sent before by its uuid alone
+        assert flag(argv, "--mm-processor-cache-gb") == "4"
         assert flag(argv, "--chat-template-content-format") == "openai"
         assert flag(argv, "--generation-config") == "vllm"
         assert "--api-key" not in argv

@@ -26,8 +26,10 @@ from leaderboard.pages.forms import (
     normalised,
 )
 from scoring import visibility
+from scoring.cost import card_rows
 from scoring.kinds import get_kind
 from scoring.kinds.base import Section
+from scoring.runs import cost_card, measured_cost
 from submissions import selectors as submission_selectors
 
 BOARD_PAGE_ROWS = model_pages.BOARD_PAGE_ROWS
@@ -483,7 +485,10 @@ def scoring(request, slug):
         # The judge's figures are the rows' own, weighted: none below OVERALL on a
         # hidden-rubric board (scoring.visibility).
         "judge_configs": selectors.judge_figures_by_config(benchmark)
-        if level >= visibility.Disclosure.OVERALL else []})
+        if level >= visibility.Disclosure.OVERALL else [],
+        # How many queries a submission makes tells how many rubrics there are: not before
+        # a hidden-rubric board's reveal.
+        "cost": measured_cost(benchmark) if level is visibility.Disclosure.FULL else None})
 
 
 def _detail_context(request, pk):
@@ -494,7 +499,10 @@ def _detail_context(request, pk):
     # On a hidden-rubric benchmark its author learns what the phase shows everyone
     # (scoring.visibility): no results file (per-item) below FULL, no figure below OVERALL.
     level = visibility.disclosure(submission.benchmark, request.user)
+    run = submission.current_run
+    card = cost_card(run) if run is not None else None
     return {"submission": submission, "progress": progress, "kind": kind,
+            "cost": card_rows(card) if card else None,
             "files": kind.files if level is visibility.Disclosure.FULL else (),
             "per_item": level is visibility.Disclosure.FULL,
             "hidden_note": "" if level is visibility.Disclosure.FULL else visibility.NOT_YET,

@@ -221,6 +221,7 @@ def test_the_simulators_defaults_are_the_launch_script_make_vllm_check_starts():
         "--max-model-len": str(config.max_model_len),
         "--max-num-batched-tokens": str(limits.DEFAULT_BATCHED_TOKENS),
         "--limit-mm-per-prompt": f'{{"audio": {config.max_audios}}}',
+        "--mm-processor-cache-gb": f"{config.audio_cache_mb / 1024:g}",
         "--chat-template-content-format": "openai", "--generation-config": "vllm",
         "--middleware": "mmae_judge_guard.KeyEverywhere",
     }

@@ -7,6 +7,9 @@ from rest_framework.test import APIClient
 
 from scoring.models import Answer, RunBatch, ScoringRun
 from submissions.models import Submission
+from tests.conftest import CAST_PASSWORD
+from tests.html import one, texts
+from tests.scoring.test_cost_card import simulator_counts
 from tests.submissions.conftest import check_finished, state, upload, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -125,3 +128,33 @@ def test_progress_counts_queries_as_they_are_answered_within_one_batch(
     moving = sorted({done for done, _ in seen if 0 < done < run.total_queries})
     assert len(moving) >= 3, seen  # several distinct counts within the one batch
     assert any(eta is not None and eta > 0 for done, eta in seen if done), seen
+
+
+def test_the_cost_card_is_the_judges_own_count(stack, thread_simulator_factory, client,
+                                               author):
+    """A submission scored by a real worker: its cost card (the API's `cost`, the status
+    page's table) is what the judge simulator counted, each audio sent about once."""
+    sim = thread_simulator_factory(ports=stack["ports"], latency_ms=5, slots=8, record=False)
+    stack["worker"]()
+    submission_id = upload(stack)
+    wait_for(lambda: state(submission_id) == "finished", 180, "the run to finish",
+             stack["log"])
+    check_finished(stack, submission_id)
+    cost = stack["client"].get(f"/api/submissions/{submission_id}/").json()["cost"]
+    counts = simulator_counts(sim)
+    run = Submission.objects.get(id=submission_id).current_run
+    assert cost["queries"] == run.total_queries == counts["ok"] == cost["replies"]
+    assert cost["requests"] == counts["completions"] + counts["refused"]
+    for name in ("prompt_tokens", "completion_tokens", "audio_sent", "audio_bytes",
+                 "audio_cached"):
+        assert cost[name] == counts[name], name
+    assert cost["audio_seconds"] == pytest.approx(counts["audio_seconds"], abs=0.01)
+    assert cost["reused"] == 0 and cost["wall_seconds"] > 0 and cost["busy_seconds"] > 0
+    # Each of the 18 inputs and 17 outputs about once, over two endpoints.
+    assert cost["audio_sent"] <= 1.5 * 35, cost
+    assert client.login(username="author", password=CAST_PASSWORD)
+    page = client.get(f"/submissions/{submission_id}/").content.decode()
+    assert one(page, "#cost")
+    rows = dict(zip(texts(page, "#cost th"), texts(page, "#cost td.num"), strict=True))
+    assert rows["Prompt tokens"] == f"{counts['prompt_tokens']:,}"
+    assert rows["Queries"] == f"{run.total_queries:,}"

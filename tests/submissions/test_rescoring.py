@@ -263,7 +263,7 @@ def test_the_submission_page_lists_every_run_with_its_files(first_scoring, staff
     submission = first_scoring["submission"]
     client.force_login(author)
     body = client.get(f"/submissions/{submission.id}/").content.decode()
-    assert len(select(body, "tr")) == 3 and one(body, "#runs h2").text == "Scoring runs"
+    assert len(select(body, "#runs tr")) == 3 and one(body, "#runs h2").text == "Scoring runs"
     rows = select(body, "#runs tbody tr")  # the first run and its rescore
     cached = [row.select("td")[5].text for row in rows]  # the column of cached answers
     assert f"{run.total_queries} of {run.total_queries}" in cached  # all from the cache

@@ -67,6 +67,25 @@ class Command(BaseCommand):
                                  f"--max-num-batched-tokens {limits.DEFAULT_BATCHED_TOKENS} takes)")
         parser.add_argument("--max-audios", type=int, default=limits.DEFAULT_MAX_AUDIOS,
                             help="most audio items in one prompt (vLLM's --limit-mm-per-prompt)")
+        for flag, variable, field in (
+                ("--max-audio-file-mb", "VLLM_MAX_AUDIO_CLIP_FILESIZE_MB", "max_audio_file_mb"),
+                ("--max-audio-decode-seconds", "VLLM_MAX_AUDIO_DECODE_DURATION_S",
+                 "max_audio_decode_seconds"),
+                ("--max-audio-decode-bytes", "VLLM_MAX_AUDIO_DECODE_BYTES",
+                 "max_audio_decode_bytes")):
+            parser.add_argument(flag, type=int, default=getattr(SimulatorConfig, field),
+                                help=f"vLLM 0.33's {variable}: longer or larger audio is "
+                                     "refused with its 400 (default: the launch script's)")
+        parser.add_argument("--max-model-len", type=int, default=SimulatorConfig.max_model_len,
+                            help="the model length (vLLM's --max-model-len): a longer prompt, "
+                                 "or max_tokens over it, is refused")
+        parser.add_argument("--audio-cache-mb", type=float,
+                            default=SimulatorConfig.audio_cache_mb,
+                            help="vLLM's multimodal processor cache (--mm-processor-cache-gb): "
+                                 "audio sent with a uuid is kept under it, up to this many MiB "
+                                 "of data: URLs, least recently used out first; a request "
+                                 "giving a uuid alone that is not kept is refused as vLLM's "
+                                 "cache miss (0: nothing kept)")
         parser.add_argument("--refuse-unreadable-audio", action="store_true",
                             help="answer 400 to audio that is not a readable sound file, as "
                                  "vLLM does (by default it is passed unmeasured)")
@@ -89,6 +108,10 @@ class Command(BaseCommand):
                 seed=options["seed"], model=options["model"], record=options["record"],
                 api_key=options["api_key"] or os.environ.get("VLLM_API_KEY", ""),
                 max_audio_seconds=options["max_audio_seconds"], max_audios=options["max_audios"],
+                max_audio_file_mb=options["max_audio_file_mb"],
+                max_audio_decode_seconds=options["max_audio_decode_seconds"],
+                max_audio_decode_bytes=options["max_audio_decode_bytes"],
+                max_model_len=options["max_model_len"], audio_cache_mb=options["audio_cache_mb"],
                 refuse_unreadable_audio=options["refuse_unreadable_audio"],
                 die_after=options["die_after"], keepalive_seconds=options["keep_alive_seconds"],
                 replies=simulated_replies(),
