@@ -329,12 +329,16 @@ class Rendered:
     misplaced: list = field(default_factory=list)
 
 
-def simulator_audio_tokens(body: dict) -> list[int]:
-    """The audio tokens the simulator counts for each audio part of a body, in order."""
+def simulator_audio_tokens(body: dict, held: dict[str, str]) -> list[int]:
+    """The audio tokens the simulator counts for each audio part of a body, in order; `held`
+    (uuid -> data: URL) is the audio the bodies before it sent with a uuid, which a part may
+    name by its uuid alone (as vLLM's processor cache holds it), and takes this body's."""
     from judge.requests import check_request
     from judge.simulator import SimulatorConfig
 
-    return check_request(body, SimulatorConfig(model=body["model"])).audio_tokens
+    checked = check_request(body, SimulatorConfig(model=body["model"]), held)
+    held.update((uuid, url) for uuid, url, sent in checked.audio if sent and uuid)
+    return checked.audio_tokens
 
 
 def stand_in_tokens() -> dict[str, int]:
@@ -378,6 +382,7 @@ def render_all(url: str, key: str, bodies: dict[str, list[bytes]]) -> Rendered:
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     total = sum(len(b) for b in bodies.values())
     progress = tqdm(total=total, desc="rendering bodies", unit="body", file=sys.stderr)
+    held: dict[str, str] = {}
     with httpx.Client(timeout=300, limits=NO_KEEPALIVE) as client, progress as bar:
         for run, run_bodies in bodies.items():
             for body in run_bodies:
@@ -395,7 +400,7 @@ def render_all(url: str, key: str, bodies: dict[str, list[bytes]]) -> Rendered:
                 placeholders = [p["length"] for p in
                                 (features.get("mm_placeholders") or {}).get("audio", [])]
                 parsed = json.loads(body)
-                ours = simulator_audio_tokens(parsed)
+                ours = simulator_audio_tokens(parsed, held)
                 if text_before_each_audio(parsed) != text_before_each_placeholder(
                         answer.get("token_ids") or []):
                     rendered.misplaced.append(run)

@@ -111,6 +111,10 @@ JUDGE_LEASE_TTL = env_int("JUDGE_LEASE_TTL", 30, minimum=1)
 # Request bodies in flight per worker process (inlined audio): a query that would go over
 # waits; one body over the whole budget goes alone.
 JUDGE_MAX_INFLIGHT_BYTES = env_int("JUDGE_MAX_INFLIGHT_BYTES", 256 * 2**20, minimum=1)
+# Audio a worker process remembers each endpoint holds, to name it by its uuid alone (under
+# the launch script's --mm-processor-cache-gb 4 GiB); 0 sends every audio with its data, for
+# judge servers started with that cache off.
+JUDGE_AUDIO_CACHE_MB = env_int("JUDGE_AUDIO_CACHE_MB", 2048, minimum=0)
 # The fleet page: every endpoint of every judge config is probed (GET /v1/models for health,
 # GET /metrics for load) every FLEET_PROBE_SECONDS, each probe giving up after
 # FLEET_PROBE_TIMEOUT; throughput, error rate and latency cover the last FLEET_STATS_MINUTES.

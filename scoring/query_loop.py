@@ -383,7 +383,8 @@ def _fleet(urls: list[str], config: JudgeConfig, judge: JudgeSettings) -> JudgeF
                       api_key=settings.JUDGE_API_KEY or None,
                       leases=fleet_leases(judge.redis_url, ttl=judge.lease_ttl),
                       max_inflight_bytes=judge.max_inflight_bytes,
-                      unparseable_retries=settings.JUDGE_UNPARSEABLE_RETRIES)
+                      unparseable_retries=settings.JUDGE_UNPARSEABLE_RETRIES,
+                      audio_cache_bytes=settings.JUDGE_AUDIO_CACHE_MB * 2**20)
 
 
 def misconfigured_alert(config: JudgeConfig, wrong: dict[str, str]) -> None:

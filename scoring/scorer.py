@@ -60,6 +60,8 @@ class ScoreConfig:
     # Above this share of queries refused by the judge (HTTP 400), no figures are written.
     max_refused_share: float = 0.01
     unparseable_retries: int = 1
+    # Audio remembered per endpoint to name it by its uuid alone (0: always sent whole)
+    audio_cache_bytes: int = 2 * 2**30
 
 
 @dataclass
@@ -272,6 +274,7 @@ def score(config: ScoreConfig, *, progress: Callable[[int, int], object] | None 
                 concurrency=config.concurrency, timeout=config.timeout,
                 max_attempts=config.max_attempts, sampling=config.sampling,
                 down_wait=config.down_wait, unparseable_retries=config.unparseable_retries,
+                audio_cache_bytes=config.audio_cache_bytes,
             ) as fleet:
                 wrong = await fleet.check()
                 if all(e.misconfigured for e in fleet.endpoints):
