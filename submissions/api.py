@@ -28,6 +28,7 @@ from submissions.file_checks import (
 from submissions.models import Submission
 from submissions.names import NAME_MAX_LENGTH, name_clean
 from submissions.serializers import (
+    SignalCardSerializer,
     SubmissionCreatedSerializer,
     SubmissionDetailSerializer,
     SubmissionSerializer,
@@ -39,6 +40,7 @@ from submissions.services import (
     submission_create,
     upload_file_problems,
 )
+from submissions.signals import signal_card
 from submissions.withheld import withheld
 
 
@@ -210,6 +212,20 @@ def _detail(submission, user):
     submission.overall = overall
     submission.cost = cost_card(run) if run is not None else None
     return submission
+
+
+class SubmissionSignalsApi(APIView):
+    # The audio's own rule: anyone who may see the submission and its benchmark's items.
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="submissions_signals", responses={200: SignalCardSerializer,
+                                                                  **error_responses(404)})
+    def get(self, request, pk):
+        """Each output's objective signals (loudness, true peak, clipping, silence, length,
+        rate, channels) and their summary, measured once after validation."""
+        submission = selectors.submission_get(user=request.user, pk=pk)
+        visibility.require(submission.benchmark, request.user)
+        return Response(signal_card(submission))
 
 
 class SubmissionFileApi(APIView):

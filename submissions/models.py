@@ -251,3 +251,27 @@ def published_runs():
         status=ScoringRun.Status.FINISHED,
         id__in=Submission.runs.through.objects.filter(
             submission__in=Submission.objects.shown()).values("scoringrun_id"))
+
+
+class OutputSignal(models.Model):
+    """The objective signals of one output of a submission (scoring.signals), measured once
+    by a worker after validation: what anyone may check before trusting a judge's word."""
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE,
+                                   related_name="signals")
+    item = models.CharField(max_length=200)  # the item's key
+    lufs = models.FloatField(null=True)  # integrated loudness; null: silent or under 0.4 s
+    true_peak_dbtp = models.FloatField(null=True)  # null: digital silence
+    clipped_share = models.FloatField()
+    silent_share = models.FloatField()
+    seconds = models.FloatField()
+    duration_ratio = models.FloatField(null=True)  # against the item's first input
+    sample_rate = models.PositiveIntegerField()
+    channels = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "item"],
+                                               name="outputsignal_submission_item")]
+
+    def __str__(self):
+        return f"signals of {self.item} in submission {self.submission_id}"

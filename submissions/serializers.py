@@ -127,3 +127,42 @@ class DeletedSerializer(serializers.Serializer):
     deleted = serializers.IntegerField(help_text="the deleted submission's id")
     runs = serializers.ListField(child=serializers.IntegerField(),
                                  help_text="its runs, deleted with it")
+
+
+class SignalSerializer(serializers.Serializer):
+    """One output's signals (scoring.signals)."""
+
+    item = serializers.CharField()
+    lufs = serializers.FloatField(allow_null=True, help_text="integrated loudness "
+                                  "(ITU-R BS.1770-4); null when silent or under 0.4 s")
+    true_peak_dbtp = serializers.FloatField(allow_null=True, help_text="true peak, 4x "
+                                            "oversampled; null for digital silence")
+    clipped_share = serializers.FloatField(help_text="share of samples at full scale")
+    silent_share = serializers.FloatField(help_text="share of 10 ms frames under -60 dBFS")
+    duration_ratio = serializers.FloatField(allow_null=True, help_text="its length over "
+                                            "its item's first input's")
+    sample_rate = serializers.IntegerField()
+    channels = serializers.IntegerField()
+
+
+class SignalSummarySerializer(serializers.Serializer):
+    n = serializers.IntegerField(help_text="outputs measured")
+    median_lufs = serializers.FloatField(required=False, allow_null=True)
+    max_true_peak_dbtp = serializers.FloatField(required=False, allow_null=True)
+    clipping_share = serializers.FloatField(
+        required=False, help_text="share of outputs over 0.1% of their samples at full "
+        "scale")
+    silent_share = serializers.FloatField(
+        required=False, help_text="share of outputs more than half silent")
+    length_off_share = serializers.FloatField(
+        required=False, help_text="share of outputs under half or over twice their "
+        "input's length")
+
+
+class SignalCardSerializer(serializers.Serializer):
+    """GET /api/submissions/<id>/signals/ (submissions.signals.signal_card)."""
+
+    state = serializers.ChoiceField(["measuring", "measured"])
+    outputs = serializers.IntegerField(help_text="outputs to measure")
+    items = SignalSerializer(many=True)
+    summary = SignalSummarySerializer()

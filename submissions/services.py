@@ -38,6 +38,7 @@ from submissions.models import ModelEntry, Submission
 from submissions.names import name_fault, name_normalise, name_skeletons
 from submissions.notifications import submission_notify
 from submissions.quota import quota_left, quota_problems
+from submissions.signals import measure_output_signals
 from submissions.validation import (
     limits_for,
     predictions_problem,
@@ -312,8 +313,9 @@ def _validate(submission: Submission) -> None:
         _apply_model_details(submission)
         submission.runs.add(run)
         enqueue_run(run.id)
-        if kind.outputs.files:  # its own task: validation stays as fast as it was
+        if kind.outputs.files:  # their own tasks: validation stays as fast as it was
             draw_output_spectrograms.delay(submission.pk)
+            measure_output_signals.delay(submission.pk)
     if archive is not None:  # its contents are unpacked under audio/; kept until queued, so
         media.file_delete(archive)  # that a validation that broke can be retried
 

@@ -15,6 +15,8 @@ urlpatterns = [
          name="representative"),
     path("api/submissions/", api.SubmissionListCreateApi.as_view(), name="api-list"),
     path("api/submissions/<int:pk>/", api.SubmissionDetailApi.as_view(), name="api-detail"),
+    path("api/submissions/<int:pk>/signals/", api.SubmissionSignalsApi.as_view(),
+         name="api-signals"),
     path("api/submissions/<int:pk>/files/<str:name>", api.SubmissionFileApi.as_view(),
          name="api-file"),
     path("api/submissions/<int:pk>/cancel/", api.SubmissionCancelApi.as_view(),

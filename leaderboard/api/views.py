@@ -42,7 +42,7 @@ def columns(kind: Kind) -> tuple[str, ...]:
             "verified", "submission", *figures,
             "n", "coverage", "open_weights", "licence", "judge", "judge_config", "simulated",
             "refused", *(m.key for m in kind.judge_figures), "date", "attempts", "flag",
-            "after_deadline")
+            "after_deadline", "clipping_share")
 
 
 class CsvRenderer(BaseRenderer):

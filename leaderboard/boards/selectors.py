@@ -53,6 +53,7 @@ class BoardQuery:
     descending: bool = False
     references: bool = True  # reported and diagnostic rows shown inline
     judge: bool = False  # the judge's figures (vote agreement, position bias) as columns
+    no_clipping: bool = False  # only rows none of whose measured outputs clip
 
 
 def metric_figures(figures: SliceResult, kind: Kind) -> dict:
@@ -80,6 +81,7 @@ def board_row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
         "simulated": run.simulated, "refused": run.refused_queries,
         "date": submission.created_at, "flag": submission.flag_reason,
         "after_deadline": submission.after_deadline,
+        "clipping_share": submission.clipping_share,
     }
 
 
@@ -191,6 +193,7 @@ def _filtered(rows: list[dict], query: BoardQuery) -> list[dict]:
         if (not needle or needle in r["model"].lower() or needle in r["organisation"].lower())
         and (query.open_weights is None or r["open_weights"] == query.open_weights)
         and (not query.licence or r["licence"].lower() == query.licence.lower())
+        and (not query.no_clipping or not r.get("clipping_share"))
     ]
 
 
@@ -268,7 +271,8 @@ def board_table(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> li
     them) reported and diagnostic rows where their figures place them, unranked. A reference
     row sorts after ranked rows it ties with; filters on licence or weights leave them out."""
     rows = leaderboard_rows(benchmark=benchmark, query=query)
-    if not query.references or query.open_weights is not None or query.licence:
+    if not query.references or query.open_weights is not None or query.licence \
+            or query.no_clipping:
         return rows
     kind = get_kind(benchmark.kind)
     needle = query.search.strip().lower()

@@ -176,6 +176,10 @@ class BoardRowOut(KindFiguresOut):
     after_deadline = serializers.BooleanField(
         help_text="received after its challenge phase's deadline: listed on this open "
         "board, never on the phase's official ranking (false off a challenge)")
+    clipping_share = serializers.FloatField(
+        allow_null=True, help_text="the share of its outputs that clip (over 0.1% of their "
+        "samples at full scale; GET /api/submissions/<id>/signals/), null before they are "
+        "measured or for a kind without audio outputs")
 
     class Meta:
         ref_name = "BoardRow"

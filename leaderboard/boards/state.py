@@ -23,6 +23,7 @@ from leaderboard.boards import lookups, marks, ranking  # noqa: F401 - lookups r
 from leaderboard.models import RankRanges
 from scoring.boards import state_token
 from scoring.models import Benchmark, JudgeConfig, ScoringRun, SliceResult
+from submissions import signals
 from submissions import withheld as withheld_rule
 from submissions.models import ModelEntry, Submission
 
@@ -120,6 +121,7 @@ class Shown:
     flag_reason: str
     representative: bool
     after_deadline: bool  # received after its challenge phase's deadline (marks)
+    clipping_share: float | None  # of its outputs that clip (submissions.signals)
     model: ShownModel
     current_run: ShownRun
 
@@ -248,12 +250,13 @@ def withheld(benchmark: Benchmark) -> withheld_rule.Withheld:
 
 # What a board row reads of a submission, in Shown's order.
 SHOWN_FIELDS = ("id", "model_id", "current_run_id", "coverage", "created_at", "flag_reason",
-                "representative", "after_deadline")
+                "representative", "after_deadline", "clipping_share")
 
 
 def _shown_values(submissions):
     """SHOWN_FIELDS of `submissions` (a queryset), the mark read in the same query."""
-    return submissions.annotate(after_deadline=marks.after_deadline()) \
+    return submissions.annotate(after_deadline=marks.after_deadline(),
+                                clipping_share=signals.clipping_share()) \
         .values_list(*SHOWN_FIELDS)
 
 

@@ -26,6 +26,7 @@ from leaderboard.pages.forms import ExplorerForm
 from scoring import visibility
 from scoring.kinds import get_kind
 from submissions.selectors import submission_get
+from submissions.signals import signals_annotate
 
 AUDIO_WHICH = re.compile(r"output|input[1-9][0-9]{0,2}")
 
@@ -48,6 +49,7 @@ def _explorer(request, submission) -> dict:
         return context
     page = explorer["page"]
     spectrograms_annotate(submission, explorer["samples"])
+    signals_annotate(submission, explorer["samples"])
     explorer["here"] = form.querystring(page=query.page)
     explorer["previous"] = form.querystring(page=page.previous_page_number()) \
         if page.has_previous() else None
@@ -57,7 +59,8 @@ def _explorer(request, submission) -> dict:
 
 
 # What a page shows while a spectrogram is still being drawn (leaderboard/_spectrogram.html):
-# such a page changes without its board's version, so the front must not keep it.
+# such a page changes without its board's version, so the front must not keep it. (An output's
+# signals measured after its submission is shown change the board: submissions.signals.)
 SPECTROGRAM_PENDING = b'class="spectrogram-pending"'
 
 

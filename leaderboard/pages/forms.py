@@ -48,6 +48,7 @@ class BoardForm(forms.Form):
     # Reported and diagnostic rows stand in the table unless the visitor hides them.
     hide_references = forms.BooleanField(required=False)
     judge = forms.BooleanField(required=False)  # show the judge's figures as columns
+    no_clipping = forms.BooleanField(required=False)  # hide rows whose outputs clip
     chart = forms.ChoiceField(required=False)  # the chart's metric (default: one that separates)
     page = forms.IntegerField(required=False, min_value=1)
 
@@ -85,7 +86,8 @@ class BoardForm(forms.Form):
                           licence=data.get("licence") or "", sort=data.get("sort") or "rank",
                           descending=bool(data.get("desc")),
                           references=not data.get("hide_references"),
-                          judge=bool(data.get("judge")))
+                          judge=bool(data.get("judge")),
+                          no_clipping=bool(data.get("no_clipping")))
 
 
 class ApiBoardForm(BoardForm):

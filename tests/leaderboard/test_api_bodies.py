@@ -24,7 +24,8 @@ from tests.leaderboard.test_airbench_board import (  # noqa: F401 (a fixture)
 READ_API = {"leaderboard", "benchmarks", "model", "submissions_slices", "submissions_list",
             "submissions_detail", "judge_card", "panel_next", "panel_item"}
 # Read endpoints whose bodies are checked against the schema where their data is made.
-CHECKED_ELSEWHERE = {"challenge_entries_list": "tests/challenges/test_entries.py"}
+CHECKED_ELSEWHERE = {"challenge_entries_list": "tests/challenges/test_entries.py",
+                     "submissions_signals": "tests/submissions/test_output_signals.py"}
 
 
 def closed(schema: dict, node: dict) -> dict:

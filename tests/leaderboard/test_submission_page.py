@@ -386,7 +386,7 @@ def test_a_missing_output_says_it_scores_zero(client, judged, keys):
 def test_a_page_of_samples_costs_a_fixed_number_of_queries(client, judged,
                                                            django_assert_max_num_queries):
     # submission, the buckets (until cached), the count, the page's items, their results,
-    # rubrics and answer counts
-    with django_assert_max_num_queries(7):
+    # rubrics and answer counts, the outputs' signals
+    with django_assert_max_num_queries(8):
         response = client.get(f"/s/{judged.pk}/samples/?failed=on")
     assert response.status_code == 200 and len(shown(response.content.decode())) > 5
