@@ -25,6 +25,7 @@ class Rated:
     rights: tuple[bool, ...]
     raters: tuple[int, ...]
     buckets: dict[str, list[str]] = field(default_factory=dict)
+    item: str = ""  # the benchmark item it is about: intervals resample items
 
 
 def human_verdict(rights: Sequence[bool]) -> bool | None:
@@ -77,21 +78,30 @@ def human_human(rubrics: Sequence[Rated]) -> float | None:
     return agree / pairs if pairs else None
 
 
-def _intervals(pairs: list[tuple[bool, bool]], *, seed: int, resamples: int) -> dict:
-    """Seeded bootstrap 95% intervals of agreement and kappa over rubrics (drawn with
-    replacement, the same draws for both); resamples where kappa is undefined are left out
-    of its interval."""
+def _intervals(pairs: list[tuple[bool, bool]], items: list[str], *, seed: int,
+               resamples: int) -> dict:
+    """Seeded bootstrap 95% intervals of agreement and kappa, resampling items (each drawn
+    with replacement brings all its rubrics, of every system: rubrics are nested in items, as
+    the board's intervals resample items); the same draws for both figures; resamples where
+    kappa is undefined are left out of its interval."""
     import numpy as np
 
     none = {"agreement": (None, None), "kappa": (None, None)}
     if not pairs:
         return none
+    keys = sorted(set(items))
+    index = {key: i for i, key in enumerate(keys)}
+    cluster = np.array([index[item] for item in items])
     humans = np.array([h for h, _ in pairs], dtype=float)
     judges = np.array([j for _, j in pairs], dtype=float)
-    picks = np.random.default_rng(seed).integers(0, len(pairs), size=(resamples, len(pairs)))
-    h, j = humans[picks], judges[picks]
-    observed = (h == j).mean(axis=1)
-    chance = h.mean(axis=1) * j.mean(axis=1) + (1 - h.mean(axis=1)) * (1 - j.mean(axis=1))
+    # Per item: rubrics, agreeing verdicts, human and judge passes.
+    sums = np.stack([np.bincount(cluster, weights=w, minlength=len(keys)) for w in (
+        np.ones(len(pairs)), (humans == judges).astype(float), humans, judges)])
+    picks = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
+    counts = np.stack([np.bincount(row, minlength=len(keys)) for row in picks])
+    n, agree, human_yes, judge_yes = (counts @ sums[k] for k in range(4))
+    observed = agree / n
+    chance = (human_yes / n) * (judge_yes / n) + (1 - human_yes / n) * (1 - judge_yes / n)
     defined = chance < 1
     kappas = (observed[defined] - chance[defined]) / (1 - chance[defined])
     return {"agreement": _percentiles(observed), "kappa": _percentiles(kappas)}
@@ -110,7 +120,7 @@ def block(rubrics: Sequence[Rated], *, seed: int, resamples: int = RESAMPLES) ->
     """The human figures over a set of rubrics (the card's `human` without `by`)."""
     compared = counted(rubrics)
     pairs = [(human_verdict(r.rights), r.judge) for r in compared]
-    bounds = _intervals(pairs, seed=seed, resamples=resamples)
+    bounds = _intervals(pairs, [r.item for r in compared], seed=seed, resamples=resamples)
     (agreement_lo, agreement_hi), (kappa_lo, kappa_hi) = bounds["agreement"], bounds["kappa"]
     return {
         "rubrics": len(compared),
@@ -141,3 +151,66 @@ def self_consistency(pairs: Sequence[tuple[str, str]]) -> float | None:
     """Share of repeated tasks where the rater chose the same option (by its text, since
     each showing is shuffled alike but options are compared, not letters) both times."""
     return sum(1 for a, b in pairs if a == b) / len(pairs) if pairs else None
+
+
+# --- can the judge replace a rater? -------------------------------------------------------
+# The alternative annotator test (Calderon, Reichart and Dror, ACL 2025): on rubrics with 3 or
+# more raters, each rater in turn is left out; the judge and that rater are each scored by
+# their agreement with the remaining raters, rubric by rubric; a paired one-sided t-test with
+# a tolerance epsilon asks whether the judge's advantage probability beats the rater's minus
+# epsilon; the p-values of all raters are corrected by Benjamini-Yekutieli; the winning rate
+# is the share of raters the judge beats so, and the judge can stand in for a rater when it is
+# at least a half.
+
+EPSILON = 0.1  # the paper's tolerance for skilled raters (0.2 for crowd workers)
+ALPHA = 0.05
+MIN_RATERS = 3  # raters the test leaves out in turn (the paper's minimum)
+MIN_RUBRICS = 10  # rubrics a rater must share with 2 or more others to be left out
+
+
+def alternative_annotator_test(rubrics: Sequence[Rated], *, epsilon: float = EPSILON,
+                               alpha: float = ALPHA) -> dict:
+    """The test's figures: `raters` (the raters left out in turn, with their rubrics count,
+    the judge's and the rater's advantage probabilities and the corrected p-value),
+    `winning_rate`, `advantage_probability` (the judge's, over the raters), `epsilon` and
+    `verdict`: "yes", "no" or "not enough answers"."""
+    from scipy import stats
+
+    shared = [r for r in rubrics if len(r.rights) >= 3]
+    per_rater: dict[int, list[tuple[float, float]]] = {}
+    for rubric in shared:
+        for k, rater in enumerate(rubric.raters):
+            others = [right for i, right in enumerate(rubric.rights) if i != k]
+            judge_score = sum(right == rubric.judge for right in others) / len(others)
+            rater_score = sum(right == rubric.rights[k] for right in others) / len(others)
+            per_rater.setdefault(rater, []).append((judge_score, rater_score))
+    rows, ps = [], []
+    for rater in sorted(per_rater):
+        scores = per_rater[rater]
+        if len(scores) < MIN_RUBRICS:
+            continue
+        judge_wins = [float(j >= h) for j, h in scores]
+        rater_wins = [float(h >= j) for j, h in scores]
+        differences = [a - b for a, b in zip(judge_wins, rater_wins, strict=True)]
+        mean = sum(differences) / len(differences)
+        if len(set(differences)) == 1:  # no spread: the t-test is undefined, the sign is not
+            p = 0.0 if mean > -epsilon else 1.0
+        else:
+            p = float(stats.ttest_1samp(differences, -epsilon, alternative="greater").pvalue)
+        ps.append(p)
+        rows.append({"rater": rater, "rubrics": len(scores),
+                     "judge_advantage": sum(judge_wins) / len(scores),
+                     "rater_advantage": sum(rater_wins) / len(scores)})
+    if len(rows) < MIN_RATERS:
+        return {"epsilon": epsilon, "alpha": alpha, "raters": [], "rubrics": len(shared),
+                "winning_rate": None, "advantage_probability": None,
+                "verdict": "not enough answers"}
+    adjusted = stats.false_discovery_control(ps, method="by")
+    for row, p in zip(rows, adjusted, strict=True):
+        row["p_value"] = float(p)
+        row["judge_wins"] = bool(p <= alpha)
+    winning = sum(row["judge_wins"] for row in rows) / len(rows)
+    return {"epsilon": epsilon, "alpha": alpha, "raters": rows, "rubrics": len(shared),
+            "winning_rate": winning,
+            "advantage_probability": sum(r["judge_advantage"] for r in rows) / len(rows),
+            "verdict": "yes" if winning >= 0.5 else "no"}

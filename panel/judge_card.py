@@ -100,7 +100,8 @@ def rated_rubric(kind, task: PanelTask, judge: bool, answers: list) -> agreement
     buckets = {CATEGORY: [task.criterion.category],
                **{d: kind.buckets(d, dims) for d in kind.dimension_keys}}
     return agreement.Rated(judge=judge, rights=tuple(r for _, r in answers),
-                         raters=tuple(rater for rater, _ in answers), buckets=buckets)
+                           raters=tuple(rater for rater, _ in answers), buckets=buckets,
+                           item=task.criterion.item.key)
 
 
 def _config_block(benchmark, kind, entry, panel, verdicts) -> dict:
@@ -113,11 +114,12 @@ def _config_block(benchmark, kind, entry, panel, verdicts) -> dict:
              "simulated": entry["simulated"], "runs": entry["runs"],
              "vote_unanimity": entry["values"].get("agreement"),
              "position_bias": entry["values"].get("position_bias"),
-             "human": None, "disagreements": []}
+             "human": None, "replace_test": None, "disagreements": []}
     if kind.has_panel:
         seed = _seed(entry["config_id"])
         block["human"] = agreement.human(list(rated.values()), seed=seed,
-                                       dimensions=dimensions(kind))
+                                         dimensions=dimensions(kind))
+        block["replace_test"] = agreement.alternative_annotator_test(list(rated.values()))
         block["disagreements"] = [_disagreement(tasks[pk], r, link)
                                   for pk, r in sorted(rated.items()) if agreement.disagrees(r)]
     return block

@@ -58,8 +58,9 @@ class HumanBlockOut(serializers.Serializer):
     raters = serializers.IntegerField()
     agreement = _share("share (0-1) of the counted rubrics where the raters' majority and "
                        "the judge's verdict match")
-    agreement_lo = _share("bootstrap 95% interval over rubrics, low end")
-    agreement_hi = _share("bootstrap 95% interval over rubrics, high end")
+    agreement_lo = _share("bootstrap 95% interval resampling items (each with all its "
+                          "rubrics), low end")
+    agreement_hi = _share("bootstrap 95% interval resampling items, high end")
     kappa = _share("Cohen's kappa of the two verdicts over the counted rubrics")
     kappa_lo = _share("bootstrap 95% interval of kappa, low end")
     kappa_hi = _share("bootstrap 95% interval of kappa, high end")
@@ -90,6 +91,32 @@ class DisagreementOut(serializers.Serializer):
     url = serializers.CharField(help_text="the item page, where both verdicts are heard")
 
 
+class RaterTestOut(serializers.Serializer):
+    rater = serializers.IntegerField()
+    rubrics = serializers.IntegerField(help_text="rubrics the rater shares with 2 or more "
+                                       "other raters")
+    judge_advantage = _share("share of those rubrics where the judge agrees with the other "
+                             "raters at least as well as this rater does")
+    rater_advantage = _share("share where this rater agrees with the others at least as "
+                             "well as the judge")
+    p_value = _share("one-sided paired t-test of judge_advantage - rater_advantage > "
+                     "-epsilon, Benjamini-Yekutieli corrected over the raters")
+    judge_wins = serializers.BooleanField(help_text="p_value at most alpha")
+
+
+class ReplaceTestOut(serializers.Serializer):
+    epsilon = serializers.FloatField(help_text="the tolerance the judge is allowed")
+    alpha = serializers.FloatField()
+    rubrics = serializers.IntegerField(help_text="rubrics with 3 or more raters")
+    raters = RaterTestOut(many=True, help_text="each rater left out in turn (those sharing "
+                          "at least 10 rubrics with 2 or more others)")
+    winning_rate = _share("share of the raters the judge beats (null: fewer than 3 raters)")
+    advantage_probability = _share("the judge's advantage probability, over the raters")
+    verdict = serializers.ChoiceField(["yes", "no", "not enough answers"],
+                                      help_text="can the judge stand in for a rater: a "
+                                      "winning rate of at least a half")
+
+
 class ConfigCardOut(serializers.Serializer):
     judge_config = serializers.CharField()
     current = serializers.BooleanField(help_text="the config the board is scored under")
@@ -101,6 +128,9 @@ class ConfigCardOut(serializers.Serializer):
     position_bias = _share("mean score in the first pass minus the second, where the kind "
                            "judges twice with the answers' positions swapped")
     human = HumanOut(allow_null=True, help_text="null where the benchmark has no panel")
+    replace_test = ReplaceTestOut(
+        allow_null=True, help_text="the alternative annotator test (Calderon et al., ACL "
+        "2025): can the judge replace a rater? null where the benchmark has no panel")
     disagreements = DisagreementOut(many=True)
 
 

@@ -15,7 +15,7 @@ from config.staff import staff_only
 from leaderboard.boards import judge_checks
 from leaderboard.boards.state import benchmark_or_404
 from leaderboard.pages.explorer import audio_type
-from panel import judge_card, services
+from panel import agreement, judge_card, services
 from panel.models import PanelRemoval
 from scoring import visibility
 from scoring.kinds import get_kind
@@ -80,7 +80,12 @@ def _config_shown(kind, config: dict) -> dict:
         {"dimension": judge_card.dimension_label(kind, d),
          "rows": [{"bucket": b, **_shown(figures)} for b, figures in buckets.items()]}
         for d, buckets in human["by"].items() if buckets]
+    test = config["replace_test"]
+    if test is not None and test["winning_rate"] is not None:
+        test = {**test, "winning_pct": f"{100 * test['winning_rate']:.0f}",
+                "advantage_pct": f"{100 * test['advantage_probability']:.0f}"}
     return {**config, "shown": None if human is None else _shown(human), "by": by,
+            "replace_test": test,
             "unanimity": "–" if config["vote_unanimity"] is None
             else f"{config['vote_unanimity']:.1f}%",
             "bias": "–" if config["position_bias"] is None
@@ -99,6 +104,7 @@ def judge(request, slug):
         "benchmark": benchmark, "kind": kind, "panel": panel_figures,
         "self_consistency": _share(panel_figures["self_consistency"]),
         "configs": [_config_shown(kind, c) for c in body["configs"]],
+        "min_raters": agreement.MIN_RATERS, "min_rubrics": agreement.MIN_RUBRICS,
         "checks": judge_checks.checks_shown(body["battery"], body["rank_agreement"])})
 
 

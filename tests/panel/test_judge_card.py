@@ -11,7 +11,7 @@ from panel.models import PanelTask
 from panel.services import panel_rater_remove
 from scoring.models import Criterion
 from tests.conftest import judge_config
-from tests.html import select
+from tests.html import one, select
 from tests.panel.conftest import letter, listen
 
 CARD = "/api/leaderboards/mmae/judge/"
@@ -62,18 +62,25 @@ def expected(given, judge_verdict, *, seed, rated, keep=lambda task: True):
         if judge is None or not keep(task) or task_id not in rated:
             continue
         rubrics.append((task_id, bool(judge), [right for _, right in given[task_id]],
-                        {rater for rater, _ in given[task_id]}))
-    pairs, agree, all_pairs = [], 0, 0
-    for _, judge, rights, _ in rubrics:
+                        {rater for rater, _ in given[task_id]}, task.criterion.item.key))
+    pairs, agree, all_pairs, items = [], 0, 0, []
+    for _, judge, rights, _, item in rubrics:
         yes, no = rights.count(True), rights.count(False)
         all_pairs += len(rights) * (len(rights) - 1) // 2
         agree += yes * (yes - 1) // 2 + no * (no - 1) // 2
         if len(rights) >= 2 and yes != no:
             pairs.append((yes > no, judge))
+            items.append(item)
     h = np.array([p[0] for p in pairs], dtype=float)
     j = np.array([p[1] for p in pairs], dtype=float)
-    draws = np.random.default_rng(seed).integers(0, len(pairs), size=(1000, len(pairs)))
-    shares = (h[draws] == j[draws]).mean(axis=1)
+    # Items resampled, each bringing all its rubrics (of every system).
+    keys = sorted(set(items))
+    members = {key: [i for i, item in enumerate(items) if item == key] for key in keys}
+    draws = np.random.default_rng(seed).integers(0, len(keys), size=(1000, len(keys)))
+    shares = []
+    for row in draws:
+        chosen = [i for k in row for i in members[keys[k]]]
+        shares.append((h[chosen] == j[chosen]).mean())
     observed = (h == j).mean()
     chance = h.mean() * j.mean() + (1 - h.mean()) * (1 - j.mean())
     return {
@@ -187,3 +194,11 @@ def test_the_card_page_shows_the_figures_and_links_each_disagreement(client, rat
     assert f"{human['kappa']:.2f}" in page
     for d in card["configs"][0]["disagreements"]:
         assert select(page, f'a[href="{d["url"]}"]')
+    # The replace-humans test, in words: this small panel is not enough for it.
+    test = card["configs"][0]["replace_test"]
+    assert test["epsilon"] == 0.1 and test["verdict"] in ("yes", "no", "not enough answers")
+    said = one(page, "#replace-test-1").text
+    if test["verdict"] == "not enough answers":
+        assert said.startswith("Not enough answers yet")
+    else:
+        assert f"at \u03b5 = 0.1: {test['verdict']}" in said
