@@ -155,3 +155,11 @@ def clipping_share() -> Subquery:
     return Subquery(OutputSignal.objects.filter(submission=OuterRef("pk"))
                     .values("submission").annotate(share=Avg(clips)).values("share")[:1],
                     output_field=FloatField())
+
+
+def any_clipping(benchmark) -> bool:
+    """Whether a shown submission of the board has an output that clips: the board offers its
+    filter then (kept with the board state: measuring a shown submission changes the board)."""
+    return OutputSignal.objects.filter(
+        submission__in=Submission.objects.shown().filter(benchmark=benchmark),
+        clipped_share__gt=CLIPPING_SHARE).exists()

@@ -22,6 +22,7 @@ from leaderboard.boards.state import OVERALL, shown
 from leaderboard.models import ReferenceFigure
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, SliceResult
+from submissions import signals
 from submissions.attempts import attempts_by_model
 
 
@@ -265,6 +266,7 @@ def board_snapshot(benchmark: Benchmark) -> dict:
     return state.kept(state.board_state(benchmark), "snapshot",
                       lambda: {"buckets": board_buckets(benchmark),
                                "licences": ranked_sql.licences(benchmark),
+                               "clipping": signals.any_clipping(benchmark),
                                "diagnostics": selectors.diagnostic_rows(benchmark)})
 
 

@@ -97,6 +97,7 @@ def board(request, slug):
     form = BoardForm(request.GET, buckets=snapshot["buckets"], kind=kind)
     context = {"benchmark": benchmark, "form": form,
                "buckets": snapshot["buckets"], "licences": snapshot["licences"],
+               "clipping": snapshot.get("clipping", False),  # (a snapshot kept before)
                "snapshot": snapshot, "plotly_js": plotly_js_url(), "kind": kind}
     if not form.is_valid():
         return render(request, "leaderboard/board.html", {

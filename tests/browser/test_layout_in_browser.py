@@ -152,10 +152,15 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
                 log_in(page)
             open_page(page, address, name, width)
             if name == "board":
-                expect(page.locator("#chart-board .main-svg").first)\
-                    .to_be_attached()  # plotly drew the chart
                 if device == "phone":
                     first_screen_shows_the_leading_row(page)
+                # No chart library on a first visit; drawn once asked for (then remembered)
+                assert not page.locator("#chart-board .main-svg").count()
+                page.get_by_role("button", name="Draw the charts").first.click()
+                expect(page.locator("#chart-board .main-svg").first)\
+                    .to_be_attached()  # plotly drew the chart
+                page.screenshot(path=str(SCREENSHOTS / f"layout-{width}-board-chart.png"),
+                                full_page=True)
             if name == "compare":  # whether the two are apart, per figure and slice
                 expect(page.locator("#differences-1 .verdict").first).to_be_visible()
             if name == "scoring":
@@ -169,3 +174,39 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
                 assert page.evaluate("window.__violations") == []
     finally:
         context.close()
+
+
+# What a first visit moves: the page, its styles and scripts and anything they fetch, as
+# Chromium counts them (transferSize: the bytes on the wire, gzip and headers included).
+TRANSFERRED = """() => performance.getEntriesByType("navigation")
+    .concat(performance.getEntriesByType("resource"))
+    .reduce((sum, entry) => sum + entry.transferSize, 0)"""
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_a_first_visit_shows_the_table_with_at_most_150_kb(browser, live_server, site,
+                                                           device):
+    """The board, the pivot and a model page on an empty cache: the table is there and at
+    most 150 KB moved (the chart library, 1.5 MB, only once the charts are asked for); the
+    table is there without scripts too."""
+    width, height = WIDTHS[device]
+    model = site["model"]
+    for address, table in (("/b/mmae/", "#board"), ("/b/mmae/pivot/?dimension=operation",
+                                                     "#pivot"),
+                           (f"/m/{model.pk}/", "#submissions")):
+        for scripts in (True, False):
+            context = browser.new_context(base_url=live_server.url, java_script_enabled=scripts,
+                                          viewport={"width": width, "height": height})
+            context.set_default_timeout(TIMEOUT_MS)
+            page = context.new_page()
+            try:
+                response = page.goto(address)
+                assert response.status == 200, address
+                page.wait_for_load_state("networkidle")
+                expect(page.locator(table).first).to_be_visible()
+                if scripts:
+                    moved = page.evaluate(TRANSFERRED)
+                    assert moved <= 150_000, f"{address}: {moved} bytes on a first visit"
+                    assert page.get_by_role("button", name="Draw the charts").count()
+            finally:
+                context.close()
