@@ -182,6 +182,7 @@ class TrackEntry(models.Model):
     entered_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "track entries"
         constraints = [models.UniqueConstraint(fields=["team", "track"],
                                                name="trackentry_team_track")]
 
@@ -203,6 +204,7 @@ class Entry(models.Model):
     chosen = models.BooleanField(default=False)
 
     class Meta:
+        verbose_name_plural = "entries"
         constraints = [models.UniqueConstraint(fields=["team", "board"],
                                                condition=Q(chosen=True),
                                                name="entry_one_chosen_per_team_board")]

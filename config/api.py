@@ -43,7 +43,8 @@ def errors_exception_handler(exc, context):
 
 def _errors_response(exc, context):
     if isinstance(exc, ServiceError):  # a service refused: 400, 409 or 429 by its code
-        return Response({"errors": exc.problems}, status=exc.status)
+        return Response({"errors": exc.problems}, status=exc.status, headers={
+            "Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None)
     if isinstance(exc, BrokerUnavailable):  # nothing can be queued now, nothing was stored
         return Response({"errors": [str(exc)]}, status=503,
                         headers={"Retry-After": str(exc.retry_after)})

@@ -15,12 +15,13 @@ class ServiceError(ValidationError):
     """`problems`: each reason, in words an author or staff member acts on, or a dict of them
     by the form field they concern ("__all__" for none), so that a page shows each beside its
     field. `code` says why: "invalid" (the input; HTTP 400), "conflict" (the object's state;
-    409) or "quota" (a limit of the caller's; 429)."""
+    409) or "quota" (a limit of the caller's; 429), with `retry_after`, the seconds until
+    the caller may try again where that is known (the API's Retry-After)."""
 
     STATUS = {"invalid": 400, "conflict": 409, "quota": 429}
 
     def __init__(self, problems: str | list[str] | dict[str, list[str]], *,
-                 code: str = "invalid"):
+                 code: str = "invalid", retry_after: int | None = None):
         if code not in self.STATUS:
             raise ValueError(f"unknown ServiceError code {code!r}")
         if isinstance(problems, dict):
@@ -32,6 +33,7 @@ class ServiceError(ValidationError):
             problems = [bounded(str(p)) for p in problems]
         super().__init__(problems if isinstance(problems, dict) else list(problems))
         self.code = code
+        self.retry_after = retry_after
 
     @property
     def problems(self) -> list[str]:

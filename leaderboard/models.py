@@ -61,6 +61,7 @@ class RankRanges(models.Model):
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name_plural = "rank ranges"
         constraints = [
             # Also serves reading one slice's ranges for a board page.
             models.UniqueConstraint(fields=["benchmark", "dimension", "bucket"],

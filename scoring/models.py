@@ -346,6 +346,7 @@ class RunBatch(models.Model):
     claims = models.PositiveIntegerField(default=0)
 
     class Meta:
+        verbose_name_plural = "run batches"
         constraints = [
             models.UniqueConstraint(fields=["run", "index"], name="batch_run_index"),
         ]

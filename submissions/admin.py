@@ -23,13 +23,19 @@ class SubmissionAdmin(ReadOnlyAdmin):
     """Its state is the pipeline's, and visibility, moderation and deletion go through the
     staff pages, which record a reason in the audit log."""
 
-    list_display = ("id", "model_name", "owner", "benchmark", "status", "public", "hidden",
+    list_display = ("id", "model_name", "owner", "benchmark", "state", "public", "hidden",
                     "representative", "coverage", "created_at")
     list_filter = ("status", "public", "hidden", "representative")
     search_fields = ("=id", "model__name", "owner__username", "benchmark__slug")
-    list_select_related = ("model", "owner", "benchmark")
+    list_select_related = ("model", "owner", "benchmark", "current_run")
     date_hierarchy = "created_at"
     model_name = name_column("model.name", description="model")
+
+    @admin.display(description="status")
+    def state(self, submission):
+        """As every page says it: its run's state once queued (a finished run's submission
+        is finished, though its own column keeps "queued")."""
+        return submission.state
 
 
 @admin.register(QuotaOverride)

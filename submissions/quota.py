@@ -4,6 +4,7 @@ the two cannot disagree."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -70,3 +71,22 @@ def quota_shown(user) -> dict:
     left = quota_left(user)
     problems = quota_problems(left)
     return {**left, "problems": problems, "spent": bool(problems)}
+
+
+# An upload refused for the uploads in flight may try again when one of them ends, which no
+# one knows: the answer says to ask again in this many seconds.
+IN_FLIGHT_RETRY_SECONDS = 60
+
+
+def quota_retry_after(left: dict, now: datetime | None = None) -> int | None:
+    """Seconds until an upload refused under `left` may be tried again: until the next one
+    the daily quota lets through, or IN_FLIGHT_RETRY_SECONDS for the uploads in flight; None
+    when it is not refused, or never will pass (per_day 0)."""
+    now = now or timezone.now()
+    if left["today"] <= 0:
+        if left["next_at"] is None:
+            return None
+        return max(1, math.ceil((left["next_at"] - now).total_seconds()))
+    if left["in_flight"] <= 0:
+        return IN_FLIGHT_RETRY_SECONDS
+    return None

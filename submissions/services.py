@@ -37,7 +37,7 @@ from submissions.file_checks import (
 from submissions.models import ModelEntry, Submission
 from submissions.names import name_fault, name_normalise, name_skeletons
 from submissions.notifications import submission_notify
-from submissions.quota import quota_left, quota_problems
+from submissions.quota import quota_left, quota_problems, quota_retry_after
 from submissions.signals import measure_output_signals
 from submissions.validation import (
     limits_for,
@@ -52,8 +52,12 @@ METADATA_FIELDS = ("organisation", "link", "parameters", "licence", "open_weight
                    "description")
 
 
-def _quota_problems(user) -> list[str]:
-    return quota_problems(quota_left(user))
+def _quota_refused(user) -> ServiceError | None:
+    """The refusal of an upload over the user's quota (with when to try again), or None."""
+    left = quota_left(user)
+    problems = quota_problems(left)
+    return ServiceError(problems, code="quota", retry_after=quota_retry_after(left)) \
+        if problems else None
 
 
 def _check_predictions(predictions: UploadedFile, benchmark: Benchmark) -> list[str]:
@@ -199,9 +203,9 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
         (found for rule in _door_rules if (found := rule(benchmark))), None)
     if why:
         raise ServiceError({"benchmark": [why]}, code="conflict")
-    quota = _quota_problems(user)
-    if quota:
-        raise ServiceError(quota, code="quota")
+    refused = _quota_refused(user)
+    if refused:
+        raise refused
     options = {k: v for k, v in (options or {}).items() if v}
     problems = _merged(_name_problems(model_name, metadata),
                        upload_file_problems(benchmark=benchmark, predictions=predictions,
@@ -220,9 +224,9 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
         with transaction.atomic():
             # One upload at a time per author, so parallel uploads cannot pass the quota.
             get_user_model().objects.select_for_update().get(pk=user.pk)
-            quota = _quota_problems(user)
-            if quota:
-                raise ServiceError(quota, code="quota")
+            refused = _quota_refused(user)
+            if refused:
+                raise refused
             name_claim(user=user, benchmark=benchmark, name=model_name)
             details = {k: metadata[k] for k in METADATA_FIELDS if k in metadata}
             model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,

@@ -71,6 +71,8 @@ def _upload(request):
             )
         except ServiceError as exc:
             form.add_error(None, exc)  # by field where the service names one
+            if exc.code == "quota":
+                status, retry_after = 429, exc.retry_after
         except BrokerUnavailable as exc:
             form.add_error(None, str(exc))
             status, retry_after = 503, exc.retry_after

@@ -223,3 +223,25 @@ def test_long_names_are_cut_in_the_changelists_and_whole_in_their_title(client, 
             .content.decode()
         assert shown in html, model.__name__
         assert f">{LONG}<" not in html, model.__name__
+
+
+def test_the_submission_changelist_says_a_finished_submission_is_finished(client, world,
+                                                                          superuser):
+    """Its own column keeps "queued" once its run is made; the list says what every page
+    says: the run's state."""
+    from tests.html import texts
+
+    submission = world
+    assert submission.status == "queued" and submission.state == "finished"
+    client.force_login(superuser)
+    html = client.get(reverse("admin:submissions_submission_changelist")).content.decode()
+    assert texts(html, "td.field-state") == ["finished"]
+
+
+def test_every_model_is_named_in_good_english_in_the_plural():
+    """Django adds an "s": "run batchs" was on the admin's index."""
+    from django.apps import apps
+
+    wrong = [str(m._meta.verbose_name_plural) for m in apps.get_models()
+             if str(m._meta.verbose_name_plural).endswith(("chs", "shs", "xs", "ys", "ss"))]
+    assert wrong == []

@@ -131,7 +131,8 @@ class LeaderboardApi(APIView):
         rows, count = board_pages.api_rows(benchmark, query, number=number, size=size)
         pages = max(1, -(-count // size))
         if number > pages:
-            raise ServiceError(f"page: {number} is past the last page ({pages} of {size} rows)")
+            raise ServiceError(f"page: {number} is past the last page, {pages} ({count} row"
+                               f"{'' if count == 1 else 's'} at {size} a page)")
         around = {"next": _page_url(request, form, number + 1) if number < pages else None,
                   "previous": _page_url(request, form, number - 1) if number > 1 else None}
         headers = {}

@@ -49,15 +49,18 @@ def compare_rows(submissions: list[Submission], kind: Kind) -> list[dict]:
     for dimension, bucket in sorted(by_slice, key=lambda k: slice_order(*k, kind)):
         found = by_slice[(dimension, bucket)]
         cells = [metric_figures(found[run], kind) if run in found else None for run in runs]
-        for metric in kind.metric_keys:
+        for m in kind.metrics:
+            metric = m.key
+            # Figures as shown: two that read alike (27.78 and 27.78, their last bits apart)
+            # are a tie, never a lead. All alike leads nobody; counts (failures) neither.
+            shown = {m.format(c[metric]) for c in cells if c and c[metric] is not None}
             values = [c[metric] for c in cells if c and c[metric] is not None]
-            # Mark a leader only where the figures differ: all equal leads nobody. Counts
-            # (failures) lead nobody either.
-            best = max(values) if len(set(values)) > 1 and metric not in kind.counts \
+            best = m.format(max(values)) if len(shown) > 1 and metric not in kind.counts \
                 else None
             for cell in cells:
                 if cell is not None:
-                    cell[f"{metric}_best"] = best is not None and cell[metric] == best
+                    cell[f"{metric}_best"] = best is not None and cell[metric] is not None \
+                        and m.format(cell[metric]) == best
         for cell in cells:
             if cell is not None:  # display order, for templates
                 cell["cells"] = [(m.format(cell[m.key]), cell[f"{m.key}_best"])

@@ -52,7 +52,7 @@ def test_the_csv_holds_the_page_and_links_the_next(client, five):
     ("page_size=0", "page_size: must be 1 or more"),
     ("page_size=1001", "page_size: must be at most 1000"),
     ("page_size=lots", "page_size: must be a whole number from 1 to 1000"),
-    ("page=3&page_size=3", "page: 3 is past the last page (2 of 3 rows)"),
+    ("page=3&page_size=3", "page: 3 is past the last page, 2 (5 rows at 3 a page)"),
 ])
 def test_a_bad_page_answers_400_naming_it(client, five, query, message):
     response = client.get(f"/api/leaderboards/mmae/?{query}")
@@ -68,3 +68,13 @@ def test_paging_is_in_the_schema(client):
     assert "1000" in parameters["page_size"]["description"]
     described = schema["paths"]["/api/leaderboards/{slug}/"]["get"]["responses"]["200"]
     assert "`next`" in described["description"]
+
+
+def test_a_board_page_past_the_end_says_so(client, five):
+    """The page's 404 names what is wrong, not "nothing is published" (the board is)."""
+    response = client.get("/b/mmae/?page=5")
+    assert response.status_code == 404
+    from tests.html import one
+    html = response.content.decode()
+    assert one(html, "p.why").text == "Page 5 is past the last page (1)."
+    assert one(html, 'a[href="/b/mmae/"]').text == "its first page"

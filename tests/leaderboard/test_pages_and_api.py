@@ -229,3 +229,20 @@ def test_a_long_board_is_paged_and_ranks_stay_global(client, board, settings):
 @pytest.mark.parametrize("page", ["0", "x", "-1"])
 def test_a_bad_page_is_a_400(client, filled, page):
     assert client.get(f"/b/mmae/?page={page}").status_code == 400
+
+
+def test_figures_that_read_alike_are_a_tie_in_compares_slices(board):
+    """27.777777777 and 27.777777778 both read 27.78: neither is bold; a figure above both
+    leads alone, and two that tie at the top lead together."""
+    from leaderboard.pages.compare import compare_rows
+    from scoring.kinds import get_kind
+
+    benchmark, score_by_slices = board
+    a = score_by_slices("A", (50.0, 27.777777777, 10.0))
+    b = score_by_slices("B", (50.0, 27.777777778, 10.0))
+    kind = get_kind("mmae")
+    (row,) = compare_rows([a, b], kind)
+    assert [c["CR_best"] for c in row["cells"]] == [False, False]  # (IFR, CR, EMR)
+    c = score_by_slices("C", (50.0, 20.0, 10.0))
+    (row,) = compare_rows([a, b, c], kind)
+    assert [c["CR_best"] for c in row["cells"]] == [True, True, False]

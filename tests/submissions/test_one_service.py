@@ -261,11 +261,11 @@ def test_removing_no_override_is_refused_alike_by_each_door(author, staff, clien
 # --- submitting (manage.py submit posts to the API: tests/submissions/test_submit_command.py)
 
 
-@pytest.mark.parametrize(("door", "code"), [("page", 400), ("api", 429)])
+@pytest.mark.parametrize(("door", "code"), [("page", 429), ("api", 429)])
 def test_an_upload_over_quota_is_refused_alike_by_the_page_and_the_api(
         small_bench, author, client, settings, spy, door, code):
     settings.SUBMISSIONS_PER_DAY = 0
-    service = spy(services, "_quota_problems")
+    service = spy(services, "_quota_refused")
     if door == "page":
         client.force_login(author)
         response = client.post("/submit/", payload(small_bench))

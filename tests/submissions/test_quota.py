@@ -104,3 +104,34 @@ def test_an_open_quota_leaves_the_form_enabled(uploads, upload_page, settings):
     assert quota.text.startswith("Quota: 2 of 3 uploads used in the last 24 hours")
     assert texts(quota, "strong")[0] == "2 of 3"
     assert select(html, "#quota-spent") == [] and "disabled" not in html
+
+
+def test_a_refusal_says_when_to_try_again(author, uploads, make_submission, settings,
+                                          small_bench):
+    """The API's 429 carries Retry-After: the seconds until the daily quota lets one more
+    through, or a minute while the uploads in flight are full."""
+    from rest_framework.test import APIClient
+
+    from accounts.models import ApiToken
+    from submissions.quota import IN_FLIGHT_RETRY_SECONDS
+    from tests.submissions.conftest import upload_files
+
+    settings.SUBMISSIONS_PER_DAY, settings.SUBMISSIONS_IN_FLIGHT = 1, 10
+    (made,) = uploads(3)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(user=author, name='t')[1]}")
+
+    def post():
+        predictions, archive = upload_files(small_bench)
+        return client.post("/api/submissions/", {"benchmark": "mmae", "model_name": "Model A",
+                                                 "predictions": predictions, "audio": archive},
+                           format="multipart")
+
+    response = post()
+    assert response.status_code == 429
+    wait = (made + timedelta(days=1) - timezone.now()).total_seconds()
+    assert abs(int(response["Retry-After"]) - wait) <= 2
+    settings.SUBMISSIONS_PER_DAY, settings.SUBMISSIONS_IN_FLIGHT = 10, 1  # one in flight
+    response = post()
+    assert response.status_code == 429
+    assert response["Retry-After"] == str(IN_FLIGHT_RETRY_SECONDS)
