@@ -1,7 +1,15 @@
 from django.urls import path
 
 from leaderboard.api import views as api
-from leaderboard.pages import explorer, history_views, item_views, media_views, picker_views, views
+from leaderboard.pages import (
+    badges,
+    explorer,
+    history_views,
+    item_views,
+    media_views,
+    picker_views,
+    views,
+)
 
 app_name = "leaderboard"
 
@@ -9,6 +17,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("b/<slug:slug>/", views.board, name="board"),
     path("b/<slug:slug>/cite/", history_views.board_cite, name="board-cite"),
+    path("b/<slug:slug>/badge/<int:model_id>.svg", badges.model_badge, name="model-badge"),
     path("b/<slug:slug>/v/<int:version>/", history_views.board_snapshot, name="board-snapshot"),
     path("b/<slug:slug>/v/<int:version>/items.parquet", history_views.board_snapshot_items,
          name="board-snapshot-items"),

@@ -252,8 +252,9 @@ def model(request, model_id):
     """A model's page: its submissions and a board's figures per slice. Anonymous visitors
     share it per state of every board (a model's figures come from several)."""
     state, changed_at, versions = board_state.boards_state()
-    parts = ("model", model_id, *(f"{name}={request.GET.get(name, '')}"
-                                  for name in ModelPageForm.base_fields))
+    # The host, for the badge snippet's absolute addresses.
+    parts = ("model", model_id, request.scheme, responses.canonical_host(request),
+             *(f"{name}={request.GET.get(name, '')}" for name in ModelPageForm.base_fields))
     return responses.shared(request, state=state, changed_at=changed_at, parts=parts,
                             render=lambda: _model_page(request, model_id), boards=versions)
 
@@ -271,6 +272,7 @@ def _model_page(request, model_id):
     form = ModelPageForm(request.GET, kinds=kinds)
     levels = {s.benchmark_id: visibility.disclosure(s.benchmark, user) for s in submissions}
     context = {"entry": entry, "form": form, "errors": [],
+               "site_url": f"{request.scheme}://{responses.canonical_host(request)}",
                "standings": model_pages.board_standings(featured),
                # Each row links to its explorer only for a viewer it answers (FULL).
                "submissions": [{**row, "reach": reach(levels[s.benchmark_id])} for row, s in zip(
