@@ -61,3 +61,14 @@ def screenshot(page, request):
         return path
 
     return take
+
+
+def draw_charts(page) -> None:
+    """Ask for the page's charts (static/js/charts.js loads plotly.js on demand; once asked,
+    later pages of the context draw theirs as they load) and wait until one is drawn."""
+    from playwright.sync_api import expect
+
+    button = page.get_by_role("button", name="Draw the charts")
+    if button.count():
+        button.first.click()
+    expect(page.locator("div.plotly-chart .main-svg").first).to_be_attached()

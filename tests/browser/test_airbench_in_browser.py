@@ -16,7 +16,7 @@ from scoring import aggregation, query_loop, runs
 from scoring.kinds.airbench import rules as airbench
 from scoring.services import benchmark_import
 from submissions.models import ModelEntry, Submission
-from tests.browser.conftest import SCREENSHOTS
+from tests.browser.conftest import SCREENSHOTS, draw_charts
 from tests.browser.test_board_in_browser import in_thread, judge
 from tests.conftest import judge_config
 from tests.scoring.airbench_data import REFERENCE, chat_meta, write
@@ -82,6 +82,7 @@ def test_a_visitor_reads_the_chat_board_a_slice_and_an_items_replies(page, judge
     reported = page.locator("#board tbody")  # reported rows stand inline
     expect(reported).to_contain_text("Qwen2-Audio")
     expect(page.locator("#board tr.reference.reported")).to_have_count(11)
+    draw_charts(page)
     expect(page.locator("#chart-board")).to_be_visible()
     shoot(page, "01-chat-board")
 

@@ -21,7 +21,7 @@ from scoring.kinds.mmae.predictions import load_predictions
 from scoring.services import benchmark_import
 from scoring.synthetic import MODALITIES, write_benchmark, write_system
 from submissions.models import ModelEntry, Submission
-from tests.browser.conftest import SCREENSHOTS
+from tests.browser.conftest import SCREENSHOTS, draw_charts
 from tests.conftest import judge_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True),
@@ -160,6 +160,7 @@ def test_a_visitor_slices_the_board_opens_a_model_plays_a_sample_and_downloads_t
     expect(reported).to_contain_text("Paper Editor")
     expect(reported).to_contain_text("Challenge Baseline")
     expect(reported).to_contain_text("801 samples")
+    draw_charts(page)
     expect(page.locator("#chart-board")).to_be_visible()
     shoot(page, "01-overall")
 

@@ -12,7 +12,7 @@ from leaderboard.boards import rank_ranges
 from leaderboard.boards.selectors import leaderboard_rows
 from scoring.boards import board_changed
 from submissions.models import Submission
-from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS
+from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS, draw_charts
 from tests.browser.test_layout_in_browser import log_in
 from tests.factories import seeded_board
 
@@ -101,6 +101,7 @@ def board_leads_with_the_ranking_figure(page) -> None:
 def heatmap_keeps_its_cells(page) -> None:
     """The heatmap's cells keep a width a figure fits in, and its axis names the long name
     cut short."""
+    draw_charts(page)
     cell, ticks = page.evaluate("""() => {
         const chart = document.querySelector("#chart-pivot");
         const layout = chart._fullLayout, data = chart._fullData[0];
