@@ -137,12 +137,27 @@ def text_stream(binary) -> Iterator[io.TextIOWrapper]:
         binary.seek(0)
 
 
+# What a file that is no text often is, by its first bytes: a wrong file given, said as such.
+KNOWN_BINARIES = ((b"\x89PNG\r\n\x1a\n", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+                  (b"GIF8", "a GIF image"), (b"%PDF-", "a PDF document"),
+                  (b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip file"),
+                  (b"RIFF", "a RIFF file (a WAV audio?)"), (b"fLaC", "a FLAC audio file"),
+                  (b"ID3", "an MP3 audio file"), (b"OggS", "an Ogg file"),
+                  (b"\x7fELF", "a program"), (b"PAR1", "a Parquet file"))
+
+
 def utf8_problem(binary, name: str) -> str | None:
     """Why a binary file is not UTF-8 text (a byte-order mark allowed), read a chunk at a
-    time; None when it is. The file is put back at its start."""
+    time; None when it is. A file that starts as a known binary kind is named as one. The
+    file is put back at its start."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
     binary.seek(0)
+    head = binary.read(16)
+    binary.seek(0)
+    kind = next((what for magic, what in KNOWN_BINARIES if head.startswith(magic)), None)
+    if kind is not None:
+        return f"{name}: {kind}, not a text file of predictions (JSON or JSONL)"
     try:
         while chunk := binary.read(CHUNK_BYTES):
             held = len(decoder.getstate()[0])

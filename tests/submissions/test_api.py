@@ -97,6 +97,9 @@ def test_a_bad_token_is_refused(small_bench):
       "in double quotes"]),
     ({"predictions": SimpleUploadedFile("predictions.json", b"\xff\xfe")},
      ["predictions.json: not UTF-8 text (invalid start byte at byte 0)"]),
+    # A wrong file given as predictions is named for what it is.
+    ({"predictions": SimpleUploadedFile("predictions.json", b"\x89PNG\r\n\x1a\n" + bytes(64))},
+     ["predictions.json: a PNG image, not a text file of predictions (JSON or JSONL)"]),
 ])
 def test_bad_input_is_a_400_naming_every_problem_and_stores_nothing(api, small_bench,
                                                                      overrides, errors):
