@@ -26,9 +26,9 @@ def badge_text(row: dict, kind, version: int) -> str:
         best, worst = row["rank_range"]
         rank += f" ({best}\u2013{worst})" if best != worst else ""
     figure = f"{metric.label} {metric.format(row.get(metric.key))}"
-    lo, hi = row.get(f"{metric.key}_lo"), row.get(f"{metric.key}_hi")
-    if lo is not None and hi is not None:
-        figure += f" [{metric.format(lo)}, {metric.format(hi)}]"
+    interval = row.get(f"{metric.key}_interval")
+    if interval:
+        figure += f" [{metric.format(interval[0])}, {metric.format(interval[1])}]"
     return f"{rank} \u00b7 {figure} \u00b7 v{version}"
 
 

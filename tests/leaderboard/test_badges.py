@@ -2,8 +2,6 @@
 with its interval and the board version; revalidated by an ETag that moves with the board;
 404 for a model not on it; the model page gives the snippet to copy."""
 
-import re
-
 from scoring.boards import board_changed
 from submissions.models import Submission
 from tests.html import one, select
@@ -11,7 +9,8 @@ from tests.html import one, select
 
 def test_a_badge_says_the_rank_the_figure_and_the_version(client, board):
     benchmark, score_by_slices = board
-    alpha = score_by_slices("Alpha", (60.0, 70.0, 30.0))
+    alpha = score_by_slices("Alpha", (60.0, 70.0, 30.0),
+                            intervals={("overall", ""): {"EMR": (22.5, 37.5)}})
     score_by_slices("Beta", (50.0, 60.0, 10.0))
     url = f"/b/{benchmark.slug}/badge/{alpha.model_id}.svg"
     response = client.get(url)
@@ -23,7 +22,8 @@ def test_a_badge_says_the_rank_the_figure_and_the_version(client, board):
     assert f"#{mine['rank']}" in svg and f"EMR {mine['EMR']:.2f}" in svg
     benchmark.refresh_from_db()
     assert f"v{benchmark.board_version}" in svg
-    assert re.search(r"\[\d+\.\d\d, \d+\.\d\d\]", svg) or mine["EMR_lo"] is None
+    assert (mine["EMR_lo"], mine["EMR_hi"]) == (22.5, 37.5)
+    assert "EMR 30.00 [22.50, 37.50]" in svg
     # Unchanged board: 304; a change: a new badge.
     again = client.get(url, HTTP_IF_NONE_MATCH=response["ETag"])
     assert again.status_code == 304
