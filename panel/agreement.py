@@ -214,3 +214,31 @@ def alternative_annotator_test(rubrics: Sequence[Rated], *, epsilon: float = EPS
             "winning_rate": winning,
             "advantage_probability": sum(r["judge_advantage"] for r in rows) / len(rows),
             "verdict": "yes" if winning >= 0.5 else "no"}
+
+
+# --- the judge's figure corrected by people ------------------------------------------------
+# Prediction-powered inference (Angelopoulos et al., Science 2023) for a mean: the judge's
+# verdicts on every rubric (N of them) give the figure; the rubrics people also answered (n)
+# measure the judge's error on it, which is taken off; the interval adds both variances:
+#   theta = mean_N(f) + mean_n(Y - f),  theta +- z * sqrt(var_N(f) / N + var_n(Y - f) / n).
+Z_95 = 1.959963984540054
+
+
+def prediction_powered(judged: Sequence[bool], labelled: Sequence[tuple[bool, bool]]) -> dict:
+    """The share of rubrics passed, corrected: `judged` are the judge's verdicts on every
+    rubric, `labelled` (human verdict, judge verdict) pairs of the rubrics people answered.
+    None figures below 2 labelled rubrics (no variance to measure)."""
+    import numpy as np
+
+    f = np.array(judged, dtype=float)
+    pairs = np.array(labelled, dtype=float).reshape(-1, 2)
+    out = {"judge": float(f.mean()) if len(f) else None, "rubrics": len(f),
+           "labelled": len(pairs), "corrected": None, "corrected_lo": None,
+           "corrected_hi": None}
+    if len(f) < 2 or len(pairs) < 2:
+        return out
+    rectifier = pairs[:, 0] - pairs[:, 1]
+    theta = f.mean() + rectifier.mean()
+    half = Z_95 * float(np.sqrt(f.var(ddof=1) / len(f) + rectifier.var(ddof=1) / len(pairs)))
+    return {**out, "corrected": float(theta), "corrected_lo": float(theta - half),
+            "corrected_hi": float(theta + half)}

@@ -15,7 +15,7 @@ from leaderboard.boards.selectors import judge_figures_by_config
 from panel import agreement
 from panel.models import PanelAnswer, PanelTask
 from scoring.kinds import get_kind
-from scoring.models import Benchmark, ItemResult, JudgeConfig, ScoringRun
+from scoring.models import Benchmark, Criterion, ItemResult, JudgeConfig, ScoringRun
 from submissions.models import PoolRelease, Submission
 
 # The rubric's category is a dimension of the card besides the kind's own, unless the kind has
@@ -114,15 +114,49 @@ def _config_block(benchmark, kind, entry, panel, verdicts) -> dict:
              "simulated": entry["simulated"], "runs": entry["runs"],
              "vote_unanimity": entry["values"].get("agreement"),
              "position_bias": entry["values"].get("position_bias"),
-             "human": None, "replace_test": None, "disagreements": []}
+             "human": None, "replace_test": None, "calibrated": {}, "disagreements": []}
     if kind.has_panel:
         seed = _seed(entry["config_id"])
         block["human"] = agreement.human(list(rated.values()), seed=seed,
                                          dimensions=dimensions(kind))
         block["replace_test"] = agreement.alternative_annotator_test(list(rated.values()))
+        block["calibrated"] = _calibrated(benchmark, kind, entry["config_id"], tasks, rated)
         block["disagreements"] = [_disagreement(tasks[pk], r, link)
                                   for pk, r in sorted(rated.items()) if agreement.disagrees(r)]
     return block
+
+
+def _calibrated(benchmark, kind, config_id: int, tasks: dict, rated: dict) -> dict:
+    """Per rubric category: the share of rubrics the judge passed in the latest finished runs
+    under this config of the submissions people rated, corrected by their answers
+    (agreement.prediction_powered; the labelled rubrics are the counted ones)."""
+    submissions = {t.submission_id for t in tasks.values()}
+    runs = {}
+    for run_id, submission_id, created in ScoringRun.objects.filter(
+            submissions__id__in=submissions, judge_config_id=config_id,
+            status=ScoringRun.Status.FINISHED).values_list("id", "submissions__id",
+                                                           "created_at"):
+        runs[submission_id] = max(runs.get(submission_id, (created, run_id)), (created, run_id))
+    rubrics: dict[int, list[tuple[int, str]]] = {}  # item id -> (index, category)
+    for item, index, category in Criterion.objects.filter(item__benchmark=benchmark) \
+            .values_list("item_id", "index", "category"):
+        rubrics.setdefault(item, []).append((index, category))
+    judged: dict[str, list[bool]] = {}
+    for item_id, values in ItemResult.objects.filter(
+            run_id__in=[run for _, run in runs.values()], missing=False) \
+            .values_list("item_id", "values"):
+        for index, category in rubrics.get(item_id, []):
+            verdict = kind.panel_verdict(values, index)
+            if verdict is not None:
+                judged.setdefault(category, []).append(verdict)
+    labelled: dict[str, list[tuple[bool, bool]]] = {}
+    for pk, rubric in rated.items():
+        if agreement.is_counted(rubric):
+            labelled.setdefault(tasks[pk].criterion.category, []).append(
+                (agreement.human_verdict(rubric.rights), rubric.judge))
+    return {category: agreement.prediction_powered(judged[category],
+                                                    labelled.get(category, []))
+            for category in sorted(judged)}
 
 
 def dimensions(kind) -> tuple[str, ...]:

@@ -117,6 +117,20 @@ class ReplaceTestOut(serializers.Serializer):
                                       "winning rate of at least a half")
 
 
+class CalibratedOut(serializers.Serializer):
+    judge = _share("share (0-1) of the category's rubrics the judge passed, over the latest "
+                   "finished runs under this config of the submissions people rated")
+    rubrics = serializers.IntegerField(help_text="the rubrics the judge's share rests on")
+    labelled = serializers.IntegerField(help_text="of them, the rubrics people answered "
+                                        "(2 or more answers and a majority)")
+    corrected = _share("the share corrected by people's answers (prediction-powered "
+                       "inference): judge + mean(human - judge) over the labelled rubrics; "
+                       "null below 2 labelled rubrics")
+    corrected_lo = _share("its 95% interval, low end: corrected - 1.96 sqrt(var(judge) / "
+                          "rubrics + var(human - judge) / labelled)")
+    corrected_hi = _share("its 95% interval, high end")
+
+
 class ConfigCardOut(serializers.Serializer):
     judge_config = serializers.CharField()
     current = serializers.BooleanField(help_text="the config the board is scored under")
@@ -131,6 +145,9 @@ class ConfigCardOut(serializers.Serializer):
     replace_test = ReplaceTestOut(
         allow_null=True, help_text="the alternative annotator test (Calderon et al., ACL "
         "2025): can the judge replace a rater? null where the benchmark has no panel")
+    calibrated = serializers.DictField(
+        child=CalibratedOut(), help_text="rubric category -> the judge's pass rate and its "
+        "correction by people's answers")
     disagreements = DisagreementOut(many=True)
 
 

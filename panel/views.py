@@ -84,8 +84,14 @@ def _config_shown(kind, config: dict) -> dict:
     if test is not None and test["winning_rate"] is not None:
         test = {**test, "winning_pct": f"{100 * test['winning_rate']:.0f}",
                 "advantage_pct": f"{100 * test['advantage_probability']:.0f}"}
+    calibrated = [{"category": category, "judge": _share(f["judge"]),
+                   "corrected": _share(f["corrected"]),
+                   "interval": None if f["corrected_lo"] is None else
+                   f"{_share(f['corrected_lo'])} to {_share(f['corrected_hi'])}",
+                   "rubrics": f["rubrics"], "labelled": f["labelled"]}
+                  for category, f in (config.get("calibrated") or {}).items()]
     return {**config, "shown": None if human is None else _shown(human), "by": by,
-            "replace_test": test,
+            "replace_test": test, "calibrated_rows": calibrated,
             "unanimity": "–" if config["vote_unanimity"] is None
             else f"{config['vote_unanimity']:.1f}%",
             "bias": "–" if config["position_bias"] is None

@@ -149,3 +149,25 @@ def test_too_few_raters_is_not_enough_answers():
     rubrics = [rated(True, True, True, True, raters=(1, 2, 3), item=f"i{k}") for k in range(5)]
     test = agreement.alternative_annotator_test(rubrics)
     assert (test["verdict"], test["winning_rate"]) == ("not enough answers", None)
+
+
+def test_prediction_powered_inference_is_its_published_formula():
+    """theta = mean(f) over all N + mean(Y - f) over the n labelled; the interval is theta
+    +- 1.96 sqrt(var(f)/N + var(Y - f)/n), sample variances: written out here."""
+    from statistics import mean, variance
+
+    judged = [True] * 70 + [False] * 30
+    labelled = [(True, True)] * 12 + [(False, True)] * 5 + [(True, False)] * 1 \
+        + [(False, False)] * 6
+    found = agreement.prediction_powered(judged, labelled)
+    f = [float(x) for x in judged]
+    rect = [float(y) - float(j) for y, j in labelled]
+    theta = mean(f) + mean(rect)
+    half = 1.959963984540054 * (variance(f) / len(f) + variance(rect) / len(rect)) ** 0.5
+    assert found["judge"] == pytest.approx(0.7)
+    assert found["corrected"] == pytest.approx(theta) and theta == pytest.approx(0.7 - 4 / 24)
+    assert (found["corrected_lo"], found["corrected_hi"]) == pytest.approx(
+        (theta - half, theta + half))
+    assert (found["rubrics"], found["labelled"]) == (100, 24)
+    none = agreement.prediction_powered(judged, labelled[:1])
+    assert none["corrected"] is None and none["judge"] == pytest.approx(0.7)

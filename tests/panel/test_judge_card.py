@@ -202,3 +202,44 @@ def test_the_card_page_shows_the_figures_and_links_each_disagreement(client, rat
         assert said.startswith("Not enough answers yet")
     else:
         assert f"at \u03b5 = 0.1: {test['verdict']}" in said
+
+
+def test_the_card_corrects_the_judges_pass_rate_by_people(client, rated_board, panel_board):
+    """Per rubric category, over Alpha's and Beta's runs under the board's config: the
+    judge's share of rubrics passed, and prediction-powered inference with the rated rubrics,
+    computed here from its formula."""
+    card = client.get(CARD).json()
+    calibrated = card["configs"][0]["calibrated"]
+    judged, labelled = {}, {}
+    for criterion in Criterion.objects.filter(item__benchmark=panel_board.benchmark) \
+            .select_related("item"):
+        for judge in (judge_a, judge_b):
+            judged.setdefault(criterion.category, []).append(
+                bool(judge(criterion.item, criterion)))
+    for task_id in sorted(rated_board["rated"]):
+        task = PanelTask.objects.select_related("criterion__item").get(pk=task_id)
+        verdict = rated_board["judge_verdict"](task)
+        rights = [right for _, right in rated_board["given"][task_id]]
+        yes, no = rights.count(True), rights.count(False)
+        if verdict is None or len(rights) < 2 or yes == no:
+            continue
+        labelled.setdefault(task.criterion.category, []).append((yes > no, bool(verdict)))
+    assert set(calibrated) == set(judged)
+    for category, figures in calibrated.items():
+        f = np.array(judged[category], dtype=float)
+        assert figures["judge"] == pytest.approx(f.mean())
+        assert figures["rubrics"] == len(f)
+        pairs = labelled.get(category, [])
+        assert figures["labelled"] == len(pairs)
+        if len(pairs) < 2:
+            assert figures["corrected"] is None
+            continue
+        rect = np.array([y - j for y, j in pairs], dtype=float)
+        theta = f.mean() + rect.mean()
+        half = 1.959963984540054 * np.sqrt(f.var(ddof=1) / len(f) + rect.var(ddof=1) / len(rect))
+        assert figures["corrected"] == pytest.approx(theta)
+        assert (figures["corrected_lo"], figures["corrected_hi"]) == pytest.approx(
+            (theta - half, theta + half))
+    assert any(f["corrected"] is not None for f in calibrated.values())
+    page = client.get("/b/mmae/judge/").content.decode()
+    assert one(page, "#calibrated-1")
