@@ -485,9 +485,11 @@ class JudgeFleet(EndpointHealth):
                 self._homes.popitem(last=False)
             if not every and any(u in endpoint.audio_sending for u in audio):
                 # Another query set out with some of this audio to this endpoint while this
-                # one waited for its slot (a lease is a round trip): the slot goes back, and
-                # the query waits for that one, then asks again for a slot there.
+                # one waited for its slot (a lease is a round trip): the slot goes back, the
+                # query waits for that one here (whatever `avoid` says of this endpoint, so
+                # that it never spins without waiting), then asks again for a slot.
                 await self._release(slot)
+                await self._sent_first(endpoint, audio)
                 continue
             held = set() if every else {u for u in audio if u in endpoint.audio}
             sending = {u: asyncio.Event() for u in audio

@@ -187,3 +187,25 @@ def test_audio_of_another_sample_evicted_by_the_server_is_sent_again(thread_simu
     answers = asyncio.run(main())
     assert [(a.ok, a.cache_misses, a.audio_sent) for a in answers] == [
         (True, 0, 1), (True, 0, 1), (True, 1, 1)]
+
+
+def test_queries_of_one_audio_retried_on_the_one_endpoint_they_failed_on_all_end(
+        thread_simulator_factory):
+    """One endpoint failing half its requests: queries of one audio are retried there (the
+    endpoint they failed on, the only one) while others of them send the audio; every one
+    ends answered, within the time limit."""
+    sim = thread_simulator_factory(ports=None, latency_ms=30, fail_rate=0.5, seed=3)
+    uri = wav_uri(1)
+
+    async def main():
+        async with JudgeFleet(sim.urls[:1], model=MODEL, concurrency=4, timeout=10,
+                              max_attempts=20, backoff_base=0.01, backoff_max=0.02,
+                              failure_threshold=1000) as fleet:
+            async with asyncio.timeout(30):
+                return await asyncio.gather(*(
+                    fleet.ask(query(audio_part(uri, "sha256:x"), question=f"Question {q}?"),
+                              parse) for q in range(8)))
+
+    answers = asyncio.run(main())
+    assert all(a.ok for a in answers), [a.error for a in answers]
+    assert max(a.attempts for a in answers) > 1
