@@ -49,7 +49,8 @@ Policy, in one place:
   A query waits for another one still sending any of its audio to the same endpoint, and the
   queries of a sample (sharing an audio) go to the endpoint the latest of them went to while
   it is healthy (waiting for a slot there outside the queue for slots, so holding up no
-  other query). vLLM's 400 "Cache miss ..." (it evicted the audio) is no answer and no fault:
+  other query, for at most HOME_WAIT_SECONDS, then taking any). vLLM's 400 "Cache miss ..."
+  (it evicted the audio) is no answer and no fault:
   the query is sent again at once with every audio's data, without spending an attempt.
 """
 
@@ -82,6 +83,8 @@ log = logging.getLogger(__name__)
 SIMULATOR_FINGERPRINT = "judge-simulator"
 
 HOMES = 100_000  # audio whose endpoint is remembered (the latest)
+# How long a query waits for a slot on the endpoint that holds its audio before it takes any.
+HOME_WAIT_SECONDS = 5.0
 
 
 @dataclass
@@ -458,6 +461,7 @@ class JudgeFleet(EndpointHealth):
         avoid: Endpoint | None = None
         audio = audio_items(messages) if self.audio_cache_bytes else {}
         every = False  # send every audio with its data (after a cache miss)
+        waited = False  # for another query sending its audio, once: never a loop of waits
         # Asking a greedy judge again gets the same reply: an unparseable or cut reply is
         # asked again only this many times (a transport error may still use every attempt).
         again = {UNPARSEABLE: self.unparseable_retries if self.greedy else self.max_attempts,
@@ -472,7 +476,8 @@ class JudgeFleet(EndpointHealth):
                 home = None
             slot = None
             if home is not None:
-                if not every:
+                if not every and not waited:
+                    waited = True
                     await self._sent_first(home, audio)
                 slot = await self._slot_at(home)
             if slot is None:
@@ -483,11 +488,12 @@ class JudgeFleet(EndpointHealth):
                 self._homes.move_to_end(uuid)
             while len(self._homes) > HOMES:
                 self._homes.popitem(last=False)
-            if not every and any(u in endpoint.audio_sending for u in audio):
+            if not every and not waited and any(u in endpoint.audio_sending for u in audio):
                 # Another query set out with some of this audio to this endpoint while this
                 # one waited for its slot (a lease is a round trip): the slot goes back, the
                 # query waits for that one here (whatever `avoid` says of this endpoint, so
                 # that it never spins without waiting), then asks again for a slot.
+                waited = True
                 await self._release(slot)
                 await self._sent_first(endpoint, audio)
                 continue
@@ -622,8 +628,12 @@ class JudgeFleet(EndpointHealth):
 
     async def _slot_at(self, endpoint: Endpoint) -> _Slot | None:
         """A slot on `endpoint`, waiting for one outside the queue for slots (so holding up no
-        other query) while the endpoint is usable; None once it is not."""
-        while endpoint.healthy and not endpoint.excluded:
+        other query) while the endpoint is usable, for at most HOME_WAIT_SECONDS; None once it
+        is not usable or the wait is over (the query then takes any endpoint's slot: its audio
+        goes there too, but no query waits on one endpoint for good)."""
+        deadline = time.monotonic() + HOME_WAIT_SECONDS
+        while endpoint.healthy and not endpoint.excluded \
+                and (left := deadline - time.monotonic()) > 0:
             spare = next((s for s in self._spares if s.endpoint is endpoint), None)
             if spare is not None:  # leased for the queries queued: this is one of them
                 self._spares.remove(spare)
@@ -639,7 +649,8 @@ class JudgeFleet(EndpointHealth):
                     await self.leases.release(url, token)
             self._wake.clear()  # (a waiter of _acquire compares versions, as it wakes)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.leases.poll if self.leases else None):
+                async with asyncio.timeout(min(self.leases.poll, left) if self.leases
+                                           else left):
                     await self._wake.wait()
         return None
 
