@@ -27,9 +27,7 @@ import django  # noqa: E402
 
 django.setup()
 
-import httpx  # noqa: E402
-
-from judge.simulator import SimulatorConfig, serve  # noqa: E402
+from judge.simulator import SimulatorConfig, serve, stats_totals  # noqa: E402
 from scoring import synthetic  # noqa: E402
 from scoring.jobs import data_uri  # noqa: E402
 from scoring.kinds import simulated_replies  # noqa: E402
@@ -54,15 +52,6 @@ def simulator(ports: list[int], config: SimulatorConfig) -> tuple[threading.Thre
     thread.start()
     ready.wait(30)
     return thread, (loop, stop)
-
-
-def counts(urls: list[str]) -> dict:
-    total: dict = {}
-    for url in urls:
-        for name, value in httpx.get(f"{url}/simulator/stats").json().items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                total[name] = total.get(name, 0) + value
-    return total
 
 
 def main():
@@ -99,7 +88,7 @@ def main():
                                 concurrency=args.slots, timeout=120,
                                 audio_cache_bytes=cache))
         wall = time.monotonic() - started
-        seen = counts(urls)
+        seen = stats_totals(urls)
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
         results[way] = (seen["audio_bytes"], wall / run["queries"] * 1000)

@@ -550,3 +550,16 @@ async def _until_stopped(runners: dict, stop: asyncio.Event) -> None:
     finally:
         for task in (stopping, *deaths):
             task.cancel()
+
+
+def stats_totals(urls: list[str]) -> dict:
+    """Every number of `GET /simulator/stats`, summed over the given ports (benchmarks and
+    tests compare a run's cost card with them)."""
+    import httpx
+
+    total: dict = {}
+    for url in urls:
+        for name, value in httpx.get(f"{url}/simulator/stats").json().items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                total[name] = total.get(name, 0) + value
+    return total

@@ -5,9 +5,9 @@ API) equals the judge simulator's own counts."""
 import json
 from pathlib import Path
 
-import httpx
 import pytest
 
+from judge.simulator import stats_totals
 from scoring.jobs import data_uri
 from scoring.kinds.base import Media
 from scoring.scorer import ScoreConfig, score
@@ -24,12 +24,7 @@ def distinct_audio_bytes(paths) -> int:
 
 
 def simulator_counts(sim) -> dict:
-    totals = {}
-    for url in sim.urls:
-        for name, value in httpx.get(f"{url}/simulator/stats").json().items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                totals[name] = totals.get(name, 0) + value
-    return totals
+    return stats_totals(sim.urls)
 
 
 @pytest.mark.parametrize("cache_mb", [4096.0, 0.05], ids=["vLLM's default cache",
