@@ -398,12 +398,24 @@ class JudgeFleet(EndpointHealth):
         rooms = [(e.base_url, e.capacity, e.capacity - e.in_flight) for e in free]
         taken = await self.leases.acquire(rooms, want=min(want, sum(r for *_, r in rooms)),
                                           avoid=avoid.base_url if avoid else None)
+        # Queries of an audio's home take its slots outside the queue (_slot_at) while this
+        # round trip is out: a lease whose endpoint has no room here any more goes back.
         by_url = {e.base_url: e for e in free}
-        return [self._book(by_url[url], token) for url, token in taken]
+        slots, extra = [], []
+        for url, token in taken:
+            endpoint = by_url[url]
+            if endpoint.in_flight < endpoint.capacity:
+                slots.append(self._book(endpoint, token))
+            else:
+                extra.append((url, token))
+        for url, token in extra:
+            await self.leases.release(url, token)
+        return slots
 
     def _book(self, endpoint: Endpoint, token: str | None) -> _Slot:
+        slot = _Slot(endpoint, endpoint.lanes.pop(), token)
         endpoint.in_flight += 1
-        return _Slot(endpoint, endpoint.lanes.pop(), token)
+        return slot
 
     def _spare(self, avoid: Endpoint | None) -> _Slot:
         """A slot taken for this query by the one before it, on another endpoint than

@@ -138,7 +138,11 @@ async def ask_jobs(jobs: Iterable[Job] | JobFeed, fleet: JudgeFleet,
     media = MediaCache()
 
     async def worker():
-        while (job := await source.next()) is not None:
+        me = asyncio.current_task()
+        # A worker told to stop takes no further job, even when something it awaited took
+        # the cancellation for its own and returned (seen in CI: the loop waited for good on
+        # workers that went on to wait for jobs).
+        while not me.cancelling() and (job := await source.next()) is not None:
             media.hold(job)
             try:
                 answer = await fleet.ask(await media.messages(job), job.parse)

@@ -209,3 +209,40 @@ def test_queries_of_one_audio_retried_on_the_one_endpoint_they_failed_on_all_end
     answers = asyncio.run(main())
     assert all(a.ok for a in answers), [a.error for a in answers]
     assert max(a.attempts for a in answers) > 1
+
+
+def test_queries_of_shared_audio_with_slow_leases_never_book_a_slot_twice(
+        thread_simulator_factory):
+    """Leases a slow round trip away (a loaded Redis): queries of a sample take a slot on
+    their audio's endpoint outside the slot queue while the query at the head of the queue
+    leases several at once. Seen in CI: the head booked the slots those queries had just
+    taken, so a lane was popped from an empty list and the worker's batch hung. Every query
+    ends answered, and every slot comes back."""
+    import uuid as uuid_module
+
+    from judge.leases import RedisLeases
+    from tests.conftest import BROKER
+
+    class SlowLeases(RedisLeases):
+        async def acquire(self, *args, **kwargs):
+            await asyncio.sleep(0.02)
+            return await super().acquire(*args, **kwargs)
+
+    sim = thread_simulator_factory(latency_ms=15, slots=4)
+    samples = {s: wav_uri(1 + s / 10) for s in range(8)}
+    prefix = f"test-slow-leases-{uuid_module.uuid4().hex[:10]}"
+
+    async def main():
+        leases = SlowLeases(BROKER, prefix=prefix, poll=0.2)
+        async with JudgeFleet(sim.urls, model=MODEL, concurrency=4, timeout=30,
+                              leases=leases) as fleet:
+            async with asyncio.timeout(60):
+                answers = await asyncio.gather(*(
+                    fleet.ask(query(audio_part(uri, f"{s}-out"), question=f"Question {q}?"),
+                              parse)
+                    for s, uri in samples.items() for q in range(6)))
+            return answers, [(e.in_flight, len(e.lanes), e.capacity) for e in fleet.endpoints]
+
+    answers, slots = asyncio.run(main())
+    assert all(a.ok for a in answers), [a.error for a in answers if not a.ok]
+    assert slots == [(0, 4, 4)] * len(sim.urls)

@@ -150,11 +150,13 @@ def test_the_cost_card_is_the_judges_own_count(stack, thread_simulator_factory, 
         assert cost[name] == counts[name], name
     assert cost["audio_seconds"] == pytest.approx(counts["audio_seconds"], abs=0.01)
     assert cost["reused"] == 0 and cost["wall_seconds"] > 0 and cost["busy_seconds"] > 0
-    # Each of the 18 inputs and 17 outputs sent about once, over two endpoints: a worker with
-    # Redis leases waits for another query's send once at most (never a loop of waits), so a
-    # small run's first queries send some audio twice: under 2x here (the `score` command's
-    # run, tests/scoring/test_cost_card.py, stays under 1.5x).
-    assert cost["audio_sent"] <= 2 * 35, cost
+    # Each of the 18 inputs and 17 outputs sent about once per endpoint, over two: a query
+    # waits for another's send of its audio once at most and for a slot on its audio's
+    # endpoint 5 s at most (judge.fleet.HOME_WAIT_SECONDS), so on a loaded machine a few go
+    # elsewhere and send it again: measured 1.86x alone and 2.06x beside another pipeline
+    # test; all whole would be 13x (459 queries of 1 or 2 audio). The `score` command's run
+    # (tests/scoring/test_cost_card.py) stays under 1.5x, bench/audio_once.py gives 0.96x.
+    assert cost["audio_sent"] <= 2.5 * 35, cost
     assert client.login(username="author", password=CAST_PASSWORD)
     page = client.get(f"/submissions/{submission_id}/").content.decode()
     assert one(page, "#cost")
