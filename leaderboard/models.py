@@ -56,6 +56,9 @@ class RankRanges(models.Model):
     dimension = models.CharField(max_length=50)  # "overall" with bucket ""
     bucket = models.CharField(max_length=200, blank=True)
     ranges = models.JSONField(default=dict)
+    # What the slice's bootstrap can tell apart: {"items": n, "metrics": {metric:
+    # {"difference", "pairs"}}} (leaderboard.boards.ranking.separable_differences).
+    separable = models.JSONField(default=dict)
     order = models.JSONField(default=list)
     replicates = models.PositiveIntegerField()
     computed_at = models.DateTimeField(auto_now=True)

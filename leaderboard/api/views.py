@@ -22,6 +22,7 @@ from leaderboard.boards import (
     dataset_files,
     datasets,
     model_pages,
+    rank_ranges,
     selectors,
     serializers,
     state,
@@ -151,6 +152,8 @@ class LeaderboardApi(APIView):
             "diagnostic": selectors.baseline_rows(benchmark=benchmark, kind=kind,
                                                   dimension=query.dimension,
                                                   bucket=query.bucket),
+            "separable": rank_ranges.stored_separable(benchmark, query.dimension,
+                                                      query.bucket),
         }, context={"kind": kind}).data
         if renderer.format not in ("json", "csv"):
             return Response(payload, headers=headers)

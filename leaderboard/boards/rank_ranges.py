@@ -20,6 +20,7 @@ from leaderboard.boards.ranking import (
     SEED,
     board_order,
     draws,
+    separable_differences,
     slice_ranges,
     verdict,
 )
@@ -69,8 +70,10 @@ def orders(benchmark: Benchmark, submissions: list,
 
 def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLICATES,
             seed: int = SEED, figures: dict | None = None) -> dict[tuple[str, str], dict]:
-    """Every slice's ranges of the board's rows (`submissions`, its representatives):
-    {(dimension, bucket): {RANK or metric: {submission id: [best, worst]}}}."""
+    """Every slice's ranges of the board's rows (`submissions`, its representatives) and what
+    its bootstrap can tell apart: {(dimension, bucket): {"ranges": {RANK or metric:
+    {submission id: [best, worst]}}, "separable": {"items": n, "metrics":
+    ranking.separable_differences}}}."""
     kind = get_kind(benchmark.kind)
     dims = list(Item.objects.filter(benchmark=benchmark).order_by("position")
                 .values_list("dimensions", flat=True))
@@ -101,12 +104,16 @@ def compute(benchmark: Benchmark, submissions: list, *, replicates: int = REPLIC
             # 10,000 rows, looking each row up in the list took 123 s of a refresh's 573.
             part = stacked[np.ix_(at, [position[r] for r in shown])]
             values = {name: part[:, :, k] for k, name in enumerate(kind.vector_names)}
-        ranges = slice_ranges(kind, weights=weights[:, at] if at and shown else
-                              np.zeros((replicates, 0)), values=values,
-                              dims=[dims[i] for i in at] if shown else [], fixed=fixed)
+        chosen = [dims[i] for i in at] if shown else []
+        picked = weights[:, at] if at and shown else np.zeros((replicates, 0))
+        spread = kind.replicate_figures(picked, values, chosen) if chosen else {}
+        ranges = slice_ranges(kind, weights=picked, values=values, dims=chosen, fixed=fixed,
+                              figures=spread)
         order = [runs[r].id for r in [*shown, *kept]]
-        return {key: dict(zip(map(str, order), pairs, strict=True))
-                for key, pairs in ranges.items()}
+        return {"ranges": {key: dict(zip(map(str, order), pairs, strict=True))
+                           for key, pairs in ranges.items()},
+                "separable": {"items": len(at), "metrics": separable_differences(
+                    kind, values=values, dims=chosen, spread=spread)}}
 
     # Slices on threads of their own: NumPy's sorts, most of the work, let go of the GIL.
     if SLICE_THREADS == 1:
@@ -140,9 +147,10 @@ def refresh(benchmark: Benchmark, *, replicates: int = REPLICATES) -> bool:
         RankRanges.objects.filter(benchmark=benchmark).delete()
         # One INSERT per slice: bulk_create sends the JSON as a text array, whose every
         # quote psycopg escapes in Python (3.7 s of a refresh at 10,000 rows).
-        for (d, b), ranges in computed.items():
+        for (d, b), found in computed.items():
             RankRanges.objects.create(benchmark=benchmark, state=state, dimension=d,
-                                      bucket=b, ranges=ranges, order=ordered[(d, b)],
+                                      bucket=b, ranges=found["ranges"],
+                                      separable=found["separable"], order=ordered[(d, b)],
                                       replicates=replicates)
         # Pages made while the ranges were computed are replaced once they are stored.
         transaction.on_commit(lambda: page_cache.publish(
@@ -160,6 +168,16 @@ def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
     found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
                                       bucket=bucket).values_list("ranges", flat=True).first()
     return found or {}
+
+
+def stored_separable(benchmark: Benchmark, dimension: str, bucket: str) -> dict | None:
+    """What one slice's bootstrap can tell apart ({"items", "metrics"}), as stored for the
+    board's current state; None while the worker computes it."""
+    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
+                                      bucket=bucket).values_list("state", "separable").first()
+    if found is None or found[0] != board_stamp(benchmark):
+        return None
+    return found[1]
 
 
 def stored_window(benchmark: Benchmark, dimension: str, bucket: str, key: str = RANK, *,

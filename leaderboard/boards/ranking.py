@@ -197,13 +197,16 @@ def draws(n_items: int, *, replicates: int, seed: int) -> np.ndarray:
 
 
 def slice_ranges(kind: Kind, *, weights: np.ndarray, values: dict, dims: list[dict],
-                 fixed: dict[str, np.ndarray]) -> dict[str, list[list[int]]]:
+                 fixed: dict[str, np.ndarray], figures: dict | None = None
+                 ) -> dict[str, list[list[int]]]:
     """The ranges of one slice: for the ranking, and for a sort by each metric (that metric,
     then the ranking). `values` are the resampled models' per-item values of the slice's
     items; `fixed` holds, per metric, the figures of models without per-item values, which
-    stay as they are in every replicate (they come after the resampled ones)."""
+    stay as they are in every replicate (they come after the resampled ones). `figures`:
+    the replicates' figures of `values` when the caller has them already."""
     replicates = weights.shape[0]
-    figures = kind.replicate_figures(weights, values, dims) if dims else {}
+    if figures is None:
+        figures = kind.replicate_figures(weights, values, dims) if dims else {}
     metrics = [m.key for m in kind.metrics if not m.count]
     columns = {}
     for metric in metrics:
@@ -223,6 +226,42 @@ def slice_ranges(kind: Kind, *, weights: np.ndarray, values: dict, dims: list[di
     result = {RANK: ranges(tuple(kind.ranking))}
     for metric in metrics:
         result[metric] = ranges((metric, *(m for m in kind.ranking if m != metric)))
+    return result
+
+
+# Neighbouring pairs a slice's separable difference is taken over, at most: evenly spaced
+# down the order beyond that (each pair is a replicates-long column of differences).
+SEPARABLE_PAIRS = 200
+
+
+def separable_differences(kind: Kind, *, values: dict, dims: list[dict],
+                          spread: dict) -> dict[str, dict]:
+    """What a slice's paired bootstrap can tell apart, per metric: {metric: {"difference",
+    "pairs"}}, where `difference` is the median, over pairs of neighbouring rows (the
+    resampled rows in the order of that metric's figure), of the half-width of the 95%
+    interval of their paired difference: a difference under it is, at this number of items,
+    typically not separable. Rows without per-item values are not resampled and not counted;
+    a metric with fewer than two rows gets nothing. `spread`: the replicates' figures
+    (Kind.replicate_figures), as slice_ranges ranks them."""
+    if not dims:
+        return {}
+    point = kind.replicate_figures(np.ones((1, len(dims))), values, dims)
+    result = {}
+    for metric in (m.key for m in kind.metrics if not m.count):
+        figures = point[metric][0]
+        known = np.flatnonzero(~np.isnan(figures))
+        order = known[np.argsort(-figures[known], kind="stable")]
+        if len(order) < 2:
+            continue
+        pairs = np.arange(len(order) - 1)
+        if len(pairs) > SEPARABLE_PAIRS:
+            pairs = np.unique(np.linspace(0, len(order) - 2, SEPARABLE_PAIRS).round().astype(int))
+        apart = spread[metric][:, order[pairs]] - spread[metric][:, order[pairs + 1]]
+        lo, hi = np.nanpercentile(apart, [2.5, 97.5], axis=0)
+        half = ((hi - lo) / 2)[~np.isnan(hi - lo)]
+        if len(half):
+            result[metric] = {"difference": round(float(np.median(half)), 9),
+                              "pairs": int(len(half))}
     return result
 
 

@@ -182,6 +182,23 @@ def separation(kind: Kind, rows: list[dict], query: BoardQuery) -> str:
     return text[:1].upper() + text[1:] + "." if text else ""
 
 
+def separable(kind: Kind, query: BoardQuery, found: dict | None) -> str:
+    """What the slice's paired bootstrap can tell apart in the figure the board ranks by, in
+    words (rank_ranges.stored_separable; "" before the worker stored it, or with under two
+    resampled rows)."""
+    metric = kind.metric(ranked_metric(kind, query) or kind.ranking[0])
+    held = (found or {}).get("metrics", {}).get(metric.key)
+    if not held:
+        return ""
+    unit = " points" if kind.scale == 100 else ""
+    items = found["items"]
+    return (f"{metric.label} differences under {metric.format(held['difference'])}{unit} are "
+            f"not separable here: the median half-width of the 95% interval of a paired "
+            f"difference between neighbouring rows ({held['pairs']} pair"
+            f"{'s' if held['pairs'] != 1 else ''}, {items} {kind.item_noun}"
+            f"{'s' if items != 1 else ''} resampled).")
+
+
 def _rows(n: int) -> str:
     return f"{n} row{'s' if n != 1 else ''}"
 

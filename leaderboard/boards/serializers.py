@@ -244,6 +244,11 @@ class BoardOut(serializers.Serializer):
     reported = ReportedOut(many=True, help_text="published results shown beside the ranking")
     diagnostic = DiagnosticOut(many=True, help_text="the calibration baselines scored here, "
                                "shown on the board marked diagnostic, never ranked")
+    separable = serializers.JSONField(
+        allow_null=True, help_text="what the slice's paired bootstrap can tell apart: "
+        '{"items": n, "metrics": {metric: {"difference", "pairs"}}}, where difference is the '
+        "median half-width of the 95% interval of a paired difference between neighbouring "
+        "rows; null while a worker computes it")
 
 
 class BenchmarkOut(serializers.Serializer):

@@ -69,13 +69,25 @@ def _unit(scale: float) -> str:
     return "%" if scale == 100 else f"0-{scale:g}"
 
 
+def separates(rows: list[dict], metric: str) -> bool:
+    """Whether the rows' figures of `metric` differ (not a column of one value)."""
+    return len({round(r[metric], 9) for r in rows if r.get(metric) is not None}) > 1
+
+
 def separating_metric(kind, rows: list[dict]) -> str:
     """The first ranking metric on which the rows differ (the ranking's first where none
     does): the one a chart or pivot opens on, so it never plots every point on one line."""
-    for metric in kind.ranking:
-        if len({round(r[metric], 9) for r in rows if r.get(metric) is not None}) > 1:
-            return metric
-    return kind.ranking[0]
+    return next((m for m in kind.ranking if separates(rows, m)), kind.ranking[0])
+
+
+def other_axis(kind, rows: list[dict], y: str) -> str:
+    """The scatter's x beside `y`: the kind's own x axis if the rows differ on it, else the
+    first other figure on which they differ (a column of zeros says nothing), else the
+    kind's own."""
+    candidates = [m for m in (kind.chart_axes[0], *kind.metric_keys)
+                  if m != y and not kind.metric(m).count]
+    return next((m for m in candidates if separates(rows, m)),
+                candidates[0] if candidates else y)
 
 
 # Plotly reads its text as a little HTML: <b> and <br>, and of the entities only &amp;, &lt;,
@@ -85,7 +97,9 @@ def _label(text: str) -> str:
     return html_escape(text, quote=False)
 
 
-LABELLED_POINTS = 5  # the board's scatter names its top rows beside their points
+# The board's scatter names every point beside it up to this many points (beyond, the best
+# ranked this many): more names than that cover one another.
+LABELLED_POINTS = 30
 # A name beside a point or on an axis is cut to this many characters (a model's name may have
 # 200, which would squeeze a heatmap's cells to nothing); the hover holds it whole.
 SHORT_NAME_CHARS = 24
@@ -115,27 +129,50 @@ def value_range(values: list, scale: float) -> list[float] | None:
 
 def metric_scatter(rows: list[dict], *, x: str, y: str, kind) -> go.Figure:
     """Metric y against metric x, one point per board row that has both, with intervals
-    where there are any; the hover lists every metric of the row, as the table shows it."""
+    where there are any; rows whose figures read alike share one point, named for all of them
+    (never drawn on top of one another). The hover lists every metric of each row, as the
+    table shows it; every point is named beside it (up to LABELLED_POINTS), never cut off by
+    the plot's edge."""
     shown = [r for r in rows if r[x] is not None and r[y] is not None]
-    hover = [f"<b>{_whole(r['model'])}</b>"
-             + (f" ({_label(r['organisation'])})" if r["organisation"] else "")
-             + f"<br>rank {r['rank']}"
-             + "".join(f"<br>{_label(m.label)} {_text(m, r[m.key], r.get(f'{m.key}_interval'))}"
-                       for m in kind.metrics) for r in shown]
-    top = sorted((r for r in shown if r.get("rank") is not None), key=lambda r: r["rank"])
-    named = {id(r) for r in top[:LABELLED_POINTS]}
+    mx, my = kind.metric(x), kind.metric(y)
+    points: dict[tuple[str, str], list[dict]] = {}
+    for row in shown:  # as the table reads them: figures it shows alike are one point
+        points.setdefault((mx.format(row[x]), my.format(row[y])), []).append(row)
+    groups = list(points.values())
+
+    def describe(r: dict) -> str:
+        return (f"<b>{_whole(r['model'])}</b>"
+                + (f" ({_label(r['organisation'])})" if r["organisation"] else "")
+                + f"<br>rank {r['rank']}"
+                + "".join(f"<br>{_label(m.label)} "
+                          f"{_text(m, r[m.key], r.get(f'{m.key}_interval'))}"
+                          for m in kind.metrics))
+
+    def best(group: list[dict]) -> float:
+        return min(r["rank"] if r.get("rank") is not None else float("inf") for r in group)
+
+    named = {id(g) for g in sorted(groups, key=best)[:LABELLED_POINTS]}
+
+    def name(group: list[dict]) -> str:
+        if id(group) not in named:
+            return ""
+        first = _label(_short(group[0]["model"]))
+        return first if len(group) == 1 else f"{first} +{len(group) - 1} tied"
+
+    heads = [g[0] for g in groups]
     trace = go.Scatter(
-        x=[r[x] for r in shown], y=[r[y] for r in shown], mode="markers+text",
-        text=[_label(_short(r["model"])) if id(r) in named else "" for r in shown],
-        textposition="top center", textfont={"size": 11, "color": "#334"},
-        hovertext=hover, hoverinfo="text", name="models",
-        customdata=[r["model_id"] for r in shown],
-        marker={"size": 10, "color": PALETTE[0], "opacity": .85,
-                "line": {"width": 1, "color": "#fff"}},
-        error_x={**error_bars([r[x] for r in shown],
-                              [r.get(f"{x}_interval") for r in shown]), "color": "#9fb3e6"},
-        error_y={**error_bars([r[y] for r in shown],
-                              [r.get(f"{y}_interval") for r in shown]), "color": "#9fb3e6"},
+        x=[r[x] for r in heads], y=[r[y] for r in heads], mode="markers+text",
+        text=[name(g) for g in groups], textposition="top center",
+        textfont={"size": 11, "color": "#334"}, cliponaxis=False,
+        hovertext=["<br><br>".join(describe(r) for r in g) for g in groups],
+        hoverinfo="text", name="models",
+        customdata=[g[0]["model_id"] for g in groups],
+        marker={"size": [10 + 3 * min(len(g) - 1, 4) for g in groups], "color": PALETTE[0],
+                "opacity": .85, "line": {"width": 1, "color": "#fff"}},
+        error_x={**error_bars([r[x] for r in heads],
+                              [r.get(f"{x}_interval") for r in heads]), "color": "#9fb3e6"},
+        error_y={**error_bars([r[y] for r in heads],
+                              [r.get(f"{y}_interval") for r in heads]), "color": "#9fb3e6"},
     )
     axes = {}
     for axis, metric in (("xaxis", x), ("yaxis", y)):
@@ -143,7 +180,9 @@ def metric_scatter(rows: list[dict], *, x: str, y: str, kind) -> go.Figure:
         # Figures never go below 0: an all-zero metric must not get a -1..1 axis.
         axes[axis] = _axis(f"{kind.label(metric)} ({_unit(kind.scale)})",
                            **({"range": fixed} if fixed else {"rangemode": "nonnegative"}))
+    # Room above the plot and at its sides for the names of its outermost points.
     return go.Figure(trace, layout=_layout(height=440, showlegend=False, hovermode="closest",
+                                           margin={"l": 70, "r": 70, "t": 50, "b": 50},
                                            **axes))
 
 

@@ -171,8 +171,7 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
             if decided in kind.metric_keys else None
     ranked = [r for r in rows if r["rank"] is not None]
     y = chart or charts.separating_metric(kind, ranked)
-    x = next((m for m in (kind.chart_axes[0], *kind.metric_keys)
-              if m != y and not kind.metric(m).count), y)
+    x = charts.other_axis(kind, ranked, y)
     where = f" on {kind.dimension_label(query.dimension)} = {query.bucket}" \
         if query.dimension != board_state.OVERALL else ""
     return {
@@ -191,6 +190,8 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
         # Of the page's rows: the whole board's would need every row read.
         "separation": ("On this page: " if paging["pages"] > 1 else "")
         + selectors.separation(kind, ranked, query),
+        "separable": selectors.separable(kind, query, rank_ranges.stored_separable(
+            benchmark, query.dimension, query.bucket)),
         "simulated": any(r.get("simulated") for r in rows),
         "references": sum(1 for r in rows if r["rank"] is None),
         "has_intervals": any(f[1] for row in rows for f in row["figures"]),

@@ -88,14 +88,42 @@ def test_names_show_as_written_quotes_included(board):
     assert "&quot;" not in json.dumps(heatmap.to_plotly_json())
 
 
-def test_the_top_rows_are_named_beside_their_points(board):
+def test_every_point_is_named_beside_it_up_to_the_limit_never_cut_by_the_edge(board,
+                                                                              monkeypatch):
     benchmark, score_by_slices = board
     for i in range(7):
         score_by_slices(f"Model {i}", (50.0 + i, 60.0, 30.0 + i))
     trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
-    assert trace.mode == "markers+text"
-    named = [text for text in trace.text if text]
-    assert named == [f"Model {i}" for i in (6, 5, 4, 3, 2)]  # the top five, by rank
+    assert trace.mode == "markers+text" and trace.cliponaxis is False
+    assert list(trace.text) == [f"Model {i}" for i in range(6, -1, -1)]
+    monkeypatch.setattr(charts, "LABELLED_POINTS", 3)  # beyond it: the best ranked only
+    trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
+    assert [t for t in trace.text if t] == ["Model 6", "Model 5", "Model 4"]
+
+
+def test_rows_whose_figures_read_alike_share_one_point_named_for_all(board):
+    """Two rows at 27.78 IFR and 30.00 EMR as the table shows them (27.777... and 27.78 read
+    alike) are one point, its hover naming both, never two points drawn one on the other."""
+    benchmark, score_by_slices = board
+    score_by_slices("Twin A", (27.777777, 60.0, 30.0))
+    score_by_slices("Twin B", (27.78, 50.0, 30.0))
+    score_by_slices("Other", (20.0, 40.0, 10.0))
+    trace = scatter(leaderboard_rows(benchmark=benchmark)).data[0]
+    assert len(trace.x) == 2
+    assert trace.text[0] in ("Twin A +1 tied", "Twin B +1 tied") and trace.text[1] == "Other"
+    assert "<b>Twin A</b>" in trace.hovertext[0] and "<b>Twin B</b>" in trace.hovertext[0]
+    assert trace.marker.size[0] > trace.marker.size[1]
+
+
+def test_the_default_chart_never_plots_a_column_of_one_value(client, board):
+    """Every row at EMR 0: the board's chart plots IFR against CR, the figures that separate
+    the rows, not against a column of zeros."""
+    benchmark, score_by_slices = board
+    score_by_slices("A", (50.0, 60.0, 0.0))
+    score_by_slices("B", (40.0, 70.0, 0.0))
+    html = client.get(f"/b/{benchmark.slug}/").content.decode()
+    (trace,) = figure_data(html, "chart-board")
+    assert sorted(trace["y"]) == [40.0, 50.0] and sorted(trace["x"]) == [60.0, 70.0]
 
 
 def test_the_board_page_plots_exactly_the_rows_its_table_shows(client, board_of_three):

@@ -244,3 +244,39 @@ def test_replicate_ranks_are_one_more_than_the_rows_strictly_ahead(levels, pairw
     for r in range(20):
         rows = [tuple(k[r, m] for k in keys) for m in range(60)]
         assert list(found[r]) == [1 + sum(other > mine for other in rows) for mine in rows]
+
+
+def test_what_a_slice_can_tell_apart_is_the_median_half_width_of_neighbours_differences(
+        item_board, client):
+    """Three models whose samples pass whole or not at all (EMR per sample 0 or 1): the stored
+    separable difference in EMR is the median, over the two neighbouring pairs, of the
+    half-width of the 95% interval of their paired difference, computed here from the samples'
+    0/1 values with the board's own draws; the board and the API say it."""
+    benchmark, score_by_item_passes, samples = item_board
+    chance = {"A": 0.8, "B": 0.55, "C": 0.3}
+    whole = {name: [int(random.Random(f"{name}{s.id}").random() < p) for s in samples]
+             for name, p in chance.items()}
+    position = {s.id: i for i, s in enumerate(samples)}
+    for name in chance:
+        score_by_item_passes(name, lambda s, r, name=name: whole[name][position[s.id]])
+    assert rank_ranges.refresh(benchmark, replicates=400)
+    stored = RankRanges.objects.get(benchmark=benchmark, dimension="overall").separable
+    assert stored["items"] == len(samples)
+
+    weights = ranking.draws(len(samples), replicates=400, seed=ranking.SEED)
+    emr = {name: 100 * (weights @ np.array(v)) / weights.sum(axis=1)
+           for name, v in whole.items()}
+    order = sorted(chance, key=lambda n: -np.mean(whole[n]))
+    halves = []
+    for upper, lower in zip(order, order[1:], strict=False):
+        lo, hi = np.percentile(emr[upper] - emr[lower], [2.5, 97.5])
+        halves.append((hi - lo) / 2)
+    assert stored["metrics"]["EMR"]["pairs"] == 2
+    assert stored["metrics"]["EMR"]["difference"] == pytest.approx(np.median(halves), abs=1e-6)
+
+    said = f"EMR differences under {np.median(halves):.2f} points are not separable here"
+    page = client.get(f"/b/{benchmark.slug}/").content.decode()
+    assert said in one(page, "#separable").text
+    api = client.get(f"/api/leaderboards/{benchmark.slug}/").json()
+    assert api["separable"]["metrics"]["EMR"]["difference"] == pytest.approx(
+        np.median(halves), abs=1e-6)
