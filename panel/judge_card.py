@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from judge import families
 from leaderboard.boards import item_pages, judge_checks, state
 from leaderboard.boards.selectors import judge_figures_by_config
 from panel import agreement
@@ -21,6 +22,11 @@ from submissions.models import PoolRelease, Submission
 # The rubric's category is a dimension of the card besides the kind's own, unless the kind has
 # one of that name (then the kind's stands for it).
 CATEGORY = "category"
+# Whether the rated system is of the judge's own model family (judge.families): the card gives
+# the judge's agreement on such systems apart once people counted this many of their rubrics.
+JUDGE_FAMILY = "judge_family"
+SAME_FAMILY, OTHER_FAMILIES = "systems of the judge's family", "other systems"
+MIN_FAMILY_RUBRICS = 10
 
 
 def judge_card(benchmark: Benchmark) -> dict:
@@ -94,11 +100,15 @@ def verdicts(kind, tasks: dict[int, PanelTask]) -> dict[int, dict[int, bool]]:
     return verdicts
 
 
-def rated_rubric(kind, task: PanelTask, judge: bool, answers: list) -> agreement.Rated:
+def rated_rubric(kind, task: PanelTask, judge: bool, answers: list,
+                 judge_model: str = "") -> agreement.Rated:
     dims = task.criterion.item.dimensions
     # A kind's own dimension named CATEGORY comes second: it stands for the rubric's.
     buckets = {CATEGORY: [task.criterion.category],
                **{d: kind.buckets(d, dims) for d in kind.dimension_keys}}
+    if judge_model:
+        buckets[JUDGE_FAMILY] = [SAME_FAMILY if families.same_family(
+            task.submission.model.base_family, judge_model) else OTHER_FAMILIES]
     return agreement.Rated(judge=judge, rights=tuple(r for _, r in answers),
                            raters=tuple(rater for rater, _ in answers), buckets=buckets,
                            item=task.criterion.item.key)
@@ -107,18 +117,28 @@ def rated_rubric(kind, task: PanelTask, judge: bool, answers: list) -> agreement
 def _config_block(benchmark, kind, entry, panel, verdicts) -> dict:
     tasks, answers, link = panel
     # In task order: the bootstrap's draws then depend on nothing but the data and the seed.
-    rated = {pk: rated_rubric(kind, tasks[pk], judge, answers[pk])
+    judge_model = JudgeConfig.objects.filter(id=entry["config_id"]).values_list(
+        "judge_model", flat=True).first() or ""
+    rated = {pk: rated_rubric(kind, tasks[pk], judge, answers[pk], judge_model)
              for pk, judge in sorted(verdicts.items())}
     current = entry["config_id"] == benchmark.judge_config_id
     block = {"judge_config": entry["config"], "current": current,
              "simulated": entry["simulated"], "runs": entry["runs"],
              "vote_unanimity": entry["values"].get("agreement"),
              "position_bias": entry["values"].get("position_bias"),
-             "human": None, "replace_test": None, "calibrated": {}, "disagreements": []}
+             "human": None, "replace_test": None, "calibrated": {}, "disagreements": [],
+             "judge_family": None}
     if kind.has_panel:
         seed = _seed(entry["config_id"])
-        block["human"] = agreement.human(list(rated.values()), seed=seed,
-                                         dimensions=dimensions(kind))
+        same = agreement.counted([r for r in rated.values()
+                                  if r.buckets.get(JUDGE_FAMILY) == [SAME_FAMILY]])
+        # The judge's family: a dimension of the human figures once enough is counted.
+        block["judge_family"] = {"family": families.LABELS.get(
+            families.family_of(judge_model), ""), "rubrics": len(same),
+            "needed": MIN_FAMILY_RUBRICS, "apart": len(same) >= MIN_FAMILY_RUBRICS}
+        block["human"] = agreement.human(
+            list(rated.values()), seed=seed, dimensions=dimensions(kind) + (
+                (JUDGE_FAMILY,) if block["judge_family"]["apart"] else ()))
         block["replace_test"] = agreement.alternative_annotator_test(list(rated.values()))
         block["calibrated"] = _calibrated(benchmark, kind, entry["config_id"], tasks, rated)
         block["disagreements"] = [_disagreement(tasks[pk], r, link)
@@ -167,6 +187,8 @@ def dimensions(kind) -> tuple[str, ...]:
 
 
 def dimension_label(kind, dimension: str) -> str:
+    if dimension == JUDGE_FAMILY:
+        return "system's model family"
     return kind.dimension_label(dimension) if dimension in kind.dimension_keys \
         else "rubric category"
 

@@ -131,6 +131,15 @@ class CalibratedOut(serializers.Serializer):
     corrected_hi = _share("its 95% interval, high end")
 
 
+class JudgeFamilyOut(serializers.Serializer):
+    family = serializers.CharField(help_text="the judge model's family (judge.families)")
+    rubrics = serializers.IntegerField(help_text="counted rubrics (2 or more answers and a "
+                                       "majority) of systems whose authors declared that family")
+    needed = serializers.IntegerField(help_text="counted rubrics needed to give them apart")
+    apart = serializers.BooleanField(help_text="whether human.by.judge_family gives the "
+                                     "judge's agreement on them apart from other systems")
+
+
 class ConfigCardOut(serializers.Serializer):
     judge_config = serializers.CharField()
     current = serializers.BooleanField(help_text="the config the board is scored under")
@@ -149,6 +158,9 @@ class ConfigCardOut(serializers.Serializer):
         child=CalibratedOut(), help_text="rubric category -> the judge's pass rate and its "
         "correction by people's answers")
     disagreements = DisagreementOut(many=True)
+    judge_family = JudgeFamilyOut(
+        allow_null=True, help_text="systems of the judge's own family, which a judge may "
+        "favour; null where the benchmark has no panel")
 
 
 class PanelOut(serializers.Serializer):

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from accounts.verification import verification_needed, verification_problem
 from config.serializers import error_responses
 from config.throttle import ScopedThrottle
+from judge import families
 from scoring import visibility
 from scoring.exports import content_type, file_chunks
 from scoring.kinds import get_kind
@@ -60,6 +61,10 @@ class SubmissionListCreateApi(APIView):
         parameters = serializers.CharField(max_length=50, required=False, allow_blank=True)
         licence = serializers.CharField(max_length=100, required=False, allow_blank=True)
         open_weights = serializers.BooleanField(required=False, default=False)
+        base_family = serializers.ChoiceField(
+            choices=families.CHOICES, required=False, default=families.NOT_DECLARED,
+            help_text="the base model family the system is built on (judge.families; "
+                      "\"other\": none of them)")
         description = serializers.CharField(required=False, allow_blank=True)
         public = serializers.BooleanField(required=False, default=False)
         align = serializers.BooleanField(

@@ -43,6 +43,12 @@ def attempts_by_model(slug: str, model_ids: list[int]) -> dict[int, int]:
             ModelEntry.objects.filter(id__in=model_ids).values_list("id", "owner_id")}
 
 
+def model_attempts(model_id: int, slug: str) -> int:
+    """The scored attempts of one model on the benchmark (its author's others, and deleted
+    ones, are in attempt_counts: a deletion or another name never lowers that count)."""
+    return _scored(slug).filter(model_id=model_id).distinct().count()
+
+
 def attempt_dates(owner_id: int, slug: str) -> list[datetime]:
     """When each of the author's scored attempts on the benchmark was uploaded, oldest
     first, deleted ones included."""

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib.auth import get_user_model
 
+from judge import families
 from scoring.kinds import get_kind
 from scoring.models import Benchmark, JudgeConfig, ScoringRun
 from submissions import selectors
@@ -33,6 +34,10 @@ class SubmissionForm(forms.Form):
                                  help_text="e.g. 7B")
     licence = forms.CharField(max_length=100, required=False)
     open_weights = forms.BooleanField(required=False, label="Open weights")
+    base_family = forms.ChoiceField(
+        required=False, choices=families.CHOICES, label="Base model family",
+        help_text="What the system is built on: the judge is Qwen3-Omni, and a judge may favour "
+                  "systems of its own family, so boards mark them.")
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     public = forms.BooleanField(required=False, label="Show on the public leaderboard",
                                 help_text="Private submissions are seen by you and admins only.")

@@ -4,6 +4,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from judge import families
 from scoring.models import Benchmark, ScoringRun
 
 
@@ -18,6 +19,10 @@ class ModelEntry(models.Model):
     parameters = models.CharField(max_length=50, blank=True, help_text="e.g. 7B")
     licence = models.CharField(max_length=100, blank=True)
     open_weights = models.BooleanField(default=False)
+    # What the system is built on (judge.families): a judge may favour its own family.
+    base_family = models.CharField(
+        max_length=20, blank=True, choices=families.CHOICES, default=families.NOT_DECLARED,
+        help_text="the base model family the system is built on")
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -15,6 +15,7 @@ from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
 from django.db import connection, transaction
 from django.db.models import F, Q
+from django.http import Http404
 from django.utils import timezone
 
 from config.alerts import staff_alert
@@ -22,6 +23,7 @@ from config.celery import broker_check
 from config.errors import ServiceError
 from config.heartbeat import Heartbeat
 from config.tasks import RowTask, retry_countdown
+from judge import families
 from scoring import media, runs, spectrogram_store
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
@@ -49,7 +51,7 @@ from submissions.validation import (
 log = logging.getLogger(__name__)
 
 METADATA_FIELDS = ("organisation", "link", "parameters", "licence", "open_weights",
-                   "description")
+                   "base_family", "description")
 
 
 def _quota_refused(user) -> ServiceError | None:
@@ -322,6 +324,23 @@ def _validate(submission: Submission) -> None:
             measure_output_signals.delay(submission.pk)
     if archive is not None:  # its contents are unpacked under audio/; kept until queued, so
         media.file_delete(archive)  # that a validation that broke can be retried
+
+
+def model_family_set(*, user, model_id: int, family: str) -> ModelEntry:
+    """The owner declares the base model family of a system (judge.families): every board it
+    is on marks it anew. Anyone else's model is not found."""
+    if family not in families.LABELS:
+        raise ServiceError(f"base_family: {family!r} is not one of "
+                           f"{', '.join(k or '(not declared)' for k in families.LABELS)}")
+    model = ModelEntry.objects.filter(id=model_id, owner=user).first()
+    if model is None:
+        raise Http404("no such model")
+    if model.base_family != family:
+        model.base_family = family
+        model.save(update_fields=["base_family"])
+        board_changed(*Submission.objects.filter(model_id=model.id)
+                      .values_list("benchmark_id", flat=True).distinct())
+    return model
 
 
 def _apply_model_details(submission: Submission) -> None:

@@ -7,6 +7,7 @@ app_name = "submissions"
 urlpatterns = [
     path("submissions/", views.submission_list, name="list"),
     path("submit/", views.upload, name="upload"),
+    path("m/<int:model_id>/family/", views.model_family_view, name="model-family"),
     path("submissions/<int:pk>/files/<str:name>", views.submission_file, name="file"),
     path("submissions/<int:pk>/cancel/", views.submission_cancel_view, name="cancel"),
     path("submissions/<int:pk>/visibility/", moderation_views.submission_visibility,

@@ -3,7 +3,7 @@ import logging
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.verification import verified_email_for_uploads
 from config.celery import BrokerUnavailable
@@ -16,6 +16,7 @@ from submissions.forms import SubmissionForm
 from submissions.quota import quota_shown
 from submissions.services import (
     METADATA_FIELDS,
+    model_family_set,
     submission_cancel,
     submission_create,
 )
@@ -92,6 +93,23 @@ def submission_file(request, pk, name):
     return file_response(submission, name, run_id=request.GET.get("run"),
                          all_runs=selectors.manages(request.user, submission),
                          user=request.user)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def model_family_view(request, model_id):
+    """The owner declares the system's base model family (anyone else: 404); the form is on
+    the model page, where a GET leads."""
+    if request.method == "GET":
+        return redirect("leaderboard:model", model_id=model_id)
+    try:
+        model_family_set(user=request.user, model_id=model_id,
+                         family=request.POST.get("base_family", ""))
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Base model family saved.")
+    return redirect("leaderboard:model", model_id=model_id)
 
 
 @require_POST

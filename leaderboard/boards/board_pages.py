@@ -29,7 +29,7 @@ from submissions.attempts import attempts_by_model
 def fast(kind: Kind, query: selectors.BoardQuery) -> bool:
     """Whether the query's rows are a window of a ranked order (no filter, ranked sort)."""
     return not query.search.strip() and query.open_weights is None and not query.licence \
-        and not query.no_clipping \
+        and not query.no_clipping and not query.judge_family \
         and (query.sort == "rank" or selectors.ranked_metric(kind, query) is not None)
 
 

@@ -20,7 +20,7 @@ from leaderboard.boards.state import (
 from scoring import visibility
 from scoring.kinds import Kind, get_kind
 from scoring.models import Benchmark, ScoringRun, SliceResult
-from submissions.attempts import attempt_dates
+from submissions.attempts import attempt_dates, model_attempts
 from submissions.models import ModelEntry, Submission
 
 
@@ -135,7 +135,8 @@ def attempt_rows(entry: ModelEntry, featured: dict[str, Submission]) -> list[dic
     for slug, submission in featured.items():
         dates = attempt_dates(entry.owner_id, slug)
         rows.append({"slug": slug, "title": submission.benchmark.title, "count": len(dates),
-                     "dates": dated_attempts(dates)})
+                     "dates": dated_attempts(dates),
+                     "own": model_attempts(entry.id, slug)})
     return rows
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from judge import families
 from leaderboard.boards import lookups, rank_ranges, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.boards.state import (
     OVERALL,
@@ -54,6 +55,8 @@ class BoardQuery:
     references: bool = True  # reported and diagnostic rows shown inline
     judge: bool = False  # the judge's figures (vote agreement, position bias) as columns
     no_clipping: bool = False  # only rows none of whose measured outputs clip
+    # Systems of the judge's family (judge.families): "" all, "exclude" or "only" them.
+    judge_family: str = ""
 
 
 def metric_figures(figures: SliceResult, kind: Kind) -> dict:
@@ -73,6 +76,8 @@ def board_row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
         "model": model.name, "model_id": model.id, "organisation": model.organisation,
         "submission": submission.id, "link": model.link, "licence": model.licence,
         "open_weights": model.open_weights, "parameters": model.parameters,
+        "base_family": model.base_family,
+        "judge_family": families.same_family(model.base_family, run.judge_model),
         "submitted_by": model.submitted_by, "verified": model.verified,
         **metric_figures(figures, kind),
         **{m.key: figures.values.get(m.key) for m in kind.judge_figures},
@@ -211,6 +216,8 @@ def _filtered(rows: list[dict], query: BoardQuery) -> list[dict]:
         and (query.open_weights is None or r["open_weights"] == query.open_weights)
         and (not query.licence or r["licence"].lower() == query.licence.lower())
         and (not query.no_clipping or not r.get("clipping_share"))
+        and (not query.judge_family
+             or bool(r.get("judge_family")) == (query.judge_family == "only"))
     ]
 
 
@@ -265,7 +272,8 @@ def reference_rows(*, benchmark: Benchmark, kind: Kind, dimension: str = OVERALL
     rows += baseline_rows(benchmark=benchmark, kind=kind, dimension=dimension, bucket=bucket)
     for row in rows:
         row.update(rank=None, rank_range=None, coverage=None, organisation="",
-                   open_weights=None, licence="", attempts=None)
+                   open_weights=None, licence="", attempts=None, base_family="",
+                   judge_family=False)
     return rows
 
 
@@ -289,7 +297,7 @@ def board_table(*, benchmark: Benchmark, query: BoardQuery = BoardQuery()) -> li
     row sorts after ranked rows it ties with; filters on licence or weights leave them out."""
     rows = leaderboard_rows(benchmark=benchmark, query=query)
     if not query.references or query.open_weights is not None or query.licence \
-            or query.no_clipping:
+            or query.no_clipping or query.judge_family:
         return rows
     kind = get_kind(benchmark.kind)
     needle = query.search.strip().lower()

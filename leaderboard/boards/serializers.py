@@ -161,6 +161,10 @@ class BoardRowOut(KindFiguresOut):
     n = serializers.IntegerField(help_text="items counted")
     coverage = serializers.FloatField(help_text="share of the items with an output")
     open_weights = serializers.BooleanField()
+    base_family = serializers.CharField(help_text="the base model family its author declared "
+                                        "(\"\": not declared, \"other\": none of the list)")
+    judge_family = serializers.BooleanField(help_text="built on the judge's own model family "
+                                            "(a judge may favour it)")
     licence = serializers.CharField()
     judge = serializers.CharField(help_text="who judged: the judge simulator when it did")
     simulated = serializers.BooleanField()
@@ -305,6 +309,7 @@ class ModelOut(serializers.Serializer):
     parameters = serializers.CharField()
     licence = serializers.CharField()
     open_weights = serializers.BooleanField()
+    base_family = serializers.CharField()
     description = serializers.CharField()
     submissions = ModelSubmissionOut(many=True, source="shown_submissions")
 

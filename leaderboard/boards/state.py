@@ -87,6 +87,7 @@ class ShownModel:
     licence: str
     open_weights: bool
     parameters: str
+    base_family: str = ""  # judge.families: what the system is built on
     submitted_by: str = ""  # the owner's username
     verified: bool = False  # the owner logged in through GitHub or Hugging Face
 
@@ -330,7 +331,7 @@ def _shown(chosen: list[tuple], runs: dict[int, ShownRun]) -> list[Shown]:
     """Shown rows of submissions (SHOWN_FIELDS) with their runs, their models and owners."""
     found = list(ModelEntry.objects.filter(id__any=[s[1] for s in chosen]).values_list(
         "id", "name", "organisation", "link", "licence", "open_weights", "parameters",
-        "owner_id"))
+        "base_family", "owner_id"))
     owners = {m[-1] for m in found}
     names = dict(get_user_model().objects.filter(id__any=list(owners))
                  .values_list("id", "username"))

@@ -18,6 +18,7 @@ from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 from django_htmx.http import push_url
 
+from judge import families
 from leaderboard.boards import explorer_selectors as selectors
 from leaderboard.boards.spectrogram_selectors import spectrograms_annotate
 from leaderboard.boards.state import board_state
@@ -80,6 +81,8 @@ def submission_page(request, pk):
     visibility.require(submission.benchmark, request.user)
     context = _explorer(request, submission)
     context["figures"] = selectors.submission_figures(submission)
+    context["judge_family"] = submission.current_run is not None and families.same_family(
+        submission.model.base_family, submission.current_run.judge_model)
     status = 400 if context["explorer"] is None else 200
     response = render(request, "leaderboard/submission.html", context, status=status)
     # The whole page is compressed for anonymous visitors only (who see only published

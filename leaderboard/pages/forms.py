@@ -49,6 +49,9 @@ class BoardForm(forms.Form):
     hide_references = forms.BooleanField(required=False)
     judge = forms.BooleanField(required=False)  # show the judge's figures as columns
     no_clipping = forms.BooleanField(required=False)  # hide rows whose outputs clip
+    judge_family = forms.ChoiceField(required=False, choices=[
+        ("", "any family"), ("exclude", "not the judge's family"),
+        ("only", "the judge's family only")])
     chart = forms.ChoiceField(required=False)  # the chart's metric (default: one that separates)
     page = forms.IntegerField(required=False, min_value=1)
 
@@ -87,7 +90,8 @@ class BoardForm(forms.Form):
                           descending=bool(data.get("desc")),
                           references=not data.get("hide_references"),
                           judge=bool(data.get("judge")),
-                          no_clipping=bool(data.get("no_clipping")))
+                          no_clipping=bool(data.get("no_clipping")),
+                          judge_family=data.get("judge_family") or "")
 
 
 class ApiBoardForm(BoardForm):

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
+from judge import families
 from leaderboard.boards import board_pages, model_pages, rank_ranges, selectors
 from leaderboard.boards import state as board_state
 from leaderboard.pages import charts, responses
@@ -56,13 +57,14 @@ def columns(kind) -> list[tuple[str, str, str]]:
             ("organisation", "Organisation", ""),
             ("coverage", "Coverage", "Share of the items with an output; the others score 0"),
             ("date", "Date", "When the submission was uploaded"),
-            ("attempts", "Tries", ATTEMPTS)]
+            ("attempts", "Author's tries", ATTEMPTS)]
 
 
 # Why the column is there: README, "Attempts disclosed".
-ATTEMPTS = ("Attempts: submissions the model's author made to this benchmark and had "
-            "scored, public and private, deleted ones included: the variants tried, not "
-            "only the one shown")
+ATTEMPTS = ("Attempts of the model's author: submissions they made to this benchmark and "
+            "had scored, under any of their models' names, public and private, deleted ones "
+            "included: the variants tried, not only the one shown (the model page says how "
+            "many were this model's)")
 
 
 def reach(level: visibility.Disclosure) -> dict[str, bool]:
@@ -279,6 +281,12 @@ def _model_page(request, model_id):
                "submissions": [{**row, "reach": reach(levels[s.benchmark_id])} for row, s in zip(
                    model_pages.submission_rows(submissions), submissions, strict=True)],
                "attempts": model_pages.attempt_rows(entry, featured),
+               "family": families.LABELS.get(entry.base_family, ""),
+               "judge_family": any(families.same_family(entry.base_family,
+                                                        s.current_run.judge_model)
+                                   for s in featured.values()),
+               "family_choices": families.CHOICES if user.is_authenticated
+               and entry.owner_id == user.pk else (),
                "benchmarks": [(slug, s.benchmark.title) for slug, s in featured.items()],
                "dimensions": dimension_choices(next(iter(kinds.values())))
                if kinds else []}

@@ -35,7 +35,7 @@ def cell(body: str, model: str) -> str:
 
 def test_the_board_api_and_csv_count_every_scored_attempt(client, attempts_board):
     body = client.get("/b/mmae/").content.decode()
-    assert "Tries" in texts(body, "#board thead th.col-attempts a")[0]
+    assert "Author's tries" in texts(body, "#board thead th.col-attempts a")[0]
     assert (cell(body, "Echo Editor"), cell(body, "Other")) == ("3", "1")
     rows = {r["model"]: r["attempts"] for r in client.get("/api/leaderboards/mmae/").json()[
         "rows"]}
@@ -77,6 +77,8 @@ def test_the_model_page_lists_when_each_attempt_was_made(client, attempts_board)
     body = client.get(f"/m/{echo.model_id}/").content.decode()
     day = echo.created_at.strftime("%Y-%m-%d")  # all three were made today
     (mmae,) = [li for li in select(body, "ul.attempts li") if li.one("strong").text == "MMAE"]
-    assert mmae.text == f"MMAE: 3 attempts, uploaded {day} (×3)"
+    # Two of Echo Editor's own; the third under another of the author's names.
+    assert mmae.text == (f"MMAE: 3 attempts by the author, 2 of them this model's, uploaded "
+                         f"{day} (×3)")
     # The private drafts are counted and dated, never named or linked.
     assert "Echo Editor (draft)" not in body and f"/s/{hidden.pk}/" not in body

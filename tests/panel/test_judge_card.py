@@ -243,3 +243,47 @@ def test_the_card_corrects_the_judges_pass_rate_by_people(client, rated_board, p
     assert any(f["corrected"] is not None for f in calibrated.values())
     page = client.get("/b/mmae/judge/").content.decode()
     assert one(page, "#calibrated-1")
+
+
+def test_the_card_gives_the_judges_agreement_on_systems_of_its_family_apart(
+        client, rated_board, monkeypatch):
+    """Alpha's author declares the judge model's family: once enough of its rubrics are
+    counted, the card's human figures by the system's family are those counted here over
+    Alpha's tasks alone and over the others'; before, the card says how many it has."""
+    from judge import families
+    from panel import judge_card
+    from scoring.boards import board_changed
+    from submissions.services import model_family_set
+
+    config = rated_board["config"]
+    family = families.family_of(config.judge_model)
+    assert family != families.OTHER  # the tests' judge is Qwen3-Omni
+    model_family_set(user=rated_board["a"].owner, model_id=rated_board["a"].model_id,
+                     family=family)
+    alpha = rated_board["a"].pk
+    ours = expected(rated_board["given"], rated_board["judge_verdict"], seed=config.seed,
+                    rated=rated_board["rated"], keep=lambda t: t.submission_id == alpha)
+    others = expected(rated_board["given"], rated_board["judge_verdict"], seed=config.seed,
+                      rated=rated_board["rated"], keep=lambda t: t.submission_id != alpha)
+    assert ours["rubrics"] >= 2 and others["rubrics"] >= 2
+
+    monkeypatch.setattr(judge_card, "MIN_FAMILY_RUBRICS", ours["rubrics"] + 1)
+    current = client.get(CARD).json()["configs"][0]
+    assert current["judge_family"] == {"family": families.LABELS[family],
+                                       "rubrics": ours["rubrics"],
+                                       "needed": ours["rubrics"] + 1, "apart": False}
+    assert "judge_family" not in current["human"]["by"]
+    page = client.get("/b/mmae/judge/").content.decode()
+    assert f"{ours['rubrics']} rubrics counted on them" in one(page, "#judge-family-1").text
+
+    monkeypatch.setattr(judge_card, "MIN_FAMILY_RUBRICS", ours["rubrics"])
+    board_changed(rated_board["a"].benchmark_id)  # pages made under the other threshold go
+    current = client.get(CARD).json()["configs"][0]
+    assert current["judge_family"]["apart"] is True
+    by = current["human"]["by"]["judge_family"]
+    for bucket, wanted in ((judge_card.SAME_FAMILY, ours), (judge_card.OTHER_FAMILIES, others)):
+        for key in ("rubrics", "answers", "agreement", "kappa", "human_human"):
+            assert by[bucket][key] == wanted[key], (bucket, key)
+    page = client.get("/b/mmae/judge/").content.decode()
+    assert "by system's model family" in [e.text for e in select(page, "tr.group th")]
+    assert judge_card.SAME_FAMILY in [e.text for e in select(page, "table.human-figures th")]

@@ -19,8 +19,8 @@ def payload(bench, **overrides):
     data = {
         "benchmark": "mmae", "model_name": "Editor-7B", "organisation": "Lab",
         "link": "https://example.org/paper", "parameters": "7B", "licence": "MIT",
-        "open_weights": "true", "description": "an editor", "public": "false",
-        "predictions": SimpleUploadedFile("submission.jsonl", bench["jsonl"]),
+        "open_weights": "true", "base_family": "qwen", "description": "an editor",
+        "public": "false", "predictions": SimpleUploadedFile("submission.jsonl", bench["jsonl"]),
         "audio": SimpleUploadedFile("audio.zip", bench["zip"]),
     }
     data.update(overrides)
@@ -37,7 +37,15 @@ def test_an_upload_returns_201_with_id_and_status(api, small_bench, author):
     assert (submission.owner, submission.public) == (author, False)
     model = submission.model
     assert (model.name, model.organisation, model.parameters, model.licence,
-            model.open_weights) == ("Editor-7B", "Lab", "7B", "MIT", True)
+            model.open_weights, model.base_family) == ("Editor-7B", "Lab", "7B", "MIT", True,
+                                                       "qwen")
+
+
+def test_an_unknown_base_family_is_refused_by_name(api, small_bench):
+    response = api.post("/api/submissions/", payload(small_bench, base_family="qwen3"),
+                        format="multipart")
+    assert response.status_code == 400 and "base_family" in response.json()["errors"][0]
+    assert not Submission.objects.exists()
 
 
 def test_the_detail_shows_progress_coverage_report_and_runs(api, small_bench):

@@ -11,6 +11,8 @@ import httpx
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from judge import families
+
 TERMINAL = ("finished", "rejected", "failed", "cancelled")
 FIGURES = ("IFR", "CR", "EMR")
 RESULT_FILES = ("results.jsonl", "per_sample.json", "taxonomy.json")
@@ -127,6 +129,9 @@ class Command(BaseCommand):
         parser.add_argument("--parameters", help="e.g. 7B")
         parser.add_argument("--licence")
         parser.add_argument("--open-weights", action="store_true")
+        parser.add_argument("--base-family", choices=[k for k, _ in families.FAMILIES],
+                            help="the base model family the system is built on (a judge may "
+                                 "favour its own family; 'other': none of them)")
         parser.add_argument("--align", action="store_true",
                             help="AIR-Bench foundation: have the judge map the responses the "
                                  "letter rule cannot read to an option")
@@ -182,7 +187,8 @@ class Command(BaseCommand):
                 "public": str(o["public"]).lower()}
         if o["align"]:
             form["align"] = "true"
-        for field in ("organisation", "link", "parameters", "licence", "description"):
+        for field in ("organisation", "link", "parameters", "licence", "base_family",
+                      "description"):
             if o[field] is not None:
                 form[field] = o[field]
         total = sum(path.stat().st_size for path in paths.values())
