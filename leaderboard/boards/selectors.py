@@ -190,18 +190,31 @@ def separation(kind: Kind, rows: list[dict], query: BoardQuery) -> str:
 def separable(kind: Kind, query: BoardQuery, found: dict | None) -> str:
     """What the slice's paired bootstrap can tell apart in the figure the board ranks by, in
     words (rank_ranges.stored_separable; "" before the worker stored it, or with under two
-    resampled rows)."""
-    metric = kind.metric(ranked_metric(kind, query) or kind.ranking[0])
-    held = (found or {}).get("metrics", {}).get(metric.key)
-    if not held:
-        return ""
+    resampled rows). Ranked by the kind's key, a figure the same on every row in every resample
+    (a difference of 0: MMAE's EMR at 0 for all) decides nothing: the next one of the key is
+    said, after naming it."""
+    held = (found or {}).get("metrics", {})
+    sorted_by = ranked_metric(kind, query)
+    keys = [sorted_by] if sorted_by else list(kind.ranking)
+    tied = []
+    for key in keys:
+        figure = held.get(key)
+        if not figure:
+            return ""
+        if figure["difference"] > 0 or key == keys[-1]:
+            break
+        tied.append(kind.metric(key).label)
+    metric = kind.metric(key)
     unit = " points" if kind.scale == 100 else ""
     items = found["items"]
-    return (f"{metric.label} differences under {metric.format(held['difference'])}{unit} are "
-            f"not separable here: the median half-width of the 95% interval of a paired "
-            f"difference between neighbouring rows ({held['pairs']} pair"
-            f"{'s' if held['pairs'] != 1 else ''}, {items} {kind.item_noun}"
+    before = (f"{' and '.join(tied)} {'is' if len(tied) == 1 else 'are'} the same for every "
+              f"row in every resample here; ") if tied else ""
+    text = (f"{before}{metric.label} differences under {metric.format(figure['difference'])}"
+            f"{unit} are not separable here: the median half-width of the 95% interval of a "
+            f"paired difference between neighbouring rows ({figure['pairs']} pair"
+            f"{'s' if figure['pairs'] != 1 else ''}, {items} {kind.item_noun}"
             f"{'s' if items != 1 else ''} resampled).")
+    return text[:1].upper() + text[1:]
 
 
 def _rows(n: int) -> str:

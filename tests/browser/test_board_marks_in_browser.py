@@ -7,6 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from challenges.models import Phase
+from scoring.boards import board_changed
+from scoring.models import ScoringRun, SliceResult
 from tests.browser.conftest import SCREENSHOTS, TIMEOUT_MS
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
 
@@ -44,5 +46,48 @@ def test_the_mark_after_the_deadline_shows_at_every_width(browser, live_server, 
         assert cell["x"] <= box["x"] and box["x"] + box["width"] <= cell["x"] + cell["width"]
         assert box["x"] + box["width"] <= width and box["y"] + box["height"] <= height * 2
         page.screenshot(path=str(SCREENSHOTS / f"board-marks-{width}.png"), full_page=True)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+def test_every_column_and_the_judges_family_mark_are_in_view(browser, live_server, device):
+    """A row of the judge's family among long names: its mark shows in the model's cell, and at
+    1366 px the board's last column (Judge) ends inside the screen (issue: Date, Tries and
+    Judge were off screen at a desktop's width)."""
+    built = build_challenge()
+    add_team(built, "A team with a long name of many words")
+    add_team(built, "Another team whose name is long as well")
+    family = enter(built, "A team with a long name of many words", Phase.Kind.DEVELOPMENT,
+                   "single", (50.0, 60.0, 30.0))
+    enter(built, "Another team whose name is long as well", Phase.Kind.DEVELOPMENT, "single",
+          (40.0, 70.0, 20.0))
+    model = family.submission.model
+    model.base_family = "qwen"
+    model.save()
+    # As the demo's rows: every figure with its interval, scored by the judge simulator.
+    SliceResult.objects.filter(run__submissions__benchmark=family.submission.benchmark).update(
+        intervals={"IFR": [35.42, 49.17], "CR": [23.33, 40.0], "EMR": [12.5, 27.5]})
+    ScoringRun.objects.filter(benchmark=family.submission.benchmark).update(simulated=True)
+    board_changed(family.submission.benchmark_id)
+    slug = built.board(Phase.Kind.DEVELOPMENT, "single").benchmark.slug
+    width, height = WIDTHS[device]
+    context = browser.new_context(base_url=live_server.url,
+                                  viewport={"width": width, "height": height})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        assert page.goto(f"/b/{slug}/").status == 200
+        marked = page.locator("table#board tbody tr").filter(has_text=model.name)
+        mark = marked.locator(".badge.family")
+        expect(mark).to_be_visible()
+        expect(mark).to_have_text("judge's family")
+        box, cell = mark.bounding_box(), marked.locator("td.model").bounding_box()
+        assert cell["x"] <= box["x"] and box["x"] + box["width"] <= cell["x"] + cell["width"]
+        if device == "desktop":
+            for column in ("col-date", "col-attempts", "col-judge"):
+                head = page.locator(f"table#board thead th.{column}").bounding_box()
+                assert head["x"] + head["width"] <= width, column
+        page.screenshot(path=str(SCREENSHOTS / f"board-family-{width}.png"), full_page=True)
     finally:
         context.close()

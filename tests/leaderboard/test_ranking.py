@@ -280,3 +280,23 @@ def test_what_a_slice_can_tell_apart_is_the_median_half_width_of_neighbours_diff
     api = client.get(f"/api/leaderboards/{benchmark.slug}/").json()
     assert api["separable"]["metrics"]["EMR"]["difference"] == pytest.approx(
         np.median(halves), abs=1e-6)
+
+
+def test_a_figure_equal_on_every_row_hands_the_statement_to_the_next_of_the_key(
+        item_board, client):
+    """EMR 0 for both rows in every resample: the board says so and gives what IFR, which
+    decides their order, can tell apart."""
+    benchmark, score_by_item_passes, _ = item_board
+    score_by_item_passes("Strong", clear_gap(0.9))
+    score_by_item_passes("Weak", clear_gap(0.4))
+    assert rank_ranges.refresh(benchmark, replicates=300)
+    stored = RankRanges.objects.get(benchmark=benchmark, dimension="overall").separable
+    assert stored["metrics"]["EMR"]["difference"] == 0
+    ifr = stored["metrics"]["IFR"]["difference"]
+    assert ifr > 0
+    text = one(client.get(f"/b/{benchmark.slug}/").content.decode(), "#separable").text
+    assert text.startswith("EMR is the same for every row in every resample here; IFR "
+                           f"differences under {ifr:.2f} points are not separable here")
+    # Sorted by a figure, that figure is the one said.
+    text = one(client.get(f"/b/{benchmark.slug}/?sort=CR").content.decode(), "#separable").text
+    assert text.startswith("CR differences under ")
