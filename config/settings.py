@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "leaderboard",
     "panel",
     "challenges",
+    "exports",
     "audit",
 ]
 
@@ -185,6 +186,9 @@ STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing folder
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media"))).resolve()
 MEDIA_URL = "/media/"
+# The Ed25519 keys that sign exported results and snapshots (config.signing): one folder every
+# web process sees, kept across deployments (its public keys verify what was signed before).
+SIGNING_KEY_DIR = Path(env_str("SIGNING_KEY_DIR", str(VAR_DIR / "signing"))).resolve()
 # DEFAULT_STORAGE=s3 (pip install '.[s3]') puts Django's default storage in an S3-compatible
 # bucket, which then holds every file an upload brings and the outputs validation unpacks
 # (scoring/media.py); MEDIA_ROOT is then each machine's own cache of the files it reads, so

@@ -32,6 +32,7 @@ urlpatterns = [
         path("", include("panel.staff_urls")),
     ], "staff"))),
     path("", include("panel.urls")),
+    path("", include("exports.urls")),
     path("c/", include("challenges.urls")),
     path("", include("leaderboard.urls")),
 ]

@@ -19,6 +19,8 @@ urlpatterns = [
     path("b/<slug:slug>/cite/", history_views.board_cite, name="board-cite"),
     path("b/<slug:slug>/badge/<int:model_id>.svg", badges.model_badge, name="model-badge"),
     path("b/<slug:slug>/v/<int:version>/", history_views.board_snapshot, name="board-snapshot"),
+    path("b/<slug:slug>/v/<int:version>/snapshot.json", history_views.board_snapshot_json,
+         name="board-snapshot-json"),
     path("b/<slug:slug>/v/<int:version>/items.parquet", history_views.board_snapshot_items,
          name="board-snapshot-items"),
     path("b/<slug:slug>/changelog/", history_views.changelog, name="changelog"),

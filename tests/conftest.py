@@ -208,6 +208,7 @@ def _own_media(tmp_path_factory):
     from django.conf import settings as django_settings
 
     django_settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")
+    django_settings.SIGNING_KEY_DIR = tmp_path_factory.mktemp("signing")
 
 
 @pytest.fixture(autouse=True)

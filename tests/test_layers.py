@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
         "sys.exit(lint_imports_command())"]
 APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leaderboard",
-        "panel", "challenges")
+        "panel", "challenges", "exports")
 LEADERBOARD_PACKAGES = ("api", "pages", "boards")
 
 

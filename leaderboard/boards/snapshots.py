@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config import signing
 from leaderboard.boards import dataset_files, selectors, serializers, state
 from leaderboard.models import BoardSnapshot
 from scoring.kinds import get_kind
@@ -99,6 +100,18 @@ def shown_rows(snapshot: BoardSnapshot, gone: list[int]) -> list[dict]:
     """The snapshot's rows but those of the submissions `gone`."""
     out = set(gone)
     return [row for row in snapshot.rows if row["submission"] not in out]
+
+
+def signed_body(snapshot: BoardSnapshot, gone: list[int]) -> dict:
+    """The snapshot as JSON, signed (config.signing): what a figure quoted from it is checked
+    against. Its rows are those still shown; `withdrawn` counts the others."""
+    body = {"benchmark": snapshot.benchmark.slug,
+            "benchmark_version": snapshot.benchmark.version,
+            "benchmark_sha256": snapshot.benchmark.sha256,
+            "board_version": snapshot.board_version,
+            "taken_at": snapshot.taken_at.isoformat(timespec="seconds"),
+            "rows": shown_rows(snapshot, gone), "withdrawn": len(gone)}
+    return {**body, "signature": signing.signature(body)}
 
 
 def items_without(snapshot: BoardSnapshot, gone: list[int]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpResponseBadRequest
+from django.http import FileResponse, Http404, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET, require_safe
@@ -92,6 +92,25 @@ def board_snapshot(request, slug, version):
         "snapshot": snapshot, "benchmark": snapshot.benchmark, "kind": kind,
         "metrics": metrics, "rows": rows, "withdrawn": len(gone),
         "changed_since": changed, "reach": reach(level)})
+    response["ETag"] = etag
+    return _revalidated(request, response)
+
+
+@require_safe
+def board_snapshot_json(request, slug, version):
+    """The snapshot as signed JSON (snapshots.signed_body), on the page's rule: overall
+    figures, nothing below OVERALL on a hidden-rubric board."""
+    snapshot = snapshots.snapshot_get(slug, version)
+    if snapshot is None:
+        raise Http404("no such snapshot")
+    visibility.require(snapshot.benchmark, request.user, visibility.Disclosure.OVERALL)
+    gone = snapshots.withdrawn(snapshot)
+    etag = snapshots.snapshot_etag(snapshot, gone, "json")
+    not_modified = get_conditional_response(request, etag=etag)
+    if not_modified is not None:
+        return _revalidated(request, not_modified)
+    response = JsonResponse(snapshots.signed_body(snapshot, gone),
+                            json_dumps_params={"ensure_ascii": False, "indent": 1})
     response["ETag"] = etag
     return _revalidated(request, response)
 

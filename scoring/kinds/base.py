@@ -265,6 +265,9 @@ class Kind(abc.ABC):
     dimensions: ClassVar[tuple[Dimension, ...]]
     main_dimension: ClassVar[str] = ""  # the one a pivot opens on (default: the first)
     item_noun: ClassVar[str] = "item"  # what its items are called ("sample")
+    # The benchmark's data on the Hugging Face Hub (owner/name), which a model repository's
+    # .eval_results entries name (exports.eee); "" where it has none.
+    hub_dataset: ClassVar[str] = ""
     # What the explorer's "failed" filter keeps, as its checkbox says it (see `failed`).
     failed_filter: ClassVar[str] = "only items that failed"
     # How a query that failed after every attempt counts, as the status page says it.

@@ -16,3 +16,16 @@ document.addEventListener("change", (event) => {
   }
   select.form.requestSubmit();
 });
+
+// A <details data-fold-narrow> (the board's secondary filters) is open as served, so that the
+// page works without this script; on a phone's width it folds, unless one of its fields is
+// set (a visitor must see what filters the table).
+const narrow = window.matchMedia("(max-width: 760px)");
+for (const details of document.querySelectorAll("details[data-fold-narrow]")) {
+  const fields = [...details.querySelectorAll("select, input")];
+  const set = fields.some((field) => (field.type === "checkbox" ? field.checked
+                                      : field.value !== ""));
+  if (narrow.matches && !set) {
+    details.open = false;
+  }
+}

@@ -192,6 +192,7 @@ def starts(state: dict, front) -> set[str]:  # noqa: F811
         f"/b/{SLUG}/pivot/", f"/b/{SLUG}/compare/?{pair}", f"/b/{SLUG}/compare/items/?{pair}",
         f"/b/{SLUG}/i/{key}/", f"/b/{SLUG}/scoring/", f"/b/{SLUG}/changelog/",
         f"/b/{SLUG}/cite/", f"/b/{SLUG}/v/{version}/", f"/b/{SLUG}/v/{version}/items.parquet",
+        f"/b/{SLUG}/v/{version}/snapshot.json",
         f"/b/{SLUG}/judge/", f"/b/{SLUG}/panel/", f"/m/{mine.model_id}/",
         "/submissions/", f"/submissions/{mine.pk}/", f"/submissions/{mine.pk}/progress/",
         *(f"/submissions/{mine.pk}/files/{name}" for name in files),
@@ -201,6 +202,12 @@ def starts(state: dict, front) -> set[str]:  # noqa: F811
         *(f"/api/leaderboards/{SLUG}/items/?format={f}" for f in ("parquet", "csv", "jsonl")),
         f"/api/leaderboards/{SLUG}/?dimension=complexity&bucket=single",
         f"/api/panel/{SLUG}/items/{key}/", f"/api/panel/{SLUG}/next/",
+        # The exports (exports.eee): the rows' records and .eval_results files, whole and one
+        # by one, and the signing keys.
+        f"/api/leaderboards/{SLUG}/eee.jsonl", f"/api/leaderboards/{SLUG}/eval-results.zip",
+        *(f"/api/leaderboards/{SLUG}/eee/{s.model_id}.json" for s in (mine, theirs)),
+        *(f"/api/leaderboards/{SLUG}/eval-results/{s.model_id}.yaml" for s in (mine, theirs)),
+        "/.well-known/signing-keys.json",
         *schema_addresses(front, fill),
     }
 
@@ -240,6 +247,10 @@ def test_hidden_rubrics_reach_no_participant_or_visitor_until_the_reveal(
                     f"/api/leaderboards/{SLUG}/items/?format=parquet",
                     f"/b/{SLUG}/v/{state['benchmark'].board_version}/items.parquet"):
             assert seen[url][0] == 404, url
+        # Its records give the figures a visitor may learn, never a link to per-item files.
+        record = json.loads(seen[f"/api/leaderboards/{SLUG}/eee/{state['mine'].model_id}.json"][1])
+        assert record["evaluation_results"] and "link_per_item_results" not in \
+            record["source_metadata"]["additional_details"]
     # The author's e-mail of their finished submission names no rubric or reply either.
     assert submission_notify(submission_id=state["mine"].pk)
     assert not RUBRIC.search(mail.outbox[-1].body) and REPLY not in mail.outbox[-1].body
@@ -262,6 +273,8 @@ def test_hidden_rubrics_reach_no_participant_or_visitor_until_the_reveal(
     assert rubrics[0] == 200 and REPLY in rubrics[1] and 'data-vote="' in rubrics[1]
     dataset = revealed[f"/api/leaderboards/{SLUG}/items/?format=parquet"]
     assert dataset[0] == 200 and "rubric_scores" in dataset[1] and "Hidden Editor" in dataset[1]
+    record = json.loads(revealed[f"/api/leaderboards/{SLUG}/eee/{state['mine'].model_id}.json"][1])
+    assert "link_per_item_results" in record["source_metadata"]["additional_details"]
     assert sum(1 for what in found.values() if REPLY in what) >= 2
 
 
@@ -292,6 +305,11 @@ def test_a_phase_that_shows_less_shows_no_more(shown, final_phase_of, front, cli
         assert "hidden until the challenge" in board and 'id="board"' not in board
         assert "Hidden Editor" in board and "Rival Editor" in board
         assert participant[f"/api/leaderboards/{SLUG}/"][0] == 404
+        version = state["benchmark"].board_version
+        for url in (f"/api/leaderboards/{SLUG}/eee.jsonl", f"/b/{SLUG}/v/{version}/snapshot.json",
+                    f"/api/leaderboards/{SLUG}/eee/{mine.model_id}.json",
+                    f"/api/leaderboards/{SLUG}/eval-results.zip"):
+            assert participant[url][0] == anonymous[url][0] == 404, url
         assert detail["overall"] is None and detail["files"] == []
         assert "Overall:" not in mail.outbox[-1].body
         assert 'id="standing"' not in participant[f"/submissions/{mine.pk}/"][1]

@@ -25,7 +25,10 @@ READ_API = {"leaderboard", "benchmarks", "model", "submissions_slices", "submiss
             "submissions_detail", "judge_card", "panel_next", "panel_item"}
 # Read endpoints whose bodies are checked against the schema where their data is made.
 CHECKED_ELSEWHERE = {"challenge_entries_list": "tests/challenges/test_entries.py",
-                     "submissions_signals": "tests/submissions/test_output_signals.py"}
+                     "submissions_signals": "tests/submissions/test_output_signals.py",
+                     # Against the Every Eval Ever schema, and the keys by their use:
+                     "eee_record": "tests/exports/test_eee.py",
+                     "signing_keys": "tests/exports/test_eee.py"}
 
 
 def closed(schema: dict, node: dict) -> dict:

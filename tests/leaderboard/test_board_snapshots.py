@@ -130,7 +130,7 @@ def test_permalinks_carry_nofollow(client, seeded, kept):
     newest = client.get(cite.get("href"))
     assert newest.status_code == 302 and newest["Location"] == f"/b/mmae/v/{kept.board_version}/"
     links = select(client.get(newest["Location"]), "a[href*='/v/']")
-    assert len(links) == 2 and all(a.get("rel") == "nofollow" for a in links)
+    assert len(links) == 3 and all(a.get("rel") == "nofollow" for a in links)  # page, items, JSON
 
 
 def test_a_version_never_kept_is_404(client, seeded, kept):
@@ -140,3 +140,30 @@ def test_a_version_never_kept_is_404(client, seeded, kept):
     assert client.get(f"/b/mmae/v/{seeded.board_version + 99}/").status_code == 404
     assert client.get(f"/b/mmae/v/{seeded.board_version}/items.parquet").status_code == 404
     assert client.get("/b/nothing/v/1/").status_code == 404
+
+
+def test_a_snapshot_is_signed_and_a_changed_figure_fails_the_check(client, seeded, kept):
+    """Its signed JSON verifies against the published keys; a figure changed, or a row a
+    withdrawal took out put back, does not; the page links it."""
+    from config import signing
+
+    url = f"/b/{seeded.slug}/v/{kept.board_version}/snapshot.json"
+    body = client.get(url).json()
+    keys = client.get(signing.KEYS_PATH).json()["keys"]
+    signed = body.pop("signature")
+    assert [r["model"] for r in body["rows"]] == [r["model"] for r in kept.rows]
+    assert signing.verify(body, signed, keys)
+    body["rows"][0]["EMR"] = (body["rows"][0]["EMR"] or 0) + 1
+    assert not signing.verify(body, signed, keys)
+    page = client.get(f"/b/{seeded.slug}/v/{kept.board_version}/").content.decode()
+    assert select(page, f'a[href="{url}"]')
+
+    first = Submission.objects.get(pk=kept.rows[0]["submission"])
+    first.public = False
+    first.save()
+    after = client.get(url).json()
+    signed = after.pop("signature")
+    assert after["withdrawn"] == 1 and len(after["rows"]) == len(kept.rows) - 1
+    assert signing.verify(after, signed, keys)
+    after["rows"].insert(0, kept.rows[0])
+    assert not signing.verify(after, signed, keys)

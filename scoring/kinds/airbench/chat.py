@@ -67,6 +67,7 @@ class Chat(AirBench):
                "model"),
     )
     ranking = ("score",)
+    hub_dataset = "qyang1021/AIR-Bench-Dataset"
     ranking_text = ("Ranked by the strict score (an unanswered item scores 0): the average of "
                     "speech, sound, music and mixed audio, each the mean of its two passes "
                     "(reference first, then swapped); scores 1 to 10")

@@ -46,6 +46,7 @@ class Foundation(AirBench):
                "could read", count=True),
     )
     ranking = ("acc_strict", "acc")
+    hub_dataset = "qyang1021/AIR-Bench-Dataset"
     published = {"acc_strict": "acc"}
     ranking_text = ("Ranked by strict accuracy (correct of all items), then accuracy over the "
                     "items whose answer could be read (the published figure)")

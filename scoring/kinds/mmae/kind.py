@@ -97,6 +97,7 @@ class MMAE(Kind):
                "(percent)"),
     )
     ranking = ("EMR", "IFR", "CR")
+    hub_dataset = "BoJack/MMAE"  # the real audio (SPEC.md)
     ranking_text = "Ranked by EMR, then IFR, then CR"
     dimensions = (
         Dimension("complexity", "complexity"),
