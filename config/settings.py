@@ -556,6 +556,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "submissions.tasks.notify_authors",
         "schedule": env_int("NOTIFY_SWEEP_SECONDS", 15, minimum=1),
     },
+    # Embargoed submissions appear on their date, within this many seconds (submissions.embargo).
+    "release-embargoes": {
+        "task": "submissions.tasks.release_embargoes",
+        "schedule": env_int("EMBARGO_SWEEP_SECONDS", 30, minimum=1),
+    },
     # Challenge phases past their closing instant freeze their official boards (snapshots),
     # once each: challenges.tasks.
     "freeze-challenge-phases": {

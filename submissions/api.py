@@ -67,6 +67,10 @@ class SubmissionListCreateApi(APIView):
                       "\"other\": none of them)")
         description = serializers.CharField(required=False, allow_blank=True)
         public = serializers.BooleanField(required=False, default=False)
+        publish_at = serializers.DateTimeField(
+            required=False, allow_null=True, default=None, help_text=(
+                "an embargo: scored now, public from this moment on (ISO 8601; UTC unless an "
+                "offset is given), shown nowhere before; at most a year ahead"))
         align = serializers.BooleanField(
             required=False, default=False,
             help_text="AIR-Bench foundation: align unreadable responses through the judge")
@@ -142,6 +146,7 @@ class SubmissionListCreateApi(APIView):
             metadata={k: data[k] for k in METADATA_FIELDS if k in data},
             public=data["public"], predictions=data.get("predictions"),
             archive=data.get("audio"), options={"align": data["align"]},
+            publish_at=data.get("publish_at"),
         )
         url = request.build_absolute_uri(reverse("submissions:api-detail",
                                                  args=[submission.id]))

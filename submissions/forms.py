@@ -41,6 +41,11 @@ class SubmissionForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     public = forms.BooleanField(required=False, label="Show on the public leaderboard",
                                 help_text="Private submissions are seen by you and admins only.")
+    publish_at = forms.DateTimeField(
+        required=False, label="Publish on (embargo)",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        help_text="Optional, UTC: scored now, shown on the board from this moment on (you get "
+                  "an e-mail), and nowhere before. Implies public.")
     align = forms.BooleanField(
         required=False, label="Align unreadable answers with the judge",
         help_text="Responses whose letter the official rule cannot read are mapped to an "

@@ -41,7 +41,9 @@ class SubmissionQuerySet(models.QuerySet):
     hidden by staff, scored), `visible_to(user)` adds an author's own and, for staff, all."""
 
     # What its author and staff let everyone see; published once its current run is finished.
-    SHOWN = Q(public=True, hidden=False)
+    # An embargoed one (publish_at set) is public from the moment submissions.embargo
+    # releases it, which clears publish_at: until then it is shown nowhere.
+    SHOWN = Q(public=True, hidden=False, publish_at__isnull=True)
     PUBLISHED = SHOWN & Q(current_run__status=ScoringRun.Status.FINISHED)
 
     def published(self):
@@ -92,6 +94,9 @@ class Submission(models.Model):
     benchmark = models.ForeignKey(Benchmark, on_delete=models.PROTECT,
                                   related_name="submissions")
     public = models.BooleanField(default=False)
+    # An embargo: scored now, public from this moment on (submissions.embargo releases it
+    # and clears the field); while set, the submission is shown nowhere, whatever `public`.
+    publish_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.UPLOADED)
     status_times = models.JSONField(default=dict)
     report = models.JSONField(default=dict)  # the validation report

@@ -213,6 +213,7 @@ def model_set_representative(*, actor, submission: Submission, chosen: bool = Tr
         if chosen:
             problems = [why for broken, why in (
                 (not row.public, "it is private"), (row.hidden, "staff have hidden it"),
+                (row.publish_at is not None, "it is embargoed"),
                 (row.state != ScoringRun.Status.FINISHED, f"it is {row.state}, not finished"),
             ) if broken]
             if problems:

@@ -44,6 +44,9 @@ class SubmissionSerializer(serializers.Serializer):
     benchmark_version = serializers.IntegerField(source="benchmark.version")
     model = serializers.CharField(source="model.name")
     public = serializers.BooleanField()
+    publish_at = serializers.DateTimeField(allow_null=True, help_text=(
+        "an embargo: public from this moment on (UTC), shown nowhere before; null once "
+        "released, or without one"))
     created_at = serializers.DateTimeField()
     status_times = serializers.DictField(child=serializers.CharField())
     coverage = serializers.FloatField(allow_null=True)

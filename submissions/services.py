@@ -193,14 +193,33 @@ def give_door_rule(rule) -> None:
     _door_rules[:] = [rule]
 
 
+# The furthest an embargo (Submission.publish_at: submissions.embargo) may reach: a year.
+EMBARGO_MAX_DAYS = 366
+
+
+def embargo_problem(publish_at) -> str | None:
+    """Why a chosen publication moment cannot be an embargo's, or None."""
+    if publish_at is None:
+        return None
+    now = timezone.now()
+    if publish_at <= now:
+        return ("the publication date (publish_at) must be in the future (UTC); leave it "
+                "empty to publish at once")
+    if publish_at > now + timedelta(days=EMBARGO_MAX_DAYS):
+        return f"the publication date (publish_at) is at most {EMBARGO_MAX_DAYS} days ahead"
+    return None
+
+
 def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
                       public: bool, predictions: UploadedFile | None,
                       archive: UploadedFile | None, options: dict | None = None,
-                      door_checked: bool = False) -> Submission:
+                      door_checked: bool = False, publish_at=None) -> Submission:
     """Store an upload and queue its validation; refuse it whole, storing nothing, when the
     quota is used up or the predictions file is plainly wrong. `options` are the benchmark
     kind's upload options (e.g. {"align": True} for AIR-Bench foundation). A benchmark with a
-    door of its own (give_door_rule) takes uploads from that door only (`door_checked`)."""
+    door of its own (give_door_rule) takes uploads from that door only (`door_checked`).
+    `publish_at`: an embargo, public from that moment (submissions.embargo), shown nowhere
+    before."""
     why = None if door_checked else next(
         (found for rule in _door_rules if (found := rule(benchmark))), None)
     if why:
@@ -212,6 +231,9 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     problems = _merged(_name_problems(model_name, metadata),
                        upload_file_problems(benchmark=benchmark, predictions=predictions,
                                             archive=archive, options=options))
+    late = embargo_problem(publish_at)
+    if late:
+        problems = _merged(problems, {"publish_at": [late]})
     if predictions is None and archive is None and not problems:
         problems["__all__"] = ["upload a predictions file and an archive of the edited audio, "
                                "or one archive holding both"]
@@ -234,7 +256,8 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,
                                                               defaults=details)
             submission = Submission(owner=user, model=model, benchmark=benchmark,
-                                    public=public, model_details={} if created else details,
+                                    public=public or publish_at is not None,
+                                    publish_at=publish_at, model_details={} if created else details,
                                     options=options)
             submission.mark(Submission.Status.UPLOADED)
             submission.save()

@@ -6,7 +6,7 @@ import logging
 from celery import shared_task
 
 from config.celery import broker_emptied
-from submissions import notifications, rescoring, services, uploads
+from submissions import embargo, notifications, rescoring, services, uploads
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,18 @@ def notify_authors() -> None:
             notifications.submission_notify(submission_id=submission_id)
         except Exception:
             log.exception("emailing the author of submission %s failed", submission_id)
+
+
+@shared_task(ignore_result=True)
+def release_embargoes() -> None:
+    """Periodic: publish the embargoed submissions whose date has come (submissions.embargo);
+    one that breaks is logged and tried at the next sweep."""
+    for submission_id in embargo.embargoes_due():
+        try:
+            embargo.embargo_release(submission_id)
+        except Exception:
+            log.exception("releasing the embargo of submission %s broke; the next sweep tries "
+                          "again", submission_id)
 
 
 @shared_task(ignore_result=True)

@@ -68,7 +68,7 @@ def _upload(request):
                 user=request.user, benchmark=data["benchmark"], model_name=data["model_name"],
                 metadata={k: data[k] for k in METADATA_FIELDS}, public=data["public"],
                 predictions=data["predictions"], archive=data["audio"],
-                options={"align": data["align"]},
+                options={"align": data["align"]}, publish_at=data.get("publish_at"),
             )
         except ServiceError as exc:
             form.add_error(None, exc)  # by field where the service names one

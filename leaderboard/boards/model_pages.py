@@ -84,7 +84,8 @@ def featured_submissions(submissions: list[Submission]) -> dict[str, Submission]
     latest other one the viewer may see."""
     featured: dict[str, Submission] = {}
     for submission in sorted(submissions, key=lambda s: (-s.benchmark.version,
-                                                         not (s.public and not s.hidden),
+                                                         not (s.public and not s.hidden
+                                                              and s.publish_at is None),
                                                          not s.representative,
                                                          -s.created_at.timestamp())):
         featured.setdefault(submission.benchmark.slug, submission)

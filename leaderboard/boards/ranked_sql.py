@@ -30,11 +30,11 @@ def _tables() -> dict[str, str]:
 
 def _candidates(benchmark, *, models: bool = False) -> tuple[str, list]:
     """FROM and WHERE of the submissions that may represent their model on the board: public,
-    not hidden, their current run finished with the board's judge (their models joined as
-    `m` when asked)."""
+    not hidden, not embargoed (submissions.models.Submission.SHOWN), their current run finished
+    with the board's judge (their models joined as `m` when asked)."""
     joined = " JOIN {m} m ON m.id = s.model_id" if models else ""
     sql = """FROM {s} s JOIN {r} r ON r.id = s.current_run_id""" + joined + """
-        WHERE s.benchmark_id = %s AND s.public = %s AND s.hidden = %s
+        WHERE s.benchmark_id = %s AND s.public = %s AND s.hidden = %s AND s.publish_at IS NULL
           AND r.benchmark_id = %s AND r.status = %s AND r.judge_config_id = %s"""
     return sql.format(**_tables()), [benchmark.id, True, False, benchmark.id,
                                      ScoringRun.Status.FINISHED, benchmark.judge_config_id]

@@ -396,6 +396,9 @@ def submission_standing(submission: Submission) -> dict | None:
     current = benchmark_current(submission.benchmark.slug)
     if not submission.public:
         standing["why_not"] = "private: only you and staff see it"
+    elif submission.publish_at is not None:
+        standing["why_not"] = (f"embargoed: public from {submission.publish_at:%Y-%m-%d %H:%M} "
+                               "UTC, shown nowhere before")
     elif submission.hidden:
         standing["why_not"] = "hidden by staff"
     elif current is None or current.id != submission.benchmark_id:

@@ -209,3 +209,27 @@ def test_a_full_disk_is_a_503_on_our_side_and_stores_nothing(api, small_bench, c
     assert page.status_code == 503 and page["Retry-After"] == str(STORAGE_FULL_RETRY_SECONDS)
     assert STORAGE_FULL in page.content.decode()
     assert not Submission.objects.exists()
+
+
+def test_an_embargo_is_stored_and_a_past_date_is_refused_by_name(api, small_bench):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    past = (timezone.now() - timedelta(hours=1)).isoformat()
+    response = api.post("/api/submissions/", payload(small_bench, publish_at=past),
+                        format="multipart")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        "the publication date (publish_at) must be in the future (UTC); leave it empty to "
+        "publish at once"]
+    assert not Submission.objects.exists()
+    when = timezone.now() + timedelta(days=2)
+    response = api.post("/api/submissions/", payload(small_bench, publish_at=when.isoformat(),
+                                                     public="false"), format="multipart")
+    assert response.status_code == 201
+    submission = Submission.objects.get()
+    assert submission.public and submission.publish_at == when  # an embargo implies public
+    detail = api.get(f"/api/submissions/{submission.id}/").json()
+    assert detail["publish_at"].startswith(when.strftime("%Y-%m-%dT%H:%M"))
+    assert not Submission.objects.published().exists() and not Submission.objects.shown()

@@ -138,6 +138,9 @@ class Command(BaseCommand):
         parser.add_argument("--description")
         parser.add_argument("--public", action="store_true",
                             help="show the scores on the public board")
+        parser.add_argument("--publish-at", metavar="WHEN",
+                            help="an embargo: scored now, public from this moment on (ISO "
+                                 "8601, UTC unless an offset is given), shown nowhere before")
         parser.add_argument("--no-wait", action="store_true",
                             help="return once uploaded instead of following the scoring")
         parser.add_argument("--poll-seconds", type=float, default=2.0,
@@ -188,7 +191,7 @@ class Command(BaseCommand):
         if o["align"]:
             form["align"] = "true"
         for field in ("organisation", "link", "parameters", "licence", "base_family",
-                      "description"):
+                      "publish_at", "description"):
             if o[field] is not None:
                 form[field] = o[field]
         total = sum(path.stat().st_size for path in paths.values())
