@@ -11,6 +11,7 @@ while it keeps dying; Ctrl-C or SIGTERM stops them all.
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import signal
 import socket
@@ -165,6 +166,30 @@ def web(port: str) -> Child:
         "--bind", f"127.0.0.1:{port}", "--workers", "2"])
 
 
+def hold_var(env: dict):
+    """The lock on VAR_DIR (var/ by default), held while this `make run` lives: a second one in
+    the same folder would share its database, Redis data and beat schedule without a word, so
+    it stops at once, saying what to do."""
+    folder = env.get("VAR_DIR", "var")
+    os.makedirs(folder, exist_ok=True)
+    lock = open(os.path.join(folder, "run.lock"), "a+")  # noqa: SIM115 (held until exit)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "another process"
+        lock.close()
+        raise SystemExit(f"another `make run` uses {os.path.abspath(folder)} ({holder}): stop "
+                         "it first, or run this one on a folder of its own: VAR_DIR=<folder> "
+                         "PORT=<port> EMBEDDED_REDIS_PORT=<port> SIMULATOR_PORTS=<a>,<b> "
+                         "make run") from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"pid {os.getpid()}, web on port {env.get('PORT', '8000')}\n")
+    lock.flush()
+    return lock
+
+
 def start(children: list[Child], env: dict) -> None:
     """Start the children in order; Redis first, as everything else needs it."""
     port = env.setdefault("PORT", "8000")
@@ -193,6 +218,7 @@ def main() -> int:
     children: list[Child] = []
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    lock = hold_var(env)  # noqa: F841 (held while the loop runs)
     try:
         start(children, env)
         while True:

@@ -217,3 +217,24 @@ def test_sigterm_stops_every_process_it_started(embedded):
     for port in (embedded.web_port, embedded.redis_port):
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.integration
+def test_a_second_run_on_the_same_folder_stops_at_once_saying_what_to_do(tmp_path):
+    """One `make run` holds var/: another on the same folder (other ports) would share its
+    database, Redis data and beat schedule, so it exits before starting anything."""
+    import fcntl
+
+    var = tmp_path / "var"
+    var.mkdir()
+    with open(var / "run.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242, web on port 8000\n")
+        held.flush()
+        env = {**os.environ, "VAR_DIR": str(var), "PORT": str(free_ports(1)[0])}
+        second = subprocess.run([sys.executable, "-m", "embedded.run"], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1
+    assert f"another `make run` uses {var} (pid 4242, web on port 8000)" in second.stderr
+    assert "VAR_DIR=<folder>" in second.stderr
+    assert not (var / "redis").exists()  # nothing was started

@@ -173,3 +173,15 @@ def test_the_rescore_api_tells_its_non_staff_owner_why(finished, author):
                                 format="json")
     assert response.status_code == 403
     assert response.json() == {"errors": ["only staff can rescore a submission"]}
+
+
+def test_the_dry_run_marks_hidden_flagged_and_private_submissions_under_the_staff_tabs(
+        client, finished, staff):
+    Submission.objects.filter(pk=finished.pk).update(hidden=True, public=False,
+                                                     flag_reason="copied outputs")
+    client.force_login(staff)
+    response = client.post("/staff/rescore/", form(finished))
+    item = one(one(response, "#dry-run"), "li")
+    marks = [badge.text for badge in item.select("span.badge")]
+    assert marks == ["hidden by staff", "flagged", "private"]
+    assert one(response, "nav.tabs.staff a.active").text == "Rescoring"
