@@ -9,6 +9,10 @@ from scoring import synthetic
 from scoring.judge_configs import judge_config_current
 from scoring.services import BenchmarkFileError, benchmark_import
 
+# Long enough for every segment the demo's rubrics name (up to output[1.0s:2.5s]): a rubric
+# about a part of the clip that does not exist read as a scoring bug.
+DEMO_SECONDS = 3.0
+
 
 class Command(BaseCommand):
     help = (
@@ -25,11 +29,11 @@ class Command(BaseCommand):
         root = options["root"] or settings.VAR_DIR / "demo"
         meta = root / "MMAE-meta.json"
         if not meta.exists():
-            synthetic.write_benchmark(root, options["samples"], seed=7)
+            synthetic.write_benchmark(root, options["samples"], seed=7, seconds=DEMO_SECONDS)
             samples = json.loads(meta.read_text())
             for number, name in enumerate(("demo-system-a", "demo-system-b"), start=1):
                 predictions = synthetic.write_system(
-                    root, samples, name=name, seed=number,
+                    root, samples, name=name, seed=number, seconds=DEMO_SECONDS,
                     fmt="jsonl" if number == 2 else "predictions")
                 _bundle(root, name, predictions)
         try:
