@@ -91,4 +91,4 @@ def test_the_submitter_shows_under_the_name_in_a_narrow_column(lab_owned_board, 
     for c in cells:
         assert c["by"]["top"] >= c["name"]["bottom"] - 1, c  # under the name
         assert c["cell"]["left"] <= c["by"]["left"] and c["by"]["right"] <= c["cell"]["right"]
-        assert c["cell"]["width"] <= WIDEST[device], c
+        assert c["cell"]["width"] <= WIDEST[device] + 0.5, c  # (sub-pixel layout)
