@@ -163,6 +163,21 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
                                 full_page=True)
             if name == "compare":  # whether the two are apart, per figure and slice
                 expect(page.locator("#differences-1 .verdict").first).to_be_visible()
+                # A verdict's model is named whole, never cut to a prefix two names share.
+                cut = page.evaluate("""() => [...document.querySelectorAll(
+                    ".verdict .cut.name")].filter(e => e.scrollHeight > e.clientHeight + 1
+                    || e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)""")
+                assert cut == [], cut
+            if name == "my-submissions" and device == "phone":  # whole names, status and score
+                found = page.evaluate("""() => [...document.querySelectorAll(
+                    "table.submissions tbody tr")].map(row => ({
+                    name: row.querySelector("td.model .name"),
+                    cells: [...row.querySelectorAll("td[data-label]")]})).map(r => ({
+                    cut: r.name.scrollWidth > r.name.clientWidth + 1,
+                    right: Math.max(...r.cells.map(c => c.getBoundingClientRect().right)),
+                    labels: r.cells.map(c => c.dataset.label)}))""")
+                assert found and all(not r["cut"] and r["right"] <= width for r in found), found
+                assert {"Status", "Score"} <= set(found[0]["labels"])
             if name == "scoring":
                 expect(page.locator("#metrics dt").first).to_have_text("EMR")  # the kind's order
             if name == "submission":  # htmx swaps the explorer's list under the policy
