@@ -77,6 +77,8 @@ def submission_figures(submission: Submission) -> dict | None:
     for row in slices:
         row["first_of_dimension"] = row["dimension"] != previous
         row["dimension_label"] = kind.dimension_label(row["dimension"])
+        # Each cell with its label, which a phone shows above it (the table stacks there).
+        row["labelled"] = list(zip((m.label for m in kind.metrics), row["cells"], strict=True))
         previous = row["dimension"]
     cells = [] if overall is None else [
         (metric.label, *metric.cell(overall[metric.key], overall[f"{metric.key}_interval"])[:2],

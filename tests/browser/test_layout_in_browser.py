@@ -182,6 +182,10 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
                 expect(page.locator("#metrics dt").first).to_have_text("EMR")  # the kind's order
             if name == "submission":  # htmx swaps the explorer's list under the policy
                 spectrograms_fit(page, width)
+                # Every figure of the slices table is in view (on a phone, under its label).
+                right = page.evaluate("""() => Math.max(...[...document.querySelectorAll(
+                    "#slices td[data-label]")].map(c => c.getBoundingClientRect().right))""")
+                assert 0 < right <= width, right
                 with page.expect_response(re.compile(r"/samples/\?")) as partial:
                     page.locator("#explorer-dimension").select_option("modality")
                 assert partial.value.status == 200

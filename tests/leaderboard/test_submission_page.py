@@ -187,7 +187,7 @@ def test_the_slice_table_has_every_bucket_of_every_dimension(client, judged):
     html = client.get(f"/s/{judged.pk}/").content.decode()
     table = one(html, "table#slices")
     rows = [(parse_qs(urlsplit(link.get("href")).query)["bucket"][0], link.text,
-             row.select("td[class=num]")[0].text)
+             row.one("td.n").text)
             for row in table.select("tbody tr") for link in row.select("td > a")]
     slices = SliceResult.objects.filter(run=judged.current_run).exclude(dimension="overall")
     assert len(rows) == slices.count()
