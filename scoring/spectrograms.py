@@ -33,7 +33,11 @@ FLOOR_DB = -100.0  # the colour scale: FLOOR_DB..0 dBFS
 DIFF_DB = 40.0  # the difference image's scale: -DIFF_DB..+DIFF_DB
 SAME_LENGTH_SECONDS = 0.005  # an output this close to its input's length gets a difference
 HEIGHT = 200  # pixels of the spectrogram itself
-LEFT, BOTTOM = 34, 14  # margins of the frequency and time axes
+# The axes' labels: pages show the image at about half its width (a phone, the explorer's
+# column), so they are drawn at FONT_PX, about 10 px there (the default bitmap font
+# read as about 5 px).
+FONT_PX = 20
+LEFT, BOTTOM = 56, 26  # margins of the frequency and time axes
 BLOCK_FRAMES = 1 << 16  # samples read at a time, per channel
 
 
@@ -212,7 +216,7 @@ def _frame(rgb: np.ndarray, seconds: float) -> bytes:
     image = Image.new("RGB", (LEFT + WIDTH, HEIGHT + BOTTOM), AXIS)
     image.paste(body, (LEFT, 0))
     draw = ImageDraw.Draw(image)
-    font = ImageFont.load_default()
+    font = ImageFont.load_default(size=FONT_PX)
     step = _tick_step(seconds)
     t = 0.0
     while t <= seconds + 1e-9:
@@ -227,8 +231,8 @@ def _frame(rgb: np.ndarray, seconds: float) -> bytes:
     for hz, text in ((250, "250"), (1000, "1k"), (4000, "4k"), (16000, "16k")):
         y = HEIGHT - 1 - round(float(_mel(hz)) / top * (HEIGHT - 1))
         draw.line([(LEFT - 3, y), (LEFT - 1, y)], fill=INK)
-        draw.text((LEFT - 4 - draw.textlength(text, font=font), max(0, y - 5)), text,
-                  fill=INK, font=font)
+        draw.text((LEFT - 5 - draw.textlength(text, font=font), max(0, y - FONT_PX // 2 - 2)),
+                  text, fill=INK, font=font)
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=False, compress_level=6)
     return out.getvalue()

@@ -107,6 +107,9 @@ def test_the_time_axis_is_labelled_in_seconds(tmp_path):
     assert image.size == (LEFT + WIDTH, HEIGHT + spectrograms.BOTTOM)
     axis = np.asarray(image.convert("L"))[HEIGHT + 3:, LEFT:]
     assert (axis < 200).any(axis=0).sum() > 40  # ink of the tick labels under the image
+    # The labels' glyphs stand at least 13 px tall (a page halves the image: 6 px or more).
+    inked = np.flatnonzero((axis < 160).any(axis=1))
+    assert inked.max() - inked.min() + 1 >= 13, inked
     assert spectrograms._label(0) == "0s" and spectrograms._label(2.5) == "2.5s"
     assert spectrograms._label(90) == "1:30"
 
