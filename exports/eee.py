@@ -53,7 +53,7 @@ def model_id(row: dict) -> str:
 class Board:
     """What every record of one board shares, read once: its rows, runs, config, panel."""
 
-    def __init__(self, benchmark: Benchmark, *, site: str):
+    def __init__(self, benchmark: Benchmark, *, site: str, panel: str = ""):
         self.benchmark, self.site = benchmark, site.rstrip("/")
         self.kind = get_kind(benchmark.kind)
         self.level = visibility.disclosure(benchmark)
@@ -63,7 +63,11 @@ class Board:
             id__in=[r["submission"] for r in self.rows]).select_related(
             "current_run__judge_config")}
         self.changed_at = benchmark.board_changed_at
-        self.human = self._human() if self.level >= visibility.Disclosure.FULL else {}
+        # The judge card is made once per board state and panel state (`panel`: what changes
+        # with the panel's answers), not once per record asked for.
+        self.human = state.kept(state.board_state(benchmark), "eee-human", self._human,
+                                parts=(panel,), shared=True) \
+            if self.level >= visibility.Disclosure.FULL else {}
 
     def _human(self) -> dict[str, dict]:
         """judge config name -> its human panel figures, as strings (the judge card's)."""

@@ -64,10 +64,11 @@ class _Export(APIView):
         # The records' human figures count the panel's answers, which change no board state.
         panel = PanelAnswer.objects.filter(task__benchmark=benchmark).aggregate(
             n=Count("id"), last=Max("id"))
+        mark = f"panel={panel['n']}:{panel['last']}"
         return responses.shared(
             request, state=now.key, changed_at=benchmark.board_changed_at,
-            parts=("exports", what, site, f"panel={panel['n']}:{panel['last']}"),
-            benchmark=benchmark, render=lambda: render(eee.Board(benchmark, site=site)))
+            parts=("exports", what, site, mark), benchmark=benchmark,
+            render=lambda: render(eee.Board(benchmark, site=site, panel=mark)))
 
 
 def _one(board: eee.Board, model_id: int) -> dict:

@@ -287,3 +287,29 @@ def test_the_card_gives_the_judges_agreement_on_systems_of_its_family_apart(
     page = client.get("/b/mmae/judge/").content.decode()
     assert "by system's model family" in [e.text for e in select(page, "tr.group th")]
     assert judge_card.SAME_FAMILY in [e.text for e in select(page, "table.human-figures th")]
+
+
+def test_an_eee_record_carries_the_panels_figures_of_its_judge_config(client, rated_board,
+                                                                      staff):
+    """The Every Eval Ever record of a row (exports.eee) gives the human panel's figures of the
+    judge config that scored it, as the judge card counts them; answers taken out since
+    leave it too (its cache key holds the panel's state)."""
+    human = client.get(CARD).json()["configs"][0]["human"]
+    alpha = rated_board["a"]
+    url = f"/api/leaderboards/mmae/eee/{alpha.model_id}.json"
+
+    def details():
+        record = client.get(url).json()
+        overall = next(r for r in record["evaluation_results"]
+                       if r["evaluation_result_id"] == "EMR:overall")
+        return overall["metric_config"]["llm_scoring"]["additional_details"]
+
+    found = details()
+    assert found["human_panel_agreement"] == f"{human['agreement']:.4f}"
+    assert found["human_panel_rubrics"] == str(human["rubrics"])
+    assert found["human_panel_raters"] == str(human["raters"])
+    panel_rater_remove(actor=staff, rater=rated_board["raters"][0], reason="at random")
+    changed = client.get(CARD).json()["configs"][0]["human"]
+    assert changed["raters"] == human["raters"] - 1
+    assert details()["human_panel_raters"] == str(changed["raters"])
+    assert details()["human_panel_agreement"] == f"{changed['agreement']:.4f}"
