@@ -34,7 +34,8 @@ CLIPPED_FIGURES = """() => [...document.querySelectorAll("td.num")].filter(td =>
 # Every element that shows the long name is cut with an ellipsis and has it whole in a title.
 NAMES = """(name) => [...document.querySelectorAll(".cut")]
     .filter(el => el.textContent.trim() === name && el.getClientRects().length)
-    .map(el => ({tag: el.tagName, cut: el.scrollWidth > el.clientWidth,
+    .map(el => ({tag: el.tagName, cut: el.scrollWidth > el.clientWidth
+                 || el.scrollHeight > el.clientHeight + 1,  // one line cut, or lines clamped
                  ellipsis: getComputedStyle(el).textOverflow,
                  title: (el.closest("[title]") || {}).title || ""}))"""
 

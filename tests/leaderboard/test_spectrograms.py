@@ -14,7 +14,7 @@ from PIL import Image
 
 from scoring import spectrogram_store
 from scoring.services import benchmark_import
-from scoring.spectrograms import HEIGHT, LEFT, WIDTH
+from scoring.spectrograms import BOTTOM, HEIGHT, LEFT, WIDTH
 from scoring.tasks import draw_input_spectrograms
 from submissions.models import Submission
 from submissions.services import draw_output_spectrograms, spectrograms_folder
@@ -68,7 +68,7 @@ def test_drawn_images_are_pngs_with_the_audios_cache_headers(client, edited):
         assert response["Content-Type"] == "image/png"
         assert response["Cache-Control"] == "private, max-age=3600"
         assert "Last-Modified" in response
-        assert image(response).shape == (HEIGHT + 14, LEFT + WIDTH)
+        assert image(response).shape == (HEIGHT + BOTTOM, LEFT + WIDTH)
 
 
 def test_images_are_stored_beside_the_audio(edited):
