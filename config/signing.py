@@ -90,7 +90,18 @@ def _new_key(keys: list[dict]) -> dict:
     return entry
 
 
+# The current key as this process last read it, by the index file's modification time: a
+# board's export signs a record a row, and reads the folder once (a rotation replaces the
+# index, which changes its time).
+_loaded: tuple[int, dict, Ed25519PrivateKey] | None = None
+
+
 def _active() -> tuple[dict, Ed25519PrivateKey]:
+    global _loaded
+    index = _folder() / _INDEX
+    stamp = index.stat().st_mtime_ns if index.exists() else None
+    if _loaded is not None and _loaded[0] == stamp:
+        return _loaded[1], _loaded[2]
     keys = _index()
     current = next((k for k in reversed(keys) if k["retired"] is None), None)
     if current is None:
@@ -99,7 +110,9 @@ def _active() -> tuple[dict, Ed25519PrivateKey]:
             current = next((k for k in reversed(keys) if k["retired"] is None), None) \
                 or _new_key(keys)
     pem = (_folder() / f"{current['key_id']}.pem").read_bytes()
-    return current, serialization.load_pem_private_key(pem, password=None)
+    private = serialization.load_pem_private_key(pem, password=None)
+    _loaded = (index.stat().st_mtime_ns, current, private)
+    return current, private
 
 
 def rotate() -> dict:

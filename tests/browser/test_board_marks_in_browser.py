@@ -18,6 +18,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser,
 WIDTHS = {"desktop": (1366, 900), "phone": (390, 844)}
 
 
+def opened(browser, live_server, device: str):
+    """A browser context at the device's width, and its page."""
+    width, height = WIDTHS[device]
+    context = browser.new_context(base_url=live_server.url,
+                                  viewport={"width": width, "height": height})
+    context.set_default_timeout(TIMEOUT_MS)
+    return context, context.new_page()
+
+
 @pytest.mark.parametrize("device", WIDTHS)
 def test_the_mark_after_the_deadline_shows_at_every_width(browser, live_server, device):
     built = build_challenge()
@@ -28,10 +37,7 @@ def test_the_mark_after_the_deadline_shows_at_every_width(browser, live_server, 
                  (40.0, 70.0, 20.0), late=True)
     slug = built.board(Phase.Kind.DEVELOPMENT, "single").benchmark.slug
     width, height = WIDTHS[device]
-    context = browser.new_context(base_url=live_server.url,
-                                  viewport={"width": width, "height": height})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
+    context, page = opened(browser, live_server, device)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     try:
         assert page.goto(f"/b/{slug}/").status == 200
@@ -72,10 +78,7 @@ def test_every_column_and_the_judges_family_mark_are_in_view(browser, live_serve
     board_changed(family.submission.benchmark_id)
     slug = built.board(Phase.Kind.DEVELOPMENT, "single").benchmark.slug
     width, height = WIDTHS[device]
-    context = browser.new_context(base_url=live_server.url,
-                                  viewport={"width": width, "height": height})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
+    context, page = opened(browser, live_server, device)
     try:
         assert page.goto(f"/b/{slug}/").status == 200
         marked = page.locator("table#board tbody tr").filter(has_text=model.name)
