@@ -47,7 +47,7 @@ def model_id(row: dict) -> str:
     if found:
         return found.group(1)
     name = re.sub(r"[^\w.-]+", "-", row["model"]).strip("-") or str(row["model_id"])
-    return f"{row['submitted_by']}/{name}"
+    return f"{row['submitted_by'] or 'anonymous'}/{name}"  # no owner named: an anonymous entry
 
 
 class Board:

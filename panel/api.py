@@ -10,8 +10,15 @@ from rest_framework.views import APIView
 from config.serializers import error_responses
 from config.throttle import ScopedThrottle
 from leaderboard.boards import state
-from panel import assignment, item_verdicts, judge_card, services
-from panel.serializers import AnswerIn, AnswerOut, ItemPanelOut, JudgeCardOut, TaskOut
+from panel import assignment, corrected, item_verdicts, judge_card, services
+from panel.serializers import (
+    AnswerIn,
+    AnswerOut,
+    CorrectedOut,
+    ItemPanelOut,
+    JudgeCardOut,
+    TaskOut,
+)
 from scoring import visibility
 from scoring.kinds import get_kind
 
@@ -82,6 +89,28 @@ class JudgeCardApi(APIView):
             raise NotFound(f"no benchmark {slug!r}")
         visibility.require(benchmark, request.user)  # its rubrics and verdicts: FULL only
         return Response(JudgeCardOut(judge_card.judge_card(benchmark)).data)
+
+
+class CorrectedApi(APIView):
+    """GET /api/leaderboards/<slug>/judge/models/<model_id>/: a board row's figures corrected
+    by the panel's answers on that system (panel.corrected), read afresh (answers change no
+    board state)."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="judge_corrected_row", responses={200: CorrectedOut,
+                                                                  **error_responses(404)})
+    def get(self, request, slug, model_id):
+        benchmark = state.benchmark_current(slug)
+        if benchmark is None:
+            raise NotFound(f"no benchmark {slug!r}")
+        visibility.require(benchmark, request.user)  # as the judge card: FULL only
+        found = corrected.corrected_figures(benchmark, model_id)
+        if found is None:
+            raise NotFound(f"no row of model {model_id} on {slug!r} people could rate")
+        response = Response(CorrectedOut({"benchmark": slug, **found}).data)
+        patch_cache_control(response, public=True, max_age=ITEM_PANEL_MAX_AGE)
+        return response
 
 
 class ItemPanelApi(APIView):

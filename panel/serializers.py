@@ -254,3 +254,27 @@ class ItemPanelOut(serializers.Serializer):
     item = serializers.CharField()
     rubrics = ItemRubricOut(many=True, help_text="every rubric of a published submission's "
                                                  "output of the item with panel answers")
+
+
+class CorrectedFigureOut(serializers.Serializer):
+    label = serializers.CharField()
+    judge = serializers.FloatField(allow_null=True, help_text="the judge's figure: the board's")
+    corrected = serializers.FloatField(allow_null=True, help_text=(
+        "corrected by prediction-powered inference with the panel's answers on this system "
+        "(null below `needed` labelled samples)"))
+    interval = serializers.ListField(child=serializers.FloatField(), allow_null=True,
+                                     help_text="its 95% interval")
+    samples = serializers.IntegerField(help_text="samples the judge's figure is over")
+    labelled = serializers.IntegerField(help_text="of them, the samples people rated")
+    rubrics = serializers.IntegerField(help_text="the counted rubrics people rated on them")
+
+
+class CorrectedOut(serializers.Serializer):
+    benchmark = serializers.CharField()
+    model_id = serializers.IntegerField()
+    model = serializers.CharField()
+    submission = serializers.IntegerField(help_text="the row's submission")
+    needed = serializers.IntegerField(help_text="labelled samples an axis needs")
+    figures = serializers.DictField(child=CorrectedFigureOut(), help_text=(
+        "per figure of the kind that a rubric counts toward (Kind.panel_axis); a figure of "
+        "all an item's rubrics at once (an exact match) is not corrected"))

@@ -18,4 +18,8 @@ urlpatterns = [
          name="api-panel-item"),
     path("api/leaderboards/<slug:slug>/judge/", api.JudgeCardApi.as_view(),
          name="api-judge-card"),
+    path("b/<slug:slug>/judge/models/<int:model_id>/", views.corrected_row,
+         name="corrected"),
+    path("api/leaderboards/<slug:slug>/judge/models/<int:model_id>/",
+         api.CorrectedApi.as_view(), name="api-corrected"),
 ]

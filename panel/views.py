@@ -15,7 +15,7 @@ from config.staff import staff_only
 from leaderboard.boards import judge_checks
 from leaderboard.boards.state import benchmark_or_404
 from leaderboard.pages.explorer import audio_type
-from panel import agreement, judge_card, services
+from panel import agreement, corrected, judge_card, services
 from panel.models import PanelRemoval
 from scoring import visibility
 from scoring.kinds import get_kind
@@ -111,7 +111,35 @@ def judge(request, slug):
         "self_consistency": _share(panel_figures["self_consistency"]),
         "configs": [_config_shown(kind, c) for c in body["configs"]],
         "min_raters": agreement.MIN_RATERS, "min_rubrics": agreement.MIN_RUBRICS,
-        "checks": judge_checks.checks_shown(body["battery"], body["rank_agreement"])})
+        "checks": judge_checks.checks_shown(body["battery"], body["rank_agreement"]),
+        "corrected_models": corrected.rated_models(benchmark) if kind.has_panel else []})
+
+
+@require_GET
+def corrected_row(request, slug, model_id):
+    """A board row's figures beside the same corrected by the panel's answers on that system
+    (panel.corrected), linked from each row of a board with a panel."""
+    benchmark = benchmark_or_404(slug)
+    visibility.require(benchmark, request.user)  # as the judge card: FULL only
+    found = corrected.corrected_figures(benchmark, model_id)
+    if found is None:
+        raise Http404("no such row")
+    kind = get_kind(benchmark.kind)
+    rows = [{**figure, "axis": axis, **_formatted(kind, axis, figure)}
+            for axis, figure in found["figures"].items()]
+    response = render(request, "panel/corrected.html", {
+        "benchmark": benchmark, "kind": kind, "found": found, "rows": rows})
+    response["Cache-Control"] = "no-cache"  # answers change no board state: read afresh
+    return response
+
+
+def _formatted(kind, axis: str, figure: dict) -> dict:
+    metric = kind.metric(axis)
+    interval = figure["interval"]
+    return {"judge_shown": metric.format(figure["judge"]),
+            "corrected_shown": metric.format(figure["corrected"]),
+            "interval_shown": f"[{metric.format(interval[0])}, {metric.format(interval[1])}]"
+            if interval else ""}
 
 
 @staff_only

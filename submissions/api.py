@@ -71,6 +71,11 @@ class SubmissionListCreateApi(APIView):
             required=False, allow_null=True, default=None, help_text=(
                 "an embargo: scored now, public from this moment on (ISO 8601; UTC unless an "
                 "offset is given), shown nowhere before; at most a year ahead"))
+        anonymous_until = serializers.DateTimeField(
+            required=False, allow_null=True, default=None, help_text=(
+                "an anonymous entry: shown as \"Anonymous submission N\" (no author, no model "
+                "details) until this moment, then under its name (ISO 8601; UTC unless an "
+                "offset is given); at most a year ahead, after publish_at"))
         align = serializers.BooleanField(
             required=False, default=False,
             help_text="AIR-Bench foundation: align unreadable responses through the judge")
@@ -128,7 +133,7 @@ class SubmissionListCreateApi(APIView):
                    responses={200: SubmissionSerializer(many=True), **error_responses(403)})
     def get(self, request):
         return Response(SubmissionSerializer(selectors.submissions_of(request.user),
-                                             many=True).data)
+                                             many=True, context={"request": request}).data)
 
     @extend_schema(operation_id="submissions_create", request=SubmissionInputSerializer,
                    responses={201: SubmissionCreatedSerializer,
@@ -146,12 +151,13 @@ class SubmissionListCreateApi(APIView):
             metadata={k: data[k] for k in METADATA_FIELDS if k in data},
             public=data["public"], predictions=data.get("predictions"),
             archive=data.get("audio"), options={"align": data["align"]},
-            publish_at=data.get("publish_at"),
+            publish_at=data.get("publish_at"), anonymous_until=data.get("anonymous_until"),
         )
         url = request.build_absolute_uri(reverse("submissions:api-detail",
                                                  args=[submission.id]))
         submission.url = url
-        return Response(SubmissionCreatedSerializer(submission).data,
+        return Response(SubmissionCreatedSerializer(submission,
+                                                    context={"request": request}).data,
                         status=status.HTTP_201_CREATED, headers={"Location": url})
 
 
@@ -164,7 +170,8 @@ class SubmissionDetailApi(APIView):
                    responses={200: SubmissionDetailSerializer, **error_responses(403, 404)})
     def get(self, request, pk):
         submission = selectors.submission_get(user=request.user, pk=pk, write=True)
-        return Response(SubmissionDetailSerializer(_detail(submission, request.user)).data)
+        return Response(SubmissionDetailSerializer(_detail(submission, request.user),
+                                                   context={"request": request}).data)
 
     class AuthorChoicesSerializer(serializers.Serializer):
         public = serializers.BooleanField(
@@ -183,7 +190,8 @@ class SubmissionDetailApi(APIView):
         moderation.submission_author_choices(actor=request.user, submission=submission,
                                              **serializer.validated_data)
         return Response(SubmissionSerializer(
-            selectors.submission_get(user=request.user, pk=pk, write=True)).data)
+            selectors.submission_get(user=request.user, pk=pk, write=True),
+            context={"request": request}).data)
 
 
 def _checked(upload, problems: list[str]):

@@ -9,10 +9,7 @@ why), as publishing it by hand would have been refused."""
 
 from __future__ import annotations
 
-import logging
-
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -21,10 +18,10 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from config.errors import ServiceError
 from scoring.boards import board_changed
+from submissions.claims import name_claim
 from submissions.models import Submission
-from submissions.services import name_claim
+from submissions.notifications import author_news
 
-log = logging.getLogger(__name__)
 
 def embargoes_due() -> list[int]:
     return list(Submission.objects.filter(publish_at__lte=timezone.now()).order_by("publish_at")
@@ -59,8 +56,6 @@ def embargo_release(submission_id: int) -> bool:
 
 
 def _tell(submission: Submission, refused: str) -> None:
-    if not submission.owner.email:
-        return
     page = settings.SITE_URL.rstrip("/") + reverse("leaderboard:submission-status",
                                                    args=[submission.pk])
     if refused:
@@ -73,8 +68,4 @@ def _tell(submission: Submission, refused: str) -> None:
         body = (f"Your submission {submission.pk} ({submission.model.name} on "
                 f"{submission.benchmark.title}) left its embargo and is now on the public "
                 f"board.\n\n{page}\n")
-    try:
-        send_mail(subject, body, None, [submission.owner.email])
-    except Exception:  # the release stands; the email is only news of it
-        log.exception("emailing the author of submission %s about its embargo failed",
-                      submission.pk)
+    author_news(submission, subject, body, about="its embargo")

@@ -46,6 +46,12 @@ class SubmissionForm(forms.Form):
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
         help_text="Optional, UTC: scored now, shown on the board from this moment on (you get "
                   "an e-mail), and nowhere before. Implies public.")
+    anonymous_until = forms.DateTimeField(
+        required=False, label="Anonymous until (double-blind review)",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        help_text="Optional, UTC: shown as \"Anonymous submission N\", with neither your name "
+                  "nor the model's details, until this moment; then under its name (you get "
+                  "an e-mail). Its submission page gives a private review link. Implies public.")
     align = forms.BooleanField(
         required=False, label="Align unreadable answers with the judge",
         help_text="Responses whose letter the official rule cannot read are mapped to an "

@@ -24,6 +24,10 @@ class ModelEntry(models.Model):
         max_length=20, blank=True, choices=families.CHOICES, default=families.NOT_DECLARED,
         help_text="the base model family the system is built on")
     description = models.TextField(blank=True)
+    # An anonymous entry's stand-in ("Anonymous submission N": submissions.anonymity): it
+    # holds the entry until its reveal, with nothing of the real model but its base family,
+    # and no page shows who owns it.
+    pseudonym = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -97,6 +101,15 @@ class Submission(models.Model):
     # An embargo: scored now, public from this moment on (submissions.embargo releases it
     # and clears the field); while set, the submission is shown nowhere, whatever `public`.
     publish_at = models.DateTimeField(null=True, blank=True)
+    # An anonymous entry (submissions.anonymity): until this moment it belongs to a pseudonym
+    # model, "Anonymous submission <anonymous_number>", and reveal_as is the model it is shown
+    # under from then on; review_token makes its private review link. The number and the
+    # token stay after the reveal (the link then leads to the model).
+    anonymous_until = models.DateTimeField(null=True, blank=True)
+    anonymous_number = models.PositiveIntegerField(null=True, blank=True, unique=True)
+    reveal_as = models.ForeignKey(ModelEntry, null=True, blank=True, on_delete=models.CASCADE,
+                                  related_name="+")
+    review_token = models.CharField(max_length=43, blank=True, db_index=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.UPLOADED)
     status_times = models.JSONField(default=dict)
     report = models.JSONField(default=dict)  # the validation report

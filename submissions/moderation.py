@@ -20,8 +20,9 @@ from scoring import media
 from scoring.boards import board_changed
 from scoring.models import ScoringRun
 from submissions.attempts import attempt_keep
+from submissions.claims import name_claim
 from submissions.models import ModelEntry, QuotaOverride, Submission
-from submissions.services import name_claim, submission_folder, submission_retry
+from submissions.services import submission_folder, submission_retry
 
 Action = AuditEvent.Action
 

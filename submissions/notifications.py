@@ -26,6 +26,18 @@ from submissions.models import Submission
 log = logging.getLogger(__name__)
 
 
+def author_news(submission: Submission, subject: str, body: str, *, about: str) -> None:
+    """Email the author news of a change already made (an embargo's release, a reveal): the
+    change stands whether or not the email leaves, so a failure is logged, not raised."""
+    if not submission.owner.email:
+        return
+    try:
+        send_mail(subject, body, None, [submission.owner.email])
+    except Exception:
+        log.exception("emailing the author of submission %s about %s failed", submission.pk,
+                      about)
+
+
 def submissions_to_notify() -> list[int]:
     """Submissions that ended in a state their author has not been emailed about.
 

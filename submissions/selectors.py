@@ -19,7 +19,7 @@ def submission_get(*, user, pk, write: bool = False) -> Submission:
     choices), one the user may see but neither owns nor, as staff, manages is a 403."""
     try:
         submission = (Submission.objects.visible_to(user)
-                      .select_related("model", "benchmark", "current_run").get(pk=pk))
+                      .select_related("model", "reveal_as", "benchmark", "current_run").get(pk=pk))
     except (Submission.DoesNotExist, ValueError, TypeError):
         raise Http404("no such submission") from None
     if write and not manages(user, submission):
@@ -41,7 +41,8 @@ def withheld(ids: set[int]) -> frozenset[int]:
 
 def submissions_of(user):
     return (Submission.objects.filter(owner=user)
-            .select_related("model", "benchmark", "current_run").order_by("-created_at"))
+            .select_related("model", "reveal_as", "benchmark", "current_run")
+            .order_by("-created_at"))
 
 
 def benchmark_latest(slug: str) -> Benchmark | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from submissions import anonymity
+
 
 class RunSerializer(serializers.Serializer):
     """One scoring run of a submission."""
@@ -47,6 +49,15 @@ class SubmissionSerializer(serializers.Serializer):
     publish_at = serializers.DateTimeField(allow_null=True, help_text=(
         "an embargo: public from this moment on (UTC), shown nowhere before; null once "
         "released, or without one"))
+    anonymous_until = serializers.DateTimeField(allow_null=True, help_text=(
+        "an anonymous entry: shown as `model` (\"Anonymous submission N\") until this moment "
+        "(UTC), then under its name; null once revealed, or without one"))
+    reveals_as = serializers.SerializerMethodField(
+        help_text="an anonymous entry's model name from its reveal on (its author and staff "
+                  "only; null for anyone else)")
+    review_link = serializers.SerializerMethodField(
+        help_text="an anonymous entry's private review link: its page, without its name until "
+                  "the reveal, its model's after (its author and staff only)")
     created_at = serializers.DateTimeField()
     status_times = serializers.DictField(child=serializers.CharField())
     coverage = serializers.FloatField(allow_null=True)
@@ -56,6 +67,22 @@ class SubmissionSerializer(serializers.Serializer):
     flag = serializers.SerializerMethodField()
     notice = serializers.SerializerMethodField(
         help_text="when it failed on our side: that, in plain words, and what happens next")
+
+    def _manager(self, submission) -> bool:
+        user = getattr(self.context.get("request"), "user", None)
+        return user is not None and (user.is_staff or user.pk == submission.owner_id)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_reveals_as(self, submission) -> str | None:
+        if submission.reveal_as_id is None or not self._manager(submission):
+            return None
+        return submission.reveal_as.name
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_review_link(self, submission) -> str | None:
+        if not submission.review_token or not self._manager(submission):
+            return None
+        return anonymity.review_link(submission)
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_flag(self, submission) -> str | None:

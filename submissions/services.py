@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.files.move import file_move_safe
 from django.core.files.uploadedfile import UploadedFile
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.http import Http404
 from django.utils import timezone
@@ -31,13 +31,15 @@ from scoring.kinds import get_kind
 from scoring.kinds.files import PredictionError, text_stream
 from scoring.models import Benchmark, Item, ScoringRun
 from scoring.tasks import SpectrogramTask, enqueue_run
+from submissions import anonymity
+from submissions.claims import name_claim
 from submissions.file_checks import (
     archive_file_problems,
     predictions_file_problems,
     takes_archive,
 )
 from submissions.models import ModelEntry, Submission
-from submissions.names import name_fault, name_normalise, name_skeletons
+from submissions.names import name_fault, name_normalise
 from submissions.notifications import submission_notify
 from submissions.quota import quota_left, quota_problems, quota_retry_after
 from submissions.signals import measure_output_signals
@@ -133,7 +135,8 @@ NAME_FIELDS = ("organisation",)
 
 
 def _name_problems(model_name: str, metadata: dict) -> dict:
-    problems = {"model_name": name_fault(model_name, field="model name"),
+    problems = {"model_name": name_fault(model_name, field="model name")
+                or anonymity.reserved_name_problem(name_normalise(model_name)),
                 **{k: name_fault(metadata[k], field=k, required=False, label=k.capitalize())
                    for k in NAME_FIELDS if k in metadata}}
     return {field: [problem] for field, problem in problems.items() if problem}
@@ -146,29 +149,6 @@ def _merged(*found: dict) -> dict[str, list[str]]:
         for field, messages in problems.items():
             merged.setdefault(field, []).extend(messages)
     return {field: messages for field, messages in merged.items() if messages}
-
-
-def name_claim(*, user, benchmark: Benchmark, name: str) -> None:
-    """Refuse a model name that looks like another author's public one on the same benchmark
-    (any version): a name is reserved across authors once it is public (a shown submission
-    that was not rejected: on the board, or on its way there), so a private name never changes
-    another author's answer. Uploads and publications of look-alike names wait for each other
-    (a lock per skeleton, held to the end of the transaction), so two authors cannot both make
-    one name public at once."""
-    skeletons = name_skeletons(name)
-    if connection.vendor == "postgresql":
-        for skeleton in sorted(skeletons):
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                               [f"model-name:{benchmark.slug}:{skeleton}"])
-    shown = Submission.objects.shown().filter(benchmark__slug=benchmark.slug) \
-        .exclude(status=Submission.Status.REJECTED)
-    others = ModelEntry.objects.filter(submissions__in=shown).exclude(owner=user) \
-        .values_list("name", flat=True).distinct()
-    if any(skeletons & name_skeletons(other) for other in others):
-        raise ServiceError({"model_name": [
-            f"the name '{name}' is taken on this benchmark by another author's public model "
-            "(names that look alike count as the same)"]}, code="conflict")
 
 
 def upload_file_problems(*, benchmark: Benchmark, predictions: UploadedFile | None,
@@ -213,13 +193,15 @@ def embargo_problem(publish_at) -> str | None:
 def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: dict,
                       public: bool, predictions: UploadedFile | None,
                       archive: UploadedFile | None, options: dict | None = None,
-                      door_checked: bool = False, publish_at=None) -> Submission:
+                      door_checked: bool = False, publish_at=None,
+                      anonymous_until=None) -> Submission:
     """Store an upload and queue its validation; refuse it whole, storing nothing, when the
     quota is used up or the predictions file is plainly wrong. `options` are the benchmark
     kind's upload options (e.g. {"align": True} for AIR-Bench foundation). A benchmark with a
     door of its own (give_door_rule) takes uploads from that door only (`door_checked`).
     `publish_at`: an embargo, public from that moment (submissions.embargo), shown nowhere
-    before."""
+    before. `anonymous_until`: shown as "Anonymous submission N" until that moment, then
+    under its name (submissions.anonymity)."""
     why = None if door_checked else next(
         (found for rule in _door_rules if (found := rule(benchmark))), None)
     if why:
@@ -234,6 +216,9 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
     late = embargo_problem(publish_at)
     if late:
         problems = _merged(problems, {"publish_at": [late]})
+    hidden = anonymity.anonymous_problem(anonymous_until, publish_at)
+    if hidden:
+        problems = _merged(problems, {"anonymous_until": [hidden]})
     if predictions is None and archive is None and not problems:
         problems["__all__"] = ["upload a predictions file and an archive of the edited audio, "
                                "or one archive holding both"]
@@ -256,9 +241,12 @@ def submission_create(*, user, benchmark: Benchmark, model_name: str, metadata: 
             model, created = ModelEntry.objects.get_or_create(owner=user, name=model_name,
                                                               defaults=details)
             submission = Submission(owner=user, model=model, benchmark=benchmark,
-                                    public=public or publish_at is not None,
+                                    public=public or publish_at is not None
+                                    or anonymous_until is not None,
                                     publish_at=publish_at, model_details={} if created else details,
                                     options=options)
+            if anonymous_until is not None:
+                anonymity.anonymous_entry(submission, anonymous_until)
             submission.mark(Submission.Status.UPLOADED)
             submission.save()
             submission.files_dir = f"submissions/{submission.pk}"
@@ -369,7 +357,7 @@ def model_family_set(*, user, model_id: int, family: str) -> ModelEntry:
 def _apply_model_details(submission: Submission) -> None:
     """An existing model's details change only with a public submission that passed
     validation: a private or rejected upload must not rewrite what the board shows."""
-    if submission.public and submission.model_details:
+    if submission.public and submission.model_details and submission.reveal_as_id is None:
         ModelEntry.objects.filter(id=submission.model_id).update(**submission.model_details)
         board_changed(*Submission.objects.filter(model_id=submission.model_id)
                       .values_list("benchmark_id", flat=True).distinct())

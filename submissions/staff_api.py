@@ -77,7 +77,8 @@ class _SubmissionModerationApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return Response(SubmissionSerializer(self.change(
-            actor=request.user, submission=submission, **data.validated_data)).data)
+            actor=request.user, submission=submission, **data.validated_data),
+            context={"request": request}).data)
 
 
 class HideInputSerializer(serializers.Serializer):

@@ -6,7 +6,7 @@ import logging
 from celery import shared_task
 
 from config.celery import broker_emptied
-from submissions import embargo, notifications, rescoring, services, uploads
+from submissions import anonymity, embargo, notifications, rescoring, services, uploads
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +34,21 @@ def notify_authors() -> None:
 
 @shared_task(ignore_result=True)
 def release_embargoes() -> None:
-    """Periodic: publish the embargoed submissions whose date has come (submissions.embargo);
-    one that breaks is logged and tried at the next sweep."""
+    """Periodic: publish the embargoed submissions whose date has come (submissions.embargo)
+    and name the anonymous ones whose date has come (submissions.anonymity); one that breaks
+    is logged and tried at the next sweep."""
     for submission_id in embargo.embargoes_due():
         try:
             embargo.embargo_release(submission_id)
         except Exception:
             log.exception("releasing the embargo of submission %s broke; the next sweep tries "
+                          "again", submission_id)
+    # And the anonymous entries whose date has come are named (submissions.anonymity).
+    for submission_id in anonymity.reveals_due():
+        try:
+            anonymity.reveal(submission_id)
+        except Exception:
+            log.exception("revealing the anonymous submission %s broke; the next sweep tries "
                           "again", submission_id)
 
 

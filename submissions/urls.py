@@ -8,6 +8,7 @@ urlpatterns = [
     path("submissions/", views.submission_list, name="list"),
     path("submit/", views.upload, name="upload"),
     path("m/<int:model_id>/family/", views.model_family_view, name="model-family"),
+    path("review/<str:token>/", views.review_link, name="review"),
     path("submissions/<int:pk>/files/<str:name>", views.submission_file, name="file"),
     path("submissions/<int:pk>/cancel/", views.submission_cancel_view, name="cancel"),
     path("submissions/<int:pk>/visibility/", moderation_views.submission_visibility,

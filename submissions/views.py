@@ -3,6 +3,7 @@ import logging
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.verification import verified_email_for_uploads
@@ -10,7 +11,7 @@ from config.celery import BrokerUnavailable
 from config.errors import STORAGE_FULL, STORAGE_FULL_RETRY_SECONDS, ServiceError, storage_full
 from config.throttle import limit_posts
 from scoring import visibility
-from submissions import selectors
+from submissions import anonymity, selectors
 from submissions.api import file_response
 from submissions.forms import SubmissionForm
 from submissions.quota import quota_shown
@@ -69,6 +70,7 @@ def _upload(request):
                 metadata={k: data[k] for k in METADATA_FIELDS}, public=data["public"],
                 predictions=data["predictions"], archive=data["audio"],
                 options={"align": data["align"]}, publish_at=data.get("publish_at"),
+                anonymous_until=data.get("anonymous_until"),
             )
         except ServiceError as exc:
             form.add_error(None, exc)  # by field where the service names one
@@ -120,3 +122,13 @@ def submission_cancel_view(request, pk):
     except ServiceError as exc:
         messages.error(request, str(exc))
     return redirect("leaderboard:submission-status", pk=pk)
+
+
+@never_cache
+def review_link(request, token):
+    """An anonymous entry's private review link: to the entry's page, under its pseudonym
+    until its reveal and its model's name after (submissions.anonymity); 404 while the entry
+    is on no public page."""
+    response = redirect(anonymity.review_target(token))
+    response["X-Robots-Tag"] = "noindex"
+    return response

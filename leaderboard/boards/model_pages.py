@@ -135,8 +135,10 @@ def attempt_rows(entry: ModelEntry, featured: dict[str, Submission]) -> list[dic
     rows = []
     for slug, submission in featured.items():
         dates = attempt_dates(entry.owner_id, slug)
+        # An anonymous entry's page counts them but dates none: a list of days is the
+        # author's own, as good as a name (submissions.anonymity).
         rows.append({"slug": slug, "title": submission.benchmark.title, "count": len(dates),
-                     "dates": dated_attempts(dates),
+                     "dates": [] if entry.pseudonym else dated_attempts(dates),
                      "own": model_attempts(entry.id, slug)})
     return rows
 

@@ -79,6 +79,7 @@ def board_row(submission: Submission, figures: SliceResult, kind: Kind) -> dict:
         "base_family": model.base_family,
         "judge_family": families.same_family(model.base_family, run.judge_model),
         "submitted_by": model.submitted_by, "verified": model.verified,
+        "anonymous": model.pseudonym,
         **metric_figures(figures, kind),
         **{m.key: figures.values.get(m.key) for m in kind.judge_figures},
         "coverage": submission.coverage, "partial": submission.partial,

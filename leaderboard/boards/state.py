@@ -90,6 +90,7 @@ class ShownModel:
     base_family: str = ""  # judge.families: what the system is built on
     submitted_by: str = ""  # the owner's username
     verified: bool = False  # the owner logged in through GitHub or Hugging Face
+    pseudonym: bool = False  # an anonymous entry's stand-in (submissions.anonymity)
 
 
 @dataclass(frozen=True)
@@ -331,14 +332,16 @@ def _shown(chosen: list[tuple], runs: dict[int, ShownRun]) -> list[Shown]:
     """Shown rows of submissions (SHOWN_FIELDS) with their runs, their models and owners."""
     found = list(ModelEntry.objects.filter(id__any=[s[1] for s in chosen]).values_list(
         "id", "name", "organisation", "link", "licence", "open_weights", "parameters",
-        "base_family", "owner_id"))
+        "base_family", "pseudonym", "owner_id"))
     owners = {m[-1] for m in found}
     names = dict(get_user_model().objects.filter(id__any=list(owners))
                  .values_list("id", "username"))
     verified = set(SocialAccount.objects.filter(user_id__any=list(owners),
                                                 provider__in=VERIFYING_PROVIDERS)
                    .values_list("user_id", flat=True))
-    models = {m[0]: ShownModel(*m[:-1], submitted_by=names[m[-1]], verified=m[-1] in verified)
+    # An anonymous entry's pseudonym (submissions.anonymity) names no owner.
+    models = {m[0]: ShownModel(*m[:-2], submitted_by="" if m[-2] else names[m[-1]],
+                               verified=not m[-2] and m[-1] in verified, pseudonym=m[-2])
               for m in found}
     return [Shown(*s, model=models[s[1]], current_run=runs[s[2]]) for s in chosen]
 

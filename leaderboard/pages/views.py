@@ -31,6 +31,7 @@ from scoring.cost import card_rows
 from scoring.kinds import get_kind
 from scoring.kinds.base import Section
 from scoring.runs import cost_card, measured_cost
+from submissions import anonymity
 from submissions import selectors as submission_selectors
 
 BOARD_PAGE_ROWS = model_pages.BOARD_PAGE_ROWS
@@ -186,6 +187,8 @@ def _board_body(benchmark, query, page: int, chart: str) -> dict:
         "kind": kind,
         "ranged": any(r["rank_range"] for r in ranked),
         "benchmark_slug": benchmark.slug,
+        # Each row links to its figures corrected by the listening panel (panel.corrected).
+        "people": kind.has_panel and not benchmark.rubrics_hidden,
         "slice_label": kind.dimension_label(query.dimension),
         "slice_n": next((r["n"] for r in ranked), None),
         "ranked_by": selectors.ranked_by(kind, query),
@@ -530,6 +533,7 @@ def submission_status(request, pk):
     if context["standing"] is None:  # no figure of a hidden-rubric board's row
         runs = [{**r, "figures": []} for r in runs]
     context["runs"] = runs
+    context["review_link"] = anonymity.review_link(context["submission"])
     return render(request, "submissions/detail.html", context)
 
 

@@ -511,6 +511,12 @@ class Kind(abc.ABC):
         choosing the question's first option; None where the judge gave none."""
         raise NotImplementedError(f"{self.title} has no listening panel")
 
+    def panel_axis(self, category: str) -> str | None:
+        """The per-item figure (a key of ItemResult.values, averaged over items into the
+        board's metric of the same name) that a criterion of this category counts toward,
+        for figures corrected by the panel's answers (panel.corrected); None: none."""
+        return None
+
     def panel_stratum(self, dims: dict) -> str:
         """The stratum of an item (its dimensions) that the panel spreads its tasks over,
         besides the criterion's category; by default one for every item."""

@@ -313,3 +313,74 @@ def test_an_eee_record_carries_the_panels_figures_of_its_judge_config(client, ra
     assert changed["raters"] == human["raters"] - 1
     assert details()["human_panel_raters"] == str(changed["raters"])
     assert details()["human_panel_agreement"] == f"{changed['agreement']:.4f}"
+
+
+@pytest.mark.parametrize("system", ["a", "b"])
+def test_a_rows_figures_are_corrected_by_people_on_its_own_outputs(client, rated_board,
+                                                                   panel_board, system):
+    """A board row's IFR and CR corrected by prediction-powered inference over samples: the
+    judge's per-sample figure on every sample, and (people's verdict - the judge's) on the
+    samples people rated of this system alone, computed here from the published formula."""
+    from scoring.kinds.mmae.rules import IF_CATEGORY
+
+    submission = rated_board[system]
+    score = {"a": judge_a, "b": judge_b}[system]
+    found = client.get(f"/api/leaderboards/mmae/judge/models/{submission.model_id}/").json()
+    assert found["submission"] == submission.pk and found["model"] == submission.model.name
+    per_sample = {"IFR": [], "CR": []}
+    for item in panel_board.benchmark.items.prefetch_related("criteria"):
+        for axis, mine in (("IFR", lambda c: c.category == IF_CATEGORY),
+                           ("CR", lambda c: c.category != IF_CATEGORY)):
+            scores = [score(item, c) for c in item.criteria.all() if mine(c)]
+            if scores:
+                per_sample[axis].append(sum(scores) / len(scores))
+    gaps = {"IFR": {}, "CR": {}}
+    for task_id in sorted(rated_board["rated"]):
+        task = PanelTask.objects.select_related("criterion__item").get(pk=task_id)
+        if task.submission_id != submission.pk:
+            continue
+        rights = [right for _, right in rated_board["given"][task_id]]
+        yes, no = rights.count(True), rights.count(False)
+        if len(rights) < 2 or yes == no:
+            continue
+        axis = "IFR" if task.criterion.category == IF_CATEGORY else "CR"
+        judge = score(task.criterion.item, task.criterion)
+        gaps[axis].setdefault(task.criterion.item_id, []).append(float(yes > no) - judge)
+    assert set(found["figures"]) == {"IFR", "CR"}
+    corrected = 0
+    for axis, figure in found["figures"].items():
+        f = np.array(per_sample[axis], dtype=float)
+        d = np.array([np.mean(g) for g in gaps[axis].values()], dtype=float)
+        assert figure["judge"] == pytest.approx(100 * f.mean())
+        assert (figure["samples"], figure["labelled"]) == (len(f), len(d))
+        assert figure["rubrics"] == sum(len(g) for g in gaps[axis].values())
+        if len(d) < 2:
+            assert figure["corrected"] is None and figure["interval"] is None
+            continue
+        corrected += 1
+        theta = f.mean() + d.mean()
+        half = 1.959963984540054 * np.sqrt(f.var(ddof=1) / len(f) + d.var(ddof=1) / len(d))
+        assert figure["corrected"] == pytest.approx(100 * theta)
+        assert figure["interval"] == pytest.approx([100 * (theta - half), 100 * (theta + half)])
+    assert corrected, "the plan rates enough of each system for one axis at least"
+    # On demand from the board's row, and as a page.
+    board = client.get("/b/mmae/").content.decode()
+    link = f"/b/mmae/judge/models/{submission.model_id}/"
+    assert select(board, f'a[href="{link}"]')
+    page = client.get(link).content.decode()
+    assert one(page, "#corrected-IFR") and one(page, "#corrected-CR")
+    assert select(client.get("/b/mmae/judge/").content.decode(),
+                  f'#corrected-models a[href="{link}"]')
+
+
+def test_a_model_without_a_row_has_no_corrected_figures(client, rated_board, author):
+    from submissions.models import Submission
+
+    Submission.objects.filter(pk=rated_board["a"].pk).update(public=False)
+    from scoring.boards import board_changed
+
+    board_changed(rated_board["a"].benchmark_id)
+    model = rated_board["a"].model_id
+    assert client.get(f"/api/leaderboards/mmae/judge/models/{model}/").status_code == 404
+    assert client.get(f"/b/mmae/judge/models/{model}/").status_code == 404
+    assert client.get("/b/mmae/judge/models/999999/").status_code == 404

@@ -186,6 +186,10 @@ class MMAE(Kind):
         """The rubric's score: the majority of the judge's votes chose its right option."""
         return bool(values["rubric_scores"][index])
 
+    def panel_axis(self, category: str) -> str | None:
+        """IFR_s averages a sample's Instruction Following rubrics, CR_s the others (SPEC 4)."""
+        return "IFR" if category == mmae.IF_CATEGORY else "CR"
+
     def panel_stratum(self, dims: dict) -> str:
         """Modality x complexity."""
         return f"{dims.get('modality', '')} / {dims.get('complexity', '')}"

@@ -141,6 +141,10 @@ class Command(BaseCommand):
         parser.add_argument("--publish-at", metavar="WHEN",
                             help="an embargo: scored now, public from this moment on (ISO "
                                  "8601, UTC unless an offset is given), shown nowhere before")
+        parser.add_argument("--anonymous-until", metavar="WHEN",
+                            help="an anonymous entry: shown as \"Anonymous submission N\" "
+                                 "until this moment (ISO 8601, UTC unless an offset is given), "
+                                 "then under its name")
         parser.add_argument("--no-wait", action="store_true",
                             help="return once uploaded instead of following the scoring")
         parser.add_argument("--poll-seconds", type=float, default=2.0,
@@ -191,7 +195,7 @@ class Command(BaseCommand):
         if o["align"]:
             form["align"] = "true"
         for field in ("organisation", "link", "parameters", "licence", "base_family",
-                      "publish_at", "description"):
+                      "publish_at", "anonymous_until", "description"):
             if o[field] is not None:
                 form[field] = o[field]
         total = sum(path.stat().st_size for path in paths.values())
