@@ -1,11 +1,13 @@
-"""What the explorer shows beside each player: the spectrogram images of a sample's audio
-(scoring.spectrogram_store), or that they are being drawn. The caller has checked access."""
+"""What the explorer and the item pages show beside each player: the spectrogram images of a
+sample's audio (scoring.spectrogram_store), or that they are being drawn. The caller has
+checked access."""
 
 from __future__ import annotations
 
 from django.urls import reverse
 
 from scoring import spectrogram_store
+from submissions.models import Submission
 from submissions.services import spectrograms_folder
 
 
@@ -37,3 +39,35 @@ def spectrograms_annotate(submission, samples: list[dict]) -> None:
             "diff": _image(submission, key, "diff", True) if drawn and drawn["diff"] else None,
             "output_pending": outputs is None,
         }
+
+
+def sides_annotate(benchmark, items: list[dict]) -> None:
+    """Give the item pages' items their images where they are drawn (nothing where they are
+    not: these pages are kept per board state, and the drawing is over long before a
+    submission is scored): each item's `input_spectrograms` (one per input label, through the
+    submission that serves its inputs) and each side's output and difference from the input
+    (`side["spectrograms"]`), for the outputs a side shows (not withheld, not missing)."""
+    if not items:
+        return
+    inputs = spectrogram_store.drawn(spectrogram_store.inputs_folder(benchmark)) or {}
+    manifests: dict[int, dict] = {}
+    for item in items:
+        key, first = item["key"], item.get("input_submission")
+        numbers = set(inputs.get(key, []))
+        item["input_spectrograms"] = [
+            _image(Submission(pk=first), key, label, True) if int(label[5:]) in numbers
+            else None for label in item.get("inputs", [])]
+        for side in item["sides"]:
+            s, pk = side["s"], side["submission"]
+            side["spectrograms"] = None
+            if s.get("withheld") or not s.get("has_output"):
+                continue
+            if pk not in manifests:
+                manifests[pk] = spectrogram_store.drawn(
+                    spectrograms_folder(Submission(pk=pk))) or {}
+            drawn = manifests[pk].get(key)
+            if drawn:
+                owner = Submission(pk=pk)
+                side["spectrograms"] = {
+                    "output": _image(owner, key, "output", True),
+                    "diff": _image(owner, key, "diff", True) if drawn["diff"] else None}

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_safe
 from leaderboard.boards import item_pages
 from leaderboard.boards import state as board_state
 from leaderboard.boards.explorer_selectors import slice_buckets
+from leaderboard.boards.spectrogram_selectors import sides_annotate
 from leaderboard.boards.state import benchmark_or_404
 from leaderboard.pages import compare as comparison
 from leaderboard.pages import responses
@@ -65,7 +66,9 @@ def _compare_items_page(request, benchmark, now: board_state.BoardState):
                            make=lambda: item_pages.differing(kind, a, b, **slice_))
     shown, paging = page_of(ids, data["page"], item_pages.PAGE_SIZE)
     normal = normalised(form, page=1)
-    context.update(items=item_pages.pair_items(benchmark, a, b, shown), paging=paging,
+    items = item_pages.pair_items(benchmark, a, b, shown)
+    sides_annotate(benchmark, items)
+    context.update(items=items, paging=paging,
                    query=normal, slice=slice_, models=item_pages.systems([a, b]),
                    compare_query=urlencode([("models", a.model_id), ("models", b.model_id)]),
                    slice_query=urlencode([(n, data[n]) for n in ("dimension", "bucket")
@@ -101,6 +104,7 @@ def _item_page(request, benchmark, key: str):
     found = item_pages.item_across(benchmark, key, shown)
     if found is None:
         raise Http404("no such item")
+    sides_annotate(benchmark, [found])
     normal = normalised(form, page=1)
     slice_query = urlencode([(n, data[n]) for n in ("dimension", "bucket") if data[n]])
     before, after = item_pages.neighbours(benchmark, found["id"], dimension=data["dimension"],

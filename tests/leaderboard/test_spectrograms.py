@@ -203,3 +203,32 @@ def test_the_command_draws_what_no_worker_drew_and_then_nothing(client, edited):
     out = io.StringIO()
     call_command("draw_spectrograms", stdout=out)
     assert out.getvalue().strip() == "drawn: 0 input and 0 output spectrogram(s)"
+
+
+def test_the_item_page_shows_each_sides_images_once_drawn(client, edited):
+    """Where outputs are compared (the item page, and compare-items through the same
+    template): the inputs' images under their players, each side's output and its
+    difference from the input, once drawn; nothing (no broken image) before."""
+    from scoring.boards import board_changed
+    from scoring.models import SliceResult
+
+    # On the board: a row has its overall slice.
+    SliceResult.objects.create(run=edited["run"], dimension="overall", bucket="",
+                               n=len(edited["samples"]),
+                               values={"IFR": 50.0, "CR": 60.0, "EMR": 10.0})
+    board_changed(edited["benchmark"].pk)
+    url = f"/b/mmae/i/{edited['first']}/"
+    page = client.get(url).content.decode()
+    assert select(page, "audio") and select(page, "img.spectrogram") == []
+    draw(edited)
+    board_changed(edited["benchmark"].pk)  # the page is kept per board state
+    page = client.get(url).content.decode()
+    side = f'section[data-side="{edited["submission"].model_id}"]'
+    for which in ("output", "diff"):
+        assert select(page, f'{side} img.spectrogram[src="{edited["base"]}/{which}.png"]'), \
+            which
+    assert select(page, f'.players img.spectrogram[src="{edited["base"]}/input1.png"]')
+    second = client.get(f"/b/mmae/i/{edited['second']}/").content.decode()
+    base = f"/s/{edited['submission'].pk}/spectrogram/{edited['second']}"
+    assert select(second, f'img.spectrogram[src="{base}/output.png"]')
+    assert select(second, f'[src="{base}/diff.png"]') == []  # longer than its input
