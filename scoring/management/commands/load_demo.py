@@ -5,8 +5,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring import synthetic
+from scoring import synthetic, synthetic_airbench
 from scoring.judge_configs import judge_config_current
+from scoring.kinds.airbench import rules as airbench
 from scoring.services import BenchmarkFileError, benchmark_import
 
 # Long enough for every segment the demo's rubrics name (up to output[1.0s:2.5s]): a rubric
@@ -16,8 +17,10 @@ DEMO_SECONDS = 3.0
 
 class Command(BaseCommand):
     help = (
-        "Make the synthetic demo benchmark (generated text and tones, labelled synthetic) and "
-        "its demo submissions under VAR_DIR/demo, and import it as `mmae-demo`. Idempotent."
+        "Make the synthetic demo benchmarks (generated text and tones, labelled synthetic) and "
+        "their demo submissions under VAR_DIR/demo, and import them: MMAE as `mmae-demo`, "
+        "AIR-Bench's two tracks as `airbench-foundation-demo` and `airbench-chat-demo`. "
+        "Idempotent."
     )
 
     def add_arguments(self, parser):
@@ -48,6 +51,40 @@ class Command(BaseCommand):
         self.stdout.write(f"demo benchmark {benchmark} {state}, judged by {config.name} "
                           f"({', '.join(config.base_urls)}); submissions to upload (one "
                           f"archive each, predictions and audio) are in {root / 'uploads'}")
+        if options["slug"] == "mmae-demo":
+            self._airbench(root)
+
+    def _airbench(self, root: Path) -> None:
+        """AIR-Bench's two tracks, small and synthetic, with two demo systems' predictions
+        files each (JSONL: AIR-Bench answers in text, so no audio is uploaded)."""
+        folder = root / "airbench"
+        tracks = ((airbench.FOUNDATION, synthetic_airbench.FOUNDATION_META,
+                   "AIR-Bench foundation demo (synthetic data)"),
+                  (airbench.CHAT, synthetic_airbench.CHAT_META,
+                   "AIR-Bench chat demo (synthetic data)"))
+        if not (folder / synthetic_airbench.CHAT_META).exists():
+            foundation = synthetic_airbench.write_foundation(folder, 3, seed=11)
+            chat = synthetic_airbench.write_chat(folder, 3, seed=12)
+            for number, right in ((1, 0.8), (2, 0.55)):
+                name = f"demo-system-{'ab'[number - 1]}"
+                synthetic_airbench.write_foundation_system(
+                    foundation, root / "uploads" / f"airbench-foundation-{name}.jsonl",
+                    seed=number, right=right)
+                synthetic_airbench.write_chat_system(
+                    chat, root / "uploads" / f"airbench-chat-{name}.jsonl", seed=number,
+                    detail=right)
+        for kind, meta, title in tracks:
+            try:
+                benchmark, created = benchmark_import(
+                    kind=kind, path=folder / meta, audio_root=folder, slug=f"{kind}-demo",
+                    title=title, synthetic=True)
+            except BenchmarkFileError as exc:
+                raise CommandError(str(exc)) from None
+            judge_config_current(benchmark)
+            self.stdout.write(f"demo benchmark {benchmark} "
+                              f"{'imported' if created else 'already loaded'}; its "
+                              f"predictions files are {root / 'uploads'}/{kind}-demo-system-"
+                              "{a,b}.jsonl")
 
 
 def _bundle(root: Path, name: str, predictions: Path) -> None:
