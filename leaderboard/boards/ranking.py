@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scoring.kinds import Kind
+from scoring.kinds import Kind, resample
 
 REPLICATES = 1000
 
@@ -190,10 +190,7 @@ def _ranges(ranks: np.ndarray) -> list[list[int]]:
 
 def draws(n_items: int, *, replicates: int, seed: int) -> np.ndarray:
     """How many times each item is drawn in each replicate (R x n)."""
-    picks = np.random.default_rng(seed).integers(0, n_items, size=(replicates, n_items))
-    flat = (picks + n_items * np.arange(replicates)[:, None]).ravel()
-    return np.bincount(flat, minlength=replicates * n_items) \
-        .reshape(replicates, n_items).astype(np.float64)
+    return resample.draws(n_items, replicates, np.random.default_rng(seed))
 
 
 def slice_ranges(kind: Kind, *, weights: np.ndarray, values: dict, dims: list[dict],

@@ -14,6 +14,15 @@ import warnings
 import numpy as np
 
 
+def draws(n_items: int, replicates: int, rng: np.random.Generator) -> np.ndarray:
+    """How many times each item is drawn in each replicate (R x n): n items drawn with
+    replacement, R times."""
+    picks = rng.integers(0, n_items, size=(replicates, n_items))
+    flat = (picks + n_items * np.arange(replicates)[:, None]).ravel()
+    return np.bincount(flat, minlength=replicates * n_items) \
+        .reshape(replicates, n_items).astype(np.float64)
+
+
 def mean(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The weighted mean of each model's values, skipping NaN (an item without a value)."""
     present = ~np.isnan(values)

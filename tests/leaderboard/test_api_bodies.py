@@ -22,7 +22,8 @@ from tests.leaderboard.test_airbench_board import (  # noqa: F401 (a fixture)
 
 # GET operations answering JSON; any other one must be added here to be checked.
 READ_API = {"leaderboard", "benchmarks", "model", "submissions_slices", "submissions_list",
-            "submissions_detail", "judge_card", "panel_next", "panel_item"}
+            "submissions_detail", "judge_card", "panel_next", "panel_item",
+            "judge_corrected_row"}
 # Read endpoints whose bodies are checked against the schema where their data is made.
 CHECKED_ELSEWHERE = {"challenge_entries_list": "tests/challenges/test_entries.py",
                      "submissions_signals": "tests/submissions/test_output_signals.py",
@@ -122,6 +123,11 @@ def test_every_read_body_is_what_its_schema_describes(client, filled_boards, aut
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/air-bench-chat/judge/",
          200),
         ("/api/leaderboards/{slug}/judge/", client, "/api/leaderboards/nope/judge/", 404),
+        # With answers: tests/panel/test_judge_card.py.
+        ("/api/leaderboards/{slug}/judge/models/{model_id}/", client,
+         f"/api/leaderboards/mmae/judge/models/{alpha.model_id}/", 200),
+        ("/api/leaderboards/{slug}/judge/models/{model_id}/", client,
+         "/api/leaderboards/mmae/judge/models/999999/", 404),
         ("/api/panel/{slug}/next/", mine, "/api/panel/air-bench-foundation/next/", 404),
         # With answers: tests/panel/test_item_verdicts.py.
         ("/api/panel/{slug}/items/{key}/", client, "/api/panel/mmae/items/nope/", 404),

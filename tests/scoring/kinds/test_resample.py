@@ -91,3 +91,32 @@ def test_a_replicate_that_draws_an_item_twice_weighs_it_twice():
     assert figures["IFR"][:, 0] == pytest.approx([200 / 3, 0.0])
     assert figures["EMR"][:, 0] == pytest.approx([200 / 3, 0.0])
     assert figures["CR"][:, 0] == pytest.approx([100.0, 100.0])
+
+
+@pytest.mark.parametrize("name, make", [(airbench.FOUNDATION, foundation_items),
+                                        (airbench.CHAT, chat_items)])
+def test_air_bench_intervals_are_percentiles_of_the_official_summary_over_resamples(name,
+                                                                                    make):
+    """AIR-Bench's 95% intervals: the overall figures of the official aggregation
+    (summarize: per task, a domain the mean of its tasks, ...) over 1,000 resamples of the
+    items drawn with replacement, seeded, as percentiles; every slice has one around its
+    figure."""
+    kind = get_kind(name)
+    rows = rows_of(kind, make(), random.Random(9))[1]
+    found = kind.intervals(rows, seed=21)
+    rng = np.random.default_rng(21)  # the overall slice draws first, 100 replicates a time
+    replicates = []
+    for _ in range(10):
+        picks = rng.integers(0, len(rows), size=(100, len(rows)))
+        replicates += [kind.summarize([rows[i] for i in pick])["overall"] for pick in picks]
+    for metric, (lo, hi) in found["overall"].items():
+        values = np.array([r[metric] for r in replicates if r[metric] is not None], dtype=float)
+        assert (lo, hi) == pytest.approx(tuple(np.percentile(values, [2.5, 97.5]))), metric
+    assert set(found["overall"]) >= set(kind.ranking)
+    summary = kind.summarize(rows)
+    for dimension in kind.dimension_keys:
+        assert set(found[dimension]) == set(summary[dimension])
+        for bucket, figures in summary[dimension].items():
+            for metric in kind.ranking:
+                lo, hi = found[dimension][bucket][metric]
+                assert lo - 1e-9 <= figures[metric] <= hi + 1e-9, (dimension, bucket, metric)
