@@ -75,6 +75,9 @@ def pages(site) -> list[tuple[str, str, bool]]:
         ("submission", f"/s/{submission.pk}/", False),
         ("compare", f"/b/mmae/compare/?models={model.pk},{other.pk}", False),
         ("compare-picker", "/b/mmae/compare/", False),
+        ("item", f"/b/mmae/i/{submission.benchmark.items.order_by('position')[1].key}/",
+         False),
+        ("corrected", f"/b/mmae/judge/models/{model.pk}/", False),
         ("scoring", "/b/mmae/scoring/", False),
         ("status", f"/submissions/{submission.pk}/", True),
         ("my-submissions", "/submissions/", True),
@@ -178,6 +181,14 @@ def test_every_page_fits_the_screen_under_the_content_security_policy(browser, l
                     labels: r.cells.map(c => c.dataset.label)}))""")
                 assert found and all(not r["cut"] and r["right"] <= width for r in found), found
                 assert {"Status", "Score"} <= set(found[0]["labels"])
+            if name == "item":  # each image beside its player, inside the page
+                boxes = page.evaluate("""() => [...document.querySelectorAll(
+                    "img.spectrogram")].map(img => img.getBoundingClientRect().right)""")
+                assert boxes and max(boxes) <= width, boxes
+            if name == "corrected":  # every figure in view (on a phone, under its label)
+                right = page.evaluate("""() => Math.max(...[...document.querySelectorAll(
+                    "#corrected td[data-label]")].map(c => c.getBoundingClientRect().right))""")
+                assert 0 < right <= width, right
             if name == "scoring":
                 expect(page.locator("#metrics dt").first).to_have_text("EMR")  # the kind's order
             if name == "submission":  # htmx swaps the explorer's list under the policy
