@@ -209,6 +209,12 @@ def _own_media(tmp_path_factory):
 
     django_settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")
     django_settings.SIGNING_KEY_DIR = tmp_path_factory.mktemp("signing")
+    # Fast hashes for the whole session, module-scoped casts too (PBKDF2 took 0.3 s a user).
+    from django.contrib.auth import hashers
+
+    django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    hashers.get_hashers.cache_clear()
+    hashers.get_hashers_by_algorithm.cache_clear()
 
 
 @pytest.fixture(autouse=True)

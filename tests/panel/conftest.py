@@ -27,16 +27,30 @@ from tests.conftest import cast_member, judge_config
 SECONDS = 0.5  # every audio's length
 
 
+# The panel's settings on a panel board.
+PANEL_SETTINGS = {"PANEL_MIN_LISTEN_SECONDS": 10.0, "PANEL_RATERS_PER_TASK": 3,
+                  "PANEL_REPEAT_EVERY": 100, "PANEL_POOL_ITEMS": 100, "PANEL_POOL_SHARE": 1.0,
+                  "PANEL_SPREAD_SECONDS": 0, "PANEL_RELEASE_SECONDS": 0}
+
+
 @pytest.fixture
 def panel_board(db, tmp_path, settings):
-    settings.PANEL_MIN_LISTEN_SECONDS = 10.0
-    settings.PANEL_RATERS_PER_TASK = 3
-    settings.PANEL_REPEAT_EVERY = 100
-    settings.PANEL_POOL_ITEMS = 100
-    settings.PANEL_POOL_SHARE = 1.0
-    settings.PANEL_SPREAD_SECONDS = 0
-    settings.PANEL_RELEASE_SECONDS = 0
-    root = tmp_path / "mmae"
+    for name, value in PANEL_SETTINGS.items():
+        setattr(settings, name, value)
+    return make_panel_board(tmp_path / "mmae")
+
+
+@pytest.fixture(scope="module")
+def module_panel_board(module_db, django_db_blocker, tmp_path_factory):
+    """A panel board made once for a module (in module_db: each test's writes roll back),
+    with the panel's settings for all of the module's tests."""
+    from django.test import override_settings
+
+    with override_settings(**PANEL_SETTINGS), django_db_blocker.unblock():
+        yield make_panel_board(tmp_path_factory.mktemp("panel") / "mmae")
+
+
+def make_panel_board(root) -> SimpleNamespace:
     samples = json.loads(write_benchmark(root, 6, seed=4, seconds=SECONDS).read_text())
     benchmark, _ = benchmark_import(kind="mmae", path=root / "MMAE-meta.json", audio_root=root,
                                     slug="mmae")

@@ -6,6 +6,7 @@ only), read afresh while the page itself stays cached per board state."""
 import re
 
 import jsonschema
+import pytest
 
 from leaderboard.boards import item_pages
 from panel.models import PanelAnswer, PanelTask
@@ -15,7 +16,11 @@ from tests.leaderboard.test_api_bodies import described
 from tests.panel import test_judge_card
 from tests.panel.test_judge_card import CARD
 
-# The judge card's rated board (two systems, five raters, a second judge config), shared.
+pytestmark = pytest.mark.django_db
+
+# The judge card's rated board (two systems, five raters, a second judge config), made once
+# for the module as there.
+module_rated = test_judge_card.module_rated
 rated_board = test_judge_card.rated_board
 
 

@@ -4,16 +4,19 @@ judge config and per bucket, over the tasks that have their raters (out of the p
 task still in it counts nowhere, test_blind.py); a removed rater's answers and a private
 submission's tasks leave every figure."""
 
+import random
+
 import numpy as np
 import pytest
 
 from panel.models import PanelTask
 from panel.services import panel_rater_remove
 from scoring.models import Criterion
-from tests.conftest import judge_config
+from tests.conftest import judge_config, reread
 from tests.html import one, select
 from tests.panel.conftest import letter, listen
 
+pytestmark = pytest.mark.django_db
 CARD = "/api/leaderboards/mmae/judge/"
 
 
@@ -106,14 +109,49 @@ def check(config_card, wanted):
     assert {d["task"] for d in config_card["disagreements"]} == wanted["disagreements"]
 
 
+@pytest.fixture(scope="module")
+def module_rated(module_panel_board, module_cast, django_db_blocker):
+    """Alpha's and Beta's runs on the panel board, a second judge config, and five raters'
+    answers: made once for a module (module_db), each test's changes rolled back."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from panel import assignment
+    from tests.conftest import cast_member
+
+    board = module_panel_board
+    drawing = assignment.RANDOM
+    assignment.RANDOM = random.Random(7)  # the drawing seeded: the same tasks each run
+    try:
+        with django_db_blocker.unblock():
+            a = board.score_by_criteria("Alpha", module_cast["author"], judge_a)
+            b = board.score_by_criteria("Beta", module_cast["other_author"], judge_b)
+            second = judge_config(["http://127.0.0.1:9"], seed=99)
+            a.runs.add(board.run("Alpha-rescored", judge_a_other_config, config=second))
+            people = [cast_member(get_user_model(), f"rater{k}", f"rater{k}@example.com")
+                      for k in range(1, 6)]
+            given = rate(Client(), people)
+    finally:
+        assignment.RANDOM = drawing
+    # A task with its PANEL_RATERS_PER_TASK answers left the pool (PANEL_RELEASE_SECONDS 0).
+    rated = {task for task, answers in given.items()
+             if len(answers) >= settings.PANEL_RATERS_PER_TASK}
+    return {"a": a, "b": b, "second": second, "raters": people, "given": given,
+            "rated": rated, "config": board.config}
+
+
 @pytest.fixture
-def rated_board(client, panel_board, author, other_author, raters, seeded, settings):
-    a = panel_board.score_by_criteria("Alpha", author, judge_a)
-    b = panel_board.score_by_criteria("Beta", other_author, judge_b)
-    second = judge_config(["http://127.0.0.1:9"], seed=99)
-    a.runs.add(panel_board.run("Alpha-rescored", judge_a_other_config, config=second))
-    people = raters(5)
-    given = rate(client, people)
+def panel_board(module_panel_board):
+    return module_panel_board
+
+
+@pytest.fixture
+def rated_board(module_rated):
+    """The module's rated board, its instances read again (what a test changes in memory
+    stays with it, as its writes do)."""
+    found = reread({k: module_rated[k] for k in ("a", "b", "second", "config")})
+    a, b = found["a"], found["b"]
 
     def judge_verdict(task, *, config="current"):
         scores = {"current": {a.pk: judge_a, b.pk: judge_b},
@@ -121,11 +159,7 @@ def rated_board(client, panel_board, author, other_author, raters, seeded, setti
         score = scores.get(task.submission_id)
         return None if score is None else score(task.criterion.item, task.criterion)
 
-    # A task with its PANEL_RATERS_PER_TASK answers left the pool (PANEL_RELEASE_SECONDS 0).
-    rated = {task for task, answers in given.items()
-             if len(answers) >= settings.PANEL_RATERS_PER_TASK}
-    return {"a": a, "b": b, "second": second, "raters": people, "given": given,
-            "rated": rated, "judge_verdict": judge_verdict, "config": panel_board.config}
+    return {**module_rated, **found, "judge_verdict": judge_verdict}
 
 
 def test_the_card_counts_agreement_kappa_and_human_pairs_per_config(client, rated_board):
