@@ -21,8 +21,7 @@ import secrets
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Max
+from django.db import transaction
 from django.http import Http404
 from django.urls import reverse
 from django.utils import timezone
@@ -32,7 +31,7 @@ from audit.services import audit_record
 from config.errors import ServiceError
 from scoring.boards import board_changed
 from submissions.claims import name_claim
-from submissions.models import ModelEntry, Submission
+from submissions.models import AnonymousNumber, ModelEntry, Submission
 from submissions.names import name_skeletons
 from submissions.notifications import author_news
 
@@ -84,13 +83,9 @@ def anonymous_entry(submission: Submission, until) -> None:
 
 
 def _pseudonym_take(*, user, real: ModelEntry) -> tuple[ModelEntry, int]:
-    """A new pseudonym for one anonymous entry of `real` and its number (numbers are taken one
-    at a time, site-wide)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                           ["anonymous-number"])
-    number = (Submission.objects.aggregate(top=Max("anonymous_number"))["top"] or 0) + 1
+    """A new pseudonym for one anonymous entry of `real` and its number (site-wide, never
+    given twice: AnonymousNumber)."""
+    number = AnonymousNumber.objects.create().pk
     pseudonym = ModelEntry.objects.create(owner=user, name=pseudonym_name(number),
                                           base_family=real.base_family, pseudonym=True)
     return pseudonym, number
@@ -142,7 +137,8 @@ def reveal(submission_id: int) -> bool:
         details, row.model_details = row.model_details, {}
         row.save(update_fields=["model", "reveal_as", "anonymous_until", "representative",
                                 "model_details", "public"])
-        if row.public and details:
+        if row.public and details and row.status == Submission.Status.QUEUED:
+            # As services._apply_model_details: only an upload that passed validation.
             ModelEntry.objects.filter(pk=real.pk).update(**details)
         if not Submission.objects.filter(model=pseudonym).exists():
             pseudonym.delete()

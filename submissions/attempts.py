@@ -7,6 +7,9 @@ how many scored attempts the model's author made on the benchmark (every version
 slug, every model of theirs), and the author cannot lower it: making one private or staff
 hiding it leaves the row counted, and a deletion leaves a DeletedAttempt in its place.
 Rejected uploads and those that failed on our side were never scored and do not count.
+An anonymous entry (submissions.anonymity) counts on its own row and page until its reveal,
+and in its author's count from then on: a count or a date it shared with the author's named
+rows would name them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ def _scored(slug: str):
 
 def attempt_counts(slug: str) -> Counter:
     """owner id -> their scored attempts on the benchmark, deleted ones included."""
-    counts = Counter(dict(_scored(slug).order_by().values("owner_id")
+    counts = Counter(dict(_scored(slug).filter(anonymous_until__isnull=True).order_by()
+                          .values("owner_id")
                           .annotate(n=Count("id", distinct=True)).values_list("owner_id", "n")))
     counts.update(dict(DeletedAttempt.objects.filter(benchmark__slug=slug).order_by()
                        .values("owner_id").annotate(n=Count("id"))
@@ -37,10 +41,13 @@ def attempt_counts(slug: str) -> Counter:
 
 
 def attempts_by_model(slug: str, model_ids: list[int]) -> dict[int, int]:
-    """model id -> its author's scored attempts on the benchmark (what a board row shows)."""
+    """model id -> its author's scored attempts on the benchmark (what a board row shows); an
+    anonymous entry's pseudonym, its own."""
     counts = attempt_counts(slug)
-    return {pk: counts[owner] for pk, owner in
-            ModelEntry.objects.filter(id__in=model_ids).values_list("id", "owner_id")}
+    found = list(ModelEntry.objects.filter(id__in=model_ids)
+                 .values_list("id", "owner_id", "pseudonym"))
+    return {pk: model_attempts(pk, slug) if pseudonym else counts[owner]
+            for pk, owner, pseudonym in found}
 
 
 def model_attempts(model_id: int, slug: str) -> int:
@@ -56,7 +63,8 @@ def attempt_dates(owner_id: int, slug: str) -> list[datetime]:
     # statistics ran it as a nested loop over every run for every submission (1 s for an
     # author of 1,000 submissions, growing with the square).
     benchmarks = list(Benchmark.objects.filter(slug=slug).values_list("id", flat=True))
-    mine = list(Submission.objects.filter(owner_id=owner_id, benchmark_id__in=benchmarks)
+    mine = list(Submission.objects.filter(owner_id=owner_id, benchmark_id__in=benchmarks,
+                                          anonymous_until__isnull=True)
                 .values_list("id", "created_at", "current_run_id"))
     created = {pk: at for pk, at, _ in mine}
     finished = set(ScoringRun.objects.filter(benchmark_id__in=benchmarks,

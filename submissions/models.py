@@ -197,6 +197,19 @@ class Submission(models.Model):
         self.status_times = {**self.status_times, status: timezone.now().isoformat()}
 
 
+class AnonymousNumber(models.Model):
+    """The numbers of anonymous entries ("Anonymous submission N": submissions.anonymity), one
+    row each, never deleted: a number is never given twice, even once its entry is gone."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"anonymous number {self.pk}"
+
+
 class DeletedAttempt(models.Model):
     """A scored submission that staff deleted, kept so that its author's attempt count on
     the benchmark (submissions.attempts) never falls: the board discloses every scored

@@ -158,6 +158,8 @@ def submission_delete(*, actor, submission: Submission, reason: str) -> dict:
         attempt_keep(row)  # its author's attempt count must not fall with it
         row.delete()
         ScoringRun.objects.filter(pk__in=runs).delete()
+        # An anonymous entry's pseudonym goes with it (its number is never given again).
+        ModelEntry.objects.filter(pk=row.model_id, pseudonym=True, submissions=None).delete()
         transaction.on_commit(lambda: media.folder_delete(folder))
     return before
 

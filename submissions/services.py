@@ -346,10 +346,16 @@ def model_family_set(*, user, model_id: int, family: str) -> ModelEntry:
     model = ModelEntry.objects.filter(id=model_id, owner=user).first()
     if model is None:
         raise Http404("no such model")
-    if model.base_family != family:
+    # An anonymous entry's pseudonym and the model it is revealed as declare one family.
+    linked = ModelEntry.objects.filter(
+        id__in=Submission.objects.filter(model_id=model.id).values("reveal_as_id")) \
+        if model.pseudonym else ModelEntry.objects.filter(
+            pseudonym=True, submissions__reveal_as_id=model.id)
+    ids = {model.id, *linked.values_list("id", flat=True)}
+    if ModelEntry.objects.filter(id__in=ids).exclude(base_family=family).update(
+            base_family=family):
         model.base_family = family
-        model.save(update_fields=["base_family"])
-        board_changed(*Submission.objects.filter(model_id=model.id)
+        board_changed(*Submission.objects.filter(model_id__in=ids)
                       .values_list("benchmark_id", flat=True).distinct())
     return model
 

@@ -134,11 +134,14 @@ def attempt_rows(entry: ModelEntry, featured: dict[str, Submission]) -> list[dic
     disclosed"), oldest first."""
     rows = []
     for slug, submission in featured.items():
+        if entry.pseudonym:  # its own attempts, undated: the author's would name them
+            own = model_attempts(entry.id, slug)
+            rows.append({"slug": slug, "title": submission.benchmark.title, "count": own,
+                         "dates": [], "own": own})
+            continue
         dates = attempt_dates(entry.owner_id, slug)
-        # An anonymous entry's page counts them but dates none: a list of days is the
-        # author's own, as good as a name (submissions.anonymity).
         rows.append({"slug": slug, "title": submission.benchmark.title, "count": len(dates),
-                     "dates": [] if entry.pseudonym else dated_attempts(dates),
+                     "dates": dated_attempts(dates),
                      "own": model_attempts(entry.id, slug)})
     return rows
 

@@ -216,3 +216,99 @@ def test_a_reveal_date_is_checked(days, publish_days, problem):
         now + timedelta(days=days),
         None if publish_days is None else now + timedelta(days=publish_days))
     assert found == problem or (problem and problem in found)
+
+
+def test_its_attempts_count_on_its_own_row_until_the_reveal_then_in_its_authors(
+        anonymous, quiet_owner, django_capture_on_commit_callbacks):
+    """A count shared with the author's named rows would name them: until the reveal the
+    anonymous row counts its own attempt, the author's rows and page the others (dates too);
+    from the reveal on the author's count holds them all."""
+    from submissions.attempts import attempt_dates, attempts_by_model
+
+    benchmark, secret = anonymous["benchmark"], anonymous["secret"]
+    named = judged_submission(benchmark, quiet_owner, "Quiet Public Model", seed=5)
+    judged_submission(benchmark, quiet_owner, "Quiet Private Try", seed=6, public=False)
+    counts = attempts_by_model(SLUG, [secret.model_id, named.model_id])
+    assert counts == {secret.model_id: 1, named.model_id: 2}
+    assert len(attempt_dates(quiet_owner.pk, SLUG)) == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        board_refresh(Benchmark.objects.get(pk=benchmark.pk))
+    rows = {r["model"]: r["attempts"] for r in Client().get(
+        f"/api/leaderboards/{SLUG}/").json()["rows"]}
+    assert rows[secret.model.name] == 1 and rows["Quiet Public Model"] == 2
+    page = Client().get(f"/m/{named.model_id}/").content.decode()
+    assert "2 attempts by the author" in page
+    Submission.objects.filter(pk=secret.pk).update(
+        anonymous_until=timezone.now() - timedelta(seconds=1))
+    assert anonymity.reveal(secret.pk)
+    revealed = Submission.objects.get(pk=secret.pk)
+    assert attempts_by_model(SLUG, [revealed.model_id, named.model_id]) == {
+        revealed.model_id: 3, named.model_id: 3}
+    assert len(attempt_dates(quiet_owner.pk, SLUG)) == 3
+
+
+def test_a_deleted_entrys_number_is_never_given_again(anonymous, quiet_owner, staff):
+    from submissions.moderation import submission_delete
+
+    secret = anonymous["secret"]
+    number, pseudonym = secret.anonymous_number, secret.model_id
+    submission_delete(actor=staff, submission=secret, reason="asked by its author")
+    assert not ModelEntry.objects.filter(pk=pseudonym).exists()  # it went with its entry
+    again = judged_submission(anonymous["benchmark"], quiet_owner, "Second Quiet Editor",
+                              seed=7)
+    anonymity.anonymous_entry(again, timezone.now() + timedelta(days=1))
+    again.save()
+    assert again.anonymous_number > number
+    assert again.model.name == f"Anonymous submission {again.anonymous_number}"
+
+
+def test_a_rejected_anonymous_upload_never_rewrites_its_models_details(anonymous):
+    """As an ordinary upload's: details sent with an upload apply only once it passed
+    validation, at the reveal for an anonymous one."""
+    secret = anonymous["secret"]
+    Submission.objects.filter(pk=secret.pk).update(
+        status=Submission.Status.REJECTED, model_details={"organisation": "Hijacked Org"},
+        anonymous_until=timezone.now() - timedelta(seconds=1))
+    assert anonymity.reveal(secret.pk)
+    assert ModelEntry.objects.get(pk=secret.reveal_as_id).organisation == LAB
+    passed = judged_submission(anonymous["benchmark"], secret.owner, "Another Quiet One",
+                               seed=8)
+    ModelEntry.objects.filter(pk=passed.model_id).update(organisation="Old Lab")
+    passed.refresh_from_db()
+    anonymity.anonymous_entry(passed, timezone.now() - timedelta(seconds=1))
+    passed.model_details = {"organisation": "New Lab"}
+    passed.save()
+    assert anonymity.reveal(passed.pk)
+    assert ModelEntry.objects.get(pk=passed.reveal_as_id).organisation == "New Lab"
+
+
+@pytest.mark.parametrize("on", ["pseudonym", "model"])
+def test_the_pseudonym_and_its_model_declare_one_family(anonymous, on):
+    from submissions.services import model_family_set
+
+    secret = anonymous["secret"]
+    target = secret.model_id if on == "pseudonym" else secret.reveal_as_id
+    model_family_set(user=secret.owner, model_id=target, family="llama")
+    assert {m.base_family for m in ModelEntry.objects.filter(
+        pk__in=[secret.model_id, secret.reveal_as_id])} == {"llama"}
+    Submission.objects.filter(pk=secret.pk).update(
+        anonymous_until=timezone.now() - timedelta(seconds=1))
+    assert anonymity.reveal(secret.pk)
+    assert ModelEntry.objects.get(pk=secret.reveal_as_id).base_family == "llama"
+
+
+def test_the_migration_takes_every_number_an_entry_already_holds(anonymous):
+    import importlib
+    from types import SimpleNamespace
+
+    from django.apps import apps
+    from django.db import connection
+
+    from submissions.models import AnonymousNumber
+
+    Submission.objects.filter(pk=anonymous["secret"].pk).update(anonymous_number=7)
+    AnonymousNumber.objects.all().delete()
+    migration = importlib.import_module("submissions.migrations.0016_anonymous_numbers")
+    migration.numbers_taken(apps, SimpleNamespace(connection=connection))
+    assert AnonymousNumber.objects.count() == 7
+    assert AnonymousNumber.objects.create().pk == 8
