@@ -58,6 +58,7 @@
 #   RESTART_BACKOFF_MAX=300 longest wait between restarts; a server that served this long
 #                           since its last restart starts again from RESTART_BACKOFF
 #   GRACE_SECONDS=20        seconds between TERM and KILL when stopping
+#   POLL_SECONDS=1          seconds between two looks at the servers (health, exits)
 #   LOG_DIR=./var/vllm-logs one log file per server (qwen3-omni-PORT.log; older ones .1 .. .5)
 #   VLLM_EXTRA_ARGS         extra words for `vllm serve`, split on whitespace (no quoting: write
 #                           JSON values without spaces); a repeated flag overrides the one above
@@ -91,6 +92,7 @@ SMOKE_TIMEOUT=${SMOKE_TIMEOUT:-300}
 RESTART_BACKOFF=${RESTART_BACKOFF:-5}
 RESTART_BACKOFF_MAX=${RESTART_BACKOFF_MAX:-300}
 GRACE_SECONDS=${GRACE_SECONDS:-20}
+POLL_SECONDS=${POLL_SECONDS:-1}
 LOG_DIR=${LOG_DIR:-./var/vllm-logs}
 VLLM_EXTRA_ARGS=${VLLM_EXTRA_ARGS:-}
 
@@ -123,6 +125,8 @@ require_int SMOKE_TIMEOUT 1
 require_int RESTART_BACKOFF 1
 require_int RESTART_BACKOFF_MAX 1
 require_int GRACE_SECONDS 0
+[[ $POLL_SECONDS =~ ^([1-9][0-9]{0,3}(\.[0-9]+)?|0?\.[0-9]*[1-9][0-9]*)$ ]] ||
+  die "POLL_SECONDS=${POLL_SECONDS@Q} is not a number of seconds above 0"
 ((BASE_PORT + NUM_INSTANCES - 1 <= 65535)) ||
   die "BASE_PORT=$BASE_PORT with NUM_INSTANCES=$NUM_INSTANCES runs past port 65535"
 [[ $GPU_MEMORY_UTILIZATION =~ ^(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?)$ ]] ||
@@ -515,7 +519,7 @@ while ((remaining)); do
       ((ready[i])) || fail "$i" "did not answer within READY_TIMEOUT=${READY_TIMEOUT}s"
     done
   fi
-  sleep 1 &
+  sleep "$POLL_SECONDS" &
   wait $! || true
 done
 
@@ -573,6 +577,6 @@ while :; do
       fi
     fi
   done
-  sleep 1 &
+  sleep "$POLL_SECONDS" &
   wait $! || true
 done

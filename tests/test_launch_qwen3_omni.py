@@ -43,7 +43,7 @@ SETTINGS = (
     "PUBLIC_HOST", "SERVED_MODEL_NAME", "MAX_MODEL_LEN", "DTYPE", "GPU_MEMORY_UTILIZATION",
     "READY_TIMEOUT", "GRACE_SECONDS", "LOG_DIR", "VLLM_EXTRA_ARGS", "MAX_AUDIO_SECONDS",
     "MAX_AUDIOS", "API_KEY", "VLLM_VERSION", "ALLOW_OTHER_VLLM", "SMOKE_TIMEOUT",
-    "RESTART_BACKOFF", "RESTART_BACKOFF_MAX", "MAX_AUDIO_FILE_MB",
+    "RESTART_BACKOFF", "RESTART_BACKOFF_MAX", "MAX_AUDIO_FILE_MB", "POLL_SECONDS",
 )
 # The release the script is written for, as it reads it: VLLM_VERSION=${VLLM_VERSION:-0.33.0}.
 PINNED = re.search(r"^VLLM_VERSION=\$\{VLLM_VERSION:-([^}]+)\}$", SCRIPT.read_text(), re.M)[1]
@@ -303,6 +303,7 @@ class Fleet:
             LOG_DIR=str(self.tmp_path / "logs"),
             STANDIN_RECORD=str(self.record),
             STANDIN_REQUESTS=str(self.request_log),
+            POLL_SECONDS="0.2",  # the servers looked at five times a second, not once
         )
         count = settings.get("NUM_INSTANCES", "2")
         env["BASE_PORT"] = str(free_base_port(int(count) if count.isdigit() else 2))
@@ -561,6 +562,9 @@ def test_it_requires_a_model_directory(fleet, model_dir):
     ("GRACE_SECONDS", "soon"),
     ("GPU_MEMORY_UTILIZATION", "1.5"),
     ("GPU_MEMORY_UTILIZATION", "0"),
+    ("POLL_SECONDS", "0"),
+    ("POLL_SECONDS", "-1"),
+    ("POLL_SECONDS", "1s"),
 ])
 def test_it_names_a_setting_with_a_bad_value(fleet, name, value):
     result = fleet.run(**{name: value})
