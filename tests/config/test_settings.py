@@ -52,8 +52,9 @@ def setting(name: str, **env) -> str:
     base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings",
             "VAR_DIR": "/tmp/settings-test-var"}
     result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.conf import "
-         f"settings; print(settings.{name})"],
+        # The settings module alone (apps not loaded: 50 ms, not 1.4 s), as each process
+        # reads it first.
+        [sys.executable, "-c", f"from django.conf import settings; print(settings.{name})"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, env={**base, **env})
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
