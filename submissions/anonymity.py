@@ -12,8 +12,9 @@ A periodic task (submissions.tasks.release_embargoes) reveals each entry whose d
 in one transaction the submission moves to its model, the pseudonym goes, and the board is
 told it changed; then the author is emailed. A name another author made public meanwhile
 keeps the entry private under its name (the author is told why), as an upload of it would
-have been refused. Attempts count either way: the pseudonym is the author's, so the author's
-count on every board row includes it, and after the reveal it is the model's."""
+have been refused. Attempts count either way, apart until the reveal
+(submissions.attempts): the anonymous row counts its own, the author's named rows leave it
+out, and from the reveal on the author's count holds it."""
 
 from __future__ import annotations
 
@@ -28,12 +29,11 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import audit_record
-from config.errors import ServiceError
 from scoring.boards import board_changed
-from submissions.claims import name_claim
+from submissions.claims import claim_or_keep_private
 from submissions.models import AnonymousNumber, ModelEntry, Submission
 from submissions.names import name_skeletons
-from submissions.notifications import author_news
+from submissions.notifications import author_news, status_page
 
 PREFIX = "Anonymous submission"
 # The furthest an anonymous entry's reveal may reach, as an embargo's: a year.
@@ -124,13 +124,7 @@ def reveal(submission_id: int) -> bool:
         if row is None or row.anonymous_until is None or row.anonymous_until > timezone.now():
             return False
         pseudonym, real = row.model, row.reveal_as
-        refused = ""
-        if row.public:
-            try:
-                name_claim(user=row.owner, benchmark=row.benchmark, name=real.name)
-            except ServiceError as exc:
-                refused = "; ".join(exc.problems)
-                row.public = False
+        refused = claim_or_keep_private(row, real.name)
         before = {"anonymous_until": row.anonymous_until.isoformat(), "model": pseudonym.name}
         row.model, row.reveal_as, row.anonymous_until = real, None, None
         row.representative = False  # it chose among the pseudonym's submissions, not real's
@@ -142,9 +136,9 @@ def reveal(submission_id: int) -> bool:
             ModelEntry.objects.filter(pk=real.pk).update(**details)
         if not Submission.objects.filter(model=pseudonym).exists():
             pseudonym.delete()
-        board_changed(*Submission.objects.filter(model=real).values_list("benchmark_id",
-                                                                          flat=True).distinct())
-        board_changed(slug=row.benchmark.slug)
+        # The model's boards (its details may change) and every version of this one, at once.
+        board_changed(*Submission.objects.filter(model=real).values_list(
+            "benchmark_id", flat=True).distinct(), slug=row.benchmark.slug)
         audit_record(actor=None, action=AuditEvent.Action.VISIBILITY, obj=row, before=before,
                      after={"anonymous_until": None, "model": real.name, "public": row.public},
                      reason=("anonymity over: kept private, " + refused) if refused
@@ -155,8 +149,7 @@ def reveal(submission_id: int) -> bool:
 
 
 def _tell(submission: Submission, pseudonym: str, refused: str) -> None:
-    page = settings.SITE_URL.rstrip("/") + reverse("leaderboard:submission-status",
-                                                   args=[submission.pk])
+    page = status_page(submission)
     name = submission.model.name
     if refused:
         subject = f"Submission {submission.pk}: its anonymity is over, but it stays private"

@@ -46,7 +46,11 @@ def attempts_by_model(slug: str, model_ids: list[int]) -> dict[int, int]:
     counts = attempt_counts(slug)
     found = list(ModelEntry.objects.filter(id__in=model_ids)
                  .values_list("id", "owner_id", "pseudonym"))
-    return {pk: model_attempts(pk, slug) if pseudonym else counts[owner]
+    pseudonyms = [pk for pk, _, pseudonym in found if pseudonym]
+    own = dict(_scored(slug).filter(model_id__in=pseudonyms).order_by().values("model_id")
+               .annotate(n=Count("id", distinct=True)).values_list("model_id", "n")) \
+        if pseudonyms else {}
+    return {pk: own.get(pk, 0) if pseudonym else counts[owner]
             for pk, owner, pseudonym in found}
 
 

@@ -32,3 +32,17 @@ def name_claim(*, user, benchmark: Benchmark, name: str) -> None:
         raise ServiceError({"model_name": [
             f"the name '{name}' is taken on this benchmark by another author's public model "
             "(names that look alike count as the same)"]}, code="conflict")
+
+
+def claim_or_keep_private(row: Submission, name: str) -> str:
+    """At a release (an embargo's end, an anonymous entry's reveal) of a public submission
+    `row`, locked: claim `name` for it; a name another author made public meanwhile keeps it
+    private (row.public set False, not saved) and the reason is returned ("" when claimed)."""
+    if not row.public:
+        return ""
+    try:
+        name_claim(user=row.owner, benchmark=row.benchmark, name=name)
+    except ServiceError as exc:
+        row.public = False
+        return "; ".join(exc.problems)
+    return ""

@@ -9,18 +9,15 @@ why), as publishing it by hand would have been refused."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
-from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import audit_record
-from config.errors import ServiceError
 from scoring.boards import board_changed
-from submissions.claims import name_claim
+from submissions.claims import claim_or_keep_private
 from submissions.models import Submission
-from submissions.notifications import author_news
+from submissions.notifications import author_news, status_page
 
 
 def embargoes_due() -> list[int]:
@@ -36,13 +33,7 @@ def embargo_release(submission_id: int) -> bool:
                .select_related("model", "benchmark", "owner").filter(pk=submission_id).first())
         if row is None or row.publish_at is None or row.publish_at > timezone.now():
             return False
-        refused = ""
-        if row.public:
-            try:
-                name_claim(user=row.owner, benchmark=row.benchmark, name=row.model.name)
-            except ServiceError as exc:
-                refused = "; ".join(exc.problems)
-                row.public = False
+        refused = claim_or_keep_private(row, row.model.name)
         before = {"publish_at": row.publish_at.isoformat(), "public": True}
         row.publish_at = None
         row.save(update_fields=["publish_at", "public"])
@@ -56,8 +47,7 @@ def embargo_release(submission_id: int) -> bool:
 
 
 def _tell(submission: Submission, refused: str) -> None:
-    page = settings.SITE_URL.rstrip("/") + reverse("leaderboard:submission-status",
-                                                   args=[submission.pk])
+    page = status_page(submission)
     if refused:
         subject = f"Submission {submission.pk}: its embargo is over, but it stays private"
         body = (f"The embargo of your submission {submission.pk} ({submission.model.name} on "

@@ -26,6 +26,12 @@ from submissions.models import Submission
 log = logging.getLogger(__name__)
 
 
+def status_page(submission: Submission) -> str:
+    """The submission's status page, as an email gives it."""
+    return settings.SITE_URL.rstrip("/") + reverse("leaderboard:submission-status",
+                                                   args=[submission.pk])
+
+
 def author_news(submission: Submission, subject: str, body: str, *, about: str) -> None:
     """Email the author news of a change already made (an embargo's release, a reveal): the
     change stands whether or not the email leaves, so a failure is logged, not raised."""
@@ -83,7 +89,7 @@ def submission_notify(*, submission_id: int) -> bool:
 def _send(submission: Submission, state: str) -> None:
     context = {
         "submission": submission, "state": state,
-        "url": settings.SITE_URL + reverse("leaderboard:submission-status", args=[submission.pk]),
+        "url": status_page(submission),
         # A hidden-rubric benchmark's figures only as its phase shows them to its author
         # (scoring.visibility); the e-mail names no per-item result in any case.
         "figures": _headline_figures(submission) if state == "finished" and visibility

@@ -11,9 +11,9 @@ from submissions.models import Submission
 from submissions.services import spectrograms_folder
 
 
-def _image(submission, key: str, which: str, ready: bool) -> dict:
+def _image(submission_id: int, key: str, which: str, ready: bool) -> dict:
     """An image beside a player: its address when drawn, else whether it is being drawn."""
-    url = reverse("leaderboard:submission-spectrogram", args=[submission.pk, key, which]) \
+    url = reverse("leaderboard:submission-spectrogram", args=[submission_id, key, which]) \
         if ready else None
     return {"url": url, "which": which}
 
@@ -32,11 +32,12 @@ def spectrograms_annotate(submission, samples: list[dict]) -> None:
         numbers = set((inputs or {}).get(key, []))
         drawn = (outputs or {}).get(key)
         s["spectrograms"] = {
-            "inputs": [_image(submission, key, label, int(label[5:]) in numbers)
+            "inputs": [_image(submission.pk, key, label, int(label[5:]) in numbers)
                        for label in s.get("inputs", [])],
             "inputs_pending": inputs is None,
-            "output": _image(submission, key, "output", True) if drawn else None,
-            "diff": _image(submission, key, "diff", True) if drawn and drawn["diff"] else None,
+            "output": _image(submission.pk, key, "output", True) if drawn else None,
+            "diff": _image(submission.pk, key, "diff", True) if drawn and drawn["diff"]
+            else None,
             "output_pending": outputs is None,
         }
 
@@ -55,19 +56,18 @@ def sides_annotate(benchmark, items: list[dict]) -> None:
         key, first = item["key"], item.get("input_submission")
         numbers = set(inputs.get(key, []))
         item["input_spectrograms"] = [
-            _image(Submission(pk=first), key, label, True) if int(label[5:]) in numbers
-            else None for label in item.get("inputs", [])]
+            _image(first, key, label, True) if int(label[5:]) in numbers else None
+            for label in item.get("inputs", [])]
         for side in item["sides"]:
             s, pk = side["s"], side["submission"]
             side["spectrograms"] = None
             if s.get("withheld") or not s.get("has_output"):
                 continue
-            if pk not in manifests:
+            if pk not in manifests:  # a folder is named by its submission's id alone
                 manifests[pk] = spectrogram_store.drawn(
                     spectrograms_folder(Submission(pk=pk))) or {}
             drawn = manifests[pk].get(key)
             if drawn:
-                owner = Submission(pk=pk)
                 side["spectrograms"] = {
-                    "output": _image(owner, key, "output", True),
-                    "diff": _image(owner, key, "diff", True) if drawn["diff"] else None}
+                    "output": _image(pk, key, "output", True),
+                    "diff": _image(pk, key, "diff", True) if drawn["diff"] else None}
