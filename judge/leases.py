@@ -34,6 +34,11 @@ from judge.errors import LeaseError
 
 log = logging.getLogger(__name__)
 
+# How long close() waits for its background tasks to end once cancelled: a Redis command cut
+# by the cancellation may hold on to it (seen in CI: a renewal still awaited 90 s later), and
+# a closing worker must not wait on it; the leases are then dropped all the same.
+CLOSE_WAIT_SECONDS = 5.0
+
 # KEYS: the endpoints' sets, in the caller's order. ARGV: ttl ms, index of the endpoint to
 # avoid (0: none), each endpoint's cap, each endpoint's room (how many more the caller can
 # send it), then one token per lease wanted. Each token goes to the least-loaded endpoint
@@ -165,7 +170,12 @@ class RedisLeases:
     async def close(self) -> None:
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            _, stuck = await asyncio.wait(self._tasks, timeout=CLOSE_WAIT_SECONDS)
+            if stuck:
+                log.warning("%d judge slot lease task(s) on %s did not end within %g s of "
+                            "being stopped; closing without them", len(stuck), self.server,
+                            CLOSE_WAIT_SECONDS)
         self._tasks = []
         held = [(key, token) for key, tokens in self._held.items() for token in tokens]
         for key, token in held + list(self._releasing):  # left by cancelled queries
