@@ -62,7 +62,8 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
                  if position == 0)
     for button in page.locator(".panel-play").all():
         button.click()
-    expect(page.locator(".panel-option input").first).to_be_enabled(timeout=10_000)
+    # Real playback: on a loaded machine (CI, 4 processes on 2 cores) it may start late.
+    expect(page.locator(".panel-option input").first).to_be_enabled(timeout=30_000)
     page.locator(".panel-option input").nth(right).check()
     expect(page.locator("#panel-submit")).to_be_enabled()
     fits(page, width)
