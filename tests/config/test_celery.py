@@ -69,12 +69,17 @@ def test_a_hung_broker_is_refused_within_its_timeouts(settings):
     from config.celery import app
 
     assert settings.CELERY_BROKER_TRANSPORT_OPTIONS["socket_timeout"] == TIMEOUTS["socket_timeout"]
+    # The production options with their socket timeouts cut to a tenth, so that a wait on
+    # them is told from a hang (a socket without a timeout waits forever) in a second.
+    options = {**settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+               "socket_timeout": TIMEOUTS["socket_timeout"] / 10,
+               "socket_connect_timeout": TIMEOUTS["socket_connect_timeout"] / 10}
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(64)
     try:
         _use_broker(f"redis://127.0.0.1:{server.getsockname()[1]}/0",
-                    broker_transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
+                    broker_transport_options=options)
         started = time.monotonic()
         with pytest.raises(BrokerUnavailable):
             broker_check()

@@ -190,7 +190,7 @@ def test_a_bad_request_is_not_retried():
 
 def test_a_timeout_is_retried():
     async def main():
-        judge = await FakeJudge(lambda n: (200, GOOD, 2.0 if n == 1 else 0.0)).start()
+        judge = await FakeJudge(lambda n: (200, GOOD, 1.0 if n == 1 else 0.0)).start()
         async with fleet(judge.url, timeout=0.3) as f:
             answer = await f.ask([], parse)
         await judge.stop()
@@ -202,7 +202,7 @@ def test_a_timeout_is_retried():
 
 @pytest.mark.parametrize("reply, kind", [((500, "", 0.0), "server error"),
                                          ((429, "", 0.0), "busy"),
-                                         ((200, GOOD, 2.0), "timeout")])
+                                         ((200, GOOD, 1.0), "timeout")])
 def test_every_failure_carries_its_kind(reply, kind):
     async def main():
         judge = await FakeJudge(lambda n: reply).start()

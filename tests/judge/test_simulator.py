@@ -113,18 +113,12 @@ def test_its_help_says_it_is_a_simulator():
     assert "SIMULATOR (not a real model)" in " ".join(result.stdout.split())
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--fail-rate", "1.5"], "fail_rate must be between 0 and 1"),
-    (["--ports", "80a"], "give comma-separated port numbers"),
-    (["--ports", "8001,8001"], "give distinct port numbers"),
-    (["--slots", "0"], "slots must be at least 1"),
-    (["--die-after", "-1"], "die_after cannot be negative"),
-    (["--max-audio-seconds", "0.001"], "max_audio_seconds must be at least 0.01"),
-])
-def test_bad_options_are_refused(args, message):
-    result = run_manage("judge_simulator", *args, timeout=60)
+def test_a_bad_option_is_refused_on_the_command_line():
+    """The process ends non-zero naming the option (each option's checks:
+    tests/judge/test_simulator_options.py)."""
+    result = run_manage("judge_simulator", "--fail-rate", "1.5", timeout=60)
     assert result.returncode != 0
-    assert message in result.stderr
+    assert "fail_rate must be between 0 and 1" in result.stderr
 
 
 def test_it_counts_its_peak_concurrency_and_how_busy_its_slots_were(simulator_factory):

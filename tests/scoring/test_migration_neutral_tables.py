@@ -36,7 +36,7 @@ def migrate(targets):
 
 def old_run(apps, kind: str, n_items: int, rounds: int):
     config, _ = apps.get_model("scoring", "JudgeConfig").objects.get_or_create(
-        name="judge", defaults={"judge_model": "m", "prompt_sha256": "p", "rounds": rounds})
+        name=f"judge {kind}", defaults={"judge_model": "m", "prompt_sha256": "p", "rounds": rounds})
     benchmark = apps.get_model("scoring", "Benchmark").objects.create(
         slug=kind, kind=kind, version=1, title=kind, sha256=kind, source_name="meta.json",
         audio_root="/audio", n_items=n_items, n_criteria=0)
@@ -147,9 +147,16 @@ def at_0014():
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
 
 
-def test_an_mmae_run_stored_before_reads_the_same_after(at_0014, tmp_path):
-    run_id, rows, lines = old_mmae(at_0014, tmp_path)
+def test_runs_of_both_kinds_stored_before_read_the_same_after(at_0014, tmp_path):
+    """One migration back and forth (each takes seconds) for an MMAE run and a chat run."""
+    mmae_run = old_mmae(at_0014, tmp_path)
+    chat_run = old_chat(at_0014)
     migrate(after())
+    an_mmae_run_reads_the_same(*mmae_run, tmp_path)
+    an_airbench_chat_run_keeps_its_figures_and_gets_its_passes_scores(chat_run)
+
+
+def an_mmae_run_reads_the_same(run_id: int, rows: list[dict], lines: list[dict], tmp_path):
     run = ScoringRun.objects.select_related("benchmark").get(id=run_id)
     kind = get_kind(mmae.KIND)
     samples = kind.load(tmp_path / "meta.json")
@@ -173,9 +180,7 @@ def test_an_mmae_run_stored_before_reads_the_same_after(at_0014, tmp_path):
         len(s.rubrics) for s in samples)
 
 
-def test_an_airbench_chat_run_keeps_its_figures_and_gets_its_passes_scores(at_0014):
-    run_id = old_chat(at_0014)
-    migrate(after())
+def an_airbench_chat_run_keeps_its_figures_and_gets_its_passes_scores(run_id: int):
     run = ScoringRun.objects.select_related("benchmark").get(id=run_id)
     answers = Answer.objects.filter(run=run).order_by("criterion__item__position", "round")
     assert [a.verdict for a in answers] == [{"scores": [3, 9]}, {"scores": [8, 4]}, {},
