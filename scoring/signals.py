@@ -17,9 +17,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import pyloudnorm
 import soundfile
-from scipy.signal import lfilter, resample_poly
+
+# pyloudnorm and scipy.signal are imported where a file is measured, in a worker: at the top
+# they cost every process of the site 0.9 s at start (python -X importtime manage.py check,
+# 2026-12-06), and only a worker measuring a file uses them.
 
 BLOCK_FRAMES = 2**16  # frames read at once: 1.4 s at 48 kHz
 # A sample at digital full scale is clipped: at least (2^15 - 1) / 2^15, the largest positive
@@ -53,6 +55,8 @@ class _Loudness:
     """BS.1770-4 integrated loudness, fed block by block (pyloudnorm's algorithm)."""
 
     def __init__(self, rate: int, channels: int, frames: int):
+        import pyloudnorm
+
         self.meter = pyloudnorm.Meter(rate)
         self.rate, self.channels = rate, channels
         self.stages = list(self.meter._filters.values())
@@ -71,6 +75,8 @@ class _Loudness:
         self.block = block
 
     def add(self, data: np.ndarray) -> None:
+        from scipy.signal import lfilter
+
         weighted = np.empty_like(data)
         for c in range(self.channels):
             x = data[:, c]
@@ -115,6 +121,8 @@ def lfilter_zi_zero(stage) -> np.ndarray:
 
 def measure(path: Path | str) -> Signals:
     """The file's signals, reading it block by block; ValueError if it is no sound file."""
+    from scipy.signal import resample_poly
+
     try:
         sound = soundfile.SoundFile(str(path))
     except (soundfile.LibsndfileError, RuntimeError) as exc:
