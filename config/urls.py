@@ -1,7 +1,9 @@
 from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
+
+from config.api_schema import SchemaView
 
 # allauth's answer past one of its own rate limits (it looks for `handler429` here).
 handler429 = "config.throttle.account_rate_limited"
@@ -13,7 +15,7 @@ urlpatterns = [
     # password check goes through one form, its counters and its email rules.
     path("admin/login/", secure_admin_login(admin.site.login)),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
     # Swagger UI in the site's layout; its set-up script is a separate response
     # (?script), so the page needs no inline script under the Content-Security-Policy.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema",

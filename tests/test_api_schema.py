@@ -126,3 +126,24 @@ def test_the_board_rows_are_described_field_by_field(client):
     row = schema["components"]["schemas"]["BoardRow"]["properties"]
     assert {"rank", "rank_best", "rank_worst", "model", "coverage", "judge",
             "simulated"} <= set(row)
+
+
+def test_the_schema_is_made_once_per_process_and_is_the_same_for_everyone(client, staff,
+                                                                           monkeypatch):
+    from drf_spectacular.generators import SchemaGenerator
+
+    from config import api_schema
+
+    monkeypatch.setattr(api_schema, "_made", {})
+    made = []
+    get_schema = SchemaGenerator.get_schema
+    monkeypatch.setattr(SchemaGenerator, "get_schema",
+                        lambda self, **kwargs: made.append(1) or get_schema(self, **kwargs))
+    anonymous = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    client.force_login(staff)
+    assert client.get("/api/schema/", HTTP_ACCEPT="application/json").json() == anonymous
+    assert "openapi: " in client.get("/api/schema/").content.decode()  # YAML from the same
+    assert len(made) == 1
+    monkeypatch.setattr(api_schema, "_made", {})  # made afresh, for a staff member
+    assert client.get("/api/schema/", HTTP_ACCEPT="application/json").json() == anonymous
+    assert len(made) == 2
