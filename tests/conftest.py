@@ -190,6 +190,42 @@ def _use_broker(url: str, **conf) -> None:
     celery_app.__dict__.pop("amqp", None)
 
 
+_template_making = None
+
+
+def pytest_sessionstart(session):
+    """The controller (or the only process) makes the test database template while the
+    workers start (tests/database_template.py)."""
+    global _template_making
+    from django.conf import settings as django_settings
+
+    from tests.database_template import Making
+
+    database = django_settings.DATABASES["default"]
+    if not hasattr(session.config, "workerinput") and \
+            database.get("ENGINE") == "django.db.backends.postgresql":
+        _template_making = Making(database)
+
+
+def pytest_sessionfinish(session):
+    if _template_making is not None:
+        _template_making.wait()
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Each process's test database is made from one migrated template
+    (tests/database_template.py), not migrated again in every process."""
+    from django.conf import settings as django_settings
+
+    from tests.database_template import template
+
+    database = django_settings.DATABASES["default"]
+    name = template(database)
+    if name is not None:
+        database.setdefault("TEST", {})["TEMPLATE"] = name
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _tasks_go_nowhere():
     """Work that in-process tests enqueue after a commit goes to an in-memory broker that no
