@@ -4,7 +4,9 @@ folder of its own and installed there (`make install`), then its suite runs as `
 PostgreSQL and Redis. Prints each run's wall time and the ratio of the medians (new / old).
 
 Figures of different days are compared through such runs only: the same machine kind differs
-by half from one day to the next.
+by half from one day to the next. A fresh clone's first run also writes its bytecode (and
+pytest's rewritten test modules), which later runs read: with `--rounds 2` or more, the later
+rounds are the working loop's figure.
 
     .venv/bin/python bench/test_time.py --old 97e1553 [--new HEAD] [--rounds 2] [--target test-fast]
         [--database-url postgres://postgres@127.0.0.1:5432/mmae_board_bench]
