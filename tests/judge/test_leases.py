@@ -306,7 +306,10 @@ def test_a_waiting_fleet_wakes_when_a_slot_frees_elsewhere_without_polling(simul
 
 
 def test_queries_queued_for_slots_lease_them_in_one_round_trip(simulator_factory, prefix):
-    sim = simulator_factory("--latency-ms", "200", ports=free_ports(1))
+    # Each reply takes 1 s, so all eight are in at once even when the machine is slow to send
+    # the last seven (with 200 ms, the first was answered before the eighth arrived in one
+    # run of the whole suite on 2 cores).
+    sim = simulator_factory("--latency-ms", "1000", ports=free_ports(1))
 
     async def main():
         leases = RedisLeases(REDIS, prefix=prefix)
