@@ -20,8 +20,6 @@
   const submit = document.getElementById("panel-submit");
   const error = document.getElementById("panel-error");
   const form = document.getElementById("panel-form");
-  // A jump of the play head longer than this between two timeupdate events is a seek.
-  const MAX_STEP = 1.5;
   // What the server forgives of a sum of play-head steps (floating-point rounding).
   const SLACK = 0.01;
   let task = null;
@@ -59,16 +57,22 @@
     note.className = "panel-heard";
     note.dataset.label = label;
     let last = null;
-    audio.addEventListener("playing", () => { last = audio.currentTime; });
+    let lastAt = null;
+    audio.addEventListener("playing", () => { last = audio.currentTime; lastAt = performance.now(); });
     audio.addEventListener("seeking", () => { last = null; });
+    // Each advance of the play head counts as far as the time that really passed while it
+    // played: a seek (or a faster rate) moves it further than that, and counts no more; a busy
+    // page delays the events, not the sound, so a long step after a long wait counts whole.
     const count = (now) => {
-      if (last !== null) {
-        const step = now - last;
-        if (step > 0 && step <= MAX_STEP) {
+      const at = performance.now();
+      if (last !== null && lastAt !== null) {
+        const step = Math.min(now - last, (at - lastAt) / 1000 + SLACK);
+        if (step > 0) {
           heard[label] += step;
         }
       }
       last = now;
+      lastAt = at;
       unlockIfHeard();
     };
     audio.addEventListener("timeupdate", () => { if (!audio.paused) count(audio.currentTime); });
