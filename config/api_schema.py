@@ -1,23 +1,84 @@
 """The OpenAPI schema at /api/schema/, made once per process. It follows from the code alone
-(every operation is listed for everyone: SERVE_PUBLIC), so a process keeps the first one it
-makes, per API version and language, until it ends with the code that made it. Made on each
-request it cost 0.19-0.36 s of CPU (measured 2026-12-06 with RequestFactory, after the first),
-which any visitor could ask for as often as they liked."""
+(every operation is listed for everyone: SERVE_PUBLIC), so a process keeps the schemas it
+makes until it ends with the code that made them. Made on each request it cost 0.19-0.36 s of
+CPU (measured 2026-12-06 with RequestFactory, after the first), which any visitor could ask for
+as often as they liked.
+
+What a visitor may vary is checked before anything is kept: `?version=` must be one the API
+has (REST framework's ALLOWED_VERSIONS; it has none, so any is refused) and `?lang=` a language
+Django knows (LANGUAGES), each kept under the language it resolves to; anything else is a 400
+naming the parameter. At most KEPT schemas are kept (about 0.85 MB each), the least recently
+served dropped first, so no sequence of queries grows a process without bound. A lock makes
+each schema once: drf-spectacular's generator is not safe to run twice at once in a process."""
+
+import threading
+from collections import OrderedDict
 
 from django.utils import translation
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SCHEMA_KWARGS, SpectacularAPIView
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
-_made: dict[tuple, dict] = {}
+KEPT = 8
+
+_made: OrderedDict[tuple, dict] = OrderedDict()
+_lock = threading.Lock()
+
+
+def _language(request) -> str:
+    """The language the schema is written in: `?lang=`'s supported variant, or the default."""
+    asked = request.GET.get("lang")
+    if not asked:
+        return translation.get_language()
+    try:
+        return translation.get_supported_language_variant(asked)
+    except LookupError:
+        raise ValidationError({"lang": [f"unknown language {asked[:20]!r}"]}) from None
+
+
+def _version(request) -> str | None:
+    asked = request.GET.get("version")
+    if asked is None or asked in (api_settings.ALLOWED_VERSIONS or ()):
+        return asked
+    raise ValidationError({"version": [f"this API has no version {asked[:20]!r}"]})
+
+
+def kept(key: tuple, make) -> dict:
+    """The schema kept under `key`, made by `make()` if it is not (once, under the lock)."""
+    with _lock:
+        if key in _made:
+            _made.move_to_end(key)
+            return _made[key]
+        schema = _made[key] = make()
+        while len(_made) > KEPT:
+            _made.popitem(last=False)
+        return schema
+
+
+def forget() -> None:
+    """Drop every kept schema (tests)."""
+    with _lock:
+        _made.clear()
 
 
 class SchemaView(SpectacularAPIView):
+    @extend_schema(**SCHEMA_KWARGS)
+    def get(self, request, *args, **kwargs):
+        language = _language(request)
+        with translation.override(language):
+            return self._get_schema_response(request)
+
     def _get_schema_response(self, request):
-        version = self.api_version or request.version or self._get_version_parameter(request)
-        key = (version, translation.get_language(), self.serve_public)
-        if key not in _made:
+        version = self.api_version or request.version or _version(request)
+        language = translation.get_language()
+
+        def make():
             generator = self.generator_class(urlconf=self.urlconf, api_version=version,
                                              patterns=self.patterns)
-            _made[key] = generator.get_schema(request=request, public=self.serve_public)
-        return Response(data=_made[key], headers={
+            return generator.get_schema(request=request, public=self.serve_public)
+
+        schema = kept((version, language, self.serve_public), make)
+        return Response(data=schema, headers={
             "Content-Disposition": f'inline; filename="{self._get_filename(request, version)}"'})

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from django.contrib.staticfiles import finders
 
@@ -134,7 +136,7 @@ def test_the_schema_is_made_once_per_process_and_is_the_same_for_everyone(client
 
     from config import api_schema
 
-    monkeypatch.setattr(api_schema, "_made", {})
+    api_schema.forget()
     made = []
     get_schema = SchemaGenerator.get_schema
     monkeypatch.setattr(SchemaGenerator, "get_schema",
@@ -144,6 +146,67 @@ def test_the_schema_is_made_once_per_process_and_is_the_same_for_everyone(client
     assert client.get("/api/schema/", HTTP_ACCEPT="application/json").json() == anonymous
     assert "openapi: " in client.get("/api/schema/").content.decode()  # YAML from the same
     assert len(made) == 1
-    monkeypatch.setattr(api_schema, "_made", {})  # made afresh, for a staff member
+    api_schema.forget()  # made afresh, for a staff member
     assert client.get("/api/schema/", HTTP_ACCEPT="application/json").json() == anonymous
     assert len(made) == 2
+
+
+@pytest.fixture
+def counted_schemas(monkeypatch):
+    """The number of schemas made from here on (a list, one item each), each made in 0.2 s."""
+    import time
+
+    from drf_spectacular.generators import SchemaGenerator
+
+    from config import api_schema
+
+    api_schema.forget()
+    made = []
+    get_schema = SchemaGenerator.get_schema
+
+    def slow(self, **kwargs):
+        made.append(1)
+        time.sleep(0.2)
+        return get_schema(self, **kwargs)
+
+    monkeypatch.setattr(SchemaGenerator, "get_schema", slow)
+    yield made
+    api_schema.forget()
+
+
+def test_an_unknown_language_or_version_is_a_400_naming_it_and_nothing_is_kept(
+        client, counted_schemas):
+    from config import api_schema
+
+    for query, name in (("lang=zz-qq", "lang"), ("version=a", "version"),
+                        ("version=1&lang=en", "version")):
+        answer = client.get(f"/api/schema/?{query}", HTTP_ACCEPT="application/json")
+        assert answer.status_code == 400, query
+        assert name in json.dumps(answer.json()), answer.json()
+    assert counted_schemas == [] and len(api_schema._made) == 0
+
+
+def test_languages_are_kept_under_the_language_they_resolve_to_and_at_most_kept_many(
+        client, counted_schemas, settings):
+    from config import api_schema
+
+    settings.LANGUAGES = [(code, code) for code in
+                          ("en", "de", "fr", "es", "it", "nl", "pt", "pl", "sv", "fi", "da")]
+    english = client.get("/api/schema/?lang=en", HTTP_ACCEPT="application/json").json()
+    assert client.get("/api/schema/?lang=en-gb", HTTP_ACCEPT="application/json").json() \
+        == english
+    assert len(counted_schemas) == 1
+    for code, _ in settings.LANGUAGES:
+        assert client.get(f"/api/schema/?lang={code}").status_code == 200
+    assert len(api_schema._made) == api_schema.KEPT < len(settings.LANGUAGES)
+
+
+@pytest.mark.slow
+def test_visitors_at_once_make_one_schema(transactional_db, live_server, counted_schemas):
+    from tests.concurrent import at_once
+
+    answers = at_once(lambda client, i: client.get(f"{live_server.url}/api/schema/?format=json"),
+                      8, clients=8)
+    assert {a.status_code for a in answers} == {200}
+    assert len({a.content for a in answers}) == 1
+    assert len(counted_schemas) == 1
