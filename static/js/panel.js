@@ -22,6 +22,11 @@
   const form = document.getElementById("panel-form");
   // What the server forgives of a sum of play-head steps (floating-point rounding).
   const SLACK = 0.01;
+  // Seconds that passed beyond the play head's advances, carried to later ones (count below).
+  const CARRY = 0.5;
+  // What a clip's end may count beyond the clock: a coarse clock's step (Firefox rounds
+  // performance.now() to as much as 100 ms when resisting fingerprinting).
+  const END_GRACE = 0.25;
   let task = null;
   let heard = {};
 
@@ -58,25 +63,36 @@
     note.dataset.label = label;
     let last = null;
     let lastAt = null;
-    audio.addEventListener("playing", () => { last = audio.currentTime; lastAt = performance.now(); });
-    audio.addEventListener("seeking", () => { last = null; });
+    let unspent = 0;
+    audio.addEventListener("playing", () => {
+      last = audio.currentTime;
+      lastAt = performance.now();
+      unspent = 0;
+    });
+    audio.addEventListener("seeking", () => { last = null; unspent = 0; });
     // Each advance of the play head counts as far as the time that really passed while it
     // played: a seek (or a faster rate) moves it further than that, and counts no more; a busy
     // page delays the events, not the sound, so a long step after a long wait counts whole.
-    const count = (now) => {
+    // Time that passed beyond an advance (a coarse clock, a late event) is carried to the
+    // next, up to CARRY seconds, so a clip played through counts whole; its end may count up
+    // to END_GRACE seconds more than the clock saw, a clock's coarseness at most.
+    const count = (now, grace) => {
       const at = performance.now();
       if (last !== null && lastAt !== null) {
-        const step = Math.min(now - last, (at - lastAt) / 1000 + SLACK);
+        unspent += (at - lastAt) / 1000 + grace;
+        const step = Math.min(now - last, unspent);
         if (step > 0) {
           heard[label] += step;
+          unspent -= step;
         }
+        unspent = Math.min(unspent, CARRY);
       }
       last = now;
       lastAt = at;
       unlockIfHeard();
     };
-    audio.addEventListener("timeupdate", () => { if (!audio.paused) count(audio.currentTime); });
-    audio.addEventListener("ended", () => { count(audio.duration); last = null; });
+    audio.addEventListener("timeupdate", () => { if (!audio.paused) count(audio.currentTime, 0); });
+    audio.addEventListener("ended", () => { count(audio.duration, END_GRACE); last = null; });
     wrap.append(name, " ", play, " ", audio, " ", note);
     return wrap;
   }
