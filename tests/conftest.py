@@ -207,9 +207,13 @@ def pytest_sessionstart(session):
         _template_making = Making(database)
 
 
-def pytest_sessionfinish(session):
-    if _template_making is not None:
-        _template_making.wait()
+def pytest_terminal_summary(terminalreporter):
+    """A template that could not be made is said at the end, not raised: the tests ran on
+    databases migrated one by one."""
+    problem = _template_making.wait() if _template_making is not None else None
+    if problem:
+        terminalreporter.write_sep("=", "test database template", yellow=True)
+        terminalreporter.write_line(f"not made, each process migrated its own: {problem}")
 
 
 @pytest.fixture(scope="session")

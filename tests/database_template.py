@@ -27,7 +27,7 @@ from pathlib import Path
 
 PREFIX = "test_template_"
 # Another run may still be copying a template of other migrations (a checkout of another
-# commit on the same server): one is dropped only an hour after it was made.
+# commit on the same server): one is dropped only an hour after it was last made or used.
 STALE_SECONDS = 3600
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,10 +99,11 @@ class Making:
         self.server.execute("SELECT pg_advisory_unlock(hashtext(%s))", (PREFIX,))
         self.server.close()
 
-    def wait(self) -> None:
+    def wait(self) -> str | None:
+        """Once the making has ended: what went wrong, or None. (The workers then migrated
+        their own databases, where a broken migration fails the tests themselves.)"""
         self.thread.join()
-        if self.error is not None:
-            raise self.error
+        return None if self.error is None else str(self.error)
 
 
 def template(database: dict) -> str | None:
@@ -111,11 +112,19 @@ def template(database: dict) -> str | None:
     PostgreSQL, or its making failed): the test database is then migrated as usual."""
     if database.get("ENGINE") != "django.db.backends.postgresql":
         return None
+    import psycopg
+
     name = PREFIX + migrations_digest()
     with _connect(database) as server:
         server.execute("SELECT pg_advisory_lock(hashtext(%s))", (PREFIX,))
         try:
-            return name if _exists(server, name) else None
+            if not _exists(server, name):
+                return None
+            try:
+                _touch(server, name)  # used now: no run of other migrations drops it for an hour
+            except psycopg.Error:
+                pass  # another role's: it can still be copied
+            return name
         finally:
             server.execute("SELECT pg_advisory_unlock(hashtext(%s))", (PREFIX,))
 
@@ -133,7 +142,8 @@ def _begin(server, database: dict, name: str) -> subprocess.Popen:
     """Start migrating a database under a provisional name (a run stopped half-way leaves no
     template that looks whole)."""
     partial = _partial(name)
-    server.execute(f'DROP DATABASE IF EXISTS "{partial}"')
+    # FORCE: a run killed half-way may have left its migrate connected to it.
+    server.execute(f'DROP DATABASE IF EXISTS "{partial}" WITH (FORCE)')
     server.execute(f'CREATE DATABASE "{partial}"')
     return subprocess.Popen(
         [sys.executable, "manage.py", "migrate", "--no-input", "--verbosity", "0"], cwd=ROOT,
@@ -143,17 +153,28 @@ def _begin(server, database: dict, name: str) -> subprocess.Popen:
 
 def _end(server, name: str, migrate: subprocess.Popen) -> None:
     """Once migrated, the provisional database becomes the template `name`."""
-    _, errors = migrate.communicate(timeout=600)
+    try:
+        _, errors = migrate.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        migrate.kill()
+        _, errors = migrate.communicate()
+        errors = f"still migrating after 600 s, stopped\n{errors}"
     partial = _partial(name)
     if migrate.returncode != 0:
-        server.execute(f'DROP DATABASE IF EXISTS "{partial}"')
+        server.execute(f'DROP DATABASE IF EXISTS "{partial}" WITH (FORCE)')
         raise RuntimeError(f"migrating the test database template failed:\n{errors}")
     server.execute(f'ALTER DATABASE "{partial}" RENAME TO "{name}"')
+    _touch(server, name)
+
+
+def _touch(server, name: str) -> None:
+    """Note on the template when it was last made or used (what _drop_stale reads)."""
     server.execute(f"COMMENT ON DATABASE \"{name}\" IS '{int(time.time())}'")
 
 
 def _drop_stale(server, keep: str) -> None:
-    """Drop the templates of other migrations made more than STALE_SECONDS ago."""
+    """Drop the templates of other migrations last made or used more than STALE_SECONDS
+    ago; one that cannot be dropped (being copied, another role's) is left."""
     import psycopg
 
     for old, made in server.execute(
@@ -164,5 +185,5 @@ def _drop_stale(server, keep: str) -> None:
             continue
         try:
             server.execute(f'DROP DATABASE IF EXISTS "{old}"')
-        except psycopg.errors.ObjectInUse:
-            pass  # being copied right now: the next run drops it
+        except psycopg.Error:
+            pass  # being copied right now, or not ours to drop: a later run may
