@@ -41,12 +41,15 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m tests.servers $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
-# Every test that starts no process (no simulator, worker, server, browser or manage.py
-# subprocess: those are marked `integration`, tests/conftest.py): the quick check while working.
+# The quick check while working: every test that starts no process (no simulator, worker,
+# server, browser or manage.py subprocess: those are marked `integration`, tests/conftest.py)
+# and is not `slow` (a crawl of the whole site, a full-size file, many clients at once,
+# migrations back and forth, a real timeout: pyproject.toml). `make test` runs them all.
 # These keep a core busy, so one process a core.
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m tests.servers $(BIN)/pytest -m "not integration" -n $(FAST_WORKERS)
+	$(BIN)/python -m tests.servers $(BIN)/pytest -m "not integration and not slow" \
+		-n $(FAST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

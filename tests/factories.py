@@ -35,12 +35,12 @@ def scored_submission(benchmark: Benchmark, owner, name: str, figures: dict, *,
         benchmark=benchmark, judge_config=benchmark.judge_config, audio_root="/x",
         judge_model="Qwen3-Omni-30B-A3B-Instruct", prompt_sha256="p" * 64, rounds=3,
         max_attempts=5, status=status, status_times={status: timezone.now().isoformat()})
-    for (dimension, bucket), (ifr, cr, emr) in figures.items():
-        bounds = (intervals or {}).get((dimension, bucket), {})
-        SliceResult.objects.create(
-            run=run, dimension=dimension, bucket=bucket, n=4,
-            values={"n": 4, "IFR": ifr, "CR": cr, "EMR": emr},
-            intervals={m: [lo, hi] for m, (lo, hi) in bounds.items()})
+    SliceResult.objects.bulk_create(
+        SliceResult(run=run, dimension=dimension, bucket=bucket, n=4,
+                    values={"n": 4, "IFR": ifr, "CR": cr, "EMR": emr},
+                    intervals={m: [lo, hi] for m, (lo, hi)
+                               in (intervals or {}).get((dimension, bucket), {}).items()})
+        for (dimension, bucket), (ifr, cr, emr) in figures.items())
     submission = Submission.objects.create(
         owner=owner, model=model, benchmark=benchmark, public=public, status="queued",
         current_run=run, coverage=coverage)

@@ -85,6 +85,7 @@ def test_every_model_is_registered():
     assert [m.__name__ for m in REQUIRED if m not in admin.site._registry] == []
 
 
+@pytest.mark.slow
 def test_staff_open_every_changelist_search_and_change_page(client, world, superuser):
     client.force_login(superuser)
     opened = set()

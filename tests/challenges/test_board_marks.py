@@ -153,6 +153,7 @@ def crawl_from_board(front, cookie: str | None) -> dict[str, tuple[int, str, byt
 
 @pytest.mark.parametrize("shown", [Phase.Shown.NOTHING, Phase.Shown.OVERALL,
                                    Phase.Shown.SLICES])
+@pytest.mark.slow
 def test_no_link_from_a_hidden_board_answers_404(shown, final_phase_of, front, client,  # noqa: F811
                                                  author):
     """As the participant (the author of a row) and as an anonymous visitor, after an

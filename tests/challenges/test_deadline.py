@@ -192,6 +192,7 @@ def test_a_board_that_keeps_changing_leaves_the_phase_to_the_next_sweep(world, m
     assert not AuditEvent.objects.filter(object_type="challenges.phase").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_two_freezes_at_once_freeze_once(world, monkeypatch):
     Phase.objects.filter(pk=world["phase"].pk).update(

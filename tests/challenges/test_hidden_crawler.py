@@ -38,7 +38,7 @@ from tests.config.test_page_cache import call, clock, django_app, front, signed_
 from tests.conftest import cast_member, judge_config
 from tests.factories import judged_submission
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 SLUG = "final-all"
 # Every judge reply (its reason and its raw text) holds this word, and nothing else does.

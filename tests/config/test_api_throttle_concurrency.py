@@ -7,7 +7,7 @@ import pytest
 from accounts.models import ApiToken
 from tests.concurrent import at_once, redis_cache, statuses  # noqa: F401
 
-pytestmark = pytest.mark.usefixtures("redis_cache")
+pytestmark = [pytest.mark.usefixtures("redis_cache"), pytest.mark.slow]
 
 
 def test_anonymous_callers_at_once_get_exactly_the_rate(live_server, api_rates):

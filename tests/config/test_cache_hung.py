@@ -11,6 +11,8 @@ from django.core.cache import caches
 
 from config import cache as fail_soft
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def hung_redis(settings):

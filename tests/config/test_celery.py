@@ -59,6 +59,7 @@ def test_a_broker_where_nothing_listens_is_reported_and_logged(broker, caplog):
     assert "Connection refused" in caplog.records[0].getMessage()
 
 
+@pytest.mark.slow
 def test_a_hung_broker_is_refused_within_its_timeouts(settings):
     """A Redis that takes connections and answers nothing (stopped, not refused): the check
     before an upload is stored says the queue cannot be reached within seconds, and so does

@@ -188,6 +188,7 @@ def test_a_bad_request_is_not_retried():
                                                  "refused request")
 
 
+@pytest.mark.slow
 def test_a_timeout_is_retried():
     async def main():
         judge = await FakeJudge(lambda n: (200, GOOD, 1.0 if n == 1 else 0.0)).start()
@@ -257,6 +258,7 @@ def test_a_failing_endpoint_is_taken_out_probed_and_put_back():
     assert back is True and probes >= 2
 
 
+@pytest.mark.slow
 def test_when_every_endpoint_is_down_work_waits_for_one_to_come_back():
     port = free_ports(1)[0]
 
@@ -276,6 +278,7 @@ def test_when_every_endpoint_is_down_work_waits_for_one_to_come_back():
     assert answer.ok and answer.value == "A"
 
 
+@pytest.mark.slow
 def test_the_wait_is_bounded_and_names_every_endpoint(caplog):
     a, b = (f"http://127.0.0.1:{p}" for p in free_ports(2))
 

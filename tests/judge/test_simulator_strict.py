@@ -291,6 +291,7 @@ def test_the_fleet_client_takes_out_a_404_and_records_a_400_as_vllms_refusal(str
     assert strict.completions() == 0
 
 
+@pytest.mark.slow
 def test_a_slot_is_held_for_the_latency_however_long_the_reply_takes(
         thread_simulator_factory):
     """The reply is made inside the latency: a request's time in its slot is the latency asked

@@ -97,6 +97,7 @@ def filled_boards(board, airboards, tmp_path):  # noqa: F811
     return alpha
 
 
+@pytest.mark.slow
 def test_every_read_body_is_what_its_schema_describes(client, filled_boards, author):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     alpha, mine = filled_boards, as_user(author)

@@ -151,6 +151,7 @@ QUERIES = [BoardQuery(dimension=d, bucket=b, sort=sort, descending=descending, r
                SLICES[:2], ("rank", "EMR", "CR"), (False, True), (True, False))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stored", [True, False], ids=["stored", "in the database"])
 def test_every_page_is_the_python_boards_page(mixed_board, stored):
     """Ranked rows, reported and diagnostic rows where their figures place them, ties cut

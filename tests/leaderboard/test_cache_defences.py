@@ -90,6 +90,7 @@ def test_fresh_renders_of_costly_pages_are_limited_per_address(client, three, se
                       REMOTE_ADDR="198.51.100.7").status_code == 200
 
 
+@pytest.mark.slow
 def test_concurrent_clients_spelling_one_comparison_get_the_cached_page(
         transactional_db, live_server, three, renders):
     _, (a, b, c) = three
@@ -107,6 +108,7 @@ def test_concurrent_clients_spelling_one_comparison_get_the_cached_page(
     assert renders == [f"{a},{b},{c}"]
 
 
+@pytest.mark.slow
 def test_concurrent_clients_asking_new_comparisons_meet_the_limit(
         transactional_db, live_server, three, renders, settings):
     settings.THROTTLE_RENDER = "4/m"

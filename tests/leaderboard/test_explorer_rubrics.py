@@ -55,6 +55,7 @@ def body(response) -> str:
 # --- the page carries tallies, the partial the votes ----------------------------------
 
 
+@pytest.mark.slow
 def test_a_page_of_20_samples_is_under_100_kb_gzipped_with_real_rubric_counts(client, public,
                                                                              keys):
     page = client.get(f"/s/{public.pk}/", **GZIP)

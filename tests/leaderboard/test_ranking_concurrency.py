@@ -4,11 +4,14 @@ ends without an error and one set of ranges stays, of the board's current state.
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from django.db import connection
 
 from leaderboard.boards import rank_ranges, state
 from leaderboard.models import RankRanges
 from tests.leaderboard.test_ranking import clear_gap
+
+pytestmark = pytest.mark.slow
 
 
 def test_refreshes_finishing_at_once_store_one_set(transactional_db, item_board):

@@ -24,6 +24,8 @@ from tests.config.test_page_cache import Clock, call
 from tests.conftest import judge_config
 from tests.factories import board_benchmark, scored_submission
 
+pytestmark = pytest.mark.slow
+
 
 def expected(benchmark: Benchmark) -> dict[tuple[str, str], dict[str, dict]]:
     """{(dimension, bucket): {model name: its figures}} of the public current runs, read from

@@ -11,7 +11,7 @@ from panel.models import PanelAnswer, PanelTask
 from tests.factories import board_benchmark, scored_submission
 from tests.scoring.test_migration_neutral_tables import migrate
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 BEFORE = [("leaderboard", "0008_rank_order")]
 

@@ -140,6 +140,7 @@ def test_an_unreadable_path_is_named(tmp_path):
         import_(tmp_path / "nope.json", tmp_path)
 
 
+@pytest.mark.slow
 def test_a_full_size_file_imports(tmp_path):
     """2,000 samples and 17,741 rubrics, as the real benchmark has."""
     # Empty files are enough: the importer checks existence only.

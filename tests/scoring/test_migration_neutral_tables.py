@@ -17,7 +17,7 @@ from scoring.kinds.mmae import metrics as mmae_metrics
 from scoring.kinds.mmae import rules as mmae
 from scoring.models import Answer, Criterion, ItemResult, ScoringRun
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 BEFORE = [("scoring", "0014_judge_limits_refusals")]
 # Past 0015_kind_neutral_tables, to the newest: the models read afterwards are today's.

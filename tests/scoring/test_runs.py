@@ -225,6 +225,7 @@ def test_two_batches_in_one_process_share_one_fleet_client(run_setup, thread_sim
     assert set(run.batches.values_list("status", flat=True)) == {"done"}
 
 
+@pytest.mark.slow
 def test_the_next_batch_is_claimed_while_the_first_is_still_in_flight(
         run_setup, thread_simulator_factory, monkeypatch, settings):
     """Claim-ahead: once fewer of its queries wait than the fleet has slots, a task claims
@@ -263,6 +264,7 @@ def test_without_claim_ahead_a_task_scores_its_own_batch_only(run_setup, thread_
     assert sorted(run.batches.values_list("status", flat=True)) == ["done", "pending", "pending"]
 
 
+@pytest.mark.slow
 def test_batches_claimed_ahead_are_handed_back_when_the_fleet_goes_down(run_setup,
                                                                           monkeypatch):
     """An outage hands back every batch the loop holds, none counted, and asks for the

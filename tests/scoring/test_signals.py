@@ -6,10 +6,8 @@ to 300 s, in bounded memory."""
 import tracemalloc
 
 import numpy as np
-import pyloudnorm
 import pytest
 import soundfile
-from scipy.signal import resample
 
 from scoring.signals import measure
 
@@ -30,7 +28,12 @@ def synthesised(path, *, rate, channels, seconds, fmt, amplitude=0.3, clip_gain=
 
 
 def expected(path):
-    """The card computed from the whole signal, independently."""
+    """The card computed from the whole signal, independently. (pyloudnorm and scipy.signal
+    are imported here, as scoring.signals imports them: at module level they cost every test
+    process a second of collection.)"""
+    import pyloudnorm
+    from scipy.signal import resample
+
     data, rate = soundfile.read(str(path), always_2d=True)
     frames, channels = data.shape
     lufs = pyloudnorm.Meter(rate).integrated_loudness(data[:, 0] if channels == 1 else data)
@@ -92,6 +95,7 @@ def test_silence_has_no_loudness_and_no_peak(tmp_path):
     assert (found.lufs, found.true_peak_dbtp, found.silent_share) == (None, None, 1.0)
 
 
+@pytest.mark.slow
 def test_300_s_of_48_khz_stereo_is_measured_in_bounded_memory(tmp_path):
     path = synthesised(tmp_path / "long.wav", rate=48000, channels=2, seconds=300.0,
                        fmt="WAV", clip_gain=2.5)
@@ -103,6 +107,8 @@ def test_300_s_of_48_khz_stereo_is_measured_in_bounded_memory(tmp_path):
     finally:
         tracemalloc.stop()
     assert size > 50e6 and peak < 40e6, (size, peak)  # the file is 55 MB, 230 MB as float64
+    import pyloudnorm
+
     data, rate = soundfile.read(str(path))
     assert found.lufs == pytest.approx(pyloudnorm.Meter(rate).integrated_loudness(data),
                                        abs=1e-3)

@@ -114,6 +114,7 @@ def test_the_time_axis_is_labelled_in_seconds(tmp_path):
     assert spectrograms._label(90) == "1:30"
 
 
+@pytest.mark.slow
 def test_a_300_s_48_khz_stereo_output_takes_seconds_and_less_memory_than_itself(tmp_path):
     """What bench/spectrogram.py prints, bounded: CPU seconds and traced allocations."""
     path = tmp_path / "long.wav"

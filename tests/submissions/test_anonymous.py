@@ -84,6 +84,7 @@ def mentions(seen: dict) -> list[str]:
                                                        "Quiet-Licence")))
 
 
+@pytest.mark.slow
 def test_an_anonymous_entry_names_nothing_before_its_date_then_its_model_by_itself(
         anonymous, front, client, quiet_owner, other_author, clock):  # noqa: F811
     secret = anonymous["secret"]
@@ -297,6 +298,7 @@ def test_the_pseudonym_and_its_model_declare_one_family(anonymous, on):
     assert ModelEntry.objects.get(pk=secret.reveal_as_id).base_family == "llama"
 
 
+@pytest.mark.slow
 def test_the_migration_takes_every_number_an_entry_already_holds(anonymous):
     import importlib
     from types import SimpleNamespace

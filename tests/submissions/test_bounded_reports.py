@@ -38,6 +38,7 @@ def test_the_reader_keeps_the_first_of_each_kind_and_counts_the_rest():
     assert problems[51] == "... and 70 more unknown ids"
 
 
+@pytest.mark.slow
 def test_a_validation_report_of_100000_unknown_ids_is_small(tmp_path, settings):
     settings.SUBMISSION_REPORT_MAX_PER_KIND = 50
     predictions = tmp_path / "submission.jsonl"

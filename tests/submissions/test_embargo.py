@@ -68,6 +68,7 @@ def mentions(seen: dict) -> list[str]:
     return sorted(url for url, (_, text) in seen.items() if SECRET in text)
 
 
+@pytest.mark.slow
 def test_an_embargoed_entry_is_nowhere_before_its_date_then_public_by_itself(
         embargoed, front, client, author, other_author, clock):  # noqa: F811
     begin = starts(embargoed, front)

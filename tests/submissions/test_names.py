@@ -226,6 +226,7 @@ def test_the_form_refuses_a_name_of_hidden_characters(small_bench, client, autho
     assert Submission.objects.count() == 0
 
 
+@pytest.mark.slow
 def test_authors_racing_for_look_alike_names_leave_one_owner(live_server, small_bench,
                                                              django_user_model, settings):
     """Eight authors upload look-alikes of one name at once over HTTP: one gets it, the

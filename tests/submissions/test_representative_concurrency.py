@@ -2,9 +2,13 @@
 live server on PostgreSQL): one choice wins, none answers 500; and the API answers a failure
 of its own as JSON."""
 
+import pytest
+
 from accounts.models import ApiToken
 from submissions.models import Submission
 from tests.concurrent import at_once, statuses
+
+pytestmark = pytest.mark.slow
 
 
 def test_representative_choices_at_once_all_answer_and_leave_one(live_server, score_with_files,

@@ -715,6 +715,7 @@ class TestArchiveRefusedBeforeWriting:
         assert error.startswith(f"audio.tgz: its outputs unpack to {6 * CHUNK} bytes from "
                                 f"{archive.stat().st_size} compressed bytes")
 
+    @pytest.mark.slow
     def test_with_the_default_limits_a_one_megabyte_bomb_writes_nothing(self, upload,
                                                                         audio_dir, tmp_path):
         archive = silence_zip(upload / "bomb.zip", 3, 100 * CHUNK, level=9)
@@ -805,6 +806,7 @@ class TestAudioFormatLimits:
         data = sound_bytes(np.zeros((4800, 2), dtype="int16"), samplerate=48_000)
         assert self.check(upload, audio_dir, data) == []
 
+    @pytest.mark.slow
     def test_five_minutes_of_48_khz_stereo_pass_with_the_default_limits(self, upload,
                                                                        audio_dir):
         rng = np.random.default_rng(4)
