@@ -58,7 +58,10 @@ TERMINAL = ("finished", "rejected", "failed", "cancelled")
 DIMENSIONS = ("complexity", "complexity_group", "modality", "granularity", "operation")
 # Set out of reach for the soak, so that no quota or rate refusal passes for a failure.
 LIMITS = {"SUBMISSIONS_PER_DAY": "100000", "SUBMISSIONS_IN_FLIGHT": "100000",
-          "THROTTLE_UPLOAD": "off", "THROTTLE_API_USER": "off", "THROTTLE_API_ANON": "off"}
+          "THROTTLE_UPLOAD": "off", "THROTTLE_API_USER": "off", "THROTTLE_API_ANON": "off",
+          # the visitors share one address and ask new comparisons at random: 30 fresh
+          # renders a minute (the default) would answer some of them 429
+          "THROTTLE_RENDER": "off"}
 # Settings of the parent's environment that would point embedded.run away from its own servers.
 FOREIGN = ("REDIS_URL", "CELERY_BROKER_URL", "JUDGE_BASE_URLS", "DJANGO_ENV", "STATIC_ROOT",
            "UPLOAD_TEMP_DIR", "SITE_URL")
