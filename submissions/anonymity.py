@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from functools import lru_cache
 
 from django.conf import settings
 from django.db import transaction
@@ -38,7 +39,13 @@ from submissions.notifications import author_news, status_page
 PREFIX = "Anonymous submission"
 # The furthest an anonymous entry's reveal may reach, as an embargo's: a year.
 ANONYMOUS_MAX_DAYS = 366
-_RESERVED = name_skeletons(PREFIX)
+
+
+@lru_cache(maxsize=1)
+def _reserved() -> tuple[str, ...]:
+    """The pseudonyms' prefix as every name check compares it (made on first use: its
+    skeletons read Unicode's confusables, which no process should load just to start)."""
+    return tuple(name_skeletons(PREFIX))
 
 
 def pseudonym_name(number: int) -> str:
@@ -48,7 +55,7 @@ def pseudonym_name(number: int) -> str:
 def reserved_name_problem(name: str) -> str | None:
     """Why an author's model name cannot be taken: one that reads as a pseudonym would pass
     for an anonymous entry."""
-    if any(mine.startswith(reserved) for mine in name_skeletons(name) for reserved in _RESERVED):
+    if any(mine.startswith(reserved) for mine in name_skeletons(name) for reserved in _reserved()):
         return (f"names beginning with '{PREFIX}' are kept for anonymous entries; choose "
                 "anonymous_until to show this one anonymously")
     return None

@@ -11,7 +11,6 @@ import unicodedata
 from functools import lru_cache
 
 import regex
-from confusable_homoglyphs.confusables import confusables_data
 from django.core.exceptions import ValidationError
 
 # Control, format (zero-width characters, bidi overrides and isolates) and private use: none
@@ -80,7 +79,11 @@ def _prototypes() -> dict[str, str]:
     confusable-homoglyphs keeps each pair both ways; in confusables.txt every group is a
     prototype with the characters that map to it, and no prototype maps further. So a
     character with one look-alike maps to it when that one has others (or is a sequence);
-    of two that only have each other, the smaller stands for both."""
+    of two that only have each other, the smaller stands for both. (Its table is imported
+    here, the first time a name is checked: 76 ms that every process of the site paid at
+    start, python -X importtime, 2026-12-06.)"""
+    from confusable_homoglyphs.confusables import confusables_data
+
     pairs = {key.translate(MARKS): [entry["c"].translate(MARKS) for entry in found]
              for key, found in confusables_data.items()}
     prototypes = {}
