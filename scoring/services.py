@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from config.database import analyze
 from scoring.kinds import file_sha256, get_kind
 from scoring.kinds.files import resolve_audio
 from scoring.models import Benchmark, Criterion, Item, ItemBucket
@@ -141,6 +142,7 @@ def benchmark_import(
              for item, row in zip(created, rows, strict=True) for criterion in row.criteria],
             batch_size=5000,
         )
+        analyze(Item, ItemBucket, Criterion)
         if audio_root is not None:  # queued once the import commits
             draw_input_spectrograms.delay(benchmark.pk)
     return benchmark, True

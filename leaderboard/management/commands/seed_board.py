@@ -8,12 +8,13 @@ from django.db import transaction
 from django.utils import timezone
 from tqdm import tqdm
 
+from config.database import analyze
 from leaderboard.boards.state import benchmark_current
 from scoring.aggregation import item_results_store, slice_results
 from scoring.boards import board_changed
 from scoring.judge_configs import judge_config_current
 from scoring.kinds import get_kind
-from scoring.models import Item, RunVector, ScoringRun, SliceResult
+from scoring.models import Item, ItemResult, RunVector, ScoringRun, SliceResult
 from submissions.models import ModelEntry, Submission
 
 SEED_USER = "synthetic-board"
@@ -58,6 +59,7 @@ class Command(BaseCommand):
             for drawn in _drawn(chunks, init, options["processes"]):
                 _store(benchmark, kind, config, items, user, drawn, seed=options["seed"])
                 bar.update(len(drawn))
+        analyze(ScoringRun, SliceResult, RunVector, ItemResult, ModelEntry, Submission)
         board_changed(benchmark.id)
         self.stdout.write(f"seeded {options['submissions']} synthetic submissions on "
                           f"{benchmark}")
