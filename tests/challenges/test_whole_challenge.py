@@ -187,8 +187,10 @@ def test_a_whole_challenge_from_development_to_the_reveal(
     assert "Retry-After" in over and int(over["Retry-After"]) > 0
     first = Entry.objects.filter(team=team["a"].team, board__phase=phases["final"]) \
         .order_by("received_at").first()
+    # the instant a day after the first, rounded up to the second (never earlier than it is)
     next_at = first.received_at + timedelta(days=1)
-    assert f"{next_at:%Y-%m-%d %H:%M}" in over.content.decode()
+    next_at = next_at.replace(microsecond=0) + timedelta(seconds=bool(next_at.microsecond))
+    assert f"possible at {next_at:%Y-%m-%d %H:%M:%S} UTC" in over.content.decode()
     scored = [r.json()["submission"] for r in development + finals]
     finished(scored, worker.log_path)
 
