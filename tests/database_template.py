@@ -177,9 +177,12 @@ def _drop_stale(server, keep: str) -> None:
     ago; one that cannot be dropped (being copied, another role's) is left."""
     import psycopg
 
+    # One with a session open (being made or copied) is passed over here: DROP DATABASE
+    # would wait 5 s for that session before refusing.
     for old, made in server.execute(
-            "SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database "
-            "WHERE datname LIKE %s AND datname <> %s",
+            "SELECT datname, shobj_description(oid, 'pg_database') FROM pg_database d "
+            "WHERE datname LIKE %s AND datname <> %s AND NOT EXISTS "
+            "(SELECT 1 FROM pg_stat_activity a WHERE a.datname = d.datname)",
             (PREFIX.replace("_", r"\_") + "%", keep)).fetchall():
         if made and made.isdigit() and time.time() - int(made) < STALE_SECONDS:
             continue
