@@ -164,10 +164,20 @@ class Embedded:
 
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
-    instance = Embedded(tmp_path_factory.mktemp("embedded"))
-    yield instance
-    instance.stop()
+def _stacks(tmp_path_factory):
+    started: list[Embedded] = []
+    yield started
+    for stack in started:
+        stack.stop()
+
+
+@pytest.fixture
+def embedded(_stacks, tmp_path_factory):
+    """The module's `make run`, started once and again only if an earlier test stopped it
+    (the SIGTERM test does): each test gets a running one in any order."""
+    if not _stacks or _stacks[-1].process.poll() is not None:
+        _stacks.append(Embedded(tmp_path_factory.mktemp("embedded")))
+    return _stacks[-1]
 
 
 @pytest.mark.integration
