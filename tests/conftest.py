@@ -11,6 +11,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -255,6 +256,18 @@ def _own_media(tmp_path_factory):
     django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     hashers.get_hashers.cache_clear()
     hashers.get_hashers_by_algorithm.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fixed_windows_hold_still(monkeypatch):
+    """django-ratelimit counts in fixed windows of wall-clock time (its `_get_window`): a
+    test's few requests at a per-minute rate could straddle a window's end and all be let
+    through (seen once in CI). Its clock reads the test's first instant throughout; the
+    windows, their ends and Retry-After are computed as in production."""
+    from django_ratelimit import core
+
+    now = time.time()
+    monkeypatch.setattr(core, "time", SimpleNamespace(time=lambda: now))
 
 
 @pytest.fixture(autouse=True)

@@ -174,8 +174,7 @@ def test_past_the_ceiling_an_unknown_account_gets_the_same_page_and_no_mail(
 
 
 def test_the_form_and_the_token_endpoint_share_one_count(client, author, login_rates):
-    # Per hour: a fixed window that a per-minute rate's three requests once straddled in CI.
-    login_rates("2/h")
+    login_rates("2/m")
     assert log_in(client).status_code == 200
     assert ask_token(client).status_code == 400
     response = ask_token(client, password=CAST_PASSWORD)
