@@ -146,6 +146,11 @@ def test_a_batch_in_flight_stops_using_an_endpoint_taken_out(run_setup, staff, s
 
     def take_out_then_look():
         try:
+            # Once the endpoint has answered a query of the batch (not after a fixed time: a
+            # loaded machine can take longer than any to send the first).
+            deadline = time.monotonic() + 60
+            while not sim.stats()[1]["completions"] and time.monotonic() < deadline:
+                time.sleep(0.05)
             endpoint_take_out(actor=staff, base_url=sim.urls[1], reason="mid-batch")
             # The batch's fleet excluding it at a heartbeat, then the queries already sent
             # there ending, as the simulator counts them: not a time this machine may be too
@@ -157,7 +162,7 @@ def test_a_batch_in_flight_stops_using_an_endpoint_taken_out(run_setup, staff, s
         finally:
             connection.close()
 
-    timer = threading.Timer(1.0, take_out_then_look)
+    timer = threading.Thread(target=take_out_then_look)
     timer.start()
     assert query_loop.batch_score(run.batches.get().id, judge(concurrency=4)) is True
     timer.join()
