@@ -50,11 +50,13 @@ def migrations_digest() -> str:
 
 
 def _connect(database: dict):
+    """A connection to the server's `postgres` database with the parameters Django would use
+    for `database` (its OPTIONS too, such as sslmode)."""
     import psycopg
+    from django.db.backends.postgresql.base import DatabaseWrapper
 
-    return psycopg.connect(dbname="postgres", host=database.get("HOST") or None,
-                           port=database.get("PORT") or None, user=database.get("USER") or None,
-                           password=database.get("PASSWORD") or None, autocommit=True)
+    params = DatabaseWrapper({**database, "NAME": "postgres"}).get_connection_params()
+    return psycopg.connect(**params, autocommit=True)
 
 
 def _url(database: dict, name: str) -> str:

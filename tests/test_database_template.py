@@ -111,3 +111,12 @@ def test_a_making_that_failed_is_said_at_the_end_not_raised():
     assert template_module.Making.wait(making) == "migrating the test database template failed"
     making.error = None
     assert template_module.Making.wait(making) is None
+
+
+def test_the_templates_connection_takes_the_databases_options(db):
+    # As Django connects: a DATABASE_URL's ?sslmode=... or application_name reaches the
+    # server through OPTIONS, and so must the template's own connection.
+    options = {**connection.settings_dict["OPTIONS"], "application_name": "template-check"}
+    with template_module._connect({**connection.settings_dict, "OPTIONS": options}) as server:
+        assert server.execute("SELECT current_setting('application_name'), "
+                              "current_database()").fetchone() == ("template-check", "postgres")
