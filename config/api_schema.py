@@ -15,10 +15,10 @@ import threading
 from collections import OrderedDict
 
 from django.utils import translation
+from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SCHEMA_KWARGS, SpectacularAPIView
 from rest_framework.exceptions import ValidationError
-from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 KEPT = 8
@@ -63,22 +63,26 @@ def forget() -> None:
         _made.clear()
 
 
+class KeptSchemaGenerator(SchemaGenerator):
+    """drf-spectacular's generator, keeping each schema it makes under its version, language
+    and audience."""
+
+    def get_schema(self, request=None, public=False):
+        def make():
+            return super(KeptSchemaGenerator, self).get_schema(request=request, public=public)
+
+        # drf-spectacular's view turns on `?lang=` as asked (en-GB): kept under the variant
+        # the site has (en), which is the one its text is written in.
+        language = translation.get_supported_language_variant(translation.get_language())
+        return kept((self.api_version, language, public), make)
+
+
 class SchemaView(SpectacularAPIView):
+    generator_class = KeptSchemaGenerator
+
     @extend_schema(**SCHEMA_KWARGS)
     def get(self, request, *args, **kwargs):
-        language = _language(request)
-        with translation.override(language):
-            return self._get_schema_response(request)
-
-    def _get_schema_response(self, request):
-        version = self.api_version or request.version or _version(request)
-        language = translation.get_language()
-
-        def make():
-            generator = self.generator_class(urlconf=self.urlconf, api_version=version,
-                                             patterns=self.patterns)
-            return generator.get_schema(request=request, public=self.serve_public)
-
-        schema = kept((version, language, self.serve_public), make)
-        return Response(data=schema, headers={
-            "Content-Disposition": f'inline; filename="{self._get_filename(request, version)}"'})
+        # Both checked before drf-spectacular's own view makes (or finds) the schema.
+        self.api_version = self.api_version or request.version or _version(request)
+        with translation.override(_language(request)):
+            return super().get(request, *args, **kwargs)
