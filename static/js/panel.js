@@ -64,11 +64,17 @@
     let last = null;
     let lastAt = null;
     let unspent = 0;
-    audio.addEventListener("playing", () => {
+    // The count starts where playback was asked for: a page too busy to run its handlers
+    // at once hears of `playing` after the play head has moved on, and taking that later
+    // position as the start would leave a clip played through short of its length. `playing`
+    // only starts a count that a seek cleared.
+    const start = () => {
       last = audio.currentTime;
       lastAt = performance.now();
       unspent = 0;
-    });
+    };
+    audio.addEventListener("play", start);
+    audio.addEventListener("playing", () => { if (last === null) start(); });
     audio.addEventListener("seeking", () => { last = null; unspent = 0; });
     // Each advance of the play head counts as far as the time that really passed while it
     // played: a seek (or a faster rate) moves it further than that, and counts no more; a busy

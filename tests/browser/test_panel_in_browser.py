@@ -63,7 +63,10 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
     for button in page.locator(".panel-play").all():
         button.click()
     # Real playback: on a loaded machine (CI, 4 processes on 2 cores) it may start late.
-    expect(page.locator(".panel-option input").first).to_be_enabled(timeout=30_000)
+    try:
+        expect(page.locator(".panel-option input").first).to_be_enabled(timeout=30_000)
+    except AssertionError as exc:  # say what each player did (seen once in CI, not since)
+        raise AssertionError(f"{exc}\nplayers: {page.evaluate(PLAYERS)}") from None
     page.locator(".panel-option input").nth(right).check()
     expect(page.locator("#panel-submit")).to_be_enabled()
     fits(page, width)
@@ -77,6 +80,16 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
     assert all(seconds >= 0.49 for seconds in answer.listened.values())
     assert set(answer.listened) == set(question.audio)
     assert page.evaluate("window.__violations") == []
+
+
+# Each player's state and what the page says it heard, for a failure's message.
+PLAYERS = """() => [...document.querySelectorAll(".panel-player")].map(p => {
+  const a = p.querySelector("audio");
+  return {readyState: a.readyState, networkState: a.networkState, paused: a.paused,
+          ended: a.ended, currentTime: a.currentTime, duration: a.duration,
+          error: a.error && `${a.error.code} ${a.error.message}`,
+          heard: p.querySelector(".panel-heard").textContent};
+})"""
 
 
 # A clock as coarse as a browser that resists fingerprinting keeps it (100 ms steps).
@@ -198,3 +211,28 @@ def test_a_disagreement_leads_to_both_verdicts_side_by_side_on_the_item_page(
     assert box["x"] >= 0 and box["x"] + box["width"] <= width
     shot(page, width, "item-disagreement")
     assert page.evaluate("window.__violations") == []
+
+
+# A page too busy to run its handlers while the sound starts: the `playing` event reaches the
+# page after the play head has moved on (a loaded machine; seen once in CI).
+LATE_PLAYING = """document.addEventListener("playing", () => {
+  const until = performance.now() + 300;
+  while (performance.now() < until) {}
+}, true);"""
+
+
+def test_a_clip_whose_start_the_page_heard_late_still_counts_whole(
+        page, panel_board, author, raters):  # noqa: F811 - fixtures
+    panel_board.score_by_criteria("Echo Editor", author)
+    rater, = raters(1)
+    page.add_init_script(LATE_PLAYING)
+    log_in(page, rater.username)
+    page.goto("/b/mmae/panel/")
+    expect(page.locator("#panel-task")).to_be_visible()
+    for button in page.locator(".panel-play").all():
+        button.click()
+    try:
+        expect(page.locator(".panel-option input").first).to_be_enabled(timeout=30_000)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\nplayers: {page.evaluate(PLAYERS)}") from None
+    assert set(page.locator(".panel-heard").all_inner_texts()) == {"heard"}
