@@ -324,6 +324,7 @@ class _Scoring:
         except Exception:
             # Its own task will try it again, and count it against the batch.
             log.exception("batch %s claimed ahead could not be opened; handed back", batch_id)
+            connection_replace_broken()  # a connection the server cut hands back nothing
             RunBatch.objects.filter(id=batch_id, status=RunBatch.Status.CLAIMED) \
                 .update(status=RunBatch.Status.PENDING)
             self.resend([batch_id], None)

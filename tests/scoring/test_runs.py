@@ -291,3 +291,34 @@ def _noted(batch_id, claimed: list) -> int | None:
     if batch_id is not None:
         claimed.append(batch_id)
     return batch_id
+
+
+@pytest.mark.django_db(transaction=True)  # the loop's own connection, outside a test's block
+def test_a_batch_claimed_ahead_whose_connection_was_cut_is_handed_back_on_a_new_one(
+        run_setup, thread_simulator_factory, monkeypatch):
+    """The server ends the worker's connection (an administrator, a failover) as the loop
+    opens a batch it claimed ahead: the batch is handed back to its own task through a new
+    connection, not left claimed for the sweeper, and the first batch is scored."""
+    from django.db import connection
+
+    from tests.database_template import _connect
+
+    sim = thread_simulator_factory(latency_ms=20)
+    run = run_setup(sim.urls)
+    first, second, _ = run.batches.order_by("index")
+    batch_open = query_loop._batch_open
+
+    def cut(batch_id):
+        if batch_id == second.id:
+            with _connect(connection.settings_dict) as server:
+                server.execute("SELECT pg_terminate_backend(%s)",
+                               (connection.connection.info.backend_pid,))
+        return batch_open(batch_id)
+
+    monkeypatch.setattr(query_loop, "_batch_open", cut)
+    resent = []
+    assert query_loop.batch_score(first.id, judge(concurrency=4, claim_ahead=60),
+                                  resend=lambda batch_ids, why: resent.extend(batch_ids))
+    assert resent == [second.id]
+    assert dict(run.batches.values_list("id", "status")) == {
+        first.id: "done", second.id: "pending", run.batches.get(index=2).id: "pending"}
