@@ -44,7 +44,8 @@ test: $(STAMP)
 # The quick check while working: every test that starts no process (no simulator, worker,
 # server, browser or manage.py subprocess: those are marked `integration`, tests/conftest.py)
 # and is not `slow` (a crawl of the whole site, a full-size file, many clients at once,
-# migrations back and forth, a real timeout: pyproject.toml). `make test` runs them all.
+# migrations back and forth, a real timeout, over half a second: pyproject.toml). `make test`
+# runs them all.
 # These keep a core busy, so one process a core.
 test-fast: $(STAMP)
 	$(BIN)/ruff check .

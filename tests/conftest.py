@@ -24,6 +24,7 @@ from config.celery import app as celery_app
 from judge.simulator import SimulatorConfig, serve
 from scoring import synthetic
 from scoring.kinds import simulated_replies
+from tests.httpclient import HTTP
 from tests.servers import database_url_named, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +97,7 @@ class _SimulatorUrls:
         return ",".join(self.urls)
 
     def stats(self) -> list[dict]:
-        return [httpx.get(f"{u}/simulator/stats", timeout=10).json() for u in self.urls]
+        return [HTTP.get(f"{u}/simulator/stats", timeout=10).json() for u in self.urls]
 
     def completions(self) -> int:
         return sum(s["completions"] for s in self.stats())
@@ -118,7 +119,7 @@ class Simulator(_SimulatorUrls):
             if self.process.poll() is not None:
                 raise RuntimeError(f"simulator exited: {self.process.stdout.read()}")
             try:
-                if all(httpx.get(f"{u}/health", timeout=1).status_code == 200
+                if all(HTTP.get(f"{u}/health", timeout=1).status_code == 200
                        for u in self.urls):
                     return
             except httpx.HTTPError:

@@ -187,6 +187,7 @@ def test_changelists_join_the_related_rows_they_show():
     assert missing == []
 
 
+@pytest.mark.slow
 def test_a_changelist_costs_the_same_queries_for_one_row_or_many(client, world, superuser,
                                                                   score_with_files,
                                                                   django_assert_max_num_queries):

@@ -186,6 +186,7 @@ def test_an_unknown_language_or_version_is_a_400_naming_it_and_nothing_is_kept(
     assert counted_schemas == [] and len(api_schema._made) == 0
 
 
+@pytest.mark.slow
 def test_languages_are_kept_under_the_language_they_resolve_to_and_at_most_kept_many(
         client, counted_schemas, settings, monkeypatch):
     from config import api_schema

@@ -34,6 +34,7 @@ def names(server) -> set[str]:
     return {row[0] for row in server.execute("SELECT datname FROM pg_database")}
 
 
+@pytest.mark.slow
 def test_a_template_of_other_migrations_is_dropped_an_hour_after_its_last_use(server):
     prefix = template_module.PREFIX
     now = int(time.time())
@@ -47,6 +48,7 @@ def test_a_template_of_other_migrations_is_dropped_an_hour_after_its_last_use(se
     assert stale not in left and unknown not in left
 
 
+@pytest.mark.slow
 def test_a_template_in_use_elsewhere_is_left_and_nothing_is_raised(server):
     prefix = template_module.PREFIX
     busy = database(server, f"{prefix}zzbusy", int(time.time()) - 2 * 3600)

@@ -4,6 +4,8 @@ but leaderboard.boards.state keeps values of a board state (one owner, one store
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leaderboard",
         "panel")
@@ -47,6 +49,7 @@ def private_uses(path: Path, tree: ast.Module) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_uses_another_modules_private_name():
     found = [use for path, tree in modules() for use in private_uses(path, tree)]
     assert found == []
@@ -77,6 +80,7 @@ def stores(path: Path, tree: ast.Module) -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_only_the_board_state_module_keeps_per_state_values():
     kept = {store for path, tree in modules() for store in stores(path, tree)
             if store[0].split("/")[0] in ("leaderboard", "panel")}
@@ -94,6 +98,7 @@ def published_rule_uses(path: Path, tree: ast.Module) -> list[str]:
             and isinstance(keyword.value, ast.Constant) and keyword.value.value is False]
 
 
+@pytest.mark.slow
 def test_the_published_rule_is_written_once():
     """submissions.models says who may see a submission and which runs are everyone's; every
     other module asks it (scoring through scoring.visibility)."""

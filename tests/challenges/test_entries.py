@@ -360,6 +360,7 @@ def test_a_phase_board_takes_no_upload_through_the_sites_own_doors(world, team, 
     assert not Submission.objects.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_teammates_uploading_at_once_cannot_pass_the_limit_together(world, team, author,
                                                                     other_author):

@@ -13,6 +13,7 @@ from tests.config.test_page_cache import call, clock, django_app, front, signed_
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_an_organizer_removed_is_answered_their_kept_pages_no_more(
         final_phase_of, front, client, django_capture_on_commit_callbacks):  # noqa: F811
     state = final_phase_of(Phase.Shown.NOTHING)
@@ -34,6 +35,7 @@ def test_an_organizer_removed_is_answered_their_kept_pages_no_more(
     assert b'id="board"' in call(front, f"/b/{SLUG}/", headers={"Cookie": cookie}).body
 
 
+@pytest.mark.slow
 def test_a_page_made_for_an_organizer_reaches_no_one_else(
         final_phase_of, front, client, author):  # noqa: F811
     """Each page first for the organizer, then for the author and a visitor: the board's body

@@ -144,6 +144,7 @@ def refused_with(client, built, final_set, queued, media_root, archive: bytes, *
     return record
 
 
+@pytest.mark.slow
 def test_an_organizer_imports_a_hidden_final_board_for_the_single_model_track(
         client, built, final_set, queued, media_root):
     client.force_login(built.organizer)

@@ -52,6 +52,7 @@ def test_an_import_inside_a_transaction_leaves_the_planner_its_rows(stale, tmp_p
     assert planned_rows(Criterion) == Criterion.objects.filter(item__benchmark=benchmark).count()
 
 
+@pytest.mark.slow
 def test_a_seeded_board_leaves_the_planner_its_item_results(stale, tmp_path):
     benchmark = imported(tmp_path, 300)
     call_command("seed_board", "--benchmark", benchmark.slug, "--submissions", "2",

@@ -19,6 +19,7 @@ from django.conf import settings
 from scoring.synthetic import write_benchmark, write_system
 from tests.config.image import app_environment, command, lay_out, scratch_database
 from tests.conftest import BROKER, CAST_PASSWORD
+from tests.httpclient import HTTP
 from tests.servers import free_ports
 
 pytestmark = pytest.mark.integration  # builds and runs the image's files in processes
@@ -130,7 +131,7 @@ class Stack:
 
 def answers(url: str, **kwargs) -> bool:
     try:
-        return httpx.get(url, headers=PROXY, timeout=2, **kwargs).status_code < 500
+        return HTTP.get(url, headers=PROXY, timeout=2, **kwargs).status_code < 500
     except httpx.HTTPError:
         return False
 
@@ -210,23 +211,23 @@ def test_the_compose_services_score_an_upload_and_show_it_on_the_board(image, st
                          stack.env)
     assert imported.returncode == 0, imported.stdout + imported.stderr
     headers = {**PROXY, "Authorization": f"Token {author_token(image, stack.env)}"}
-    created = httpx.post(f"{base}/api/submissions/", headers=headers, timeout=30, data={
+    created = HTTP.post(f"{base}/api/submissions/", headers=headers, timeout=30, data={
         "benchmark": "mmae", "model_name": "Compose Model", "public": "true"}, files={
         "predictions": ("submission.jsonl", predictions), "audio": ("audio.zip", archive)})
     assert created.status_code == 201, created.text
     submission = created.json()["id"]
 
     def status():
-        return httpx.get(f"{base}/api/submissions/{submission}/", headers=headers,
+        return HTTP.get(f"{base}/api/submissions/{submission}/", headers=headers,
                          timeout=10).json()["status"]
 
     stack.wait(lambda: status() == "finished", "the submission to be scored")
-    board = httpx.get(f"{base}/api/leaderboards/mmae/", headers=PROXY, timeout=10).json()
+    board = HTTP.get(f"{base}/api/leaderboards/mmae/", headers=PROXY, timeout=10).json()
     (row,) = board["rows"]
     assert (row["model"], row["submission"], row["simulated"]) == \
         ("Compose Model", submission, True)
-    page = httpx.get(f"{base}/b/mmae/", headers=PROXY, timeout=10)
+    page = HTTP.get(f"{base}/b/mmae/", headers=PROXY, timeout=10)
     assert page.status_code == 200 and "Compose Model" in page.text
-    plain = httpx.get(f"{base}/b/mmae/", timeout=10)  # production sends plain HTTP to https
+    plain = HTTP.get(f"{base}/b/mmae/", timeout=10)  # production sends plain HTTP to https
     assert plain.status_code == 301 and plain.headers["location"].startswith("https://")
     stack.wait(lambda: "Sending due task" in stack.log("beat").read_text(), "beat to send")

@@ -49,6 +49,7 @@ class TestLoads:
 class TestQuickDepthCheck:
     """`_shallow` lets a text through without the token scan only when the scan would too."""
 
+    @pytest.mark.slow
     def test_it_never_passes_what_the_scan_refuses(self):
         rng = random.Random(7)
         passed = 0

@@ -72,6 +72,7 @@ def test_a_stranger_guessing_from_one_address_does_not_lock_the_owner_out(
     assert client.session["_auth_user_id"] == str(author.pk)
 
 
+@pytest.mark.slow
 def test_one_address_at_its_own_rate_never_reaches_the_accounts_ceiling(
         client, author, login_rates):
     # The ceiling counts addresses, each once a period: 40 guesses from one address are one.

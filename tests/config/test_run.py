@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT
+from tests.httpclient import HTTP
 from tests.servers import free_ports
 
 PASSWORD = "a-Sturdy-passphrase-7"
@@ -114,7 +115,7 @@ class Embedded:
         while time.monotonic() < deadline:
             assert self.process.poll() is None, f"embedded.run exited:\n{self.log()[-3000:]}"
             try:
-                if httpx.get(f"{self.base}/api/", timeout=2).status_code < 500:
+                if HTTP.get(f"{self.base}/api/", timeout=2).status_code < 500:
                     return
             except httpx.HTTPError:
                 time.sleep(0.3)
@@ -126,13 +127,13 @@ class Embedded:
              "from django.contrib.auth import get_user_model; get_user_model().objects."
              f"create_user('author', 'author@example.com', {PASSWORD!r})"],
             cwd=ROOT, env=self.env, check=True, capture_output=True, timeout=60)
-        response = httpx.post(f"{self.base}/api/token/",
+        response = HTTP.post(f"{self.base}/api/token/",
                               data={"username": "author", "password": PASSWORD}, timeout=30)
         assert response.status_code == 200, response.text
         return response.json()["token"]
 
     def upload(self, model_name: str) -> int:
-        response = httpx.post(
+        response = HTTP.post(
             f"{self.base}/api/submissions/", headers={"Authorization": f"Token {self.token}"},
             data={"benchmark": "mmae-demo", "model_name": model_name},
             files={"audio": ("demo-system-a.zip", self.archive.read_bytes())}, timeout=60)
@@ -142,7 +143,7 @@ class Embedded:
     def wait_until_ended(self, submission_id: int, timeout=180) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            body = httpx.get(f"{self.base}/api/submissions/{submission_id}/",
+            body = HTTP.get(f"{self.base}/api/submissions/{submission_id}/",
                              headers={"Authorization": f"Token {self.token}"}, timeout=30).json()
             if body["status"] in ("finished", "failed", "rejected"):
                 return body
@@ -185,7 +186,7 @@ def test_uploads_side_by_side_with_page_loads_are_all_scored(embedded):
     pages = ["/", "/b/mmae-demo/", "/api/leaderboards/mmae-demo/", "/accounts/login/"] * 5
 
     def load(path):
-        return httpx.get(embedded.base + path, follow_redirects=True, timeout=60).status_code
+        return HTTP.get(embedded.base + path, follow_redirects=True, timeout=60).status_code
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         uploads = [pool.submit(embedded.upload, f"Side by side {n}") for n in range(3)]

@@ -116,6 +116,7 @@ def variables_documented() -> dict[str, int]:
     return found
 
 
+@pytest.mark.slow
 def test_every_variable_the_code_reads_has_a_row_in_docs_settings():
     documented = variables_documented()
     missing = [f"{name} (read at {where})" for name, where in sorted(variables_read().items())
@@ -124,6 +125,7 @@ def test_every_variable_the_code_reads_has_a_row_in_docs_settings():
                            + ", ".join(missing))
 
 
+@pytest.mark.slow
 def test_docs_settings_names_no_variable_the_code_does_not_read():
     read = variables_read()
     stale = [f"{name} (docs/settings.md:{line})"

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT
+from tests.httpclient import HTTP
 from tests.servers import free_ports
 
 pytestmark = pytest.mark.integration
@@ -64,7 +65,7 @@ class Server:
 
     def answers(self, path: str, timeout: float = 2) -> bool:
         try:
-            return httpx.get(self.base + path, timeout=timeout).status_code == 200
+            return HTTP.get(self.base + path, timeout=timeout).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -72,7 +73,7 @@ class Server:
         """How long a page takes to answer (`timeout` when it does not)."""
         started = time.monotonic()
         try:
-            assert httpx.get(self.base + path, timeout=timeout).status_code == 200
+            assert HTTP.get(self.base + path, timeout=timeout).status_code == 200
         except httpx.TimeoutException:
             return timeout
         return time.monotonic() - started

@@ -53,6 +53,7 @@ def keys(client):
     return response.json()["keys"]
 
 
+@pytest.mark.slow
 def test_a_rows_record_is_valid_and_holds_the_boards_figures_judge_and_intervals(
         client, exported, schema):
     benchmark, alpha, _, _ = exported
@@ -82,6 +83,7 @@ def test_a_rows_record_is_valid_and_holds_the_boards_figures_judge_and_intervals
     assert details["link_per_item_results"].endswith("/api/leaderboards/mmae/items/?format=jsonl")
 
 
+@pytest.mark.slow
 def test_every_record_is_signed_and_a_changed_figure_fails_the_check(client, exported):
     _, alpha, beta, _ = exported
     published = keys(client)

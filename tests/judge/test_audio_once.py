@@ -6,13 +6,13 @@ no fault of the endpoint."""
 
 import asyncio
 
-import httpx
 import pytest
 
 from judge.fleet import JudgeFleet, audio_items, by_uuid
 from judge.requests import Refusal, check_request
 from judge.simulator import AudioCache, SimulatorConfig
 from scoring.kinds.mmae import rules as mmae
+from tests.httpclient import HTTP
 from tests.judge.test_simulator import MODEL
 from tests.judge.test_simulator_strict import refused, wav_uri
 
@@ -84,20 +84,20 @@ def test_the_simulator_answers_a_uuid_it_holds_and_refuses_one_it_does_not(
     url = f"{sim.urls[0]}/v1/chat/completions"
     uri = wav_uri(1)
     alone = query({"type": "audio_url", "audio_url": None, "uuid": "sha256:one"})
-    missed = httpx.post(url, json=body(alone))
+    missed = HTTP.post(url, json=body(alone))
     assert refused(missed) == "Cache miss for audio at index 0 but data is not provided."
-    first = httpx.post(url, json=body(query(audio_part(uri, "sha256:one"))))
-    again = httpx.post(url, json=body(alone))
+    first = HTTP.post(url, json=body(query(audio_part(uri, "sha256:one"))))
+    again = HTTP.post(url, json=body(alone))
     assert first.status_code == again.status_code == 200, again.text
     # The same verdict as with the data: the reply reads the cached audio.
     assert first.json()["choices"][0]["message"]["content"] \
         == again.json()["choices"][0]["message"]["content"]
     assert first.json()["usage"]["prompt_tokens"] == again.json()["usage"]["prompt_tokens"]
-    stats = httpx.get(f"{sim.urls[0]}/simulator/stats").json()
+    stats = HTTP.get(f"{sim.urls[0]}/simulator/stats").json()
     assert (stats["audio_sent"], stats["audio_cached"], stats["audio_cache_misses"]) == (1, 1, 1)
     assert stats["audio_bytes"] == len(uri)
     # The other port is another server: it holds nothing.
-    other = httpx.post(f"{sim.urls[1]}/v1/chat/completions", json=body(alone))
+    other = HTTP.post(f"{sim.urls[1]}/v1/chat/completions", json=body(alone))
     assert other.status_code == 400
 
 
@@ -114,7 +114,7 @@ def test_parts_by_uuid_alone_keep_everything_else():
 
 
 def stats_of(sim):
-    return [httpx.get(f"{url}/simulator/stats").json() for url in sim.urls]
+    return [HTTP.get(f"{url}/simulator/stats").json() for url in sim.urls]
 
 
 def test_a_samples_queries_send_its_audio_once_and_stay_on_one_endpoint(

@@ -201,6 +201,7 @@ def test_a_timeout_is_retried():
     assert answer.ok and answer.attempts == 2 and answer.error_kind == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reply, kind", [((500, "", 0.0), "server error"),
                                          ((429, "", 0.0), "busy"),
                                          ((200, GOOD, 1.0), "timeout")])

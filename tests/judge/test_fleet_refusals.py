@@ -140,6 +140,7 @@ def test_a_misconfigured_endpoint_is_taken_out_without_spending_an_attempt(case)
     assert [url for url, _ in reported] == [wrong.url]
 
 
+@pytest.mark.slow
 def test_a_fleet_that_serves_another_model_never_answers_and_waits_then_gives_up():
     async def main():
         server = await Server(models=["Qwen2-Audio-7B-Instruct"]).start()

@@ -131,6 +131,7 @@ def test_a_release_wakes_the_other_holders_at_once(prefix):
     assert len(taken) == 1
 
 
+@pytest.mark.slow
 def test_a_held_lease_is_renewed_past_its_ttl_and_closing_gives_it_back(prefix):
     async def main():
         holder, other = await opened(prefix, ttl=0.6), await opened(prefix)
@@ -353,6 +354,7 @@ def test_a_lease_server_that_goes_away_is_counted_so_the_fleet_is_opened_again(p
             server.kill()
 
 
+@pytest.mark.slow
 def test_closing_does_not_wait_on_a_task_that_holds_on_to_its_cancellation(prefix,
                                                                           monkeypatch):
     """A renewal cut by close() may hold on to its cancellation inside the Redis client (seen

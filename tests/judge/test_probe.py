@@ -11,6 +11,7 @@ from judge.models import Endpoint
 from judge.probe import RUNNING, WAITING, parse_metrics, probe_all
 from judge.services import endpoint_set_enabled, endpoints_probe
 from tests.conftest import free_ports
+from tests.httpclient import HTTP
 from tests.judge.test_simulator import post, query
 
 VLLM_METRICS = """\
@@ -136,7 +137,7 @@ def test_a_probe_keeps_staffs_switch():
 
 def test_the_simulator_serves_metrics_in_vllms_format(thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1, model="m-1")
-    response = httpx.get(f"{sim.urls[0]}/metrics", timeout=5)
+    response = HTTP.get(f"{sim.urls[0]}/metrics", timeout=5)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     lines = response.text.splitlines()

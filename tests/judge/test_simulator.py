@@ -4,11 +4,11 @@ import concurrent.futures
 import json
 import time
 
-import httpx
 import pytest
 
 from scoring.kinds.mmae import rules as mmae
 from tests.conftest import run_manage
+from tests.httpclient import HTTP
 
 pytestmark = pytest.mark.integration  # the simulator as a process: `manage.py judge_simulator`
 
@@ -28,14 +28,14 @@ def query(question="Is a dog audible?", choices=("Yes", "No", "None of the above
 
 
 def post(url, body, timeout=30):
-    return httpx.post(f"{url}/v1/chat/completions", json=body, timeout=timeout)
+    return HTTP.post(f"{url}/v1/chat/completions", json=body, timeout=timeout)
 
 
 def test_it_speaks_vllms_api_and_says_it_is_a_simulator(simulator_factory):
     sim = simulator_factory("--latency-ms", "1")
     url = sim.urls[0]
-    assert httpx.get(f"{url}/health").status_code == 200
-    models = httpx.get(f"{url}/v1/models").json()
+    assert HTTP.get(f"{url}/health").status_code == 200
+    models = HTTP.get(f"{url}/v1/models").json()
     assert models["data"][0]["id"] == MODEL
     assert models["data"][0]["owned_by"] == "judge-simulator"
     response = post(url, query())
@@ -138,7 +138,7 @@ def test_it_counts_its_peak_concurrency_and_how_busy_its_slots_were(simulator_fa
     # least, and no more than the 4 slots were busy between the first taken and the last freed.
     busy, span = stats["busy_slot_seconds"], stats["last_freed_at"] - stats["first_busy_at"]
     assert 6 * 0.5 <= busy <= 4 * span
-    metrics = httpx.get(f"{sim.urls[0]}/metrics").text
+    metrics = HTTP.get(f"{sim.urls[0]}/metrics").text
     assert 'judge_simulator:peak_requests_running{engine="0",model_name="' in metrics
     assert metrics.split("judge_simulator:peak_requests_running{")[1].split("\n")[0] \
         .endswith("} 4.0")

@@ -15,6 +15,7 @@ import soundfile
 from judge.errors import FleetUnavailable
 from judge.fleet import REFUSED, JudgeFleet
 from scoring.kinds.mmae import rules as mmae
+from tests.httpclient import HTTP
 from tests.judge.test_simulator import MODEL, post, query
 
 
@@ -68,7 +69,7 @@ def test_a_model_it_does_not_serve_is_vllms_404(strict):
                  "messages": [{"role": "user", "content": "hi"}]}).encode(), "body.max_tokens"),
 ])
 def test_a_malformed_body_is_a_400_naming_the_field(strict, body, where):
-    response = httpx.post(f"{strict.urls[0]}/v1/chat/completions", content=body,
+    response = HTTP.post(f"{strict.urls[0]}/v1/chat/completions", content=body,
                           headers={"Content-Type": "application/json"}, timeout=30)
     assert where in refused(response, kind="Bad Request")
 
@@ -169,6 +170,7 @@ def test_max_tokens_cuts_the_reply_with_finish_reason_length(strict):
     assert preferred["choices"][0]["finish_reason"] == "stop"  # as vLLM, it wins
 
 
+@pytest.mark.slow
 def test_an_api_key_guards_every_path_but_the_health_probes(thread_simulator_factory):
     """As the launch script's guard (mmae_judge_guard.KeyEverywhere) over vLLM: the key on
     every path but GET or HEAD /health and /ping; /invocations runs chat completions."""
@@ -176,20 +178,20 @@ def test_an_api_key_guards_every_path_but_the_health_probes(thread_simulator_fac
     url = sim.urls[0]
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic s3cret"}):
         for path in ("/v1/models", "/metrics", "/no/such/path"):
-            response = httpx.get(f"{url}{path}", headers=headers)
+            response = HTTP.get(f"{url}{path}", headers=headers)
             assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
             assert response.headers["WWW-Authenticate"] == "Bearer"
     for path in ("/v1/chat/completions", "/invocations", "/health"):
-        response = httpx.post(f"{url}{path}", json=query(), timeout=30)
+        response = HTTP.post(f"{url}{path}", json=query(), timeout=30)
         assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
     for path in ("/health", "/ping", "/simulator/stats"):
-        assert httpx.get(f"{url}{path}").status_code == 200
-    assert httpx.head(f"{url}/ping").status_code == 200
+        assert HTTP.get(f"{url}{path}").status_code == 200
+    assert HTTP.head(f"{url}/ping").status_code == 200
     good = {"Authorization": "Bearer s3cret"}
-    assert httpx.get(f"{url}/v1/models", headers=good).status_code == 200
-    assert httpx.get(f"{url}/metrics", headers=good).status_code == 200
+    assert HTTP.get(f"{url}/v1/models", headers=good).status_code == 200
+    assert HTTP.get(f"{url}/metrics", headers=good).status_code == 200
     for path in ("/v1/chat/completions", "/invocations"):
-        answer = httpx.post(f"{url}{path}", json=query(), headers=good, timeout=30)
+        answer = HTTP.post(f"{url}{path}", json=query(), headers=good, timeout=30)
         assert answer.json()["object"] == "chat.completion"
 
 
@@ -199,7 +201,7 @@ def test_the_api_key_comes_from_vllm_api_key_unless_the_flag_gives_one(simulator
     from_env, flagged = simulator_factory(), simulator_factory("--api-key", "from-flag")
 
     def status(sim, key):
-        return httpx.get(f"{sim.urls[0]}/v1/models",
+        return HTTP.get(f"{sim.urls[0]}/v1/models",
                          headers={"Authorization": f"Bearer {key}"}).status_code
 
     assert (status(from_env, "from-env"), status(from_env, "other")) == (200, 401)
@@ -232,7 +234,7 @@ def test_die_after_answers_an_empty_500_then_stops_listening(simulator_factory):
         _wait_refused(first)
     assert sim.process.poll() is None  # the other port still serves
     assert post(second, query()).status_code == 200
-    assert httpx.get(f"{second}/simulator/stats").json()["completions"] == 1
+    assert HTTP.get(f"{second}/simulator/stats").json()["completions"] == 1
     post(second, query())
     assert post(second, query()).status_code == 500
     assert sim.process.wait(timeout=10) != 0
@@ -263,7 +265,7 @@ def _wait_refused(url, seconds=5):
     """GET /health until the port refuses connections (httpx.ConnectError), or fail."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        httpx.get(f"{url}/health", timeout=1)
+        HTTP.get(f"{url}/health", timeout=1)
         time.sleep(0.05)
     raise AssertionError(f"{url} still answers {seconds} s after its engine died")
 
@@ -310,5 +312,5 @@ def test_a_slot_is_held_for_the_latency_however_long_the_reply_takes(
     # is held for the latency, where a reply made after it would hold it for the latency and
     # the reply's time too (0.6 s, or more as this process measured it on a loaded machine):
     # the bound halfway between leaves the event loop half the reply's time to be late by.
-    busy = httpx.get(f"{sim.urls[0]}/simulator/stats").json()["busy_slot_seconds"]
+    busy = HTTP.get(f"{sim.urls[0]}/simulator/stats").json()["busy_slot_seconds"]
     assert 1.0 <= busy < 1.0 + took[0] / 2

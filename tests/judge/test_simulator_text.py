@@ -1,12 +1,12 @@
 """The judge simulator on AIR-Bench's text-only queries: chat score pairs, alignment letters."""
 
-import httpx
 import pytest
 
 from judge.simulator import SimulatorConfig
 from scoring.kinds.airbench import rules as airbench
 from scoring.kinds.airbench.simulated import align_letter, chat_score
 from scoring.kinds.airbench.simulated import reply as text_reply
+from tests.httpclient import HTTP
 from tests.scoring.airbench_data import chat_meta, foundation_meta
 
 MODEL = "Qwen3-Omni-30B-A3B-Instruct"
@@ -53,7 +53,7 @@ def test_other_text_gets_no_text_reply():
 def test_the_server_answers_text_queries_and_fails_them_on_request(simulator_factory, garbage):
     sim = simulator_factory("--latency-ms", "1", "--seed", "4", "--garbage-rate", garbage)
     query, item = chat_query("A dog barks.", 0)
-    replies = [httpx.post(f"{sim.urls[0]}/v1/chat/completions", json=query, timeout=30).json()
+    replies = [HTTP.post(f"{sim.urls[0]}/v1/chat/completions", json=query, timeout=30).json()
                for _ in range(4)]
     texts = [r["choices"][0]["message"]["content"] for r in replies]
     assert all(r["system_fingerprint"] == "judge-simulator" for r in replies)

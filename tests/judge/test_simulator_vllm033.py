@@ -15,6 +15,7 @@ import soundfile
 
 from judge import limits
 from judge.simulator import SimulatorConfig
+from tests.httpclient import HTTP
 from tests.judge.test_simulator import MODEL, post, query
 from tests.judge.test_simulator_strict import audio_query, refused, wav_uri
 
@@ -147,28 +148,28 @@ def test_n_under_one_is_refused(thread_simulator_factory):
 def test_a_body_that_is_not_declared_json_is_refused(thread_simulator_factory, content_type):
     sim = thread_simulator_factory(latency_ms=1)
     headers = {} if content_type is None else {"Content-Type": content_type}
-    response = httpx.post(f"{sim.urls[0]}/v1/chat/completions", headers=headers,
+    response = HTTP.post(f"{sim.urls[0]}/v1/chat/completions", headers=headers,
                           content=httpx.Request("POST", "/", json=query()).content, timeout=30)
     assert refused(response, kind="Bad Request") == (
         "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed")
     assert sim.stats()[0]["refused"] == 1
-    charset = httpx.post(f"{sim.urls[0]}/v1/chat/completions", json=query(), timeout=30,
+    charset = HTTP.post(f"{sim.urls[0]}/v1/chat/completions", json=query(), timeout=30,
                          headers={"Content-Type": "application/json; charset=utf-8"})
     assert charset.status_code == 200
 
 
 def test_invocations_answers_chat_completions_as_vllm_serve(thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1)
-    answer = httpx.post(f"{sim.urls[0]}/invocations", json=query(), timeout=30)
+    answer = HTTP.post(f"{sim.urls[0]}/invocations", json=query(), timeout=30)
     assert answer.json()["object"] == "chat.completion"
-    refusal = httpx.post(f"{sim.urls[0]}/invocations", json={**query(), "model": "x"},
+    refusal = HTTP.post(f"{sim.urls[0]}/invocations", json={**query(), "model": "x"},
                          timeout=30)
     assert refusal.status_code == 404
 
 
 def test_a_body_that_is_no_json_is_refused_in_vllms_words(thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1)
-    response = httpx.post(f"{sim.urls[0]}/v1/chat/completions", content=b"{not json",
+    response = HTTP.post(f"{sim.urls[0]}/v1/chat/completions", content=b"{not json",
                           headers={"Content-Type": "application/json"}, timeout=30)
     assert refused(response, kind="Bad Request") == (
         "1 validation error:\n  {'type': 'json_invalid', 'loc': 'body.1', 'msg': 'JSON decode "

@@ -168,6 +168,7 @@ def test_a_raised_version_asks_a_worker_for_the_new_states_ranges_after_commit(
     assert sent == [("leaderboard.rank_ranges.refresh_rank_ranges", [benchmark.id])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("url", ["/b/mmae/", "/b/mmae/?dimension=modality&bucket=sound",
                                  "/b/mmae/pivot/?dimension=modality&metric=EMR",
                                  "/b/mmae/compare/", "/api/leaderboards/mmae/"])

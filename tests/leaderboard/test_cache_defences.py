@@ -15,6 +15,7 @@ from leaderboard.pages import responses, views
 from scoring.boards import board_changed
 from submissions.models import Submission
 from tests.html import one, select
+from tests.httpclient import HTTP
 
 
 @pytest.fixture
@@ -95,11 +96,11 @@ def test_concurrent_clients_spelling_one_comparison_get_the_cached_page(
         transactional_db, live_server, three, renders):
     _, (a, b, c) = three
     url = f"{live_server.url}/b/mmae/compare/"
-    first = httpx.get(url, params={"models": f"{a},{b},{c}"}, timeout=30)
+    first = HTTP.get(url, params={"models": f"{a},{b},{c}"}, timeout=30)
     assert first.status_code == 200
 
     def visit(spelling: str) -> httpx.Response:
-        return httpx.get(f"{url}?models={spelling}", timeout=30)
+        return HTTP.get(f"{url}?models={spelling}", timeout=30)
 
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(visit, spellings(a, b, c) * 5))
@@ -118,7 +119,7 @@ def test_concurrent_clients_asking_new_comparisons_meet_the_limit(
     searches = [f"{x},{y}&q=search{n}" for n in range(4) for x, y in [ids[:2]]]
 
     def visit(query: str) -> int:
-        return httpx.get(f"{url}?models={query}", timeout=30).status_code
+        return HTTP.get(f"{url}?models={query}", timeout=30).status_code
 
     with ThreadPoolExecutor(8) as pool:
         codes = list(pool.map(visit, distinct + searches))
@@ -153,6 +154,7 @@ def test_the_pages_live_in_the_bounded_responses_cache(client, three, cache_writ
     assert not any(caches["default"].has_key(k) for k in written)
 
 
+@pytest.mark.slow
 def test_a_revalidation_by_date_never_gets_a_stale_body(client, board):
     benchmark, score_by_slices = board
     score_by_slices("Alpha", (50.0, 60.0, 30.0))
@@ -238,6 +240,7 @@ def test_shared_responses_round_trip_through_a_real_redis(client, three, setting
             server.delete(key)
 
 
+@pytest.mark.slow
 def test_compare_pages_share_one_bootstrap_per_pair_of_runs_across_visitors_and_boards(
         client, item_board, author, other_author, monkeypatch):
     """A signed-in visitor's compare page is rendered for them, but the pair's paired

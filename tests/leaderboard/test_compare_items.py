@@ -97,6 +97,7 @@ def test_a_slice_keeps_its_items_only(client, pair, votes_board):
     assert select(html, f'a[href="/b/mmae/i/{keys[0]}/?dimension=complexity&bucket=single"]')
 
 
+@pytest.mark.slow
 def test_only_the_items_one_wins(client, pair):
     _, a, b, keys = pair
     # A wins EM on every item listed; B on none

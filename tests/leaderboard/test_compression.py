@@ -8,6 +8,9 @@ import pytest
 from scoring.models import Answer
 from tests.leaderboard.test_explorer_rubrics import FRAGMENT, GZIP, rubrics_url
 
+# `slow`: its shared set-up (light_explorer: 40 samples, each rubric voted thrice) takes 1.0 s
+pytestmark = pytest.mark.slow
+
 IDENTITY = {"HTTP_ACCEPT_ENCODING": "identity"}
 
 

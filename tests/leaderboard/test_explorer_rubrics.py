@@ -16,6 +16,9 @@ from django.test.utils import CaptureQueriesContext
 from scoring.models import Answer, Criterion
 from tests.html import select
 
+# `slow`: its shared set-up (light_explorer: 40 samples, each rubric voted thrice) takes 0.8 s
+pytestmark = pytest.mark.slow
+
 GZIP = {"HTTP_ACCEPT_ENCODING": "gzip, deflate, br"}
 FRAGMENT = {"HTTP_HX_REQUEST": "true"}
 

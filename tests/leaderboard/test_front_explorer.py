@@ -31,6 +31,7 @@ def urls(submission, key) -> list[str]:
             f"/s/{submission.pk}/samples/{key}/rubrics/"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", range(4))
 def test_a_published_explorer_page_is_answered_again_with_no_query(
         which, front, drawn, served, django_assert_num_queries):  # noqa: F811
@@ -49,6 +50,7 @@ def test_a_published_explorer_page_is_answered_again_with_no_query(
             call(front, url, headers=fragment)
 
 
+@pytest.mark.slow
 def test_revalidation_and_head(front, drawn, django_assert_num_queries):  # noqa: F811
     url = f"/s/{drawn.pk}/"
     full = call(front, url)
@@ -61,6 +63,7 @@ def test_revalidation_and_head(front, drawn, django_assert_num_queries):  # noqa
     assert head.status == 200 and head.body == b"" and head.headers == full.headers
 
 
+@pytest.mark.slow
 def test_a_page_with_a_spectrogram_being_drawn_is_never_kept(front, served, settings,  # noqa: F811
                                                              tmp_path):
     """Drawing finishes without a board change: kept, the page would say "being drawn" on."""
@@ -75,6 +78,7 @@ def test_a_page_with_a_spectrogram_being_drawn_is_never_kept(front, served, sett
     assert b"spectrogram being drawn" not in call(front, url).body
 
 
+@pytest.mark.slow
 def test_made_private_it_is_gone_within_a_second(front, drawn, served, clock, author,  # noqa: F811
                                                 django_capture_on_commit_callbacks):
     kept = urls(drawn, served["key"])
@@ -89,6 +93,7 @@ def test_made_private_it_is_gone_within_a_second(front, drawn, served, clock, au
     assert [call(front, url).status for url in kept] == [404] * len(kept)
 
 
+@pytest.mark.slow
 def test_signed_in_visitors_and_private_pages_are_djangos(front, drawn, client, author,  # noqa: F811
                                                           other_author,
                                                           django_capture_on_commit_callbacks):

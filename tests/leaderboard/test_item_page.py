@@ -62,6 +62,7 @@ def test_every_representative_in_board_order(client, voted_trio):
     assert len(select(html, "span[class='em pass']")) == 1
 
 
+@pytest.mark.slow
 def test_a_private_submission_never_appears(client, voted_trio, votes_board, other_author, author):
     _, score_by_votes, items = votes_board
     hidden = score_by_votes("Hidden", everything, public=False, owner=other_author)
@@ -74,6 +75,7 @@ def test_a_private_submission_never_appears(client, voted_trio, votes_board, oth
         assert f"/s/{hidden.pk}/" not in html and "Hidden" not in html
 
 
+@pytest.mark.slow
 def test_previous_and_next_stay_within_the_slice(client, voted_trio):
     _, _, items = voted_trio
     keys = [i.key for i in items]

@@ -60,6 +60,7 @@ def _status(client, user, url):
     return client.get(url).status_code
 
 
+@pytest.mark.slow
 def test_drawn_images_are_pngs_with_the_audios_cache_headers(client, edited):
     draw(edited)
     for which in ("output", "diff", "input1"):
@@ -71,6 +72,7 @@ def test_drawn_images_are_pngs_with_the_audios_cache_headers(client, edited):
         assert image(response).shape == (HEIGHT + BOTTOM, LEFT + WIDTH)
 
 
+@pytest.mark.slow
 def test_images_are_stored_beside_the_audio(edited):
     draw(edited)
     folder = spectrograms_folder(edited["submission"])
@@ -80,6 +82,7 @@ def test_images_are_stored_beside_the_audio(edited):
     assert (inputs / edited["first"] / "input1.png").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["output", "diff", "input1"])
 def test_a_private_submissions_images_are_a_404_except_for_its_owner_and_staff(
         client, edited, which, author, other_author, staff):
@@ -92,6 +95,7 @@ def test_a_private_submissions_images_are_a_404_except_for_its_owner_and_staff(
     assert _status(client, staff, url) == 200
 
 
+@pytest.mark.slow
 def test_a_public_submissions_images_are_edited_to_anyone(client, edited, other_author):
     draw(edited)
     url = f"{edited['base']}/output.png"
@@ -104,6 +108,7 @@ def test_an_image_not_drawn_yet_is_a_404(client, edited):
     assert client.get(f"{edited['base']}/input1.png").status_code == 404
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["outputs", "input0", "diff2", "INPUT1", "..%2Foutput"])
 def test_a_bad_which_or_item_is_a_404(client, edited, which):
     draw(edited)
@@ -112,6 +117,7 @@ def test_a_bad_which_or_item_is_a_404(client, edited, which):
         .status_code == 404
 
 
+@pytest.mark.slow
 def test_the_difference_is_drawn_only_for_an_output_as_long_as_its_input(client, edited):
     draw(edited)
     second = f"/s/{edited['submission'].pk}/spectrogram/{edited['second']}"
@@ -122,6 +128,7 @@ def test_the_difference_is_drawn_only_for_an_output_as_long_as_its_input(client,
     assert drawn[edited["second"]] == {"diff": False}
 
 
+@pytest.mark.slow
 def test_the_difference_is_brightest_where_the_edit_happened(client, edited):
     draw(edited)
     grey = image(client.get(f"{edited['base']}/diff.png"))[:HEIGHT, LEFT:LEFT + WIDTH]
@@ -131,6 +138,7 @@ def test_the_difference_is_brightest_where_the_edit_happened(client, edited):
     assert middle > 3 * rest.mean()
 
 
+@pytest.mark.slow
 def test_drawing_is_idempotent_and_resumes_where_it_stopped(edited):
     draw(edited)
     folder = spectrograms_folder(edited["submission"])
@@ -154,6 +162,7 @@ def test_drawing_is_idempotent_and_resumes_where_it_stopped(edited):
         == {"diff": True}
 
 
+@pytest.mark.slow
 def test_the_page_shows_each_image_beside_its_player(client, edited):
     page = client.get(f"/s/{edited['submission'].pk}/").content.decode()
     assert "spectrogram being drawn" in page
@@ -180,6 +189,7 @@ def test_an_import_queues_the_drawing_of_its_inputs(
     assert queued == [benchmark.pk]
 
 
+@pytest.mark.slow
 def test_with_a_bucket_the_images_are_kept_there_and_edited_by_a_machine_without_them(
         client, edited, bucket, settings):  # noqa: F811
     draw(edited)
@@ -193,6 +203,7 @@ def test_with_a_bucket_the_images_are_kept_there_and_edited_by_a_machine_without
         assert response.status_code == 200 and image(response).shape[1] == LEFT + WIDTH
 
 
+@pytest.mark.slow
 def test_the_command_draws_what_no_worker_drew_and_then_nothing(client, edited):
     inputs = sum(len(m) for m in edited["benchmark"].items.values_list("media", flat=True))
     out = io.StringIO()
@@ -205,6 +216,7 @@ def test_the_command_draws_what_no_worker_drew_and_then_nothing(client, edited):
     assert out.getvalue().strip() == "drawn: 0 input and 0 output spectrogram(s)"
 
 
+@pytest.mark.slow
 def test_the_item_page_shows_each_sides_images_once_drawn(client, edited):
     """Where outputs are compared (the item page, and compare-items through the same
     template): the inputs' images under their players, each side's output and its

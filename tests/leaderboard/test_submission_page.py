@@ -21,6 +21,9 @@ from submissions.models import ModelEntry, Submission
 from tests.conftest import ThreadSimulator, judge_config, write_demo_set
 from tests.html import assert_in_html, one, select, texts
 
+# `slow`: its shared set-up (page_state: the demo set imported, a judge in a thread) takes 1.2 s
+pytestmark = pytest.mark.slow
+
 JUDGE = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 
 

@@ -96,6 +96,7 @@ def test_choices_are_shuffled_per_rater_and_stable(client, panel_board, author, 
     assert len({tuple(shuffled(r, first.pk, list("abc"))) for r in range(1, 20)}) > 1
 
 
+@pytest.mark.slow
 def test_an_author_is_never_given_their_own_submission(client, panel_board, author,
                                                       other_author):
     panel_board.score_by_criteria("Mine", author)
@@ -120,6 +121,7 @@ def test_an_author_cannot_answer_a_task_of_their_own_submission(client, panel_bo
     assert not PanelAnswer.objects.exists()
 
 
+@pytest.mark.slow
 def test_a_private_submission_is_never_shown(client, panel_board, author, other_author,
                                              raters):
     panel_board.score_by_criteria("Public", author)
@@ -219,6 +221,7 @@ def test_each_task_goes_to_its_raters_started_ones_before_new(client, panel_boar
     assert PanelAssignment.objects.filter(task_id=task["task"]).count() == 2
 
 
+@pytest.mark.slow
 def test_new_tasks_are_drawn_across_the_pools_strata(client, panel_board, author, raters):
     panel_board.score_by_criteria("Echo", author)
     rater, = raters(1)
@@ -235,6 +238,7 @@ def test_new_tasks_are_drawn_across_the_pools_strata(client, panel_board, author
                for t in PanelTask.objects.select_related("criterion"))
 
 
+@pytest.mark.slow
 def test_a_rater_is_asked_an_answered_task_again(client, panel_board, author, raters,
                                                  settings):
     settings.PANEL_REPEAT_EVERY = 3

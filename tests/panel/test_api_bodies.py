@@ -3,6 +3,7 @@ card with answers, disagreements and buckets (tests/leaderboard/test_api_bodies.
 every read endpoint on boards without a panel)."""
 
 import jsonschema
+import pytest
 
 from scoring.models import Criterion
 from tests.leaderboard.test_api_bodies import described
@@ -10,6 +11,7 @@ from tests.panel.conftest import letter, listen
 from tests.panel.test_judge_card import CARD
 
 
+@pytest.mark.slow
 def test_a_task_and_a_rated_card_are_what_the_schema_describes(client, panel_board, author,
                                                                other_author, raters):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()

@@ -188,6 +188,7 @@ def shows_results(client, submission, key: str) -> bool:
     return seen["explorer"]
 
 
+@pytest.mark.slow
 def test_a_pooled_result_shows_on_no_public_page_until_it_leaves_the_pool(client,
                                                                           pooled_board):
     a, b = pooled_board["a"], pooled_board["b"]
@@ -206,6 +207,7 @@ def test_a_pooled_result_shows_on_no_public_page_until_it_leaves_the_pool(client
         pooled_board["pooled"] | pooled_board["open"]
 
 
+@pytest.mark.slow
 def test_a_release_changes_the_page_kept_for_the_board_state(client, pooled_board):
     a = pooled_board["a"]
     people = pooled_board["raters"]
@@ -231,6 +233,7 @@ def test_a_release_changes_the_page_kept_for_the_board_state(client, pooled_boar
     assert not shows_results(client, other, key)  # the other system's result: still pooled
 
 
+@pytest.mark.slow
 def test_the_card_counts_no_task_still_in_the_pool(client, pooled_board, settings):
     people = pooled_board["raters"]
     task = give(client, people[0])
@@ -377,6 +380,7 @@ def test_the_judge_card_says_how_the_panel_guards_against_copying(client, pooled
     assert (panel["pool_items"], panel["released"], panel["spread_seconds"]) == (3, 0, 600)
 
 
+@pytest.mark.slow
 def test_rated_tasks_leave_the_pool_on_the_periodic_release_though_nobody_uses_the_panel(
         client, pooled_board, settings):
     from panel.tasks import release_pools

@@ -16,7 +16,8 @@ from tests.leaderboard.test_api_bodies import described
 from tests.panel import test_judge_card
 from tests.panel.test_judge_card import CARD
 
-pytestmark = pytest.mark.django_db
+# `slow`: its shared set-up (five raters answering through the API) takes 3.6 s
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 # The judge card's rated board (two systems, five raters, a second judge config), made once
 # for the module as there.

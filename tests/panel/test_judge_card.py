@@ -16,7 +16,8 @@ from tests.conftest import judge_config, reread
 from tests.html import one, select
 from tests.panel.conftest import letter, listen
 
-pytestmark = pytest.mark.django_db
+# `slow`: its shared set-up (five raters answering through the API) takes 3.5 s
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 CARD = "/api/leaderboards/mmae/judge/"
 
 

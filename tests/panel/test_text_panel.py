@@ -104,6 +104,7 @@ def test_a_task_puts_the_reference_and_the_systems_answer_as_text(client, chat_b
     assert page.select("#panel-texts")
 
 
+@pytest.mark.slow
 def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_board, author,
                                                                   other_author, raters):
     # The judge: Good's answers right (a mean above 5.5) but item 2's; Poor's all wrong, item
@@ -143,6 +144,7 @@ def test_the_judge_card_sets_the_raters_against_the_judges_scores(client, chat_b
     assert select(page, f'a[href="{disagreement["url"]}"]')
 
 
+@pytest.mark.slow
 def test_the_item_page_shows_the_panels_verdict_beside_the_judges(client, chat_board, author,
                                                                   raters, settings):
     settings.PANEL_RATERS_PER_TASK = 2  # each task rated, out of the pool, counted

@@ -75,6 +75,7 @@ def test_chat_scores_both_passes_and_aggregates_as_by_hand(imported, thread_simu
     assert sorted(sim.stats()[0]["queries"] + sim.stats()[1]["queries"])[0][0].startswith("What")
 
 
+@pytest.mark.slow
 def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
                                                                     thread_simulator_factory):
     # The judge's own unreadable reply (the same when asked again): a failed pass, not lost.
@@ -92,6 +93,7 @@ def test_unparseable_replies_are_failed_passes_counted_and_left_out(imported,
     assert overall["score"] == 0  # music is the only category with a score
 
 
+@pytest.mark.slow
 def test_partly_garbled_replies_leave_only_their_pass(imported, thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1, unreadable_rate=0.5, seed=1)
     benchmark, data = imported(airbench.CHAT)
@@ -159,6 +161,7 @@ def test_the_submission_page_shows_the_rule_and_the_alignment(imported, thread_s
     assert select(page, "#sample-1") == []  # answered right by the rule
 
 
+@pytest.mark.slow
 def test_a_second_run_of_the_same_responses_comes_from_the_judgment_cache(imported,
                                                                           thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1, seed=SIM_SEED)

@@ -42,6 +42,7 @@ def by_hand(samples, recorded):
     return (100 * sum(ifr) / len(ifr), 100 * sum(cr) / len(cr), 100 * sum(em) / len(em))
 
 
+@pytest.mark.slow
 def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_verdicts(
         bench, demo_set, staff):
     benchmark, sim = bench
@@ -59,6 +60,7 @@ def test_the_identity_baseline_equals_a_hand_computation_from_the_simulators_ver
         by_hand(demo_set["samples"], recorded))
 
 
+@pytest.mark.slow
 def test_noise_is_as_long_as_each_input_and_both_rows_show_beside_the_paper(
         bench, demo_set, staff, client):
     benchmark, sim = bench

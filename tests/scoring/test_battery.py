@@ -91,6 +91,7 @@ def test_shuffled_gives_each_item_another_items_public_output(bench, demo_set, s
         assert given == (demo_set["root"] / source.outputs[donor]).read_bytes()
 
 
+@pytest.mark.slow
 def test_an_item_with_no_other_public_output_is_reported_not_faked(bench, demo_set, staff,
                                                                    author):
     benchmark, _ = bench
@@ -115,6 +116,7 @@ def recorded(sim) -> list[list]:
     return [stats["queries"] for stats in sim.stats()]
 
 
+@pytest.mark.slow
 def test_the_battery_is_scored_by_the_judge_as_a_hand_computation_says(
         bench, demo_set, staff, author):
     benchmark, sim = bench

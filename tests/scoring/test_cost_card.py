@@ -27,6 +27,7 @@ def simulator_counts(sim) -> dict:
     return stats_totals(sim.urls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cache_mb", [4096.0, 0.05], ids=["vLLM's default cache",
                                                           "a cache that evicts"])
 def test_a_full_run_sends_each_audio_about_once_and_its_card_is_the_judges_count(

@@ -92,6 +92,7 @@ def test_a_run_skips_endpoints_taken_out(run_setup, staff):
     assert query_loop.run_endpoints(run) == [B]
 
 
+@pytest.mark.slow
 def test_a_batch_is_scored_only_by_endpoints_in_service(run_setup, staff, thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1)
     run = run_setup(sim.urls)

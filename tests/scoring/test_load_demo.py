@@ -5,6 +5,7 @@ import json
 import re
 import zipfile
 
+import pytest
 import soundfile
 from django.core.management import call_command
 
@@ -33,6 +34,7 @@ def test_every_segment_a_demo_rubric_names_lies_inside_its_clip(db, tmp_path):
             assert round(soundfile.info(first).duration, 3) == DEMO_SECONDS
 
 
+@pytest.mark.slow
 def test_the_demo_has_both_air_bench_tracks_with_predictions_that_pass_their_checks(
         db, tmp_path, client):
     """The header promises AIR-Bench: the demo imports both tracks (every foundation task,

@@ -32,6 +32,7 @@ def put(path, data: bytes):
     path.write_bytes(data)
 
 
+@pytest.mark.slow
 def test_a_folder_saved_is_fetched_whole_by_a_machine_without_it(bucket, settings):
     folder = settings.MEDIA_ROOT / "submissions/7/audio"
     put(folder / "a/one.wav", b"one")
@@ -47,6 +48,7 @@ def test_a_folder_saved_is_fetched_whole_by_a_machine_without_it(bucket, setting
     assert not folder.exists() and bucket.listdir("submissions/7/audio") == ([], [])
 
 
+@pytest.mark.slow
 def test_an_output_is_fetched_on_demand_and_kept_only_when_its_sha256_matches(bucket,
                                                                                settings):
     data = b"RIFF-edited-audio"
@@ -66,6 +68,7 @@ def test_an_output_outside_its_folder_or_not_stored_is_none(bucket, settings):
     assert media.output_path("submissions/3/audio", "missing.wav", None) is None
 
 
+@pytest.mark.slow
 def test_a_run_missing_an_output_in_the_storage_names_it(bucket):
     run = SimpleNamespace(audio_root="submissions/5/audio", outputs={"s1": "gone.wav"},
                           digests={}, benchmark=SimpleNamespace(kind="mmae"))

@@ -95,6 +95,7 @@ class TestShuffle:
 
 
 class TestQueryMessages:
+    @pytest.mark.slow
     def test_each_label_is_announced_then_inlined_before_the_question(self):
         r = rubric(question="Compare <audio input2> with <audio output[0s:1s]>.",
                    right="Same", wrong=("Different",))

@@ -63,6 +63,7 @@ def test_a_batch_is_claimed_once(run_setup):
     assert batch.status == "claimed" and batch.claims == 1
 
 
+@pytest.mark.slow
 def test_a_redelivered_batch_changes_nothing(run_setup, thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1)
     run = run_setup(sim.urls)
@@ -77,6 +78,7 @@ def test_a_redelivered_batch_changes_nothing(run_setup, thread_simulator_factory
     assert sim.completions() == asked
 
 
+@pytest.mark.slow
 def test_a_fleet_outage_hands_the_batch_back(run_setup):
     dead = [f"http://127.0.0.1:{p}" for p in free_ports(1)]
     run = run_setup(dead)
@@ -207,6 +209,7 @@ def test_answers_stored_twice_are_stored_once(run_setup, monkeypatch, vendor):
     assert ("FROM answer_load ON CONFLICT DO NOTHING" in inserts[0]) == (vendor == "postgresql")
 
 
+@pytest.mark.slow
 def test_two_batches_in_one_process_share_one_fleet_client(run_setup, thread_simulator_factory):
     """The worker process keeps its judge fleet client between batches; a change to what it
     is built from (here the concurrency) opens a new one."""
@@ -256,6 +259,7 @@ def test_the_next_batch_is_claimed_while_the_first_is_still_in_flight(
     assert runs.run_try_aggregate(run.id) is True
 
 
+@pytest.mark.slow
 def test_without_claim_ahead_a_task_scores_its_own_batch_only(run_setup, thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1)
     run = run_setup(sim.urls)
@@ -293,6 +297,7 @@ def _noted(batch_id, claimed: list) -> int | None:
     return batch_id
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # the loop's own connection, outside a test's block
 def test_a_batch_claimed_ahead_whose_connection_was_cut_is_handed_back_on_a_new_one(
         run_setup, thread_simulator_factory, monkeypatch):

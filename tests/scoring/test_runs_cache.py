@@ -105,6 +105,7 @@ def test_a_second_submission_asks_nothing_of_the_rubrics_about_the_input_alone(
         json.loads((out / "taxonomy.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_changed_input_file_in_a_new_version_is_asked_again(speech_set, thread_simulator_factory):
     sim = thread_simulator_factory(latency_ms=1)
     first = score_run(run_of(speech_set, "B", sim.urls))

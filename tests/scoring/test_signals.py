@@ -52,6 +52,7 @@ def expected(path):
             "seconds": frames / rate}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate, channels, fmt, seconds, clip_gain, silence", [
     (16000, 1, "WAV", 4.0, 1.0, 0.0),
     (22050, 2, "FLAC", 3.3, 1.0, 1.0),
@@ -74,6 +75,7 @@ def test_the_card_is_pyloudnorms_and_numpys(tmp_path, rate, channels, fmt, secon
     assert found.seconds == pytest.approx(wanted["seconds"])
 
 
+@pytest.mark.slow
 def test_known_figures_of_a_calibrated_tone(tmp_path):
     """A 997 Hz sine at -20 dBFS RMS in both channels reads -20.0 LUFS... plus the channels'
     sum: 3 dB more for two; its sample peak is its amplitude (-17 dBFS)."""

@@ -138,6 +138,7 @@ def test_an_anonymous_entry_names_nothing_before_its_date_then_its_model_by_itse
     assert Client().get(f"/m/{pseudonym.pk}/").status_code == 404
 
 
+@pytest.mark.slow
 def test_a_name_another_author_published_meanwhile_keeps_it_private_and_says_why(
         anonymous, author):
     secret = anonymous["secret"]
@@ -219,6 +220,7 @@ def test_a_reveal_date_is_checked(days, publish_days, problem):
     assert found == problem or (problem and problem in found)
 
 
+@pytest.mark.slow
 def test_its_attempts_count_on_its_own_row_until_the_reveal_then_in_its_authors(
         anonymous, quiet_owner, django_capture_on_commit_callbacks):
     """A count shared with the author's named rows would name them: until the reveal the
@@ -248,6 +250,7 @@ def test_its_attempts_count_on_its_own_row_until_the_reveal_then_in_its_authors(
     assert len(attempt_dates(quiet_owner.pk, SLUG)) == 3
 
 
+@pytest.mark.slow
 def test_a_deleted_entrys_number_is_never_given_again(anonymous, quiet_owner, staff):
     from submissions.moderation import submission_delete
 
@@ -263,6 +266,7 @@ def test_a_deleted_entrys_number_is_never_given_again(anonymous, quiet_owner, st
     assert again.model.name == f"Anonymous submission {again.anonymous_number}"
 
 
+@pytest.mark.slow
 def test_a_rejected_anonymous_upload_never_rewrites_its_models_details(anonymous):
     """As an ordinary upload's: details sent with an upload apply only once it passed
     validation, at the reveal for an anonymous one."""
@@ -283,6 +287,7 @@ def test_a_rejected_anonymous_upload_never_rewrites_its_models_details(anonymous
     assert ModelEntry.objects.get(pk=passed.reveal_as_id).organisation == "New Lab"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("on", ["pseudonym", "model"])
 def test_the_pseudonym_and_its_model_declare_one_family(anonymous, on):
     from submissions.services import model_family_set

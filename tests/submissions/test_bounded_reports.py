@@ -79,6 +79,7 @@ def post(api, small_bench, predictions):
         "predictions": predictions}, format="multipart")
 
 
+@pytest.mark.slow
 def test_the_apis_400_lists_the_first_of_each_kind(api, small_bench, settings):
     settings.SUBMISSION_REPORT_MAX_PER_KIND = 50
     response = post(api, small_bench, SimpleUploadedFile("submission.jsonl",

@@ -47,6 +47,7 @@ def counted(sim, score_as, user, **options) -> tuple[Submission, int]:
     return submission, sim.completions() - before
 
 
+@pytest.mark.slow
 def test_a_second_authors_identical_upload_sends_every_query_to_the_judge(
         sim, score_as, author, other_author):
     first = score_as(author)
@@ -57,6 +58,7 @@ def test_a_second_authors_identical_upload_sends_every_query_to_the_judge(
     assert not run.answers.filter(cached=True).exists()
 
 
+@pytest.mark.slow
 def test_a_hidden_public_submission_is_not_a_source_either(sim, score_as, author, other_author):
     first = score_as(author, public=True)
     Submission.objects.filter(pk=first.pk).update(hidden=True)
@@ -96,6 +98,7 @@ def publish(submission: Submission) -> None:
     Submission.objects.filter(pk=submission.pk).update(public=True)
 
 
+@pytest.mark.slow
 def test_copies_of_someone_elses_private_answers_are_not_shown(client, same_outputs,
                                                                 other_author):
     client.force_login(other_author)
@@ -103,6 +106,7 @@ def test_copies_of_someone_elses_private_answers_are_not_shown(client, same_outp
     assert api_cache_hits(client, same_outputs["second"]) == 0
 
 
+@pytest.mark.slow
 def test_they_are_shown_once_the_source_is_published(client, same_outputs, other_author):
     publish(same_outputs["first"])
     client.force_login(other_author)
@@ -111,6 +115,7 @@ def test_they_are_shown_once_the_source_is_published(client, same_outputs, other
     assert api_cache_hits(client, same_outputs["second"]) == total
 
 
+@pytest.mark.slow
 def test_an_authors_own_private_answers_are_reused_and_shown(client, sim, score_as, author):
     score_as(author)
     again, asked = counted(sim, score_as, author, name="Model B")
@@ -121,6 +126,7 @@ def test_an_authors_own_private_answers_are_reused_and_shown(client, sim, score_
     assert api_cache_hits(client, again) == run.total_queries
 
 
+@pytest.mark.slow
 def test_the_eta_gains_nothing_from_silent_copies(same_outputs):
     second = same_outputs["second"]
     run = second.current_run

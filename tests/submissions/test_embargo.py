@@ -99,6 +99,7 @@ def test_an_embargoed_entry_is_nowhere_before_its_date_then_public_by_itself(
     assert SECRET in call(front, f"/api/leaderboards/{SLUG}/eee.jsonl").body.decode()
 
 
+@pytest.mark.slow
 def test_a_name_another_author_published_meanwhile_keeps_it_private_and_says_why(
         embargoed, other_author, author):
     secret = embargoed["secret"]

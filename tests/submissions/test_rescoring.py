@@ -26,7 +26,8 @@ from submissions.rescoring import (
 from tests.conftest import ThreadSimulator, judge_config, reread, write_demo_set
 from tests.html import one, select
 
-pytestmark = pytest.mark.django_db
+# `slow`: its shared set-up (module_scoring: a submission scored by a judge in a thread) takes 1.4 s
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 WORKER = query_loop.JudgeSettings(concurrency=8, timeout=10, down_wait=1)
 

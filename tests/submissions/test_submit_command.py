@@ -81,6 +81,7 @@ def test_it_uploads_and_follows_the_submission_to_its_figures(
     assert "uploading" in err and "finished" in err
 
 
+@pytest.mark.slow
 def test_no_wait_prints_the_id_and_returns_once_uploaded(live_server, system_files, key, queue,
                                                          monkeypatch):
     asked, request = [], submit_command.Api.request
@@ -107,6 +108,7 @@ def test_a_wrong_token_gets_401(live_server, system_files, queue):
     assert not Submission.objects.exists()
 
 
+@pytest.mark.slow
 def test_unknown_ids_in_the_predictions_print_the_server_s_line(live_server, system_files, key,
                                                                queue):
     with open(system_files["predictions"], "a") as handle:
@@ -137,6 +139,7 @@ def test_an_unreachable_url_is_said_so(system_files, key):
         submit(url, key, files=system_files)
 
 
+@pytest.mark.slow
 def test_files_in_each_others_places_are_refused_naming_both(live_server, system_files, key, queue):
     with pytest.raises(CommandError) as caught:
         submit(live_server.url, key, "--organisation", "O" * 201,
@@ -158,6 +161,7 @@ def test_the_daily_quota_is_reported(live_server, system_files, key, settings, q
     assert "daily quota reached: 0 submissions in 24 hours" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_rejected_submission_prints_each_error_and_fails(live_server, system_files, key,
                                                            monkeypatch, tmp_path):
     # Validation runs in the server's request thread, after the upload's commit.
@@ -175,6 +179,7 @@ def test_a_rejected_submission_prints_each_error_and_fails(live_server, system_f
         assert f"\n  {line}" in message
 
 
+@pytest.mark.slow
 def test_a_large_file_streams_in_small_reads(live_server, system_files, key, queue, tmp_path,
                                              monkeypatch):
     reads = []
@@ -215,6 +220,7 @@ def test_the_model_name_is_stored_normalised(live_server, system_files, key, que
     assert Submission.objects.get().model.name == "CLI Model"
 
 
+@pytest.mark.slow
 def test_a_look_alike_of_another_authors_public_name_is_refused(live_server, system_files, key,
                                                                 queue, other_author):
     submit(live_server.url, key, "--no-wait", "--public", files=system_files)

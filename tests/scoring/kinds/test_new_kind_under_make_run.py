@@ -12,6 +12,7 @@ import pytest
 
 from tests.config.test_run import Embedded
 from tests.conftest import ROOT
+from tests.httpclient import HTTP
 from tests.scoring.kinds.tone.kind import write_benchmark, write_outputs
 
 pytestmark = pytest.mark.integration
@@ -38,7 +39,7 @@ def tone_imported(embedded, tmp_path_factory):
 
 
 def upload(embedded, archive, model_name: str) -> httpx.Response:
-    return httpx.post(
+    return HTTP.post(
         f"{embedded.base}/api/submissions/", headers={"Authorization": f"Token {embedded.token}"},
         data={"benchmark": "tone-edit", "model_name": model_name, "public": "true"},
         files={"audio": (archive.name, archive.read_bytes())}, timeout=60)
@@ -57,11 +58,11 @@ def test_a_kind_of_its_own_package_is_imported_scored_and_shown(embedded, tone_i
     assert all(body["overall"]["n"] == 6 and "followed_share" in body["overall"]
                for body in ended), ended
 
-    board = httpx.get(f"{embedded.base}/api/leaderboards/tone-edit/", timeout=30).json()
+    board = HTTP.get(f"{embedded.base}/api/leaderboards/tone-edit/", timeout=30).json()
     assert {row["model"] for row in board["rows"]} == {"Bright", "Dull"}
     assert all(row["simulated"] for row in board["rows"])
     assert all(0 <= row["followed_share"] <= 100 for row in board["rows"]), board["rows"]
-    page = httpx.get(f"{embedded.base}/b/tone-edit/", timeout=30)
+    page = HTTP.get(f"{embedded.base}/b/tone-edit/", timeout=30)
     assert page.status_code == 200 and "Bright" in page.text and "share followed" in page.text
 
 

@@ -160,6 +160,7 @@ def test_a_faulty_metadata_file_imports_nothing_and_names_each_fault(toy_kind, t
 # --- uploads ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_faulty_answers_file_is_refused_whole_naming_each_line_and_id(toy_benchmark,
                                                                         author, settings):
     text = (b'{"id": "q1", "answer": "Woof (right)"}\n{"id": "q9", "answer": "x"}\n'
@@ -177,6 +178,7 @@ def test_a_faulty_answers_file_is_refused_whole_naming_each_line_and_id(toy_benc
     assert not (settings.MEDIA_ROOT / "submissions").exists()
 
 
+@pytest.mark.slow
 def test_an_archive_or_an_empty_file_is_refused(toy_benchmark, author):
     with_archive = api_upload(author, {
         "model_name": "Archiver", "audio": SimpleUploadedFile("audio.zip", b"PK\x05\x06"),
@@ -193,6 +195,7 @@ def test_an_archive_or_an_empty_file_is_refused(toy_benchmark, author):
 # --- scoring ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_answers_are_judged_once_per_request_and_aggregated_by_its_rules(toy_board, toy_judge):
     oracle, guesser = toy_board
     assert oracle.state == guesser.state == "finished"
@@ -223,6 +226,7 @@ def test_answers_are_judged_once_per_request_and_aggregated_by_its_rules(toy_boa
         ("q1", True), ("q2", True), ("q3", False), ("q4", True), ("q5", False), ("q6", False)]
 
 
+@pytest.mark.slow
 def test_a_rescore_under_the_same_config_asks_its_judge_nothing(toy_board, toy_judge, staff,
                                                                client):
     oracle, _ = toy_board
@@ -241,6 +245,7 @@ def test_a_rescore_under_the_same_config_asks_its_judge_nothing(toy_board, toy_j
     assert "share judged right 50.00" in page  # the runs' figures, labelled
 
 
+@pytest.mark.slow
 def test_a_private_toy_submission_is_seen_by_its_author_only(toy_benchmark, author,
                                                             other_author, client):
     private = upload(author, "Toy Secret", ORACLE, public=False)

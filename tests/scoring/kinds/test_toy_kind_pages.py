@@ -30,7 +30,8 @@ from tests.scoring.kinds.test_toy_kind import (
 )
 from tests.scoring.kinds.toy import NAME, Toy, ToyJudge
 
-pytestmark = pytest.mark.django_db
+# `slow`: its shared set-up (toy_board: two submissions of the toy kind scored) takes 1.2 s
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
