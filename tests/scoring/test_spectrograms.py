@@ -16,6 +16,7 @@ from scoring.spectrograms import (
     FLOOR_DB,
     HEIGHT,
     LEFT,
+    STEPS,
     WIDTH,
     difference_png,
     spectrogram,
@@ -66,6 +67,33 @@ def test_the_same_level_is_the_same_colour_in_two_files(tmp_path):
     a, b = body(spectrogram_png(spectrogram(source))), body(spectrogram_png(spectrogram(output)))
     row = np.unravel_index(np.argmax(a[:, WIDTH // 2]), a.shape)[0]
     assert abs(a[row, WIDTH // 2] - b[row, WIDTH // 2]) <= 3
+
+
+def test_images_are_palette_pngs_of_the_scale_and_the_axes_greys(tmp_path):
+    """A byte a pixel: the spectrogram's pixels are entries of the fixed scale (the same
+    level, the same entry, in any file) and the axes' are greys; the difference's pixels are
+    black where nothing changed, else warm or cold."""
+    source, output = edited()
+    soundfile.write(tmp_path / "in.wav", source, RATE)
+    soundfile.write(tmp_path / "out.wav", output, RATE)
+    spec, before = spectrogram(tmp_path / "out.wav"), spectrogram(tmp_path / "in.wav")
+    for png, table in ((spectrogram_png(spec), spectrograms.LEVELS),
+                       (difference_png(spec, before), spectrograms.CHANGES)):
+        image = Image.open(io.BytesIO(png))
+        assert image.mode == "P"
+        pixels = np.asarray(image)
+        colours = np.asarray(image.getpalette()[:256 * 3], dtype=np.uint8).reshape(256, 3)
+        assert (colours[:STEPS] == table).all()
+        assert (pixels[:HEIGHT, LEFT:] < STEPS).all()
+        axes = np.concatenate([pixels[HEIGHT:].ravel(), pixels[:, :LEFT].ravel()])
+        assert (axes >= STEPS).all()
+        grey = colours[STEPS:]
+        assert (grey[:, 0] == grey[:, 1]).all() and (grey[:, 1] == grey[:, 2]).all()
+    change = np.asarray(Image.open(io.BytesIO(difference_png(spec, before))))[:HEIGHT, LEFT:]
+    third = WIDTH // 3
+    assert (spectrograms.CHANGES[0] == 0).all()
+    assert (change[:, :third - 10] == 0).mean() > 0.99  # unchanged: entry 0, black
+    assert spectrograms.CHANGES[change[:, third + 10:2 * third - 10]].max() > 200  # the edit
 
 
 def test_short_and_empty_audio_fill_every_column(tmp_path):
