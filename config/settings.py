@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import dj_database_url
+import drf_spectacular_sidecar
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
@@ -85,7 +86,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
-    "drf_spectacular_sidecar",
     "django_htmx",
     "allauth",
     "allauth.account",
@@ -181,7 +181,13 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Of drf-spectacular-sidecar's files only Swagger UI's, which /api/docs/ serves (as an app it
+# would bring ReDoc too, unused: 12 of collectstatic's 35 MB and a third of its CPU, 4.9 s to
+# 3.4 s; measured 2026-12-07 with `time manage.py collectstatic` on an empty folder).
+STATICFILES_DIRS = [BASE_DIR / "static",
+                    ("drf_spectacular_sidecar/swagger-ui-dist",
+                     Path(drf_spectacular_sidecar.__file__).parent
+                     / "static" / "drf_spectacular_sidecar" / "swagger-ui-dist")]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing folder
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media"))).resolve()
