@@ -1,5 +1,7 @@
 """Uploads and audio leave only through access-checked views, never straight from MEDIA_ROOT."""
 
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.urls import Resolver404, URLPattern, URLResolver, get_resolver, resolve
@@ -44,7 +46,11 @@ def test_no_url_serves_files_from_a_folder():
 
 def test_static_files_are_kept_apart_from_media():
     media = settings.MEDIA_ROOT.resolve()
-    for folder in [settings.STATIC_ROOT, *settings.STATICFILES_DIRS]:
-        folder = folder.resolve()
+    # a STATICFILES_DIRS entry is a folder or (prefix, folder)
+    folders = [entry[1] if isinstance(entry, tuple) else entry
+               for entry in settings.STATICFILES_DIRS]
+    assert len(folders) >= 2  # the site's own and Swagger UI's
+    for folder in [settings.STATIC_ROOT, *folders]:
+        folder = Path(folder).resolve()
         assert media != folder and folder not in media.parents and media not in folder.parents
     assert not getattr(settings, "WHITENOISE_ROOT", None)
