@@ -9,8 +9,6 @@ R x M array, NaN where the replicate leaves nothing to average.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 
@@ -44,9 +42,12 @@ def mean_of(parts: list[np.ndarray]) -> np.ndarray:
     replicate left empty), as a kind's summary skips a part with no value."""
     if not parts:
         raise ValueError("no parts to average")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=RuntimeWarning)  # all-NaN: stays NaN
-        return np.nanmean(np.stack(parts), axis=0)
+    # numpy's nanmean, written out: its warning on an all-NaN column would need
+    # warnings.catch_warnings, whose filters are the process's, not the thread's (a page drawn
+    # in another thread at the same time then warned anyway)
+    stacked = np.stack(parts)
+    counts = (~np.isnan(stacked)).sum(axis=0)
+    return np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)
 
 
 def groups(dims: list[dict], key: str) -> dict[str, np.ndarray]:

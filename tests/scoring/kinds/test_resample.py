@@ -3,6 +3,7 @@ the kind's own summary, on every slice, for every model at once."""
 
 import math
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from scoring import synthetic
 from scoring.kinds import get_kind
 from scoring.kinds.airbench import rules as airbench
 from scoring.kinds.mmae import rules as mmae
+from scoring.kinds.resample import mean_of
 
 N_MODELS = 4
 
@@ -120,3 +122,21 @@ def test_air_bench_intervals_are_percentiles_of_the_official_summary_over_resamp
             for metric in kind.ranking:
                 lo, hi = found[dimension][bucket][metric]
                 assert lo - 1e-9 <= figures[metric] <= hi + 1e-9, (dimension, bucket, metric)
+
+
+def test_mean_of_skips_nan_parts_as_nanmean_and_warns_nothing_on_an_all_nan_column():
+    rng = np.random.default_rng(3)
+    parts = [rng.random(50) for _ in range(4)]
+    for part in parts:
+        part[rng.random(50) < 0.4] = np.nan
+    for part in parts:
+        part[7] = np.nan  # a column no part has a value for
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        got = mean_of(parts)
+    assert np.isnan(got[7])
+    kept = ~np.isnan(np.stack(parts)).all(axis=0)
+    assert np.allclose(got[kept], np.nanmean(np.stack(parts)[:, kept], axis=0), rtol=0,
+                       atol=1e-15)
+    with pytest.raises(ValueError, match="no parts"):
+        mean_of([])
