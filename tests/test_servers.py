@@ -27,9 +27,11 @@ import dj_database_url, psycopg, redis
 db = dj_database_url.parse(os.environ["DATABASE_URL"])
 with psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"]) as c:
     answer = c.execute("SELECT 6 * 7").fetchone()[0]
+    durable = {k: c.execute(f"SHOW {k}").fetchone()[0]
+               for k in ("fsync", "synchronous_commit", "full_page_writes")}
 redis.Redis.from_url(os.environ["TEST_REDIS_URL"]).set("probe", answer)
 report = {"database": os.environ["DATABASE_URL"], "broker": os.environ["TEST_REDIS_URL"],
-          "answer": answer}
+          "answer": answer, "durable": durable}
 with open(sys.argv[1], "w") as out:
     json.dump(report, out)
 if sys.argv[2] == "wait":
@@ -81,6 +83,9 @@ def test_it_starts_its_own_servers_and_stops_them_when_the_command_ends(own_tmp,
     assert servers.main(probe(report_path), environ=NO_GIVEN_SERVERS) == 0
     report = json.loads(report_path.read_text())
     assert report["answer"] == 42
+    # Its data is thrown away: PostgreSQL's non-durable settings.
+    assert report["durable"] == {"fsync": "off", "synchronous_commit": "off",
+                                 "full_page_writes": "off"}
     # A unix socket in the data folder, made in the temporary folder.
     assert report["database"].startswith(f"postgres://postgres@{quote(str(own_tmp), safe='')}")
     assert report["broker"].startswith("redis://127.0.0.1:")
