@@ -23,12 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import _scratch
 import httpx
+from _scratch import free_ports
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.servers import free_ports  # noqa: E402
+ROOT = _scratch.ROOT
 
 
 def start(env: dict, workers: int, config: str) -> tuple[float, float]:
