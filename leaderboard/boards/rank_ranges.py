@@ -163,35 +163,42 @@ def _stored_state(benchmark: Benchmark) -> set[str]:
     return set(RankRanges.objects.filter(benchmark=benchmark).values_list("state", flat=True))
 
 
-def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
-    """The stored ranges of one slice ({} before the first computation)."""
+def _current(benchmark: Benchmark, dimension: str, bucket: str, *fields: str) -> tuple | None:
+    """`fields` of one slice's row as stored for the board's current state; None while the
+    worker computes that state (a past state's row is never read as the current one's)."""
     found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
-                                      bucket=bucket).values_list("ranges", flat=True).first()
-    return found or {}
+                                      bucket=bucket).values_list("state", *fields).first()
+    if found is None or found[0] != board_stamp(benchmark):
+        return None
+    return found[1:]
+
+
+def stored(benchmark: Benchmark, dimension: str, bucket: str) -> dict:
+    """The ranges of one slice stored for the board's current state; {} while the worker
+    computes them: a past state's ranges are never shown beside the new state's ranks."""
+    found = _current(benchmark, dimension, bucket, "ranges")
+    return (found and found[0]) or {}
 
 
 def stored_separable(benchmark: Benchmark, dimension: str, bucket: str) -> dict | None:
     """What one slice's bootstrap can tell apart ({"items", "metrics"}), as stored for the
     board's current state; None while the worker computes it."""
-    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension,
-                                      bucket=bucket).values_list("state", "separable").first()
-    if found is None or found[0] != board_stamp(benchmark):
-        return None
-    return found[1]
+    found = _current(benchmark, dimension, bucket, "separable")
+    return found[0] if found else None
 
 
 def stored_window(benchmark: Benchmark, dimension: str, bucket: str, key: str = RANK, *,
                   start: int, stop: int, descending: bool = False) -> tuple[dict, list | None, int]:
-    """The stored ranges of one slice for the ranking or a sort by a figure (`key`), and,
-    where the worker stored the board's current state, entries [start, stop) of its order
-    (reversed when `descending`) and their number; else (ranges, None, 0), and the board
-    ranks in the database. A slice's JSON is large: only the window of the order is read
-    (on PostgreSQL; elsewhere it is cut here)."""
-    found = RankRanges.objects.filter(benchmark=benchmark, dimension=dimension, bucket=bucket)
-    first = found.values_list("id", "state", f"ranges__{key}").first()
-    if first is None or first[1] != board_stamp(benchmark):
-        return (first[2] or {}) if first else {}, None, 0
-    pk, _, ranges = first
+    """Where the worker stored the board's current state: one slice's ranges for the ranking
+    or a sort by a figure (`key`), entries [start, stop) of its order (reversed when
+    `descending`) and their number. Else ({}, None, 0): the board ranks in the database and
+    shows no ranges until they are computed (never a past state's). A slice's JSON is large:
+    only the window of the order is read (on PostgreSQL; elsewhere it is cut here)."""
+    first = _current(benchmark, dimension, bucket, "id", f"ranges__{key}")
+    if first is None:
+        return {}, None, 0
+    pk, ranges = first
+    found = RankRanges.objects.filter(pk=pk)
     if connection.vendor != "postgresql":
         order = found.values_list("order", flat=True).first()
         ordered = order[::-1] if descending else order

@@ -188,13 +188,19 @@ def test_a_board_change_makes_the_stored_order_stale_until_the_worker_stores_the
     rank_ranges.refresh(mixed_board, replicates=20)
     assert rank_ranges.stored_window(mixed_board, "overall", "", start=0, stop=3)[1]
     first = python_order(mixed_board, "overall", "")[0][0]  # of the state before
+    assert board_pages.standing(mixed_board, first)["range"] is not None
     newcomer = score_by_slices("Newcomer", (100.0, 100.0, 100.0))  # tells the board: a new version
     benchmark = Benchmark.objects.get(pk=mixed_board.pk)
     assert benchmark.board_version > mixed_board.board_version
-    ranges, entries, _ = rank_ranges.stored_window(benchmark, "overall", "", start=0, stop=3)
-    assert ranges and entries is None  # the ranges of the state before; no order
+    # Neither the order nor the ranges of the state before: ranks from the database, no ranges
+    assert rank_ranges.stored_window(benchmark, "overall", "", start=0, stop=3) == ({}, None, 0)
+    assert rank_ranges.stored(benchmark, "overall", "") == {}
     rows, _ = board_pages.ranked_page(benchmark, BoardQuery(), number=1, size=2)
-    assert [(r["submission"], r["rank"]) for r in rows] == [(newcomer.id, 1), (first, 2)]
+    assert [(r["submission"], r["rank"], r["rank_range"]) for r in rows] == [
+        (newcomer.id, 1, None), (first, 2, None)]
+    assert [r["rank_range"] for r in board_table(benchmark=benchmark)
+            if r["rank_range"] is not None] == []
+    assert board_pages.standing(benchmark, first)["range"] is None
     assert rank_ranges.refresh(benchmark, replicates=20)
     order = RankRanges.objects.get(benchmark=benchmark, dimension="overall").order
     assert order[0][:2] == [newcomer.id, 1]

@@ -8,11 +8,14 @@ import pytest
 from leaderboard.boards import rank_ranges, ranking
 from leaderboard.boards.selectors import BoardQuery, leaderboard_rows
 from leaderboard.models import RankRanges
-from scoring.models import SliceResult
+from scoring.models import Benchmark, SliceResult
 from tests.html import one, select
 
 
 def rows(benchmark, **query):
+    """(model, rank, rank range) of the board as a request now reads it: the benchmark's row
+    as it is now (its board's version, which each publication raised)."""
+    benchmark = Benchmark.objects.get(pk=benchmark.pk)
     return [(r["model"], r["rank"], r["rank_range"])
             for r in leaderboard_rows(benchmark=benchmark, query=BoardQuery(**query))]
 
@@ -108,6 +111,7 @@ def test_ranges_are_computed_once_per_board_state(item_board, author):
     assert rank_ranges.refresh(benchmark, replicates=200) is True
     assert rank_ranges.refresh(benchmark, replicates=200) is False
     score_by_item_passes("B", clear_gap(0.2))  # a new publication changes the state
+    assert [r[2] for r in rows(benchmark)] == [None, None]  # no range of the state before
     assert rank_ranges.refresh(benchmark, replicates=200) is True
     assert {r[0] for r in rows(benchmark)} == {"A", "B"}
     assert all(r[2] is not None for r in rows(benchmark))
