@@ -9,6 +9,9 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.urls import reverse
 
+# Log-ins whose provider vouches for the account ("verified" beside its name on the boards).
+VERIFYING_PROVIDERS = ("github", "huggingface")
+
 
 def verification_needed(user) -> bool:
     return (settings.ACCOUNT_EMAIL_VERIFICATION != "none"

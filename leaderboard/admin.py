@@ -2,6 +2,8 @@ from django.contrib import admin
 
 from config.admin import name_column
 from leaderboard.models import ReferenceFigure, ReferenceResult
+from scoring.admin import BoardAdmin
+from scoring.models import Benchmark
 
 
 class ReferenceFigureInline(admin.TabularInline):
@@ -11,7 +13,7 @@ class ReferenceFigureInline(admin.TabularInline):
 
 
 @admin.register(ReferenceResult)
-class ReferenceResultAdmin(admin.ModelAdmin):
+class ReferenceResultAdmin(BoardAdmin):
     """A paper's published figures (`manage.py load_reference_results`), shown as reported."""
 
     list_display = ("model_name", "benchmark_slug", "scope", "n_samples", "source", "loaded_at")
@@ -19,3 +21,7 @@ class ReferenceResultAdmin(admin.ModelAdmin):
     search_fields = ("model", "source", "note")
     inlines = [ReferenceFigureInline]
     model_name = name_column("model", description="model")
+
+    def boards(self, result):
+        return list(Benchmark.objects.filter(slug=result.benchmark_slug)
+                    .values_list("id", flat=True))

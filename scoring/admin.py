@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from config.admin import ReadOnlyAdmin
+from scoring.boards import board_changed
 from scoring.models import (
     Answer,
     Benchmark,
@@ -12,6 +13,32 @@ from scoring.models import (
     ScoringRun,
     SliceResult,
 )
+
+
+class BoardAdmin(admin.ModelAdmin):
+    """The admin of something boards show (a model's details, a benchmark's title, reported
+    results): a change or a deletion made here raises the version of every board it touches,
+    before and after (scoring.boards.board_changed), as the site's own workflows do, so that
+    nothing kept for a board's state shows it as it was. `boards(obj)` names those boards'
+    benchmark ids."""
+
+    def boards(self, obj) -> list[int]:
+        return []
+
+    def save_model(self, request, obj, form, change):
+        before = self.boards(type(obj)._default_manager.get(pk=obj.pk)) if change else []
+        super().save_model(request, obj, form, change)  # inlines, saved next, commit with it
+        board_changed(*{*before, *self.boards(obj)})
+
+    def delete_model(self, request, obj):
+        touched = self.boards(obj)
+        super().delete_model(request, obj)
+        board_changed(*touched)
+
+    def delete_queryset(self, request, queryset):
+        touched = {pk for obj in queryset for pk in self.boards(obj)}
+        super().delete_queryset(request, queryset)
+        board_changed(*touched)
 
 
 @admin.register(JudgeConfig)
@@ -29,7 +56,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
 
 @admin.register(Benchmark)
-class BenchmarkAdmin(admin.ModelAdmin):
+class BenchmarkAdmin(BoardAdmin):
     """A version is what its imported file says (its sha256), and its judge config changes
     through the audited staff page: only the title is edited here."""
 
@@ -38,11 +65,17 @@ class BenchmarkAdmin(admin.ModelAdmin):
     list_filter = ("kind", "synthetic")
     search_fields = ("slug", "title")
     list_select_related = ("judge_config",)
+    # Hidden rubrics are the import's and open only through the reveal (challenges.reveal);
+    # the board's version moves only with what the board shows (scoring.boards).
     readonly_fields = ("slug", "kind", "version", "sha256", "source_name", "audio_root",
-                       "synthetic", "n_items", "n_criteria", "imported_at", "judge_config")
+                       "synthetic", "n_items", "n_criteria", "imported_at", "judge_config",
+                       "rubrics_hidden", "board_version", "board_changed_at")
 
     def has_add_permission(self, request):
         return False  # `manage.py import_mmae` / `import_airbench`
+
+    def boards(self, benchmark):
+        return [benchmark.pk]
 
 
 @admin.register(Item)

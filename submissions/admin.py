@@ -2,11 +2,13 @@ from django.contrib import admin
 from django.db import models
 
 from config.admin import ReadOnlyAdmin, name_column
+from scoring.admin import BoardAdmin
 from submissions.models import DeletedAttempt, ModelEntry, QuotaOverride, Submission
+from submissions.selectors import boards_showing
 
 
 @admin.register(ModelEntry)
-class ModelEntryAdmin(admin.ModelAdmin):
+class ModelEntryAdmin(BoardAdmin):
     list_display = ("shown_name", "owner", "shown_organisation", "parameters", "licence",
                     "open_weights", "created_at")
     list_filter = ("open_weights",)
@@ -16,6 +18,9 @@ class ModelEntryAdmin(admin.ModelAdmin):
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     shown_name = name_column("name", description="name")
     shown_organisation = name_column("organisation", description="organisation")
+
+    def boards(self, model):
+        return boards_showing(model=model)
 
 
 @admin.register(Submission)

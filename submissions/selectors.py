@@ -12,6 +12,13 @@ from scoring.models import Answer, Benchmark, ScoringRun, SliceResult
 from submissions.models import Submission
 
 
+def boards_showing(**lookup) -> list[int]:
+    """The benchmarks whose boards show the submissions matching `lookup` (of a model, of an
+    owner): the boards that a change to their model or owner changes."""
+    return list(Submission.objects.filter(**lookup).values_list("benchmark_id", flat=True)
+                .distinct())
+
+
 def submission_get(*, user, pk, write: bool = False) -> Submission:
     """The one access-checked lookup of a submission, for every page, API call, download and
     the explorer. A submission the user may not see (Submission.objects.visible_to) is a 404,

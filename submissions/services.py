@@ -31,7 +31,7 @@ from scoring.kinds import get_kind
 from scoring.kinds.files import PredictionError, text_stream
 from scoring.models import Benchmark, Item, ScoringRun
 from scoring.tasks import SpectrogramTask, enqueue_run
-from submissions import anonymity
+from submissions import anonymity, selectors
 from submissions.claims import name_claim
 from submissions.file_checks import (
     archive_file_problems,
@@ -355,8 +355,7 @@ def model_family_set(*, user, model_id: int, family: str) -> ModelEntry:
     if ModelEntry.objects.filter(id__in=ids).exclude(base_family=family).update(
             base_family=family):
         model.base_family = family
-        board_changed(*Submission.objects.filter(model_id__in=ids)
-                      .values_list("benchmark_id", flat=True).distinct())
+        board_changed(*selectors.boards_showing(model_id__in=ids))
     return model
 
 
@@ -365,8 +364,7 @@ def _apply_model_details(submission: Submission) -> None:
     validation: a private or rejected upload must not rewrite what the board shows."""
     if submission.public and submission.model_details and submission.reveal_as_id is None:
         ModelEntry.objects.filter(id=submission.model_id).update(**submission.model_details)
-        board_changed(*Submission.objects.filter(model_id=submission.model_id)
-                      .values_list("benchmark_id", flat=True).distinct())
+        board_changed(*selectors.boards_showing(model_id=submission.model_id))
 
 
 def spectrograms_folder(submission: Submission) -> Path:

@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from accounts.models import ApiToken
 from audit.models import AuditEvent
+from challenges.models import Challenge, Entry, Phase, PhaseBoard, Team, Track, Verification
 from config.admin import ReadOnlyAdmin
 from judge.models import Endpoint
 from leaderboard.models import ReferenceFigure, ReferenceResult
@@ -24,14 +25,18 @@ from scoring.models import (
     SliceResult,
 )
 from submissions.models import ModelEntry, QuotaOverride, Submission
+from tests.challenges.challenge_factories import add_team, build_challenge
 from tests.html import one, select
 from tests.submissions import conftest as submissions_fixtures
 
-OURS = {"judge", "scoring", "submissions", "leaderboard"}
+OURS = {"judge", "scoring", "submissions", "leaderboard", "challenges", "accounts", "audit"}
 REQUIRED = [Benchmark, Item, Criterion, JudgeConfig, Submission, ModelEntry, ScoringRun,
             RunBatch, Answer, Endpoint, ReferenceResult, AuditEvent, QuotaOverride, ApiToken,
             ItemResult, SliceResult]
 READ_ONLY = [ScoringRun, RunBatch, Answer, ItemResult, SliceResult, AuditEvent]
+# Changed on the organizer pages and by the challenge commands, which audit each change and
+# raise the boards' versions (a phase's reveal has one door: challenges.reveal).
+CHALLENGE_STATE = [Challenge, Phase, Track, PhaseBoard, Entry, Verification]
 
 score_with_files = submissions_fixtures.score_with_files  # the submissions tests' factory
 
@@ -157,7 +162,7 @@ def test_no_form_loads_a_related_table_into_a_select():
         if isinstance(model_admin, ReadOnlyAdmin):
             continue  # related rows show as links
         picked = set(model_admin.raw_id_fields) | set(model_admin.autocomplete_fields) \
-            | set(model_admin.readonly_fields) | set(model_admin.exclude or ())
+            | set(model_admin.get_readonly_fields(None)) | set(model_admin.exclude or ())
         if model_admin.fields is not None:
             picked |= {f.name for f in model._meta.get_fields()} - set(model_admin.fields)
         offenders += [f"{model.__name__}.{field.name}" for field in model._meta.get_fields()
@@ -247,3 +252,77 @@ def test_every_model_is_named_in_good_english_in_the_plural():
     wrong = [str(m._meta.verbose_name_plural) for m in apps.get_models()
              if str(m._meta.verbose_name_plural).endswith(("chs", "shs", "xs", "ys", "ss"))]
     assert wrong == []
+
+
+def version(benchmark) -> int:
+    return Benchmark.objects.get(pk=benchmark.pk).board_version
+
+
+def test_a_challenges_state_is_read_only_here(client, superuser):
+    assert [m.__name__ for m in CHALLENGE_STATE
+            if not isinstance(admin.site._registry[m], ReadOnlyAdmin)] == []
+    built = build_challenge()
+    client.force_login(superuser)
+    change = reverse("admin:challenges_phase_change", args=[built.final.pk])
+    assert client.post(change, {"revealed_at_0": "2026-01-02", "revealed_at_1": "03:04:05"}) \
+        .status_code == 403
+    assert Phase.objects.get(pk=built.final.pk).revealed_at is None
+
+
+def test_a_model_renamed_here_shows_at_once_on_a_board_already_kept(client, world, superuser):
+    """Every cache of the test settings holds the board before the edit; the edit raises the
+    version (scoring.admin.BoardAdmin), so the next visit reads the new name."""
+    benchmark = world.benchmark
+    assert "Alpha" in client.get(f"/b/{benchmark.slug}/").content.decode()
+    before = version(benchmark)
+    model = world.model
+    client.force_login(superuser)
+    url = reverse("admin:submissions_modelentry_change", args=[model.pk])
+    form = {"name": "Alpha Renamed", "organisation": model.organisation, "link": model.link,
+            "licence": model.licence, "parameters": model.parameters or "",
+            "base_family": model.base_family, "owner": model.owner_id}
+    response = client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert version(benchmark) > before
+    client.logout()
+    rows = client.get(f"/api/leaderboards/{benchmark.slug}/").json()["rows"]
+    assert [r["model"] for r in rows] == ["Alpha Renamed"]
+
+
+def test_a_title_a_reported_figure_and_a_team_edited_here_raise_their_boards(client, world,
+                                                                             superuser):
+    benchmark = world.benchmark
+    client.force_login(superuser)
+    before = version(benchmark)
+    url = reverse("admin:scoring_benchmark_change", args=[benchmark.pk])
+    assert client.post(url, {"title": "A new title", "rubrics_hidden": "on",
+                             "board_version": "0"}).status_code == 302
+    assert version(benchmark) == before + 1
+    edited = Benchmark.objects.get(pk=benchmark.pk)
+    assert (edited.title, edited.rubrics_hidden) == ("A new title", False)  # the title only
+
+    result = ReferenceResult.objects.get()
+    Benchmark.objects.filter(pk=benchmark.pk).update(slug=result.benchmark_slug)
+    figure = result.figures.get()
+    url = reverse("admin:leaderboard_referenceresult_change", args=[result.pk])
+    form = {"benchmark_slug": result.benchmark_slug, "model": result.model,
+            "scope": result.scope, "source": result.source, "note": "",
+            "n_samples": "", "figures-TOTAL_FORMS": "1", "figures-INITIAL_FORMS": "1",
+            "figures-MIN_NUM_FORMS": "0", "figures-MAX_NUM_FORMS": "1000",
+            "figures-0-id": figure.pk, "figures-0-result": result.pk,
+            "figures-0-dimension": "overall", "figures-0-bucket": "",
+            "figures-0-values": '{"IFR": 51.0, "CR": 56.9, "EMR": 4.99}'}
+    response = client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert result.figures.get().values["IFR"] == 51.0
+    assert version(benchmark) == before + 2
+
+    built = build_challenge()
+    team = add_team(built, "Team A")
+    boards = [b.benchmark for b in built.boards.values()]
+    before = {b.pk: version(b) for b in boards}
+    url = reverse("admin:challenges_team_change", args=[team.pk])
+    response = client.post(url, {"name": "Team Renamed"})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Team.objects.get(pk=team.pk).name == "Team Renamed"
+    assert all(version(b) == before[b.pk] + 1 for b in boards)

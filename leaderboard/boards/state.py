@@ -19,6 +19,7 @@ from django.db.models import CharField, Exists, OuterRef, Value
 from django.db.models.functions import Cast, Concat
 from django.http import Http404
 
+from accounts.verification import VERIFYING_PROVIDERS
 from leaderboard.boards import lookups, marks, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.models import RankRanges
 from scoring.boards import state_token
@@ -28,10 +29,6 @@ from submissions import withheld as withheld_rule
 from submissions.models import ModelEntry, Submission
 
 OVERALL = SliceResult.OVERALL
-
-
-# Log-ins whose provider vouches for the account ("verified" beside its name on the board).
-VERIFYING_PROVIDERS = ("github", "huggingface")
 
 
 def benchmark_list() -> list[Benchmark]:

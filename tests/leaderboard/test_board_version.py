@@ -6,6 +6,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from allauth.socialaccount.models import SocialAccount
 from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -115,9 +116,34 @@ def switch_the_judge_config(c):
                                               config=other, reason="a new judge")
 
 
+def rename_the_owner(c):
+    """The board names each row's owner ("by ..."): a rename anywhere (the admin, a shell)."""
+    c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
+    c.author.username = "renamed-author"
+    return c.author.save
+
+
+def link_a_github_account(c):
+    """"verified" beside the owner's name comes with a GitHub or Hugging Face log-in."""
+    c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
+    return lambda: SocialAccount.objects.create(user=c.author, provider="github", uid="42")
+
+
+def unlink_it(c):
+    c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
+    account = SocialAccount.objects.create(user=c.author, provider="huggingface", uid="42")
+    return account.delete
+
+
+def delete_the_owner(c):
+    c.score_by_slices("Alpha", (50.0, 60.0, 30.0))
+    return c.author.delete
+
+
 ACTIONS = [publish, hide, unhide, flag, delete, choose_representative, finish_a_run,
            finish_a_baseline, make_a_run_current, edit_a_model, reload_reported_results,
-           switch_the_judge_config]
+           switch_the_judge_config, rename_the_owner, link_a_github_account, unlink_it,
+           delete_the_owner]
 
 
 @pytest.mark.parametrize("scene", ACTIONS, ids=[a.__name__ for a in ACTIONS])
@@ -142,6 +168,22 @@ def test_an_audit_record_alone_only_writes_the_record(board, staff):
     event = audit_record(actor=staff, action=AuditEvent.Action.BASELINE, obj=benchmark,
                          reason="a note", benchmark_slug=benchmark.slug)
     assert AuditEvent.objects.filter(pk=event.pk, reason="a note").exists()
+    assert version(benchmark) == before
+
+
+@pytest.mark.parametrize("change", [
+    lambda user: setattr(user, "last_login", timezone.now()) or user.save(
+        update_fields=["last_login"]),  # every log-in
+    lambda user: setattr(user, "first_name", "Ada") or user.save(),
+    lambda user: SocialAccount.objects.create(user=user, provider="google", uid="7"),
+    lambda user: SocialAccount.objects.filter(user=user).update(extra_data={"login": "x"}),
+], ids=["log-in", "first name", "a log-in that verifies nothing", "account data"])
+def test_what_the_board_does_not_show_of_an_owner_keeps_its_version(board, author, change):
+    benchmark, score_by_slices = board
+    score_by_slices("Alpha", (50.0, 60.0, 30.0))
+    SocialAccount.objects.create(user=author, provider="github", uid="42")
+    before = version(benchmark)
+    change(author)
     assert version(benchmark) == before
 
 
