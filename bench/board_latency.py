@@ -186,8 +186,7 @@ class Bench:
               f"{'errors':>6} {'static p95':>10} {'static/s':>8} {'p95 ratio':>9}")
         for label, path in urls.items():
             if self.args.window:  # a new state, whose ranges the worker starts computing
-                bump()
-                time.sleep(1.1)  # the front learns the new state within a second
+                bump()  # the front answers the new state from its commit on
             warm = httpx.get(self.base + path, timeout=120, headers=headers)  # warms caches
             if warm.status_code != 200:
                 print(f"{label}: status {warm.status_code}: {warm.text[:300]}")

@@ -8,18 +8,19 @@ included), in this process, under the request as it came: the scheme, the host, 
 raw query string, whether the client takes gzip, and the values of the other headers its
 `Vary` names. A query string the front has not seen Django answer is Django's to validate and
 normalise. A later request for the same is answered from what was kept while every board
-version it names is current: the versions are read from the default cache (Redis), where a
-board change publishes them (`publish`, from scoring.boards.board_changed once the change
-commits, and from every render), at most once a second per process, so a change shows within a
-second. A version the cache does not hold (Redis down, the entry evicted) sends the request to
-Django, which publishes it again.
+version it names is current: the versions are read from the default cache (Redis) on each
+answer, in one round trip with nothing else, where a board change publishes them (`publish`,
+from scoring.boards.board_changed before the change commits and again after, and from every
+render), so that from the commit on no page of the state before is answered. A version the
+cache does not hold (Redis down, the entry evicted) sends the request to Django, which
+publishes it again.
 
 A signed-in visitor's page is kept too, for that visitor only (`mark_private`): under the
 values of their session and CSRF cookies, the credentials that made it, and with the user's
 epoch (`user_epoch`), a token that changes whenever what their pages show of them may change
 (their account saved or deleted, a log-out). Each answer from it reads the epoch from the cache
-first (one round trip to Redis, none to the database), so a log-out or a changed account shows
-at once; the board versions are learnt as for anonymous pages. A page whose content depends on
+with the board versions (the same round trip to Redis, none to the database), so a log-out or a
+changed account shows at once. A page whose content depends on
 who asks beyond the navigation (a model's page to its owner or to staff) is never kept
 (`personal`). A request with a session cookie that Django answers as anonymous (the session
 ended, or the read API, which reads no session) is kept under that cookie's value as the public
@@ -52,9 +53,6 @@ from django.core.cache import caches
 from django.utils.http import parse_etags
 
 ENVIRON_KEY = "config.page_cache.note"
-
-# How often each process reads the board versions from the cache.
-LEARN_SECONDS = 1.0
 
 # A published version outlives its last publication this long: a lost publication (Redis
 # unreachable when a change committed) is repaired by the next render or the periodic
@@ -202,10 +200,7 @@ class PageCache:
         # Per URL: the other headers its response varies on, and how many variants are kept.
         self.varies: dict[tuple, list] = {}
         self.size = 0
-        self.versions: dict[int, int] = {}
-        self.learnt_at: float | None = None
         self._lock = threading.Lock()
-        self._learning = threading.Lock()
 
     def __call__(self, environ, start_response):
         if not settings.FRONT or not self._eligible(environ):
@@ -238,10 +233,8 @@ class PageCache:
             kept = self.kept.get(key)
             if kept is not None:
                 self.kept.move_to_end(key)
-        if kept is None or kept.until <= self.clock() or not self._current(kept.boards):
+        if kept is None or kept.until <= self.clock() or not self._current(kept):
             return None
-        if kept.user is not None and caches["default"].get(epoch_key(kept.user)) != kept.epoch:
-            return None  # their account changed or they logged out: Django answers
         asked = environ.get("HTTP_IF_NONE_MATCH")
         if asked is not None and _matches(kept.etag, asked):
             if kept.not_modified is None:
@@ -252,27 +245,16 @@ class PageCache:
         body = b"" if environ["REQUEST_METHOD"] == "HEAD" else kept.body
         return kept.status, kept.headers, body
 
-    def _current(self, boards: dict[int, int]) -> bool:
-        """Whether each board's version is still the one given, as read from the cache at
-        most LEARN_SECONDS ago."""
-        now = self.clock()
-        if self._stale(now):
-            with self._learning:  # one thread reads; the others wait for what it read
-                if self._stale(now):
-                    self._learn(now, boards)
-        return all(self.versions.get(b) == v for b, v in boards.items())
-
-    def _stale(self, now: float) -> bool:
-        # Also while Redis is down: a version it cannot give is read again a second later,
-        # not on every request (each would wait for the connection's timeout).
-        return self.learnt_at is None or now - self.learnt_at >= LEARN_SECONDS
-
-    def _learn(self, now: float, boards: dict[int, int]) -> None:
-        with self._lock:
-            watched = {b for kept in self.kept.values() for b in kept.boards} | set(boards)
-        found = caches["default"].get_many([version_key(b) for b in watched])
-        self.versions = {b: found[version_key(b)] for b in watched if version_key(b) in found}
-        self.learnt_at = now
+    def _current(self, kept: Kept) -> bool:
+        """Whether each board's version is still the one the response was made under, and a
+        signed-in visitor's epoch still theirs (else their account changed or they logged
+        out), as the cache holds them now: one round trip. (Redis down: the cache answers as
+        an empty one at once, config.cache, and Django answers.)"""
+        wanted = {version_key(b): v for b, v in kept.boards.items()}
+        if kept.user is not None:
+            wanted[epoch_key(kept.user)] = kept.epoch
+        found = caches["default"].get_many(list(wanted))
+        return all(found.get(key) == value for key, value in wanted.items())
 
     def _through_django(self, base: tuple, credentials: tuple | None, environ,
                         start_response):

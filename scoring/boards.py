@@ -30,20 +30,29 @@ def state_token(version: int, ranged: bool) -> int:
 
 def board_changed(*benchmark_ids: int, slug: str = "") -> None:
     """Raise the board version of the benchmarks given (and of every version of `slug`) in one
-    UPDATE; once that commits, the new versions are published to the front (config.page_cache),
-    which answers with the new state within a second, and a worker is asked for each new
-    state's rank ranges so that no visitor waits for them (should the broker be down, the
-    error is logged and the periodic sweep asks again: leaderboard.tasks.refresh_boards)."""
+    UPDATE, and publish the new versions to the front (config.page_cache) at once, before the
+    change commits: from the commit on, no page kept for the state before is answered (until
+    then such a page is answered by Django, which reads the state before). Once the change
+    commits they are published again, and a worker is asked for each new state's rank ranges
+    so that no visitor waits for them (should the broker be down, the error is logged and the
+    periodic sweep asks again: leaderboard.tasks.refresh_boards). A change rolled back leaves
+    its published versions ahead of the boards': their pages go to Django until the next
+    change, never an older state's page answered."""
     if not benchmark_ids and not slug:
         return
     boards = Q(id__in=benchmark_ids) | Q(slug=slug) if slug else Q(id__in=benchmark_ids)
     Benchmark.objects.filter(boards).update(board_version=F("board_version") + 1,
                                             board_changed_at=timezone.now())
+    _publish(boards)
     transaction.on_commit(lambda: _refresh_ranges(boards), robust=True)
 
 
-def _refresh_ranges(boards: Q) -> None:
+def _publish(boards: Q) -> list[int]:
     versions = dict(Benchmark.objects.filter(boards).values_list("id", "board_version"))
     page_cache.publish({pk: state_token(version, False) for pk, version in versions.items()})
-    for pk in versions:
+    return list(versions)
+
+
+def _refresh_ranges(boards: Q) -> None:
+    for pk in _publish(boards):
         current_app.send_task(REFRESH_TASK, args=[pk])

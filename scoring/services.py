@@ -7,6 +7,7 @@ from pathlib import Path
 from django.db import transaction
 
 from config.database import analyze
+from scoring.boards import board_changed
 from scoring.kinds import file_sha256, get_kind
 from scoring.kinds.files import resolve_audio
 from scoring.models import Benchmark, Criterion, Item, ItemBucket
@@ -143,6 +144,10 @@ def benchmark_import(
             batch_size=5000,
         )
         analyze(Item, ItemBucket, Criterion)
+        if previous is not None:
+            # The slug's board now shows the new version: no page kept for a version before
+            # (whose own state did not change) may be answered for it.
+            board_changed(slug=slug)
         if audio_root is not None:  # queued once the import commits
             draw_input_spectrograms.delay(benchmark.pk)
     return benchmark, True

@@ -43,7 +43,7 @@ def validated(request: HttpRequest, response: HttpResponse, *, secret_free: bool
     shared = anonymous and secret_free and boards is not None
     # Anyone's copy may be kept, but is asked about every time: the access check runs on
     # each revalidation, so a submission made private stops being served at once (by the
-    # front, once the board version that the change raised is learnt: within a second).
+    # front too: the change raised the board version, published before it committed).
     if not anonymous or not secret_free:
         patch_cache_control(response, private=True, no_cache=True)
     elif shared:
