@@ -2,13 +2,14 @@
 but leaderboard.boards.state keeps values of a board state (one owner, one store: state.kept)."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("config", "judge", "audit", "accounts", "scoring", "submissions", "leaderboard",
-        "panel")
+        "panel", "challenges", "exports")
 # Module-level stores outside leaderboard.boards.state, each with why it is not a board state's.
 NOT_BOARD_STATE = {
     # What a seeding process draws with, set once per forked process of the command.
@@ -87,15 +88,31 @@ def test_only_the_board_state_module_keeps_per_state_values():
     assert kept - NOT_BOARD_STATE == {("leaderboard/boards/state.py", "_process")}
 
 
+# The rule's words in SQL written by hand: `public = %s`, `hidden = false`, `publish_at IS NULL`.
+RULE_IN_SQL = re.compile(r"\b(public|hidden)\s*=\s*(%s|true|false)\b|\bpublish_at\s+IS\s+NULL",
+                         re.IGNORECASE)
+
+
+QUERIES = ("filter", "exclude", "get", "Q")  # calls that choose rows
+
+
 def published_rule_uses(path: Path, tree: ast.Module) -> list[str]:
-    """Filters that restate who may see a submission (`hidden=False`, `submissions__public`,
-    `submissions__hidden` as keyword arguments of a call): the rule's own words."""
-    return [f"{path.relative_to(ROOT)}:{node.lineno}: {keyword.arg}"
-            for node in ast.walk(tree) if isinstance(node, ast.Call)
-            for keyword in node.keywords
-            if keyword.arg in ("hidden", "submissions__public", "submissions__hidden",
-                               "submission__public", "submission__hidden")
-            and isinstance(keyword.value, ast.Constant) and keyword.value.value is False]
+    """Filters that restate who may see a submission (`hidden=False`, `public=True`,
+    `publish_at__isnull=True`, through `submissions__` too, as keyword arguments of a call),
+    and SQL that does: the rule's own words."""
+    words = {"hidden": False, "public": True, "publish_at__isnull": True}
+    words |= {f"{through}__{name}": value for through in ("submissions", "submission")
+              for name, value in words.items()}
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}: {keyword.arg}"
+             for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and getattr(node.func, "attr", getattr(node.func, "id", "")) in QUERIES
+             for keyword in node.keywords
+             if keyword.arg in words and isinstance(keyword.value, ast.Constant)
+             and keyword.value.value is words[keyword.arg]]
+    return found + [f"{path.relative_to(ROOT)}:{node.lineno}: SQL {match.group(0)!r}"
+                    for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    for match in [RULE_IN_SQL.search(node.value)] if match]
 
 
 @pytest.mark.slow
@@ -106,10 +123,14 @@ def test_the_published_rule_is_written_once():
              if path.relative_to(ROOT).as_posix() not in (
                  "submissions/models.py",
                  # Staff unhiding a submission: an action, not a filter.
-                 "submissions/management/commands/moderate.py")]
+                 "submissions/management/commands/moderate.py",
+                 # The audit log's own flag of which events its public changelog lists.
+                 "audit/selectors.py")]
     assert found == []
 
 
-def test_the_published_rule_check_finds_one():
-    tree = ast.parse("Run.objects.filter(submissions__public=True, submissions__hidden=False)")
-    assert len(published_rule_uses(ROOT / "x.py", tree)) == 1
+def test_the_published_rule_check_finds_them():
+    tree = ast.parse("Run.objects.filter(submissions__public=True, submissions__hidden=False)\n"
+                     "Q(publish_at__isnull=True)\n"
+                     "sql = 'WHERE s.public = %s AND s.hidden = %s AND s.publish_at IS NULL'")
+    assert len(published_rule_uses(ROOT / "x.py", tree)) == 4

@@ -1,6 +1,7 @@
 """A board ranked by the database, for a board state whose ranked orders no worker has stored
 yet (leaderboard.boards.board_pages): one query picks each model's representative (ROW_NUMBER over
-its public, finished submissions, as leaderboard.boards.state.representatives picks them), joins its
+its published submissions, the ORM's one rule compiled into it, as
+leaderboard.boards.state.representatives picks them), joins its
 slice, ranks by the kind's key with RANK() and returns one window of the order
 (LIMIT/OFFSET), the same rows and ranks as leaderboard.boards.ranking.board_order gives.
 
@@ -17,27 +18,29 @@ from contextlib import contextmanager
 
 from django.db import connection, transaction
 
-from scoring.models import ScoringRun, SliceResult
+from scoring.models import SliceResult
 from submissions.models import ModelEntry, Submission
 
 NAME = re.compile(r"^\w+$")  # a figure's name, spliced into a JSON path
 
 
 def _tables() -> dict[str, str]:
-    return {"s": Submission._meta.db_table, "r": ScoringRun._meta.db_table,
-            "m": ModelEntry._meta.db_table, "f": SliceResult._meta.db_table}
+    return {"s": Submission._meta.db_table, "m": ModelEntry._meta.db_table,
+            "f": SliceResult._meta.db_table}
 
 
 def _candidates(benchmark, *, models: bool = False) -> tuple[str, list]:
-    """FROM and WHERE of the submissions that may represent their model on the board: public,
-    not hidden, not embargoed (submissions.models.Submission.SHOWN), their current run finished
-    with the board's judge (their models joined as `m` when asked)."""
+    """FROM and WHERE of the submissions that may represent their model on the board: the
+    published ones (`Submission.objects.published()`, the one rule, compiled here by the ORM)
+    whose current run was scored with the board's judge (their models joined as `m` when
+    asked)."""
+    rule = Submission.objects.published().filter(
+        benchmark_id=benchmark.id, current_run__benchmark_id=benchmark.id,
+        current_run__judge_config_id=benchmark.judge_config_id).values("id")
+    where, params = rule.query.sql_with_params()
     joined = " JOIN {m} m ON m.id = s.model_id" if models else ""
-    sql = """FROM {s} s JOIN {r} r ON r.id = s.current_run_id""" + joined + """
-        WHERE s.benchmark_id = %s AND s.public = %s AND s.hidden = %s AND s.publish_at IS NULL
-          AND r.benchmark_id = %s AND r.status = %s AND r.judge_config_id = %s"""
-    return sql.format(**_tables()), [benchmark.id, True, False, benchmark.id,
-                                     ScoringRun.Status.FINISHED, benchmark.judge_config_id]
+    sql = "FROM {s} s" + joined
+    return sql.format(**_tables()) + f" WHERE s.id IN ({where})", list(params)
 
 
 def _chosen(benchmark) -> tuple[str, list]:

@@ -67,14 +67,6 @@ def with_state(benchmarks):
                                   state=OuterRef("board_stamp_read"))))
 
 
-def _published(benchmark: Benchmark):
-    """Public submissions whose run is finished under the benchmark's current judge config
-    (runs under older configs stay viewable on each submission's page), unless staff have
-    hidden them."""
-    return Submission.objects.published().filter(
-        benchmark=benchmark, current_run__judge_config_id=benchmark.judge_config_id)
-
-
 @dataclass(frozen=True)
 class ShownModel:
     id: int
