@@ -130,12 +130,13 @@ class LeaderboardApi(APIView):
         slug = benchmark.slug
         number, size = form.cleaned_data["page"], form.cleaned_data["page_size"]
         rows, count = board_pages.api_rows(benchmark, query, number=number, size=size)
-        pages = max(1, -(-count // size))
-        if number > pages:
-            raise ServiceError(f"page: {number} is past the last page, {pages} ({count} row"
-                               f"{'' if count == 1 else 's'} at {size} a page)")
-        around = {"next": _page_url(request, form, number + 1) if number < pages else None,
-                  "previous": _page_url(request, form, number - 1) if number > 1 else None}
+        try:
+            paged = board_pages.paging(number, size, count)
+        except board_pages.PastTheLastPage as past:
+            raise ServiceError(f"page: {number} is past the last page, {past.pages} ({count} "
+                               f"row{'' if count == 1 else 's'} at {size} a page)") from None
+        around = {way: _page_url(request, form, paged[way]) if paged[way] else None
+                  for way in ("next", "previous")}
         headers = {}
         links = [f'<{link}>; rel="{rel}"' for rel, link in around.items() if link]
         if links:

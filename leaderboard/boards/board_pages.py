@@ -190,14 +190,22 @@ def _rows(benchmark: Benchmark, kind: Kind, dimension: str, bucket: str, entries
     return rows
 
 
+class PastTheLastPage(Http404):
+    """A page past the end: not found (it would be one more cached copy of an empty page)."""
+
+    def __init__(self, number: int, pages: int):
+        super().__init__(f"page {number} is past the last page ({pages})")
+        self.pages = pages
+
+
 def paging(number: int, size: int, total: int) -> dict:
-    """What a page's links need, from Django's Paginator over `total` rows; a page past the
-    end is not found (it would be one more cached copy of an empty page)."""
+    """What a page's links need, from Django's Paginator over `total` rows (PastTheLastPage
+    for a page past the end)."""
     pages = Paginator(range(total), size)
     try:
         page = pages.page(number)
     except EmptyPage:
-        raise Http404(f"page {number} is past the last page ({pages.num_pages})") from None
+        raise PastTheLastPage(number, pages.num_pages) from None
     return {"number": page.number, "pages": pages.num_pages, "total": total,
             "previous": page.previous_page_number() if page.has_previous() else None,
             "next": page.next_page_number() if page.has_next() else None}
