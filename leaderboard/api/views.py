@@ -204,8 +204,9 @@ ITEM_COLUMNS = (
     "`correct`; for AIR-Bench chat `score_A`, `score_B`, `failed_A`, `failed_B`. Lists are "
     "JSON text in the CSV. The file is named after the board state (benchmark, version, board "
     "version, slice); its ETag answers 304 while the board has not changed. Each file is built "
-    "once per board state by a worker: until it is, 503 with Retry-After. Parameters other "
-    "than these answer 400.")
+    f"once per board state: a small board's (at most {dataset_files.INLINE_ROWS:,} rows) by the "
+    "first request for it, a larger one's by a worker, and until it is, 503 with Retry-After. "
+    "Parameters other than these answer 400.")
 
 
 class LeaderboardItemsApi(APIView):
@@ -255,18 +256,29 @@ class LeaderboardItemsApi(APIView):
         not_modified = get_conditional_response(request._request, etag=etag)
         if not_modified is not None:
             return not_modified
-        stored = dataset_files.opened(name)
-        if stored is None:  # the worker builds it, never this request
-            dataset_files.dataset_ask(benchmark, fmt, **where)
+        response = file_response(
+            request, lambda: self._stored(benchmark, name, fmt, where),
+            content_type=datasets.FORMATS[fmt], filename=name.rpartition("/")[2])
+        if response is None:
             return being_built(f"the dataset of board version {benchmark.board_version} is "
                                "being built")
-        response = file_response(request, stored, content_type=datasets.FORMATS[fmt],
-                                 filename=name.rpartition("/")[2])
         if response.status_code == 200:
             response["ETag"] = etag
             patch_cache_control(response, public=True,
                                 max_age=settings.BOARD_SHARED_MAX_AGE)
         return response
+
+    @staticmethod
+    def _stored(benchmark, name: str, fmt: str, where: dict):
+        """The stored file `name`, built here first if the board is small
+        (dataset_files.built_inline); else None, and the worker is asked to build it."""
+        stored = dataset_files.opened(name)
+        if stored is None and dataset_files.built_inline(benchmark):
+            built = dataset_files.dataset_build(benchmark, fmt, **where)
+            stored = dataset_files.opened(built) if built == name else None
+        if stored is None:
+            dataset_files.dataset_ask(benchmark, fmt, **where)
+        return stored
 
 
 # The items dataset's query parameters; any other is refused, naming it.
@@ -280,18 +292,27 @@ def being_built(what: str) -> Response:
                     headers={"Retry-After": str(seconds)}, content_type="application/json")
 
 
-def file_response(request, stored, *, content_type: str, filename: str):
+def file_response(request, opened, *, content_type: str, filename: str):
     """A stored file sent as it is (FileResponse), within the downloads' concurrency caps
-    (config.slots: per client address and in all); past one, 429 with Retry-After."""
+    (config.slots: per client address and in all); past one, 429 with Retry-After. `opened()`
+    opens the file in the slot (building it, maybe); when it gives None, so does this, the
+    slot given back."""
     give_back = slots.slot(request, group="datasets",
                            per_client=dataset_files.DOWNLOADS_PER_CLIENT,
                            overall=dataset_files.DOWNLOADS, seconds=dataset_files.SLOT_SECONDS)
     if give_back is None:
-        stored.close()
         seconds = dataset_files.RETRY_SECONDS
         return Response({"errors": [f"Too many downloads at once: try again in {seconds} "
                                     "seconds."]}, status=429,
                         headers={"Retry-After": str(seconds)}, content_type="application/json")
+    stored = None
+    try:
+        stored = opened()
+    finally:
+        if stored is None:
+            give_back()
+    if stored is None:
+        return None
     return FileResponse(slots.Returning(stored, give_back), content_type=content_type,
                         as_attachment=True, filename=filename)
 

@@ -4,7 +4,9 @@ storage (the bucket in production) under a name that holds the state, so a reque
 file as it is. The overall Parquet of each new state is built when the board changes (beside
 its rank ranges: leaderboard.tasks); any other file when first asked for. Building a state's
 files deletes those of older states but the one before (a download begun on it ends) and the
-files a snapshot cites (leaderboard.boards.snapshots)."""
+files a snapshot cites (leaderboard.boards.snapshots). A small board's file (INLINE_ROWS) is
+built by the request that first asks for it instead, so that it is there from the moment the
+board changes."""
 
 from __future__ import annotations
 
@@ -35,6 +37,13 @@ RETRY_SECONDS = 30
 DOWNLOADS = 4
 DOWNLOADS_PER_CLIENT = 2
 SLOT_SECONDS = 300
+# A file of at most this many rows (representatives x items) that no worker has built yet is
+# built by the request that asks for it, within its download slot, and stored for the next:
+# a board's first submissions are downloadable the moment they finish (ten representatives
+# of MMAE's 2,000 items). About 0.6-0.9 s of a web thread, at the 28-45 us a row measured in
+# one (8.5-13.4 s for 501 x 600 rows, docs/security.md). A larger one is the worker's (the
+# request answers 503 with Retry-After).
+INLINE_ROWS = 20_000
 
 
 def file_name(benchmark: Benchmark, fmt: str, dimension: str = state.OVERALL,
@@ -98,6 +107,11 @@ def dataset_prune(benchmark: Benchmark) -> None:
         if not set(files) & cited and hasattr(default_storage, "path"):
             with contextlib.suppress(OSError):  # a folder only the filesystem keeps
                 os.rmdir(default_storage.path(path))
+
+
+def built_inline(benchmark: Benchmark) -> bool:
+    """Whether a request builds the board's dataset files itself (INLINE_ROWS)."""
+    return len(state.representatives(benchmark)) * benchmark.n_items <= INLINE_ROWS
 
 
 def dataset_ask(benchmark: Benchmark, fmt: str, *, dimension: str = state.OVERALL,

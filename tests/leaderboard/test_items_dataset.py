@@ -1,9 +1,10 @@
 """The board as a dataset (GET /api/leaderboards/<slug>/items/): one row per public
 representative and item, read back with pandas equal to the stored per-item results, in
 Parquet, CSV and JSONL, sliced, named after the board state, and never a private row. Each
-file is built by the worker once per board state and served as stored: a request never builds
-one (503 until it is, asking the worker once), refuses unknown parameters before any work, and
-waits for a download slot (per client address and in all)."""
+file is built once per board state and served as stored: a small board's by the first request
+for it, a larger one's by the worker (503 until it is, asking the worker once); a request
+refuses unknown parameters before any work, and waits for a download slot (per client address
+and in all)."""
 
 import io
 import json
@@ -131,7 +132,27 @@ def test_a_private_submission_never_appears(client, seeded):
     assert hidden.id not in set(frame["submission"]) and len(frame) == 2 * 8
 
 
-def test_a_revalidation_answers_304_while_the_board_is_unchanged(client, seeded):
+@pytest.fixture
+def large(monkeypatch):
+    """Every board counts as too large for a request to build its file: the worker's."""
+    monkeypatch.setattr(dataset_files, "INLINE_ROWS", 0)
+
+
+def test_a_small_boards_file_is_built_by_the_first_request_and_stored(client, seeded,
+                                                                      monkeypatch):
+    monkeypatch.setattr(dataset_files.build_file, "delay",
+                        lambda *a: pytest.fail("the worker asked"))
+    name = dataset_files.file_name(seeded, "csv")
+    assert dataset_files.opened(name) is None
+    first = client.get(URL, {"format": "csv"})  # 3 representatives x 8 items
+    assert first.status_code == 200
+    assert body(first).decode().count("\n") == 1 + 3 * 8
+    assert dataset_files.opened(name) is not None  # stored for the next request
+    board_changed(seeded.id)  # a new state: its own file, built by its first request
+    assert client.get(URL, {"format": "csv"}).status_code == 200
+
+
+def test_a_revalidation_answers_304_while_the_board_is_unchanged(client, seeded, large):
     first = got(client, URL)
     body(first)
     assert client.get(URL, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
@@ -167,8 +188,8 @@ def test_the_schema_describes_the_dataset(client, db):
     assert "rubric_scores" in json.dumps(operation)
 
 
-def test_a_file_not_built_yet_answers_503_and_asks_the_worker_once(client, seeded, asked,
-                                                                   monkeypatch):
+def test_a_large_boards_file_not_built_yet_answers_503_and_asks_the_worker_once(
+        client, seeded, asked, large, monkeypatch):
     waiting = []
     monkeypatch.setattr(dataset_files.build_file, "delay", lambda *a: waiting.append(a))
     for _ in range(3):

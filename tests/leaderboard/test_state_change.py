@@ -1,9 +1,9 @@
 """The moment a board changes (a first submission finished, a second one bringing a bucket the
 board did not have, a rescore), every slice of the board page and the read API (JSON and CSV)
 answers 200 with the new state's figures, before any worker has stored the new state's rank
-ranges: never a refusal, never a figure of the state before; the items dataset answers 503
-until a worker has built the new state's file, never the state before's, and then the new
-state's rows. Asked through
+ranges: never a refusal, never a figure of the state before; the items dataset of such a small
+board is built by the first request for the new state and answers the new state's rows at
+once. Asked through
 Django and through the front (config.page_cache) with Redis, as production serves them."""
 
 import csv
@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 
 from leaderboard.boards import rank_ranges
-from leaderboard.boards.dataset_files import dataset_build
 from scoring.boards import board_changed
 from scoring.kinds.airbench import rules as airbench
 from scoring.models import Benchmark, ScoringRun, SliceResult
@@ -62,12 +61,9 @@ def asked(client, benchmark: Benchmark, metrics: tuple[str, ...]) -> None:
         read = list(csv.DictReader(io.StringIO(table.content.decode())))
         assert {r["model"] for r in read if r["row"] == "ranked"} == set(by_model)
         for fmt in ("csv", "jsonl"):
-            # Built by a worker for the new state; until then 503, never the state before's.
+            # A small board's file is built by the first request for the new state: no 503.
             url = f"/api/leaderboards/{slug}/items/?format={fmt}&{query}"
             items = client.get(url)
-            if items.status_code == 503:
-                dataset_build(benchmark, fmt, dimension=dimension, bucket=bucket)
-                items = client.get(url)
             assert items.status_code == 200, (dimension, bucket, fmt)
             text = (b"".join(items.streaming_content) if getattr(items, "streaming", False)
                     else items.content).decode()
