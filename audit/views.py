@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from audit.forms import AuditForm
 from audit.selectors import audit_events, event_rows
@@ -15,7 +15,7 @@ PAGE_SIZE = 50
 
 
 @staff_only
-@require_GET
+@require_safe
 def staff_audit(request):
     form = AuditForm(request.GET)
     if not form.is_valid():

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from config.errors import ServiceError
 from config.staff import staff_only
@@ -21,7 +21,7 @@ from scoring import visibility
 from scoring.kinds import get_kind
 
 
-@require_GET
+@require_safe
 def panel(request, slug):
     """The listening page: its script asks for a task, shows its texts, plays its audio and
     unlocks the choices once each audio was heard long enough (static/js/panel.js)."""
@@ -98,7 +98,7 @@ def _config_shown(kind, config: dict) -> dict:
             else f"{config['position_bias']:+.2f}"}
 
 
-@require_GET
+@require_safe
 def judge(request, slug):
     """The judge card: for each judge config, how it agrees with the listening panel."""
     benchmark = benchmark_or_404(slug)
@@ -115,7 +115,7 @@ def judge(request, slug):
         "corrected_models": corrected.rated_models(benchmark) if kind.has_panel else []})
 
 
-@require_GET
+@require_safe
 def corrected_row(request, slug, model_id):
     """A board row's figures beside the same corrected by the panel's answers on that system
     (panel.corrected), linked from each row of a board with a panel."""
@@ -143,7 +143,7 @@ def _formatted(kind, axis: str, figure: dict) -> dict:
 
 
 @staff_only
-@require_GET
+@require_safe
 def staff_raters(request):
     return _staff_raters_page(request, errors=[])
 

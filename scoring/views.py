@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from config.errors import ServiceError
 from config.staff import staff_only
@@ -49,13 +49,13 @@ def _page(request, *, update_form=None, update_config_id=None, create_form=None,
 
 
 @staff_only
-@require_GET
+@require_safe
 def fleet(request):
     return _page(request)
 
 
 @staff_only
-@require_GET
+@require_safe
 def fleet_stats(request):
     """The part of the page that refreshes itself."""
     return render(request, "scoring/_fleet_stats.html", _stats_context())

@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from audit.selectors import audit_events, event_rows
 from config.errors import ServiceError
@@ -90,7 +90,7 @@ def submission_representative(request, pk):
 
 
 @staff_only
-@require_GET
+@require_safe
 def staff_submissions(request):
     form = QueueForm(request.GET)
     if not form.is_valid():
@@ -128,7 +128,7 @@ def _moderation_page(request, submission: Submission, status: int = 200, **forms
 
 
 @staff_only
-@require_GET
+@require_safe
 def staff_submission(request, pk):
     return _moderation_page(request, _staff_submission(pk))
 

@@ -8,7 +8,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import get_conditional_response, patch_cache_control
-from django.views.decorators.http import require_GET, require_safe
+from django.views.decorators.http import require_safe
 
 from audit.forms import ChangelogForm
 from audit.selectors import changelog_events, changelog_rows, changelog_subjects
@@ -24,7 +24,7 @@ from submissions import selectors as submission_selectors
 CHANGELOG_PAGE_SIZE = 50
 
 
-@require_GET
+@require_safe
 def changelog(request, slug):
     """A benchmark's public changelog: the audit events marked public for it (flags with their
     reasons, hidden and deleted submissions, rescoring, judge config changes); events about

@@ -6,7 +6,7 @@ box (static/js/compare-picker.js). Shared per board state and search like the pa
 from __future__ import annotations
 
 from django.http import JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from leaderboard.boards import state as board_state
 from leaderboard.boards.state import benchmark_or_404
@@ -17,7 +17,7 @@ from scoring import visibility
 MAX_SEARCH = 100  # characters, as the compare page reads its search
 
 
-@require_GET
+@require_safe
 def compare_models(request, slug):
     benchmark = benchmark_or_404(slug)
     text = request.GET.get("q", "")

@@ -419,3 +419,11 @@ def test_a_model_without_a_row_has_no_corrected_figures(client, rated_board, aut
     assert client.get(f"/api/leaderboards/mmae/judge/models/{model}/").status_code == 404
     assert client.get(f"/b/mmae/judge/models/{model}/").status_code == 404
     assert client.get("/b/mmae/judge/models/999999/").status_code == 404
+
+
+def test_the_card_and_the_listening_page_answer_head_as_get(client, panel_board):
+    """A link checker's or a proxy's HEAD gets what GET would, without the body."""
+    for url in ("/b/mmae/judge/", "/b/mmae/panel/", "/b/nothing/judge/"):
+        got, head = client.get(url), client.head(url)
+        assert (head.status_code, head.content) == (got.status_code, b""), url
+        assert head.status_code in (200, 404), url
