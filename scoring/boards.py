@@ -41,9 +41,10 @@ def board_changed(*benchmark_ids: int, slug: str = "") -> None:
     if not benchmark_ids and not slug:
         return
     boards = Q(id__in=benchmark_ids) | Q(slug=slug) if slug else Q(id__in=benchmark_ids)
-    Benchmark.objects.filter(boards).update(board_version=F("board_version") + 1,
-                                            board_changed_at=timezone.now())
-    _publish(boards)
+    with transaction.atomic():  # a caller in autocommit too: published before the commit
+        Benchmark.objects.filter(boards).update(board_version=F("board_version") + 1,
+                                                board_changed_at=timezone.now())
+        _publish(boards)
     transaction.on_commit(lambda: _refresh_ranges(boards), robust=True)
 
 
