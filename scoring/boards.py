@@ -1,7 +1,8 @@
 """A board's state: a version stored on its benchmark, raised by whatever changes what the board
 shows (a submission published, hidden, flagged or deleted, a representative chosen, a run
 finished or made current, a model's details edited, reported results reloaded, a calibration
-baseline finished, the judge config switched, anything audited on the benchmark). Boards,
+baseline finished, the judge config switched, anything audited on the benchmark, an owner
+renamed or verified, an admin edit of what it shows, a new version imported). Boards,
 their caches, ETags and rank ranges key on it, so that reading a board's state costs no
 aggregate over its submissions."""
 
