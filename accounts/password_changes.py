@@ -7,6 +7,7 @@ from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
 from accounts.models import ApiToken
+from accounts.saves import changes
 
 _CHANGED = "_password_changed"
 _REVOKED = "_tokens_revoked"
@@ -26,11 +27,7 @@ def revoked_by_last_save(user) -> list[str]:
 
 
 def _note(sender, instance, update_fields=None, **kwargs) -> None:
-    setattr(instance, _CHANGED, False)
-    if instance.pk is None or (update_fields is not None and "password" not in update_fields):
-        return  # a new account, or a save of other fields (a log-in's last_login)
-    stored = sender.objects.filter(pk=instance.pk).values_list("password", flat=True).first()
-    setattr(instance, _CHANGED, stored is not None and stored != instance.password)
+    setattr(instance, _CHANGED, changes(sender, instance, "password", update_fields))
 
 
 def _revoke(sender, instance, created, **kwargs) -> None:

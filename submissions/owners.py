@@ -9,6 +9,7 @@ from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 
+from accounts.saves import changes
 from accounts.verification import VERIFYING_PROVIDERS
 from scoring.boards import board_changed
 from submissions.selectors import boards_showing
@@ -17,11 +18,7 @@ _RENAMED = "_board_name_changed"
 
 
 def _note_rename(sender, instance, update_fields=None, **kwargs) -> None:
-    setattr(instance, _RENAMED, False)
-    if instance.pk is None or (update_fields is not None and "username" not in update_fields):
-        return  # a new account, or a save of other fields (a log-in's last_login)
-    stored = sender.objects.filter(pk=instance.pk).values_list("username", flat=True).first()
-    setattr(instance, _RENAMED, stored is not None and stored != instance.username)
+    setattr(instance, _RENAMED, changes(sender, instance, "username", update_fields))
 
 
 def _renamed(sender, instance, created, **kwargs) -> None:
