@@ -17,6 +17,8 @@ NOT_BOARD_STATE = {
     # A rule handed down at start-up by the app above (challenges: which rows came late),
     # not a value of any board state.
     ("leaderboard/boards/marks.py", "_late_rules"),
+    # The store's own locks: which values its threads are making now, none kept after.
+    ("leaderboard/boards/state.py", "_making"),
 }
 
 

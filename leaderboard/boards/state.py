@@ -7,9 +7,11 @@ of them."""
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from allauth.socialaccount.models import SocialAccount
@@ -178,7 +180,8 @@ _process: dict[tuple[int, str], tuple] = {}
 def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tuple = (),
          shared: bool = False, keep: Callable[[object], bool] = lambda value: True):
     """The one store of a board state's values: what `make` gives for the state (and
-    `parts`, the query it answers), made once per state and kept while the state holds.
+    `parts`, the query it answers), made once per state and kept while the state holds (the
+    threads of a process that ask for it at once wait for one of them to make it).
     Kept in this process (one value per board and `name`: the representatives, the
     snapshot, the last slice ranked), or, `shared`, in the "responses" cache that every
     process reads (rendered bodies, which signed-in pages are rendered around; any number
@@ -186,14 +189,52 @@ def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tup
     if shared:
         return shared_kept(f"{name}:{board.key}", parts, make, keep=keep)
     slot = (board.benchmark_id, name)
-    found = _process.get(slot)
-    if found is not None and found[0] == board.key and found[1] == parts \
-            and time.monotonic() - found[2] < KEPT_SECONDS:
-        return found[3]
-    value = make()
-    if keep(value):
-        _process[slot] = (board.key, parts, time.monotonic(), value)
+
+    def found():
+        held = _process.get(slot)
+        if held is not None and held[0] == board.key and held[1] == parts \
+                and time.monotonic() - held[2] < KEPT_SECONDS:
+            return held[3]
+        return _MISSING
+
+    value = found()
+    if value is not _MISSING:
+        return value
+    with _one_maker(("process", slot, board.key, parts)):
+        value = found()  # made by the thread this one waited for
+        if value is _MISSING:
+            value = make()
+            if keep(value):
+                _process[slot] = (board.key, parts, time.monotonic(), value)
     return value
+
+
+_MISSING = object()
+# The keys being made in this process, each with its lock and the number of threads holding or
+# awaiting it: a burst of requests for one value right after a change makes it once per
+# process, the others waiting for it, where each made its own (8 connections asking a new
+# state's 1,000-row CSV at once rendered it 8 times, 1.2 to 1.9 s each, against 0.2 s for
+# one render alone: bench/board_latency.py with gunicorn's access log, 2026-12-07).
+_making: dict[tuple, list] = {}
+_making_lock = threading.Lock()
+
+
+@contextmanager
+def _one_maker(key: tuple):
+    """Held by one thread of this process at a time per `key`; the holder makes the value and
+    keeps it, and a thread that waited reads it (or makes it in turn when it was not kept:
+    an error, a value `keep` refused, the cache unreachable)."""
+    with _making_lock:
+        entry = _making.setdefault(key, [threading.RLock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _making_lock:
+            entry[1] -= 1
+            if not entry[1]:
+                del _making[key]
 
 
 def forget() -> None:
@@ -210,14 +251,19 @@ SHARED_SECONDS = 300
 def shared_kept(name: str, parts: tuple, make: Callable[[], object], *,
                 keep: Callable[[object], bool] = lambda value: True):
     """What `make` gives for `name` (which names what fixes it: a board state, or a
-    benchmark's items) and `parts`, kept in the "responses" cache every process reads."""
+    benchmark's items) and `parts`, kept in the "responses" cache every process reads; made by
+    one thread of this process at a time, the others waiting to read it."""
     key = cache_key(name, *parts)
     store = caches["responses"]
     found = store.get(key)
-    if found is None:
-        found = make()
-        if keep(found):
-            store.set(key, found, SHARED_SECONDS)
+    if found is not None:
+        return found
+    with _one_maker(("shared", key)):
+        found = store.get(key)  # made by the thread this one waited for
+        if found is None:
+            found = make()
+            if keep(found):
+                store.set(key, found, SHARED_SECONDS)
     return found
 
 
