@@ -36,7 +36,7 @@ def _candidates(benchmark, *, models: bool = False) -> tuple[str, list]:
     asked)."""
     rule = Submission.objects.published().filter(
         benchmark_id=benchmark.id, current_run__benchmark_id=benchmark.id,
-        current_run__judge_config_id=benchmark.judge_config_id).values("id")
+        current_run__judge_config_id=benchmark.judge_config_id).order_by().values("id")
     where, params = rule.query.sql_with_params()
     joined = " JOIN {m} m ON m.id = s.model_id" if models else ""
     sql = "FROM {s} s" + joined

@@ -197,19 +197,32 @@ def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tup
             return held[3]
         return _MISSING
 
+    def store(value):
+        _process[slot] = (board.key, parts, time.monotonic(), value)
+
+    return _made_once(("process", slot, board.key, parts), found, make, keep, store)
+
+
+_MISSING = object()
+
+
+def _made_once(key: tuple, found: Callable[[], object], make: Callable[[], object],
+               keep: Callable[[object], bool], store: Callable[[object], None]):
+    """What `found()` reads (_MISSING when nothing), else what `make()` gives, stored when
+    `keep` says so: made by one thread of this process at a time per `key`, the others waiting
+    to read it."""
     value = found()
     if value is not _MISSING:
         return value
-    with _one_maker(("process", slot, board.key, parts)):
+    with _one_maker(key):
         value = found()  # made by the thread this one waited for
         if value is _MISSING:
             value = make()
             if keep(value):
-                _process[slot] = (board.key, parts, time.monotonic(), value)
+                store(value)
     return value
 
 
-_MISSING = object()
 # The keys being made in this process, each with its lock and the number of threads holding or
 # awaiting it: a burst of requests for one value right after a change makes it once per
 # process, the others waiting for it, where each made its own (8 connections asking a new
@@ -255,16 +268,8 @@ def shared_kept(name: str, parts: tuple, make: Callable[[], object], *,
     one thread of this process at a time, the others waiting to read it."""
     key = cache_key(name, *parts)
     store = caches["responses"]
-    found = store.get(key)
-    if found is not None:
-        return found
-    with _one_maker(("shared", key)):
-        found = store.get(key)  # made by the thread this one waited for
-        if found is None:
-            found = make()
-            if keep(found):
-                store.set(key, found, SHARED_SECONDS)
-    return found
+    return _made_once(("shared", key), lambda: store.get(key, _MISSING), make, keep,
+                      lambda value: store.set(key, value, SHARED_SECONDS))
 
 
 def representatives(benchmark: Benchmark) -> list[Shown]:

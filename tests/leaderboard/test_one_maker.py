@@ -5,28 +5,21 @@ connections at once was rendered 8 times, each slowed by the others)."""
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from leaderboard.api import views as api_views
 from leaderboard.boards import state
 from scoring.boards import board_changed
-from tests.httpclient import HTTP
+from tests import concurrent
 
 THREADS = 8
 
 
 def at_once(ask, threads: int = THREADS) -> list:
-    """`ask()` from `threads` threads released together."""
-    start = threading.Barrier(threads)
-
-    def one(_):
-        start.wait()
-        return ask()
-
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(one, range(threads)))
+    """`ask()` from `threads` threads released together (tests.concurrent.at_once, whose
+    HTTP clients the calls in this process leave unused)."""
+    return concurrent.at_once(lambda client, i: ask(), threads, clients=threads)
 
 
 class Maker:
@@ -132,8 +125,9 @@ def test_a_burst_of_first_visits_after_a_change_renders_the_csv_once(
     monkeypatch.setattr(api_views.LeaderboardApi, "_respond", slow)
     url = f"{live_server.url}/api/leaderboards/mmae/?format=csv&page_size=1000"
     board_changed(benchmark.id)
-    answers = at_once(lambda: HTTP.get(url, headers={"Accept-Encoding": "identity"},
-                                       timeout=30))
+    answers = concurrent.at_once(
+        lambda client, i: client.get(url, headers={"Accept-Encoding": "identity"}), THREADS,
+        clients=THREADS)
     assert {a.status_code for a in answers} == {200}
     assert len({a.content for a in answers}) == 1 and b"Alpha" in answers[0].content
     assert len(renders) == 1
