@@ -16,11 +16,12 @@ from leaderboard.boards.selectors import (
     leaderboard_rows,
     licences,
 )
+from leaderboard.boards.state import representatives
 from leaderboard.models import RankRanges, ReferenceFigure, ReferenceResult
 from scoring.boards import board_changed
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import Submission
-from tests.factories import board_benchmark
+from tests.factories import board_benchmark, scored_submission
 from tests.html import texts
 
 SLICES = [("overall", ""), ("modality", "sound"), ("modality", "music"),
@@ -215,6 +216,40 @@ def test_the_bucket_list_is_the_stored_one_or_the_databases(mixed_board):
     # until the worker runs again, the database's: never a past state's
     board_changed(mixed_board.id)
     assert board_pages.bucket_choices(Benchmark.objects.get(pk=mixed_board.pk)) == expected
+
+
+def test_the_databases_bucket_list_is_the_representatives_slices_alone(mixed_board, author):
+    """ranked_sql.slices walks every pair of the slice table and keeps those a representative
+    has: never one that only a hidden, private, superseded, baseline or other board's run has,
+    whatever sorts before or after it."""
+    runs = {s.model.name: s.current_run for s in Submission.objects.filter(
+        benchmark=mixed_board).select_related("model", "current_run")}
+    chosen_run = Submission.objects.get(benchmark=mixed_board, representative=True).current_run
+    superseded = Submission.objects.filter(benchmark=mixed_board, model__name="Chosen").exclude(
+        representative=True).get().current_run
+    baseline = ScoringRun.objects.get(benchmark=mixed_board, label="Identity")
+    elsewhere = board_benchmark(slug="mmae-other")
+    other = scored_submission(elsewhere, author, "Elsewhere", {("overall", ""): (1.0, 1.0, 1.0)})
+    for run, dimension, bucket in (
+            (runs["Alpha"], "aaa", "first of all"), (runs["Gamma"], "zzz", "last of all"),
+            (chosen_run, "modality", ""), (runs["Hidden"], "granularity", "only hidden"),
+            (runs["Private"], "granularity", "only private"),
+            (superseded, "operation", "only superseded"),
+            (baseline, "modality", "only a baseline"),
+            (other.current_run, "modality", "only elsewhere"),
+            (other.current_run, "zzzz", "after everything")):
+        SliceResult.objects.create(run=run, dimension=dimension, bucket=bucket, n=1,
+                                   values={"n": 1, "IFR": 1.0, "CR": 1.0, "EMR": 1.0})
+    board_changed(mixed_board.id)
+    benchmark = Benchmark.objects.get(pk=mixed_board.pk)
+    shown = {s.current_run_id for s in representatives(benchmark)}
+    expected = set(SliceResult.objects.filter(run_id__in=shown).exclude(dimension="overall")
+                   .values_list("dimension", "bucket"))
+    assert {("aaa", "first of all"), ("zzz", "last of all"), ("modality", "")} < expected
+    assert ranked_sql.slices(benchmark) == expected
+    assert not {b for _, b in ranked_sql.slices(benchmark)} & {
+        "only hidden", "only private", "only superseded", "only a baseline", "only elsewhere",
+        "after everything"}
 
 
 def test_the_snapshot_names_the_licences(mixed_board):
