@@ -190,17 +190,21 @@ def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tup
         return shared_kept(f"{name}:{board.key}", parts, make, keep=keep)
     slot = (board.benchmark_id, name)
 
-    def found():
-        held = _process.get(slot)
-        if held is not None and held[0] == board.key and held[1] == parts \
-                and time.monotonic() - held[2] < KEPT_SECONDS:
-            return held[3]
-        return _MISSING
-
     def store(value):
         _process[slot] = (board.key, parts, time.monotonic(), value)
 
-    return _made_once(("process", slot, board.key, parts), found, make, keep, store)
+    return _made_once(("process", slot, board.key, parts), lambda: held(board, name, parts),
+                      make, keep, store)
+
+
+def held(board: BoardState, name: str, parts: tuple = ()):
+    """What this process keeps of `name` for the state (and `parts`), never making it:
+    _MISSING when nothing is kept (or a past state's, or it is older than KEPT_SECONDS)."""
+    found = _process.get((board.benchmark_id, name))
+    if found is not None and found[0] == board.key and found[1] == parts \
+            and time.monotonic() - found[2] < KEPT_SECONDS:
+        return found[3]
+    return _MISSING
 
 
 _MISSING = object()
@@ -342,11 +346,10 @@ def representatives_of(benchmark: Benchmark, model_ids: list[int]) -> dict[int, 
     for these models alone (a compare page names a few of a board of thousands)."""
     if not model_ids:
         return {}
-    board = board_state(benchmark)
-    found = _process.get((benchmark.id, "representatives"))
-    if found is not None and found[0] == board.key:
+    found = held(board_state(benchmark), "representatives")
+    if found is not _MISSING:
         wanted = set(model_ids)
-        return {s.model_id: s for s in found[3] if s.model_id in wanted}
+        return {s.model_id: s for s in found if s.model_id in wanted}
     config = JudgeConfig.objects.filter(id=benchmark.judge_config_id).first()
     if config is None:
         return {}
