@@ -43,15 +43,17 @@ def _candidates(benchmark, *, models: bool = False) -> tuple[str, list]:
     return sql.format(**_tables()) + f" WHERE s.id IN ({where})", list(params)
 
 
-def _chosen(benchmark) -> tuple[str, list]:
-    """The CTE `chosen`: each model's representative (id, current_run_id, name, licence)."""
+def _chosen(benchmark, *, materialized: bool = False) -> tuple[str, list]:
+    """The CTE `chosen`: each model's representative (id, current_run_id, name, licence);
+    `materialized`, computed once however often the query reads it."""
     candidates, params = _candidates(benchmark, models=True)
     return f"""reps AS (
         SELECT s.id, s.current_run_id, m.name, m.licence, ROW_NUMBER() OVER (
             PARTITION BY s.model_id
             ORDER BY s.representative DESC, s.created_at DESC, s.id DESC) AS pick
         {candidates}),
-        chosen AS (SELECT id, current_run_id, name, licence FROM reps WHERE pick = 1)""", params
+        chosen AS {"MATERIALIZED " if materialized else ""}(
+            SELECT id, current_run_id, name, licence FROM reps WHERE pick = 1)""", params
 
 
 def _key(name: str) -> tuple[str, list]:
@@ -196,25 +198,35 @@ def licences(benchmark) -> list[str]:
         return sorted(licence for (licence,) in cursor.fetchall())
 
 
+# How many representatives the bucket list probes for a pair before it reads the pair's rows.
+FIRST_REPRESENTATIVES = 64
+
+
 def slices(benchmark) -> set[tuple[str, str]]:
     """(dimension, bucket) of every slice the board's rows have figures for, the overall one
     aside.
 
     On PostgreSQL without reading every representative's slice rows: the distinct pairs of
     the whole table come from its (dimension, bucket, run) index, one probe each (a loose
-    index scan), and each pair is kept if its rows in that index reach a representative's run
-    (a hashed set of them), stopping at the first. A pair's rows are read at most once, so
-    this is never slower than the join with DISTINCT it replaces, which read all 270,000
-    slice rows of 10,000 representatives (and sorted them on disk): on the bench's seed of
-    10,000 (bench/board_latency.py), 241-296 ms against 67-96 ms for this with no planner
-    statistics, 167-243 against 39-98 once analysed (both functions timed alternately in one
-    process, 2026-12-07). The pairs come from the index `sliceresult_slice_run`
-    (leaderboard/migrations/0008_rank_order.py). The sub-query is fenced (OFFSET 0) so that
-    PostgreSQL cannot pull it up into that join again; its plan has no join to choose, so
-    nested loops (the pairs' probes) stay allowed."""
-    chosen, params = _chosen(benchmark)
+    index scan, under a millisecond); a pair is kept if one of the first
+    FIRST_REPRESENTATIVES representatives has it (a probe each, by run, pair), else if its
+    rows in that index reach a representative's run (a hashed set of them), stopping at the
+    first. A pair's rows are read at most once, so this is never slower than the join with
+    DISTINCT it replaces, which read all 270,000 slice rows of 10,000 representatives (and
+    sorted them on disk). Timed alternately in one process with the old function on the
+    bench's seed of 10,000 (bench/board_latency.py), analysed, 2026-12-07: 195-508 ms
+    against 24-71 ms for this, with a pair that only another board has; a board of 5 beside
+    it, 37-87 ms against 3-9. Reading the pairs' rows alone (no probes first) was 46-92 ms
+    for the large board but 40-47 ms for the small one, whose runs come after the large
+    one's in the index; probing every representative instead, 45-169 ms for the large one
+    (10,000 probes for the pair it lacks). The index is `sliceresult_slice_run`
+    (leaderboard/migrations/0008_rank_order.py). The sub-queries are fenced (OFFSET 0) so
+    that PostgreSQL cannot pull them up into that join again; their plans have no join to
+    choose, so nested loops (the probes) stay allowed."""
+    postgresql = connection.vendor == "postgresql"
+    chosen, params = _chosen(benchmark, materialized=postgresql)
     table = SliceResult._meta.db_table
-    if connection.vendor != "postgresql":
+    if not postgresql:
         with connection.cursor() as cursor:
             cursor.execute(f"""WITH {chosen} SELECT DISTINCT f.dimension, f.bucket FROM chosen
                 JOIN {table} f ON f.run_id = chosen.current_run_id WHERE f.dimension <> %s""",
@@ -228,12 +240,16 @@ def slices(benchmark) -> set[tuple[str, str]]:
             WHERE (f.dimension, f.bucket) > (pairs.dimension, pairs.bucket)
             ORDER BY f.dimension, f.bucket LIMIT 1) after)
         SELECT pairs.dimension, pairs.bucket FROM pairs
-        WHERE pairs.dimension <> %s AND EXISTS (
+        WHERE pairs.dimension <> %s AND (EXISTS (
+            SELECT 1 FROM (SELECT current_run_id FROM chosen LIMIT %s) first WHERE EXISTS (
+                SELECT 1 FROM {table} f WHERE f.run_id = first.current_run_id
+                AND f.dimension = pairs.dimension AND f.bucket = pairs.bucket OFFSET 0)
+            OFFSET 0) OR EXISTS (
             SELECT 1 FROM {table} f
             WHERE f.dimension = pairs.dimension AND f.bucket = pairs.bucket
-            AND (f.run_id IN (SELECT current_run_id FROM chosen)) IS TRUE OFFSET 0)"""
+            AND (f.run_id IN (SELECT current_run_id FROM chosen)) IS TRUE OFFSET 0))"""
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, SliceResult.OVERALL])
+        cursor.execute(sql, [*params, SliceResult.OVERALL, FIRST_REPRESENTATIVES])
         return set(cursor.fetchall())
 
 

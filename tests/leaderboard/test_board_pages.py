@@ -218,10 +218,14 @@ def test_the_bucket_list_is_the_stored_one_or_the_databases(mixed_board):
     assert board_pages.bucket_choices(Benchmark.objects.get(pk=mixed_board.pk)) == expected
 
 
-def test_the_databases_bucket_list_is_the_representatives_slices_alone(mixed_board, author):
+@pytest.mark.parametrize("probed", [0, 2, 64])
+def test_the_databases_bucket_list_is_the_representatives_slices_alone(mixed_board, author,
+                                                                       monkeypatch, probed):
     """ranked_sql.slices walks every pair of the slice table and keeps those a representative
     has: never one that only a hidden, private, superseded, baseline or other board's run has,
-    whatever sorts before or after it."""
+    whatever sorts before or after it; found among the first representatives probed or in
+    the pair's rows (none probed, a few, all of them)."""
+    monkeypatch.setattr(ranked_sql, "FIRST_REPRESENTATIVES", probed)
     runs = {s.model.name: s.current_run for s in Submission.objects.filter(
         benchmark=mixed_board).select_related("model", "current_run")}
     chosen_run = Submission.objects.get(benchmark=mixed_board, representative=True).current_run
