@@ -206,23 +206,23 @@ def slices(benchmark) -> set[tuple[str, str]]:
     """(dimension, bucket) of every slice the board's rows have figures for, the overall one
     aside.
 
-    On PostgreSQL without reading every representative's slice rows: the distinct pairs of
-    the whole table come from its (dimension, bucket, run) index, one probe each (a loose
-    index scan, under a millisecond); a pair is kept if one of the first
-    FIRST_REPRESENTATIVES representatives has it (a probe each, by run, pair), else if its
-    rows in that index reach a representative's run (a hashed set of them), stopping at the
-    first. A pair's rows are read at most once, so this is never slower than the join with
-    DISTINCT it replaces, which read all 270,000 slice rows of 10,000 representatives (and
-    sorted them on disk). Timed alternately in one process with the old function on the
-    bench's seed of 10,000 (bench/board_latency.py), analysed, 2026-12-07: 195-508 ms
-    against 24-71 ms for this, with a pair that only another board has; a board of 5 beside
-    it, 37-87 ms against 3-9. Reading the pairs' rows alone (no probes first) was 46-92 ms
-    for the large board but 40-47 ms for the small one, whose runs come after the large
-    one's in the index; probing every representative instead, 45-169 ms for the large one
-    (10,000 probes for the pair it lacks). The index is `sliceresult_slice_run`
-    (leaderboard/migrations/0008_rank_order.py). The sub-queries are fenced (OFFSET 0) so
-    that PostgreSQL cannot pull them up into that join again; their plans have no join to
-    choose, so nested loops (the probes) stay allowed."""
+    On PostgreSQL without reading every representative's slice rows: the distinct pairs of the
+    whole table come from its (dimension, bucket, run) index, one probe each (a loose index
+    scan, under a millisecond); a pair is kept if one of the first FIRST_REPRESENTATIVES
+    representatives has it (a probe each, by run, pair), else if its rows in that index reach a
+    representative's run (a hashed set of them), stopping at the first. A pair's rows are read
+    at most once, after at most FIRST_REPRESENTATIVES probes, so at worst this costs about what
+    the join with DISTINCT it replaces did, which read all 270,000 slice rows of 10,000
+    representatives (and sorted them on disk). Each timed alternately with the old function in
+    one process on the bench's seed of 10,000 (bench/board_latency.py), analysed, with a pair
+    that only a board of 5 beside it has (2026-12-07 12:00, quiet): 155-182 ms against 23-41 ms
+    for this, and for the board of 5, 26-41 ms against 3. Reading the pairs' rows alone (no
+    probes first) took 37-98 ms for the large board and 41-89 for the small one, whose runs come
+    after the large one's in the index; probing every representative instead, 39-72 ms for the
+    large one (10,000 probes for the pair it lacks). The index is `sliceresult_slice_run`
+    (leaderboard/migrations/0008_rank_order.py). The sub-queries are fenced (OFFSET 0) so that
+    PostgreSQL cannot pull them up into that join again; their plans have no join to choose, so
+    nested loops (the probes) stay allowed."""
     postgresql = connection.vendor == "postgresql"
     chosen, params = _chosen(benchmark, materialized=postgresql)
     table = SliceResult._meta.db_table
