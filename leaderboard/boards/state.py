@@ -265,15 +265,51 @@ def forget() -> None:
 SHARED_SECONDS = 300
 
 
+# How long a process waits for another that makes a shared value before making its own (a
+# render takes well under a second; a maker that dies holding its claim frees it after this),
+# and how often it looks for the value meanwhile.
+MAKING_SECONDS = 10
+MAKING_POLL = 0.02
+
+
 def shared_kept(name: str, parts: tuple, make: Callable[[], object], *,
                 keep: Callable[[object], bool] = lambda value: True):
     """What `make` gives for `name` (which names what fixes it: a board state, or a
     benchmark's items) and `parts`, kept in the "responses" cache every process reads; made by
-    one thread of this process at a time, the others waiting to read it."""
+    one thread of one process at a time, the others waiting to read it."""
     key = cache_key(name, *parts)
     store = caches["responses"]
-    return _made_once(("shared", key), lambda: store.get(key, _MISSING), make, keep,
-                      lambda value: store.set(key, value, SHARED_SECONDS))
+    return _made_once(("shared", key), lambda: store.get(key, _MISSING),
+                      lambda: _made_by_one_process(store, key, make, keep),
+                      lambda value: False,  # kept by _made_by_one_process, before it lets go
+                      lambda value: None)
+
+
+def _made_by_one_process(store, key: str, make: Callable[[], object],
+                         keep: Callable[[object], bool]):
+    """`make()`, kept under `key` when `keep` says so, by the one process that claims it in
+    `store` (an atomic add); a process that finds it claimed waits for the value, and claims
+    it in turn when the claim is let go with nothing kept (a failed make, a value not kept),
+    or makes its own after MAKING_SECONDS. A burst of first visits after a change rendered a
+    page once per web process, each slowed by the others. With the cache unreachable every
+    claim succeeds (config.cache), so nothing waits on it."""
+    claim = f"making:{key}"
+    deadline = time.monotonic() + MAKING_SECONDS
+    while not (claimed := store.add(claim, 1, MAKING_SECONDS)):
+        time.sleep(MAKING_POLL)
+        value = store.get(key, _MISSING)
+        if value is not _MISSING:
+            return value
+        if time.monotonic() > deadline:
+            break
+    try:
+        value = make()
+        if keep(value):
+            store.set(key, value, SHARED_SECONDS)
+        return value
+    finally:
+        if claimed:
+            store.delete(claim)
 
 
 def representatives(benchmark: Benchmark) -> list[Shown]:

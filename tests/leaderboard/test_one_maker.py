@@ -1,17 +1,24 @@
 """A burst of requests for one board state's value (leaderboard.boards.state.kept and
-shared_kept) makes it once per process: the threads that ask while another makes it wait and
-read what it kept, instead of each making its own (a new state's 1,000-row CSV asked on 8
-connections at once was rendered 8 times, each slowed by the others)."""
+shared_kept) makes it once per process, and a shared value once across processes: the threads
+and processes that ask while another makes it wait and read what it kept, instead of each
+making its own (a new state's 1,000-row CSV asked on 8 connections at once was rendered 8
+times, each slowed by the others)."""
 
+import multiprocessing
+import os
 import threading
 import time
+import uuid
 
 import pytest
+from django.core.cache import caches
 
 from leaderboard.api import views as api_views
 from leaderboard.boards import state
 from scoring.boards import board_changed
 from tests import concurrent
+from tests.conftest import BROKER
+from tests.servers import free_ports
 
 THREADS = 8
 
@@ -84,15 +91,22 @@ def test_values_of_other_queries_are_made_side_by_side(board_state):
 
 
 def test_when_the_maker_fails_a_waiting_thread_makes_it_in_its_turn(board_state):
+    burst_whose_first_make_fails(
+        lambda make: state.kept(board_state, "burst", make, parts=("c",), shared=True))
+
+
+def burst_whose_first_make_fails(ask) -> None:
+    """`ask(make)` at once, the first make failing: that asker gets the error, the next one
+    makes it (never two at once) and the rest read it."""
     make = Maker(fail_first=True)
 
-    def ask():
+    def one():
         try:
-            return state.kept(board_state, "burst", make, parts=("c",), shared=True)
+            return ask(make)
         except RuntimeError as error:
             return str(error)
 
-    found = at_once(ask)
+    found = at_once(one)
     assert found.count("the first make failed") == 1
     assert found.count({"made by call": 2}) == THREADS - 1
     assert make.calls == 2 and make.most == 1
@@ -131,3 +145,86 @@ def test_a_burst_of_first_visits_after_a_change_renders_the_csv_once(
     assert {a.status_code for a in answers} == {200}
     assert len({a.content for a in answers}) == 1 and b"Alpha" in answers[0].content
     assert len(renders) == 1
+
+
+# Across processes: the web processes share only the "responses" cache, so one of them claims a
+# value there and the others wait for it.
+
+@pytest.fixture
+def shared_store(settings):
+    """The "responses" cache on Redis (config.cache, as in production), its keys this test's."""
+    settings.CACHES = {**settings.CACHES, "responses": {
+        "BACKEND": "config.cache.FailSoftRedisCache", "LOCATION": BROKER,
+        "KEY_PREFIX": f"one-maker-{uuid.uuid4().hex}"}}
+    return caches["responses"]
+
+
+def test_processes_asking_at_once_wait_for_the_one_that_claimed_the_value(shared_store):
+    """Threads calling the claim directly stand for processes: nothing of this process puts
+    them in line, only the shared store."""
+    make = Maker()
+    found = at_once(lambda: state._made_by_one_process(shared_store, "v", make, lambda v: True))
+    assert make.calls == 1
+    assert found == [{"made by call": 1}] * THREADS
+    assert shared_store.get("v") == {"made by call": 1}
+    assert shared_store.get("making:v") is None  # the claim is let go
+
+
+def test_when_the_claimant_fails_another_process_claims_it_in_turn(shared_store):
+    burst_whose_first_make_fails(
+        lambda make: state._made_by_one_process(shared_store, "w", make, lambda v: True))
+
+
+def test_a_claim_whose_process_died_holds_the_others_back_only_so_long(shared_store,
+                                                                        monkeypatch):
+    monkeypatch.setattr(state, "MAKING_SECONDS", 0.5)
+    shared_store.add("making:x", 1, 60)  # claimed by a process that never made it
+    started = time.monotonic()
+    value = state._made_by_one_process(shared_store, "x", Maker(seconds=0), lambda v: True)
+    assert value == {"made by call": 1}
+    assert 0.5 <= time.monotonic() - started < 5
+
+
+def test_with_the_shared_store_unreachable_every_asker_makes_its_own_at_once(settings):
+    """Nothing waits on a claim that a Redis outage cannot record (config.cache: `add`
+    succeeds): the value is made and served, as with no cache at all."""
+    settings.CACHES = {**settings.CACHES, "responses": {
+        "BACKEND": "config.cache.FailSoftRedisCache",
+        "LOCATION": f"redis://127.0.0.1:{free_ports(1)[0]}/0"}}
+    make = Maker(seconds=0.2)
+    started = time.monotonic()
+    found = at_once(lambda: state._made_by_one_process(caches["responses"], "y", make,
+                                                       lambda v: True), threads=4)
+    assert make.calls == 4 and make.most == 4
+    assert sorted(f["made by call"] for f in found) == [1, 2, 3, 4]
+    assert time.monotonic() - started < state.MAKING_SECONDS
+
+
+def _ask_in_a_process(barrier, answers, key):
+    barrier.wait(timeout=30)
+
+    def make():
+        caches["responses"].incr(f"{key}:makes")
+        time.sleep(0.3)
+        return os.getpid()
+
+    answers.put(state.shared_kept("across", (key,), make))
+
+
+@pytest.mark.integration
+def test_forked_processes_asking_at_once_make_a_shared_value_once(shared_store):
+    """Real processes (forked, as gunicorn forks its workers): one makes, the rest read it."""
+    key = uuid.uuid4().hex
+    shared_store.set(f"{key}:makes", 0, 60)
+    forked = multiprocessing.get_context("fork")
+    barrier, answers = forked.Barrier(4), forked.Queue()
+    processes = [forked.Process(target=_ask_in_a_process, args=(barrier, answers, key))
+                 for _ in range(4)]
+    for process in processes:
+        process.start()
+    found = [answers.get(timeout=30) for _ in processes]
+    for process in processes:
+        process.join(timeout=30)
+    assert [p.exitcode for p in processes] == [0] * 4
+    assert shared_store.get(f"{key}:makes") == 1
+    assert len(set(found)) == 1 and found[0] in {p.pid for p in processes}
