@@ -22,7 +22,12 @@ from scoring.boards import board_changed
 from scoring.models import Benchmark, ScoringRun, SliceResult
 from submissions.models import Submission
 from tests.factories import board_benchmark, scored_submission
-from tests.html import texts
+from tests.html import select, texts
+
+
+def hrefs(page) -> list[str]:
+    return [a.attrs.get("href") for a in select(page, "a[href]")]
+
 
 SLICES = [("overall", ""), ("modality", "sound"), ("modality", "music"),
           ("operation", "local/removal")]
@@ -387,6 +392,24 @@ def test_the_compare_link_names_the_top_two(mixed_board, way, monkeypatch):
                                       start=0, stop=50)
         assert first(mixed_board, ["EMR", "IFR", "CR"], dimension, bucket, 50) \
             == [pk for pk, _, _ in window]
+
+
+def test_a_first_board_page_names_the_top_two_from_its_own_ranking(mixed_board, client,
+                                                                    monkeypatch):
+    """Before the worker stored the state, the board's first page ranks the overall slice
+    in the database, and the compare link takes the top two from those rows rather than
+    asking the database again; a slice's page (another ranking) still asks."""
+    asked = []
+    first = ranked_sql.first
+    monkeypatch.setattr(ranked_sql, "first", lambda *args: asked.append(args[2:4]) or
+                        first(*args))
+    expected = ",".join(str(r["model_id"]) for r in leaderboard_rows(benchmark=mixed_board)[:2])
+    link = f"/b/mmae/compare/?models={expected}"
+    assert link in hrefs(client.get("/b/mmae/"))
+    assert asked == []
+    board_changed(mixed_board.id)
+    assert link in hrefs(client.get("/b/mmae/?dimension=modality&bucket=sound"))
+    assert asked == [("overall", "")]
 
 
 @pytest.mark.django_db
