@@ -193,11 +193,11 @@ def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tup
     def store(value):
         _process[slot] = (board.key, parts, time.monotonic(), value)
 
-    return _made_once(("process", slot, board.key, parts), lambda: held(board, name, parts),
+    return _made_once(("process", slot, board.key, parts), lambda: _held(board, name, parts),
                       make, keep, store)
 
 
-def held(board: BoardState, name: str, parts: tuple = ()):
+def _held(board: BoardState, name: str, parts: tuple = ()):
     """What this process keeps of `name` for the state (and `parts`), never making it:
     _MISSING when nothing is kept (or a past state's, or it is older than KEPT_SECONDS)."""
     found = _process.get((board.benchmark_id, name))
@@ -382,7 +382,7 @@ def representatives_of(benchmark: Benchmark, model_ids: list[int]) -> dict[int, 
     for these models alone (a compare page names a few of a board of thousands)."""
     if not model_ids:
         return {}
-    found = held(board_state(benchmark), "representatives")
+    found = _held(board_state(benchmark), "representatives")
     if found is not _MISSING:
         wanted = set(model_ids)
         return {s.model_id: s for s in found if s.model_id in wanted}
