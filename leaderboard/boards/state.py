@@ -190,11 +190,14 @@ def kept(board: BoardState, name: str, make: Callable[[], object], *, parts: tup
         return shared_kept(f"{name}:{board.key}", parts, make, keep=keep)
     slot = (board.benchmark_id, name)
 
-    def store(value):
-        _process[slot] = (board.key, parts, time.monotonic(), value)
+    def made():
+        value = make()
+        if keep(value):
+            _process[slot] = (board.key, parts, time.monotonic(), value)
+        return value
 
     return _made_once(("process", slot, board.key, parts), lambda: _held(board, name, parts),
-                      make, keep, store)
+                      made)
 
 
 def _held(board: BoardState, name: str, parts: tuple = ()):
@@ -210,21 +213,16 @@ def _held(board: BoardState, name: str, parts: tuple = ()):
 _MISSING = object()
 
 
-def _made_once(key: tuple, found: Callable[[], object], make: Callable[[], object],
-               keep: Callable[[object], bool], store: Callable[[object], None]):
-    """What `found()` reads (_MISSING when nothing), else what `make()` gives, stored when
-    `keep` says so: made by one thread of this process at a time per `key`, the others waiting
-    to read it."""
+def _made_once(key: tuple, found: Callable[[], object], made: Callable[[], object]):
+    """What `found()` reads (_MISSING when nothing), else what `made()` makes and keeps (or
+    not): made by one thread of this process at a time per `key`, the others waiting to read
+    it."""
     value = found()
     if value is not _MISSING:
         return value
     with _one_maker(key):
         value = found()  # made by the thread this one waited for
-        if value is _MISSING:
-            value = make()
-            if keep(value):
-                store(value)
-    return value
+        return made() if value is _MISSING else value
 
 
 # The keys being made in this process, each with its lock and the number of threads holding or
@@ -280,9 +278,7 @@ def shared_kept(name: str, parts: tuple, make: Callable[[], object], *,
     key = cache_key(name, *parts)
     store = caches["responses"]
     return _made_once(("shared", key), lambda: store.get(key, _MISSING),
-                      lambda: _made_by_one_process(store, key, make, keep),
-                      lambda value: False,  # kept by _made_by_one_process, before it lets go
-                      lambda value: None)
+                      lambda: _made_by_one_process(store, key, make, keep))
 
 
 def _made_by_one_process(store, key: str, make: Callable[[], object],
