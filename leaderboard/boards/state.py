@@ -299,6 +299,8 @@ def _made_by_one_process(store, key: str, make: Callable[[], object],
         if time.monotonic() > deadline:
             break
     try:
+        if claimed and (value := store.get(key, _MISSING)) is not _MISSING:
+            return value  # kept by a maker that let go between this process's miss and claim
         value = make()
         if keep(value):
             store.set(key, value, SHARED_SECONDS)

@@ -228,3 +228,14 @@ def test_forked_processes_asking_at_once_make_a_shared_value_once(shared_store):
     assert [p.exitcode for p in processes] == [0] * 4
     assert shared_store.get(f"{key}:makes") == 1
     assert len(set(found)) == 1 and found[0] in {p.pid for p in processes}
+
+
+def test_a_value_kept_between_the_miss_and_the_claim_is_read_not_made_again(shared_store):
+    """The claim is let go once the value is kept: a process that missed the value just before
+    it was kept, and claims just after, reads it (a burst on a loaded machine made it twice)."""
+    shared_store.set("z", {"made by call": 1}, 60)  # kept and let go after this process's miss
+    make = Maker(seconds=0)
+    assert state._made_by_one_process(shared_store, "z", make, lambda v: True) \
+        == {"made by call": 1}
+    assert make.calls == 0
+    assert shared_store.get("making:z") is None
