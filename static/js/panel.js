@@ -64,17 +64,24 @@
     let last = null;
     let lastAt = null;
     let unspent = 0;
-    // The count starts where playback was asked for: a page too busy to run its handlers
-    // at once hears of `playing` after the play head has moved on, and taking that later
-    // position as the start would leave a clip played through short of its length. `playing`
-    // only starts a count that a seek cleared.
-    const start = () => {
-      last = audio.currentTime;
-      lastAt = performance.now();
+    // Where the play head rests while paused (read when it stops or is moved there).
+    let resting = 0;
+    const rest = () => { if (audio.paused) resting = audio.currentTime; };
+    ["loadedmetadata", "pause", "seeked"].forEach((name) => audio.addEventListener(name, rest));
+    // The count starts where and when playback was asked for: the sound starts at once, but a
+    // page too busy to run its handlers hears of `play` (or `playing`) after the play head has
+    // moved on, and starting at that later position would leave a clip played through short
+    // of its length. The event's timeStamp is when the browser queued it; the position is
+    // where the play head rested (never later than where it is: a replay from the end seeks
+    // back). The clock still bounds what counts, so an early start adds nothing unheard.
+    // `playing` only starts a count that a seek cleared.
+    const start = (event) => {
+      last = Math.min(resting, audio.currentTime);
+      lastAt = Math.min(event.timeStamp, performance.now());
       unspent = 0;
     };
     audio.addEventListener("play", start);
-    audio.addEventListener("playing", () => { if (last === null) start(); });
+    audio.addEventListener("playing", (event) => { if (last === null) start(event); });
     audio.addEventListener("seeking", () => { last = null; unspent = 0; });
     // Each advance of the play head counts as far as the time that really passed while it
     // played: a seek (or a faster rate) moves it further than that, and counts no more; a busy
