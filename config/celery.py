@@ -13,6 +13,11 @@ from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Celery's Django fixup runs Django's system checks at each worker start, importing every
+# URLconf and view, which a worker never serves: 0.3 s of CPU and 12 MB a worker (1,892 modules
+# against 1,574; 2026-12-07). They check the code, not the machine (the project registers no
+# checks of its own), and `manage.py check --deploy` runs them in CI and in the image.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
 log = logging.getLogger(__name__)
 

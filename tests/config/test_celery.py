@@ -2,6 +2,9 @@
 to queue work learns at once that the broker is down (broker_check)."""
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 from celery import Task
@@ -9,7 +12,7 @@ from django.db import transaction
 
 from config.celery import BrokerUnavailable, broker_check
 from submissions.services import validate_submission
-from tests.conftest import BROKER, TIMEOUTS, _use_broker, free_ports
+from tests.conftest import BROKER, ROOT, TIMEOUTS, _use_broker, free_ports
 
 
 @pytest.fixture
@@ -92,3 +95,17 @@ def test_a_hung_broker_is_refused_within_its_timeouts(settings):
     finally:
         _use_broker("memory://")
         server.close()
+
+
+@pytest.mark.integration
+def test_a_worker_loads_its_tasks_without_the_views():
+    """What a worker imports at its start (its tasks, as `celery worker` does) leaves out the
+    URLconf and the views it never serves: Django's system checks stay with the web."""
+    code = ("from config.celery import app; import sys; app.loader.import_default_modules(); "
+            "print(sorted(m for m in ('config.urls', 'challenges.organizer_views') "
+            "if m in sys.modules))")
+    environ = {k: v for k, v in os.environ.items() if k != "CELERY_SKIP_CHECKS"}
+    found = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environ,
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "[]"
