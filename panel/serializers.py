@@ -22,6 +22,10 @@ class TaskOut(serializers.Serializer):
                                         help_text="what the system was asked: its instruction "
                                                   "or question")
     question = serializers.CharField()
+    notes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the question's notation in words, one line each (a time slice of an audio, "
+                  "as the judge is told to read it); none where it has none")
     choices = ChoiceOut(many=True, help_text="shuffled for this rater, the same every time")
     texts = TextOut(many=True, help_text="texts to read before answering, in order (none where "
                                          "the output is audio)")

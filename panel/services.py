@@ -100,6 +100,7 @@ def task_payload(assignment: PanelAssignment) -> dict:
         "task": task.id, "item": item.key, "rubric": task.criterion.index,
         "instruction": question.instruction,
         "question": question.question,
+        "notes": list(question.notes),
         "choices": [{"letter": LETTERS[n], "text": text}
                     for n, (_, text) in enumerate(options(assignment, question))],
         "texts": [{"label": label, "text": text} for label, text in question.texts],

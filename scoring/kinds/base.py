@@ -154,6 +154,8 @@ class PanelQuestion:
     options: tuple[str, ...]
     audio: tuple[str, ...] = ()  # audio labels as the explorer serves them: output, input1, ...
     texts: tuple[tuple[str, str], ...] = ()  # (what it is, its text)
+    # How to read the question's notation, in words (the judge is told it in its prompt).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

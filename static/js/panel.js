@@ -126,6 +126,13 @@
     heard = {};
     document.getElementById("panel-instruction").textContent = task.instruction;
     document.getElementById("panel-question").textContent = task.question;
+    const notes = document.getElementById("panel-notes");
+    notes.hidden = task.notes.length === 0;
+    notes.replaceChildren(...task.notes.map((text) => {
+      const line = document.createElement("li");
+      line.textContent = text;
+      return line;
+    }));
     texts.replaceChildren(...task.texts.map(passage));
     const labels = Object.keys(task.audio);
     listen.hidden = labels.length === 0;

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from panel.models import PanelAnswer, PanelAssignment
 from panel.services import options, panel_question
+from scoring.models import Criterion
 from scoring.synthetic import write_system
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.test_layout_in_browser import RECORD_VIOLATIONS
@@ -48,12 +49,15 @@ def test_the_choices_unlock_after_listening_and_the_answer_is_stored(
         page, panel_board, author, raters, device):  # noqa: F811 - fixtures
     width, height = WIDTHS[device]
     panel_board.score_by_criteria("Echo Editor Large v2 (instruction-tuned)", author)
+    Criterion.objects.update(question="Is the edit audible in <audio output[-0.25s:]>?")
     rater, = raters(1)
     page.set_viewport_size({"width": width, "height": height})
     page.add_init_script(RECORD_VIOLATIONS)
     log_in(page, rater.username)
     page.goto("/b/mmae/panel/")
     expect(page.locator("#panel-task")).to_be_visible()
+    expect(page.locator("#panel-notes li")).to_have_text(
+        ["<audio output[-0.25s:]>: the last 0.25 s of output"])
     expect(page.locator(".panel-option input").first).to_be_disabled()
     expect(page.locator("#panel-submit")).to_be_disabled()
     fits(page, width)

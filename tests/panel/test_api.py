@@ -46,6 +46,21 @@ def submission_of(task: dict) -> int:
     return PanelTask.objects.get(pk=task["task"]).submission_id
 
 
+def test_a_question_naming_a_slice_of_an_audio_says_in_words_which_part(
+        client, panel_board, author, raters):
+    """The judge's system prompt tells it how to read `<audio output[-1.0s:]>`; the rater is
+    asked the same question, the notation read out beside it, and no note where none is
+    needed."""
+    panel_board.score_by_criteria("Echo", author)
+    Criterion.objects.update(question="Is <audio output[-1.0s:]> as clean as <audio output>?")
+    rater, = raters(1)
+    task = next_task(client, rater).json()
+    assert task["question"] == "Is <audio output[-1.0s:]> as clean as <audio output>?"
+    assert task["notes"] == ["<audio output[-1.0s:]>: the last 1 s of output"]
+    Criterion.objects.update(question="Is <audio output> clean?")
+    assert client.get(NEXT).json()["notes"] == []
+
+
 def test_a_task_shows_its_rubric_shuffled_choices_and_audio_but_no_vote(
         client, panel_board, author, raters):
     submission = panel_board.score_by_criteria("Echo", author)
@@ -53,7 +68,7 @@ def test_a_task_shows_its_rubric_shuffled_choices_and_audio_but_no_vote(
     response = next_task(client, rater)
     assert response.status_code == 200
     task = response.json()
-    assert set(task) == {"task", "item", "rubric", "instruction", "question",
+    assert set(task) == {"task", "item", "rubric", "instruction", "question", "notes",
                          "choices", "texts", "audio", "listen"}
     assert task["texts"] == []  # an audio output: nothing to read but the question
     assert PanelTask.objects.get(pk=task["task"]).submission == submission

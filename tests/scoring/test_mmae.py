@@ -65,6 +65,34 @@ class TestLabels:
         assert mmae.question_labels(question) == labels
 
 
+class TestReferenceReadings:
+    """What the judge's system prompt tells the judge of the notation, for a person on the
+    panel: each slice a question names, in words (its examples first)."""
+
+    @pytest.mark.parametrize("question, readings", [
+        ("Is <audio output[0.0s:3s]> speech?",
+         ("<audio output[0.0s:3s]>: output from 0 s to 3 s",)),
+        ("Is <audio input1[:2.0s]> speech?",
+         ("<audio input1[:2.0s]>: input1 from its start to 2 s",)),
+        ("Is <audio output[1.5s:]> speech?",
+         ("<audio output[1.5s:]>: output from 1.5 s to its end",)),
+        ("Is <audio input2[-2.5s:]> speech?",
+         ("<audio input2[-2.5s:]>: the last 2.5 s of input2",)),
+        ("Is <audio output[:-1s]> speech?",
+         ("<audio output[:-1s]>: output from its start to 1 s before its end",)),
+        ("Is <audio output[-3s:-1.25s]> speech?",
+         ("<audio output[-3s:-1.25s]>: output from 3 s before its end to 1.25 s before its end",)),
+        ("Does <audio output[1s:2s]> match <audio input1[1s:2s]> and <audio output[1s:2s]>?",
+         ("<audio output[1s:2s]>: output from 1 s to 2 s",
+          "<audio input1[1s:2s]>: input1 from 1 s to 2 s")),
+        ("Is <audio output> louder than <audio input1>?", ()),
+        ("Is <audio output[the chorus]> there?", ()),
+        ("Is the edit audible?", ()),
+    ])
+    def test_each_slice_a_question_names_is_read_out_once(self, question, readings):
+        assert mmae.reference_readings(question) == readings
+
+
 class TestShuffle:
     def test_the_correct_letter_points_at_the_right_choice_in_every_round(self):
         r = rubric(index=1)

@@ -180,7 +180,8 @@ class MMAE(Kind):
         rubric = next(r for r in sample.rubrics if r.index == index)
         return PanelQuestion(instruction=sample.instruction, question=rubric.question,
                              options=(rubric.right_choice, *rubric.wrong_choices),
-                             audio=tuple(rubric.labels))
+                             audio=tuple(rubric.labels),
+                             notes=mmae.reference_readings(rubric.question))
 
     def panel_verdict(self, values: dict, index: int) -> bool | None:
         """The rubric's score: the majority of the judge's votes chose its right option."""

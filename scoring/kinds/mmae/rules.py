@@ -120,6 +120,44 @@ def question_labels(question: str) -> list[str]:
     return labels or ["output"]
 
 
+_SLICE_RE = re.compile(r"\[\s*(-?\d+(?:\.\d+)?)?s?\s*:\s*(-?\d+(?:\.\d+)?)?s?\s*\]")
+
+
+def _seconds(value: str) -> str:
+    return f"{float(value):g} s"
+
+
+def _bound(value: str, edge: str) -> str:
+    """One end of a slice in words: a negative value counts back from the end."""
+    if value.startswith("-"):
+        return f"{_seconds(value[1:])} before its end"
+    return _seconds(value) if value else edge
+
+
+def reference_readings(question: str) -> tuple[str, ...]:
+    """Each time slice a question names (`<audio output[-1.0s:]>`), once, in words, as the
+    judge's system prompt explains the notation to the judge: Python-style [start:end] in
+    seconds, an omitted end the clip's own, a negative value counted back from the end. A bare
+    reference or a slice written otherwise gets none."""
+    readings: list[str] = []
+    for match in LABEL_RE.finditer(question):
+        if match.group(3) is None or not (found := _SLICE_RE.fullmatch(match.group(3))):
+            continue
+        start, end = found.group(1) or "", found.group(2) or ""
+        label = match.group(1)
+        if start.startswith("-") and not end:
+            words = f"the last {_seconds(start[1:])} of {label}"
+        elif not start and not end:
+            words = f"all of {label}"
+        else:
+            words = (f"{label} from {_bound(start, 'its start')} "
+                     f"to {_bound(end, 'its end')}")
+        reading = f"{match.group(0)}: {words}"
+        if reading not in readings:
+            readings.append(reading)
+    return tuple(readings)
+
+
 def content_parts(message: dict) -> list[dict]:
     content = message.get("content")
     if isinstance(content, str):
