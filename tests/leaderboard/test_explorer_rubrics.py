@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from scoring.models import Answer, Criterion
-from tests.html import select
+from tests.html import select, texts
 
 # `slow`: its shared set-up (light_explorer: 40 samples, each rubric voted thrice) takes 0.8 s
 pytestmark = pytest.mark.slow
@@ -96,6 +96,20 @@ def test_the_partial_holds_every_rubric_with_its_three_votes(client, public, key
     answer = Answer.objects.filter(run=public.current_run, criterion=criteria[0]).first()
     assert answer.reason in html
     assert select(html, "html") == []  # a fragment, for the <details>
+
+
+def test_a_question_naming_a_slice_reads_the_notation_out_beneath_it(client, public, keys):
+    """As the judge's system prompt reads `<audio output[1s:2.5s]>` to the judge; a bare
+    reference needs no note."""
+    first, second = Criterion.objects.filter(item__key=keys[0]).order_by("index")[:2]
+    Criterion.objects.filter(pk=first.pk).update(
+        question="Is <audio output[1s:2.5s]> louder than <audio input1[-2s:]>?")
+    Criterion.objects.filter(pk=second.pk).update(question="Is <audio output> clean?")
+    html = body(client.get(rubrics_url(public, keys[0]), **FRAGMENT))
+    assert texts(html, f'[data-rubric="{first.index}"] .reading') == [
+        "<audio output[1s:2.5s]>: output from 1 s to 2.5 s",
+        "<audio input1[-2s:]>: the last 2 s of input1"]
+    assert select(html, f'[data-rubric="{second.index}"] .reading') == []
 
 
 def test_without_scripts_the_partial_is_a_page_of_its_own(client, public, keys):

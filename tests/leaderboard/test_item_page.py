@@ -63,6 +63,16 @@ def test_every_representative_in_board_order(client, voted_trio):
 
 
 @pytest.mark.slow
+def test_a_question_naming_a_slice_reads_the_notation_out_beside_the_verdicts(client, voted_trio):
+    benchmark, systems, items = voted_trio
+    criterion = items[3].criteria.order_by("index").first()
+    criterion.question = "Is <audio output[:-0.5s]> unchanged?"
+    criterion.save(update_fields=["question"])
+    html = client.get(f"/b/mmae/i/{items[3].key}/").content.decode()
+    assert texts(html, f'table.verdicts tr[data-rubric="{criterion.index}"] .reading') == [
+        "<audio output[:-0.5s]>: output from its start to 0.5 s before its end"]
+
+
 def test_a_private_submission_never_appears(client, voted_trio, votes_board, other_author, author):
     _, score_by_votes, items = votes_board
     hidden = score_by_votes("Hidden", everything, public=False, owner=other_author)

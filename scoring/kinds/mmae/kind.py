@@ -462,6 +462,7 @@ def _rubric(criterion: dict, score: int | None, answers: list[dict]) -> dict:
         "index": criterion["index"], "category": criterion["category"],
         "instruction_following": criterion["category"] == mmae.IF_CATEGORY,
         "question": criterion["question"], "score": score,
+        "notes": mmae.reference_readings(criterion["question"]),
         "votes": [_vote(a) for a in answers],
     }
 
