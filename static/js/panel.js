@@ -57,27 +57,40 @@
     play.type = "button";
     play.className = "panel-play";
     play.textContent = `Play ${label}`;
-    play.addEventListener("click", () => audio.play());
     const note = document.createElement("small");
     note.className = "panel-heard";
     note.dataset.label = label;
     let last = null;
     let lastAt = null;
     let unspent = 0;
-    // Where the play head rests while paused (read when it stops or is moved there).
+    // Where the play head rests while paused (read when it stops or is moved there); after
+    // the end, the start, where the next play begins again.
     let resting = 0;
     const rest = () => { if (audio.paused) resting = audio.currentTime; };
     ["loadedmetadata", "pause", "seeked"].forEach((name) => audio.addEventListener(name, rest));
+    // Where and when this page's Play button asked for playback, read as it asks, until its
+    // `play` event takes it (only from a pause, as only then is there one; dropped on a pause
+    // or a refused play, so that it never dates a later start).
+    let asked = null;
+    play.addEventListener("click", () => {
+      if (audio.paused) {
+        asked = {at: performance.now(), from: audio.ended ? 0 : audio.currentTime};
+      }
+      audio.play().catch(() => { asked = null; });
+    });
+    audio.addEventListener("pause", () => { asked = null; });
     // The count starts where and when playback was asked for: the sound starts at once, but a
     // page too busy to run its handlers hears of `play` (or `playing`) after the play head has
     // moved on, and starting at that later position would leave a clip played through short
-    // of its length. The event's timeStamp is when the browser queued it; the position is
-    // where the play head rested (never later than where it is: a replay from the end seeks
-    // back). The clock still bounds what counts, so an early start adds nothing unheard.
-    // `playing` only starts a count that a seek cleared.
+    // of its length (seen in CI). When: the Play button's own click, else the event's
+    // timeStamp (Chromium stamps it when the event is queued, Firefox when it is dispatched).
+    // Where: the position the play head rested at, never later than where it is. The clock
+    // still bounds what counts, so an early start adds nothing unheard. `playing` only starts
+    // a count that a seek cleared.
     const start = (event) => {
-      last = Math.min(resting, audio.currentTime);
-      lastAt = Math.min(event.timeStamp, performance.now());
+      last = Math.min(resting, audio.currentTime, asked ? asked.from : Infinity);
+      lastAt = Math.min(event.timeStamp, performance.now(), asked ? asked.at : Infinity);
+      asked = null;
       unspent = 0;
     };
     audio.addEventListener("play", start);
@@ -105,7 +118,11 @@
       unlockIfHeard();
     };
     audio.addEventListener("timeupdate", () => { if (!audio.paused) count(audio.currentTime, 0); });
-    audio.addEventListener("ended", () => { count(audio.duration, END_GRACE); last = null; });
+    audio.addEventListener("ended", () => {
+      count(audio.duration, END_GRACE);
+      last = null;
+      resting = 0;
+    });
     wrap.append(name, " ", play, " ", audio, " ", note);
     return wrap;
   }
