@@ -66,19 +66,21 @@
     // Where the play head rests while paused (read when it stops or is moved there); after
     // the end, the start, where the next play begins again.
     let resting = 0;
-    const rest = () => { if (audio.paused) resting = audio.currentTime; };
-    ["loadedmetadata", "pause", "seeked"].forEach((name) => audio.addEventListener(name, rest));
     // Where and when this page's Play button asked for playback, read as it asks, until its
     // `play` event takes it (only from a pause, as only then is there one; dropped on a pause
     // or a refused play, so that it never dates a later start).
     let asked = null;
+    const rest = (event) => {
+      if (audio.paused) resting = audio.currentTime;
+      if (event.type === "pause") asked = null;
+    };
+    ["loadedmetadata", "pause", "seeked"].forEach((name) => audio.addEventListener(name, rest));
     play.addEventListener("click", () => {
       if (audio.paused) {
         asked = {at: performance.now(), from: audio.ended ? 0 : audio.currentTime};
       }
       audio.play().catch(() => { asked = null; });
     });
-    audio.addEventListener("pause", () => { asked = null; });
     // The count starts where and when playback was asked for: the sound starts at once, but a
     // page too busy to run its handlers hears of `play` (or `playing`) after the play head has
     // moved on, and starting at that later position would leave a clip played through short
