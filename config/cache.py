@@ -35,6 +35,21 @@ redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return 1"""
 
 
+# DEL the key only while it holds ARGV[1]: a claim is let go by its holder only, never by one
+# whose claim lapsed and was taken by another.
+RELEASE = """if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0"""
+
+
+def release(store, key: str, token: int) -> None:
+    """Delete `key` from `store` if it still holds `token` (an integer): in one step on Redis,
+    by a read and a delete on a cache of one process."""
+    if isinstance(store, FailSoftRedisCache):
+        store.release(key, token)
+    elif store.get(key) == token:
+        store.delete(key)
+
+
 class FailSoftRedisCache(RedisCache):
     def __init__(self, server, params):
         super().__init__(server, params)
@@ -69,6 +84,18 @@ class FailSoftRedisCache(RedisCache):
         except UNREACHABLE as exc:
             self.found_down()
             log.error("cache unreachable, raise_to dropped: %s", exc)
+
+
+    def release(self, key: str, token: int) -> None:
+        """Delete integer `key` if it holds `token`, in one step (config.cache.release)."""
+        if self.down():
+            return
+        key = self.make_and_validate_key(key)
+        try:
+            self._cache.get_client(key, write=True).eval(RELEASE, 1, key, int(token))
+        except UNREACHABLE as exc:
+            self.found_down()
+            log.error("cache unreachable, release dropped: %s", exc)
 
 
 def _fail_soft(name: str):

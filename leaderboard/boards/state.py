@@ -7,6 +7,7 @@ of them."""
 from __future__ import annotations
 
 import hashlib
+import secrets
 import threading
 import time
 from collections import Counter
@@ -22,6 +23,7 @@ from django.db.models.functions import Cast, Concat
 from django.http import Http404
 
 from accounts.verification import VERIFYING_PROVIDERS
+from config.cache import release
 from leaderboard.boards import lookups, marks, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.models import RankRanges
 from scoring.boards import state_token
@@ -286,12 +288,13 @@ def _made_by_one_process(store, key: str, make: Callable[[], object],
     """`make()`, kept under `key` when `keep` says so, by the one process that claims it in
     `store` (an atomic add); a process that finds it claimed waits for the value, and claims
     it in turn when the claim is let go with nothing kept (a failed make, a value not kept),
-    or makes its own after MAKING_SECONDS. A burst of first visits after a change rendered a
-    page once per web process, each slowed by the others. With the cache unreachable every
-    claim succeeds (config.cache), so nothing waits on it."""
-    claim = f"making:{key}"
+    or makes its own after MAKING_SECONDS; a claim that lapsed while its maker worked is
+    another's, and the first maker does not let it go. A burst of first visits after a
+    change rendered a page once per web process, each slowed by the others. With the cache
+    unreachable every claim succeeds (config.cache), so nothing waits on it."""
+    claim, token = f"making:{key}", secrets.randbits(62)
     deadline = time.monotonic() + MAKING_SECONDS
-    while not (claimed := store.add(claim, 1, MAKING_SECONDS)):
+    while not (claimed := store.add(claim, token, MAKING_SECONDS)):
         time.sleep(MAKING_POLL)
         value = store.get(key, _MISSING)
         if value is not _MISSING:
@@ -306,8 +309,8 @@ def _made_by_one_process(store, key: str, make: Callable[[], object],
             store.set(key, value, SHARED_SECONDS)
         return value
     finally:
-        if claimed:
-            store.delete(claim)
+        if claimed:  # its own claim only: one that lapsed may be another's now
+            release(store, claim, token)
 
 
 def representatives(benchmark: Benchmark) -> list[Shown]:

@@ -239,3 +239,37 @@ def test_a_value_kept_between_the_miss_and_the_claim_is_read_not_made_again(shar
         == {"made by call": 1}
     assert make.calls == 0
     assert shared_store.get("making:z") is None
+
+
+class TakesTheLapsedClaim(Maker):
+    """A make that outlasts its claim: meanwhile the claim lapsed and another process took it."""
+
+    def __init__(self, store, claim):
+        super().__init__(seconds=0)
+        self.store, self.claim = store, claim
+
+    def __call__(self):
+        self.store.delete(self.claim)  # lapsed
+        assert self.store.add(self.claim, 12345, 60)  # another's now
+        return super().__call__()
+
+
+def test_a_maker_whose_claim_lapsed_leaves_the_next_claim_alone(shared_store):
+    """A make longer than MAKING_SECONDS lets a second process claim; when the first is done it
+    lets go of its own claim only, so a third process still waits for the second."""
+    make = TakesTheLapsedClaim(shared_store, "making:q")
+    assert state._made_by_one_process(shared_store, "q", make, lambda v: True) \
+        == {"made by call": 1}
+    assert shared_store.get("making:q") == 12345
+
+
+def test_on_a_cache_of_one_process_a_maker_lets_go_of_its_own_claim_only(settings):
+    settings.CACHES = {**settings.CACHES, "responses": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": f"one-maker-{uuid.uuid4().hex}"}}
+    store = caches["responses"]
+    make = TakesTheLapsedClaim(store, "making:r")
+    state._made_by_one_process(store, "r", make, lambda v: True)
+    assert store.get("making:r") == 12345
+    state._made_by_one_process(store, "s", Maker(seconds=0), lambda v: True)
+    assert store.get("making:s") is None  # its own claim, let go
