@@ -74,7 +74,12 @@
       if (audio.paused) resting = audio.currentTime;
       if (event.type === "pause") asked = null;
     };
-    ["loadedmetadata", "pause", "seeked"].forEach((name) => audio.addEventListener(name, rest));
+    // Only the browser's own events of the audio count: one a page's script dispatches (a
+    // synthetic `ended` after a pause would count the time paused as heard) is passed over.
+    const on = (name, handler) => audio.addEventListener(name, (event) => {
+      if (event.isTrusted) handler(event);
+    });
+    ["loadedmetadata", "pause", "seeked"].forEach((name) => on(name, rest));
     play.addEventListener("click", () => {
       if (audio.paused) {
         asked = {at: performance.now(), from: audio.ended ? 0 : audio.currentTime};
@@ -95,9 +100,9 @@
       asked = null;
       unspent = 0;
     };
-    audio.addEventListener("play", start);
-    audio.addEventListener("playing", (event) => { if (last === null) start(event); });
-    audio.addEventListener("seeking", () => { last = null; unspent = 0; });
+    on("play", start);
+    on("playing", (event) => { if (last === null) start(event); });
+    on("seeking", () => { last = null; unspent = 0; });
     // Each advance of the play head counts as far as the time that really passed while it
     // played: a seek (or a faster rate) moves it further than that, and counts no more; a busy
     // page delays the events, not the sound, so a long step after a long wait counts whole.
@@ -119,8 +124,8 @@
       lastAt = at;
       unlockIfHeard();
     };
-    audio.addEventListener("timeupdate", () => { if (!audio.paused) count(audio.currentTime, 0); });
-    audio.addEventListener("ended", () => {
+    on("timeupdate", () => { if (!audio.paused) count(audio.currentTime, 0); });
+    on("ended", () => {
       count(audio.duration, END_GRACE);
       last = null;
       resting = 0;

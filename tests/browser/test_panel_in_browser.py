@@ -183,6 +183,37 @@ def test_a_clip_played_faster_counts_no_more_than_the_clock(
     assert counted and all(seconds < 2.0 for seconds in counted), counted
 
 
+def test_events_a_page_dispatches_count_nothing(
+        page, panel_board, author, raters):  # noqa: F811 - fixtures
+    """Only the browser's own events of an audio count: a clip played a moment and paused, then
+    sent a synthetic `ended` (and `timeupdate`) by a script after a wait, stays short of its
+    length, and the choices locked (on the code before, the wait counted as heard)."""
+    name = "Echo Editor"
+    panel_board.score_by_criteria(name, author)
+    samples = json.loads((panel_board.root / "MMAE-meta.json").read_text())
+    write_system(panel_board.root, samples, name=name, seed=len(name), seconds=4.0)
+    rater, = raters(1)
+    log_in(page, rater.username)
+    page.goto("/b/mmae/panel/")
+    expect(page.locator("#panel-task")).to_be_visible()
+    long = page.locator(".panel-heard", has_text="of 4.0 s")
+    expect(long.first).to_be_visible()
+    for button in page.locator(".panel-play").all():
+        button.click()
+    page.wait_for_function("""() => [...document.querySelectorAll(".panel-player audio")]
+        .every(a => a.currentTime > 0.3)""", timeout=30_000)
+    page.locator(".panel-player audio").evaluate_all(
+        "audios => audios.forEach(a => a.pause())")
+    page.wait_for_timeout(4_500)
+    page.locator(".panel-player audio").evaluate_all("""audios => audios.forEach(a => {
+        a.dispatchEvent(new Event("timeupdate"));
+        a.dispatchEvent(new Event("ended"));
+    })""")
+    expect(page.locator(".panel-option input").first).to_be_disabled()
+    counted = [float(text.split()[1]) for text in long.all_inner_texts()]
+    assert counted and all(seconds < 2.0 for seconds in counted), counted
+
+
 def answer_all(benchmark, people) -> None:
     """Each rater answers every task they are given (right when the task id is even), each
     audio sent to them and played through first."""
