@@ -157,11 +157,8 @@ def test_each_clip_played_through_unlocks_the_choices(
     assert set(page.locator(".panel-heard").all_inner_texts()) == {"heard"}
 
 
-def test_a_clip_played_faster_counts_no_more_than_the_clock(
-        page, panel_board, author, raters):  # noqa: F811 - fixtures
-    """Each advance of the play head counts only as far as the time that passed: a 4 s output
-    played at 16 times its speed (a quarter of a second) leaves the choices locked and its
-    count far short of its length."""
+def open_a_task_of_4_seconds(page, panel_board, author, raters):  # noqa: F811 - fixtures
+    """A rater's first task on a board whose output lasts 4 s; the notes of its count."""
     name = "Echo Editor"
     panel_board.score_by_criteria(name, author)
     samples = json.loads((panel_board.root / "MMAE-meta.json").read_text())
@@ -172,6 +169,15 @@ def test_a_clip_played_faster_counts_no_more_than_the_clock(
     expect(page.locator("#panel-task")).to_be_visible()
     long = page.locator(".panel-heard", has_text="of 4.0 s")
     expect(long.first).to_be_visible()
+    return long
+
+
+def test_a_clip_played_faster_counts_no_more_than_the_clock(
+        page, panel_board, author, raters):  # noqa: F811 - fixtures
+    """Each advance of the play head counts only as far as the time that passed: a 4 s output
+    played at 16 times its speed (a quarter of a second) leaves the choices locked and its
+    count far short of its length."""
+    long = open_a_task_of_4_seconds(page, panel_board, author, raters)
     page.locator(".panel-player audio").evaluate_all(
         "audios => audios.forEach(a => { a.playbackRate = 16; })")
     for button in page.locator(".panel-play").all():
@@ -188,16 +194,7 @@ def test_events_a_page_dispatches_count_nothing(
     """Only the browser's own events of an audio count: a clip played a moment and paused, then
     sent a synthetic `ended` (and `timeupdate`) by a script after a wait, stays short of its
     length, and the choices locked (on the code before, the wait counted as heard)."""
-    name = "Echo Editor"
-    panel_board.score_by_criteria(name, author)
-    samples = json.loads((panel_board.root / "MMAE-meta.json").read_text())
-    write_system(panel_board.root, samples, name=name, seed=len(name), seconds=4.0)
-    rater, = raters(1)
-    log_in(page, rater.username)
-    page.goto("/b/mmae/panel/")
-    expect(page.locator("#panel-task")).to_be_visible()
-    long = page.locator(".panel-heard", has_text="of 4.0 s")
-    expect(long.first).to_be_visible()
+    long = open_a_task_of_4_seconds(page, panel_board, author, raters)
     for button in page.locator(".panel-play").all():
         button.click()
     page.wait_for_function("""() => [...document.querySelectorAll(".panel-player audio")]
