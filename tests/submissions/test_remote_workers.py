@@ -87,7 +87,7 @@ def network(tag: str):
 def postgres(folder: Path):
     """PostgreSQL (the pgserver wheel's build) listening on SERVICES; yields its URL."""
     pgserver = import_pgserver()
-    from pgserver._commands import pg_ctl
+    pg_ctl = pgserver.pg_ctl  # the package's own command, as its top level names it
 
     data = folder / "pg"
     data.mkdir()
