@@ -75,27 +75,23 @@ class FailSoftRedisCache(RedisCache):
         """Set an integer `key` to `value` unless it holds a greater one, in one step
         (config.page_cache: two writers that read different board versions leave the greater),
         for `timeout` seconds."""
-        if self.down():
-            return
-        key = self.make_and_validate_key(key)
-        try:
-            self._cache.get_client(key, write=True).eval(RAISE, 1, key, int(value),
-                                                         int(timeout))
-        except UNREACHABLE as exc:
-            self.found_down()
-            log.error("cache unreachable, raise_to dropped: %s", exc)
-
+        self._script("raise_to", RAISE, key, int(value), int(timeout))
 
     def release(self, key: str, token: int) -> None:
         """Delete integer `key` if it holds `token`, in one step (config.cache.release)."""
+        self._script("release", RELEASE, key, int(token))
+
+    def _script(self, name: str, script: str, key: str, *args: int) -> None:
+        """Run a Lua `script` on `key` and `args`, dropped (and logged) while the server is
+        unreachable."""
         if self.down():
             return
         key = self.make_and_validate_key(key)
         try:
-            self._cache.get_client(key, write=True).eval(RELEASE, 1, key, int(token))
+            self._cache.get_client(key, write=True).eval(script, 1, key, *args)
         except UNREACHABLE as exc:
             self.found_down()
-            log.error("cache unreachable, release dropped: %s", exc)
+            log.error("cache unreachable, %s dropped: %s", name, exc)
 
 
 def _fail_soft(name: str):
