@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from tests.conftest import ROOT
 
@@ -12,6 +12,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 TIMEOUT_MS = 20_000
+# Playwright's assertions wait 5 s unless told otherwise, apart from the context's timeout: on a
+# busy 2-core machine, loading plotly.js (4.6 MB) and drawing a chart took longer than that in a
+# CI run, and four chart assertions failed. They wait as long as every other browser step.
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @pytest.fixture(scope="package")
@@ -66,8 +70,6 @@ def screenshot(page, request):
 def draw_charts(page) -> None:
     """Ask for the page's charts (static/js/charts.js loads plotly.js on demand; once asked,
     later pages of the context draw theirs as they load) and wait until one is drawn."""
-    from playwright.sync_api import expect
-
     button = page.get_by_role("button", name="Draw the charts")
     if button.count():
         button.first.click()
