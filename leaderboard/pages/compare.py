@@ -9,7 +9,7 @@ from itertools import combinations
 from leaderboard.boards import board_pages, lookups, ranking  # noqa: F401 - lookups registers field__any
 from leaderboard.boards.model_pages import model_labels, slice_order
 from leaderboard.boards.selectors import metric_figures
-from leaderboard.boards.state import representatives, representatives_of, shown
+from leaderboard.boards.state import representatives, representatives_of, shown, withheld
 from leaderboard.pages.forms import MODEL_ID
 from scoring.kinds import Kind
 from scoring.models import Benchmark, ItemResult, SliceResult
@@ -77,17 +77,22 @@ def _outcome(mine, theirs) -> str:
 
 def pairwise(submissions: list[Submission]) -> list[dict]:
     """Per-sample wins, losses and ties of each pair (A, B) of submissions over the samples both
-    runs scored: on EM, and on the per-sample mean rubric score. Counts are A's view."""
+    runs scored: on EM, and on the per-sample mean rubric score. Counts are A's view. A sample
+    whose result of either is withheld (submissions.withheld) is not counted, as the list of
+    samples each count links to (item_pages.differing) leaves it out; `withheld` says how
+    many."""
     runs = [s.current_run_id for s in submissions]
     per_run: dict[int, dict[int, tuple[int, float | None]]] = {run: {} for run in runs}
     for run, item, passed, score in (ItemResult.objects.filter(run_id__in=runs)
                                      .values_list("run_id", "item_id", "passed", "score")):
         per_run[run][item] = (passed, score)
+    held = withheld(Benchmark.objects.get(runs=submissions[0].current_run_id))
     labels = model_labels([s.model for s in submissions])
     pairs = []
     for a, b in combinations(submissions, 2):
         mine, theirs = per_run[a.current_run_id], per_run[b.current_run_id]
-        common = mine.keys() & theirs.keys()
+        scored = mine.keys() & theirs.keys()
+        common = {item for item in scored if not (held(a.id, item) or held(b.id, item))}
         em = dict.fromkeys(("wins", "losses", "ties"), 0)
         rubric = dict.fromkeys(("wins", "losses", "ties"), 0)
         for item in common:
@@ -96,7 +101,8 @@ def pairwise(submissions: list[Submission]) -> list[dict]:
             if mine[item][1] is not None and theirs[item][1] is not None:
                 rubric[_outcome(mine[item][1], theirs[item][1])] += 1
         pairs.append({"a": labels[a.model_id], "a_id": a.model_id, "b": labels[b.model_id],
-                      "b_id": b.model_id, "n": len(common), "EM": em, "rubric": rubric})
+                      "b_id": b.model_id, "n": len(common), "withheld": len(scored - common),
+                      "EM": em, "rubric": rubric})
     return pairs
 
 

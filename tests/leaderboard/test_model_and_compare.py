@@ -156,15 +156,15 @@ def test_pairs_count_per_sample_wins_losses_and_ties(trio):
     _, a, b, c = trio
     assert pairwise([a, b, c]) == [
         # A-B: EM s0 A, s2 B, s1 s3 tie; rubric means s0 1>.5 A, s1 .67>.33 A, s2 0<1 B, s3 tie
-        {"a": "A", "a_id": a.model_id, "b": "B", "b_id": b.model_id, "n": 4,
+        {"a": "A", "a_id": a.model_id, "b": "B", "b_id": b.model_id, "n": 4, "withheld": 0,
          "EM": {"wins": 1, "losses": 1, "ties": 2},
          "rubric": {"wins": 2, "losses": 1, "ties": 1}},
         # A-C over s0, s1: EM s0 A, s1 C; rubric s0 1>0 A, s1 .67<1 C
-        {"a": "A", "a_id": a.model_id, "b": "C", "b_id": c.model_id, "n": 2,
+        {"a": "A", "a_id": a.model_id, "b": "C", "b_id": c.model_id, "n": 2, "withheld": 0,
          "EM": {"wins": 1, "losses": 1, "ties": 0},
          "rubric": {"wins": 1, "losses": 1, "ties": 0}},
         # B-C over s0, s1: EM s0 tie, s1 C; rubric s0 .5>0 B, s1 .33<1 C
-        {"a": "B", "a_id": b.model_id, "b": "C", "b_id": c.model_id, "n": 2,
+        {"a": "B", "a_id": b.model_id, "b": "C", "b_id": c.model_id, "n": 2, "withheld": 0,
          "EM": {"wins": 0, "losses": 1, "ties": 1},
          "rubric": {"wins": 1, "losses": 1, "ties": 0}},
     ]

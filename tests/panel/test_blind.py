@@ -207,6 +207,26 @@ def test_a_pooled_result_shows_on_no_public_page_until_it_leaves_the_pool(client
         pooled_board["pooled"] | pooled_board["open"]
 
 
+def test_the_compare_pages_counts_leave_the_pooled_items_out_as_their_lists_do(client,
+                                                                            pooled_board):
+    """Each per-item count of the compare page lists exactly its items when followed: the
+    pooled items are in neither (once counted, a count one above its list said how a pooled
+    item came out), and the page says how many were left out."""
+    a, b = pooled_board["a"], pooled_board["b"]
+    page = parse(client.get(f"/b/mmae/compare/?models={a.model_id}&models={b.model_id}"))
+    row, = page.select("#pairs tbody tr")
+    n = row.select("td.num")[0]
+    assert n.text == f"{len(pooled_board['open'])} +{len(pooled_board['pooled'])} withheld"
+    counts = [cell for cell in row.select("td.num")[1:]]
+    assert sum(int(c.text) for c in counts) == 2 * len(pooled_board["open"])  # both groups
+    links = [a for cell in counts for a in cell.select("a")]
+    assert links  # B wins on score where it passed a rubric
+    for link in links:
+        followed = parse(client.get(link.get("href").replace("&amp;", "&")))
+        listed = {e.get("data-item") for e in followed.select("article[data-item]")}
+        assert len(listed) == int(link.text) and listed <= pooled_board["open"], link
+
+
 @pytest.mark.slow
 def test_a_release_changes_the_page_kept_for_the_board_state(client, pooled_board):
     a = pooled_board["a"]
