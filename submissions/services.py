@@ -35,6 +35,7 @@ from submissions import anonymity, selectors
 from submissions.claims import name_claim
 from submissions.file_checks import (
     archive_file_problems,
+    is_archive,
     predictions_file_problems,
     takes_archive,
 )
@@ -160,6 +161,14 @@ def upload_file_problems(*, benchmark: Benchmark, predictions: UploadedFile | No
                        _file_problems(benchmark, predictions, archive))
     if predictions is not None and not problems:
         problems = _merged({"predictions": _check_predictions(predictions, benchmark)})
+    if predictions is not None and archive is None and takes_archive(benchmark) \
+            and not is_archive(predictions):  # (an archive there is told where it goes)
+        # Every item would count as missing and score 0, as with an archive that holds none
+        # of the files (refused by validation: _none_named).
+        problems = _merged(problems, {"audio": [
+            f"no archive of the output files: {benchmark.slug} takes "
+            f"{get_kind(benchmark.kind).outputs.help}; a predictions file alone would score 0 "
+            "on every item"]})
     return problems
 
 

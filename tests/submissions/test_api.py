@@ -87,6 +87,12 @@ def test_a_bad_token_is_refused(small_bench):
     assert client.get("/api/submissions/").status_code == 401
 
 
+NO_ARCHIVE = ("no archive of the output files: mmae takes predictions.json (the official "
+              "format) or submission.jsonl, plus a .zip or .tar.gz of the edited WAV/FLAC "
+              "files, or one archive holding both; a predictions file alone would score 0 on "
+              "every item")
+
+
 @pytest.mark.parametrize("overrides, errors", [
     ({"benchmark": None, "model_name": None},
      ["benchmark: This field is required.", "model_name: This field is required."]),
@@ -96,6 +102,12 @@ def test_a_bad_token_is_refused(small_bench):
     ({"predictions": None, "audio": None},
      ["upload a predictions file and an archive of the edited audio, or one archive holding "
       "both"]),
+    # Predictions without their audio would score 0 on every item: refused, as an archive
+    # holding none of the files is.
+    ({"audio": None}, [NO_ARCHIVE]),
+    ({"audio": None, "predictions": SimpleUploadedFile(
+        "submission.jsonl", b'{"id": "zz", "audio_path": "a.wav"}\n')},
+     ["submission.jsonl line 1: unknown id 'zz' (not in the benchmark)", NO_ARCHIVE]),
     ({"predictions": SimpleUploadedFile("submission.jsonl",
                                         b'{"id": "zz", "audio_path": "a.wav"}\n{"id": 5}\n')},
      ["submission.jsonl line 1: unknown id 'zz' (not in the benchmark)",

@@ -5,6 +5,7 @@ JSON document only below SUBMISSION_MAX_PREDICTIONS_BYTES."""
 
 import io
 import json
+import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -76,7 +77,15 @@ def api(author):
 def post(api, small_bench, predictions):
     return api.post("/api/submissions/", {
         "benchmark": small_bench["benchmark"].slug, "model_name": "M",
-        "predictions": predictions}, format="multipart")
+        "predictions": predictions, "audio": an_archive()}, format="multipart")
+
+
+def an_archive() -> SimpleUploadedFile:
+    """An archive for the upload to be whole, so that only the predictions file is at fault."""
+    held = io.BytesIO()
+    with zipfile.ZipFile(held, "w") as archive:
+        archive.writestr("audio/a1.wav", b"")
+    return SimpleUploadedFile("audio.zip", held.getvalue())
 
 
 @pytest.mark.slow
@@ -95,7 +104,8 @@ def test_the_forms_errors_are_bounded(client, author, small_bench, settings):
     client.force_login(author)
     response = client.post("/submit/", {
         "benchmark": small_bench["benchmark"].slug, "model_name": "M",
-        "predictions": SimpleUploadedFile("submission.jsonl", unknown_ids_jsonl(1000))})
+        "predictions": SimpleUploadedFile("submission.jsonl", unknown_ids_jsonl(1000)),
+        "audio": an_archive()})
     body = response.content.decode()
     assert "... and 995 more unknown ids" in body
     assert body.count("(not in the benchmark)") == 5
