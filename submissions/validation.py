@@ -318,7 +318,7 @@ def _summarise(item_keys: list[str], parsed: list[Prediction], listing: Listing 
                                f"any prediction were ignored ({_shown(result.ignored)})")
     if result.missing:
         result.warnings.append(f"{len(result.missing)} of {result.n_items} items have no "
-                               "output and will score 0 on every rubric")
+                               "output: each scores 0 on every rubric")
 
 
 def validate_responses(*, item_keys: list[str], predictions: Path | None, archive: Path | None,

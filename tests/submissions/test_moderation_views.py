@@ -201,7 +201,7 @@ def test_the_author_makes_a_submission_private_from_its_page(client, score_with_
     page = client.get(f"/submissions/{submission.pk}/").content.decode()
     assert "Make private" in page
     represent = one(page, ".author-controls input[name=chosen][value=true]").parent
-    assert represent.one("button").text == "Represent Model A on the board"
+    assert represent.one("button").text == "Pin this one for Model A on the board"
     assert represent.one("button span.cut.name").text == "Model A"
     response = client.post(f"/submissions/{submission.pk}/visibility/", {"public": "false"},
                            follow=True)

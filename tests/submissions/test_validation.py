@@ -194,7 +194,7 @@ class TestHappyPaths:
         assert result.missing == {"b2": "audio/b2.wav: file not in the archive",
                                   "c3": "no prediction"}
         assert result.coverage == pytest.approx(1 / 3)
-        assert result.warnings == ["2 of 3 items have no output and will score 0 on every "
+        assert result.warnings == ["2 of 3 items have no output: each scores 0 on every "
                                    "rubric"]
 
     def test_it_accepts_flac(self, upload, audio_dir):

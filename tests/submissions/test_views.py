@@ -1,3 +1,6 @@
+import io
+import zipfile
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -85,6 +88,27 @@ def test_a_rejected_submission_shows_its_report_and_stops_polling(logged_in, sma
     assert one(page, "#state").text == "rejected"
     assert "audio.zip: not a .zip or .tar.gz archive" in page
     assert "hx-get" not in page
+
+
+def test_a_rejected_submission_says_its_missing_samples_would_score_0(logged_in, small_bench,
+                                                                     author, make_submission):
+    """Nothing of a rejected upload is scored: its missing samples would score 0, not do."""
+    first, *_, last = [s["id"] for s in small_bench["samples"]]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(small_bench["zip"])) as whole, \
+            zipfile.ZipFile(buffer, "w") as archive:
+        for name in whole.namelist():
+            if name.endswith(f"/{first}.wav"):
+                archive.writestr(name, b"RIFF but no audio")
+            elif not name.endswith(f"/{last}.wav"):
+                archive.writestr(name, whole.read(name))
+    submission = make_submission(author, archive=buffer.getvalue())
+    submission_validate(submission.id)
+    page = logged_in.get(f"/submissions/{submission.id}/progress/").content.decode()
+    assert one(page, "#state").text == "rejected"
+    assert one(page, "details summary").text == \
+        "1 sample without a usable output (it would score 0)"
+    assert "score 0" not in page.replace("(it would score 0)", "")
 
 
 def test_a_queued_submission_shows_its_progress(logged_in, small_bench, author,
