@@ -170,6 +170,17 @@ class Submission(models.Model):
         return self.status
 
     @property
+    def state_times(self) -> dict[str, str]:
+        """When it entered each state `state` passes through, in that order: the upload's own
+        (uploaded, validating, rejected), then, once queued, its current run's. (PostgreSQL's
+        jsonb keeps keys in an order of its own, so they are sorted by their ISO times.)"""
+        times = self.status_times
+        if self.status == self.Status.QUEUED and self.current_run is not None:
+            run = self.current_run.status_times
+            times = {**{k: v for k, v in times.items() if k not in run}, **run}
+        return dict(sorted(times.items(), key=lambda entry: entry[1]))
+
+    @property
     def flagged(self) -> bool:
         return bool(self.flag_reason)
 

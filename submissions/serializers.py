@@ -59,7 +59,9 @@ class SubmissionSerializer(serializers.Serializer):
         help_text="an anonymous entry's private review link: its page, without its name until "
                   "the reveal, its model's after (its author and staff only)")
     created_at = serializers.DateTimeField()
-    status_times = serializers.DictField(child=serializers.CharField())
+    status_times = serializers.DictField(
+        child=serializers.CharField(), source="state_times",
+        help_text="each `status` it entered -> when: the upload's own, then its current run's")
     coverage = serializers.FloatField(allow_null=True)
     partial = serializers.BooleanField()
     representative = serializers.BooleanField()

@@ -3,6 +3,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
+from scoring.runs import run_move
 from submissions.models import Submission
 from submissions.services import submission_validate
 from tests.conftest import _use_broker, free_ports
@@ -62,6 +63,26 @@ def test_the_detail_shows_progress_coverage_report_and_runs(api, small_bench):
     assert run["status"] == "queued" and run["judge"] == "Qwen3-Omni-30B-A3B-Instruct"
     assert "queued" in run["status_times"]
     assert [s["id"] for s in api.get("/api/submissions/").json()] == [submission_id]
+
+
+def test_the_status_times_follow_the_status_into_its_run(api, small_bench):
+    """`status_times` names every state `status` went through: the upload's, then its run's
+    (they stopped at "queued" while `status` read "finished")."""
+    submission_id = api.post("/api/submissions/", payload(small_bench),
+                             format="multipart").json()["id"]
+    submission_validate(submission_id)
+    run = Submission.objects.get(pk=submission_id).current_run
+    for source, target in (("queued", "scoring"), ("scoring", "aggregating"),
+                           ("aggregating", "finished")):
+        assert run_move(run.id, [source], target)
+        body = api.get(f"/api/submissions/{submission_id}/").json()
+        assert body["status"] == target
+        assert list(body["status_times"]) == [
+            "uploaded", "validating", "queued", "scoring", "aggregating", "finished"][
+            :["scoring", "aggregating", "finished"].index(target) + 4]
+    times = body["status_times"]
+    assert times["finished"] == body["runs"][0]["status_times"]["finished"]
+    assert sorted(times.values()) == list(times.values())  # in the order entered
 
 
 def test_predictions_nested_too_deeply_are_a_400_naming_the_file(api, small_bench):
