@@ -29,3 +29,12 @@ for (const details of document.querySelectorAll("details[data-fold-narrow]")) {
     details.open = false;
   }
 }
+
+// A strip of tabs wider than the screen scrolls sideways (a phone's width): it opens with the
+// current tab in view, not the first, and never moves the page.
+for (const current of document.querySelectorAll("nav.tabs a.active")) {
+  const strip = current.closest("nav.tabs");
+  if (strip.scrollWidth <= strip.clientWidth) continue;
+  const offset = current.getBoundingClientRect().left - strip.getBoundingClientRect().left;
+  strip.scrollLeft += offset - (strip.clientWidth - current.offsetWidth) / 2;
+}
