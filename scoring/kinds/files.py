@@ -253,3 +253,14 @@ def show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def keys_instead(entry: dict, key: str) -> str:
+    """What a message adds where an entry lacks `key` altogether: the keys it has, which name
+    the mistake (another benchmark's format, a misspelling); nothing where it has the key."""
+    if key in entry:
+        return ""
+    if not entry:
+        return " (an empty object)"
+    shown = ", ".join(show(k) for k in list(entry)[:6])
+    return f" (its keys: {shown}{', ...' if len(entry) > 6 else ''})"
+
+

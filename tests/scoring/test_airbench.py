@@ -183,7 +183,8 @@ def test_predictions_name_line_and_uniq_id_of_every_fault():
         "p.jsonl line 5 (uniq_id 3): 'response' must be a string, got nothing",
         "p.jsonl line 6: invalid JSON at column 2: Expecting property name enclosed in double "
         "quotes",
-        "p.jsonl line 7: 'uniq_id' must be an integer or a non-empty string, got nothing",
+        "p.jsonl line 7: 'uniq_id' must be an integer or a non-empty string, got nothing "
+        '(its keys: "response")',
     ]
 
 

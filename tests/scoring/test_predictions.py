@@ -93,7 +93,9 @@ class TestBadInput:
         two_audios = official("c3")
         two_audios["messages"][-1]["content"].append({"type": "audio", "audio_url": "y.wav"})
         text = json.dumps([["a1"], {"id": 7}, no_assistant, two_audios,
-                           {"id": "a1", "audio_path": ""}])
+                           {"id": "a1", "audio_path": ""},
+                           # another benchmark's line (AIR-Bench's), and an empty one
+                           {"uniq_id": 1, "response": "A"}, {}])
         assert problems(text) == [
             'predictions.json entry 1: must be a JSON object, got ["a1"]',
             "predictions.json entry 2: 'id' must be a non-empty string, got 7",
@@ -102,6 +104,10 @@ class TestBadInput:
             "predictions.json entry 4 (id c3): the assistant turn must hold exactly one audio "
             "item, found 2",
             "predictions.json entry 5 (id a1): 'audio_path' must be a non-empty string, got \"\"",
+            "predictions.json entry 6: 'id' must be a non-empty string, got nothing (its keys: "
+            '"uniq_id", "response")',
+            "predictions.json entry 7: 'id' must be a non-empty string, got nothing (an empty "
+            "object)",
         ]
 
     def test_an_empty_file_is_refused(self):

@@ -21,6 +21,7 @@ from scoring.kinds.files import (
     PredictionError,
     Problems,
     ReplyError,
+    keys_instead,
     read_json,
     show,
 )
@@ -340,7 +341,8 @@ def parse_responses(text, *, name: str, known_ids: set[str],
         raw_id = value.get("uniq_id")
         if isinstance(raw_id, bool) or not isinstance(raw_id, (int, str)) or raw_id == "":
             problems.add("lines without a uniq_id", f"{name} {place}: 'uniq_id' must be an "
-                         f"integer or a non-empty string, got {show(raw_id)}")
+                         f"integer or a non-empty string, got {show(raw_id)}"
+                         f"{keys_instead(value, 'uniq_id')}")
             continue
         uniq_id = str(raw_id)
         where = f"{name} {place} (uniq_id {uniq_id})"

@@ -15,6 +15,7 @@ from scoring.kinds.files import (
     PredictionError,
     Problems,
     entries,
+    keys_instead,
     read_text,
     show,
 )
@@ -73,7 +74,7 @@ def parse_predictions(text, *, name: str, known_ids: set[str],
         sample_id = value.get("id")
         if not isinstance(sample_id, str) or not sample_id:
             problems.add("entries without an id", f"{name} {place}: 'id' must be a non-empty "
-                         f"string, got {show(sample_id)}")
+                         f"string, got {show(sample_id)}{keys_instead(value, 'id')}")
             continue
         path, why = _output_path(value)
         if why:
