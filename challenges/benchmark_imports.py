@@ -48,7 +48,7 @@ from redis.exceptions import RedisError
 from audit.models import AuditEvent
 from audit.services import audit_record
 from challenges.models import Phase, PhaseBoard, Track
-from challenges.organizer_services import board_attach
+from challenges.organizer_services import benchmark_give, board_attach
 from config.celery import BrokerUnavailable, broker_check
 from config.errors import ServiceError
 from scoring import media
@@ -399,6 +399,7 @@ def _commit(record: dict, *, kind, meta: Path, audio: Path, base: str, phase: Ph
             moved = final
             root = (final / base) if base else final
             Benchmark.objects.filter(pk=benchmark.pk).update(audio_root=str(root.resolve()))
+            benchmark_give(challenge=phase.challenge, slug=slug, actor=actor)
             board_attach(phase=phase, track=track, benchmark_slug=slug, actor=actor)
             audit_record(actor=actor, action=AuditEvent.Action.CHALLENGE, obj=benchmark,
                          after={"benchmark": slug, "kind": kind.name, "items": benchmark.n_items,

@@ -16,7 +16,15 @@ from django.db.models import Q
 
 from audit.models import AuditEvent
 from audit.services import audit_record
-from challenges.models import Challenge, Entry, Organizer, Phase, PhaseBoard, Track
+from challenges.models import (
+    Challenge,
+    ChallengeBenchmark,
+    Entry,
+    Organizer,
+    Phase,
+    PhaseBoard,
+    Track,
+)
 from config.errors import ServiceError
 from scoring.boards import board_changed
 from scoring.models import Benchmark
@@ -179,9 +187,48 @@ def track_save(*, challenge: Challenge, actor, fields: dict, track: Track | None
 
 # --- boards ----------------------------------------------------------------------------------
 
+def benchmark_give(*, challenge: Challenge, slug: str, actor) -> ChallengeBenchmark:
+    """Give benchmark `slug` (every version) to `challenge`: its organizers may attach it as a
+    board, no other challenge's may (staff's part, or the organizer pages' import of a new
+    slug). Audited; a slug given to another challenge is refused."""
+    slug = (slug or "").strip()
+    if not Benchmark.objects.filter(slug=slug).exists():
+        raise ServiceError({"benchmark": [f"no benchmark is named {slug!r}"]})
+    try:
+        with transaction.atomic():
+            given = ChallengeBenchmark.objects.create(challenge=challenge, slug=slug,
+                                                      granted_by=actor)
+            audit_record(actor=actor, action=AuditEvent.Action.CHALLENGE, obj=given,
+                         after={"benchmark": slug, "challenge": challenge.slug},
+                         reason=f"{slug} given to {challenge.slug}", benchmark_slug=slug)
+    except IntegrityError:
+        owner = ChallengeBenchmark.objects.get(slug=slug).challenge
+        raise ServiceError({"benchmark": [f"{slug} is {owner.slug}'s already"]},
+                           code="conflict") from None
+    return given
+
+
+def _given(challenge: Challenge, benchmark: Benchmark, actor) -> None:
+    """Refuse a benchmark that is not this challenge's (one an organizer of another challenge,
+    or of none, could otherwise take: its hidden rubrics would be theirs to see and reveal, its
+    uploads theirs to close); staff attaching one that is no challenge's give it to this one."""
+    owner = ChallengeBenchmark.objects.filter(slug=benchmark.slug) \
+        .values_list("challenge_id", flat=True).first()
+    if owner == challenge.pk:
+        return
+    if owner is None and actor is not None and actor.is_staff:
+        benchmark_give(challenge=challenge, slug=benchmark.slug, actor=actor)
+        return
+    raise ServiceError({"benchmark": [
+        f"{benchmark.slug} is not one of {challenge.slug}'s benchmarks: staff give a benchmark "
+        f"to the challenge (manage.py challenge_benchmark {challenge.slug} {benchmark.slug}), "
+        "or import it on a phase's page"]}, code="conflict")
+
+
 def board_attach(*, phase: Phase, track: Track, benchmark_slug: str, actor) -> PhaseBoard:
-    """Rank `track` in `phase` on the newest version of benchmark `benchmark_slug`: a board
-    change (the benchmark's disclosure now follows the phase)."""
+    """Rank `track` in `phase` on the newest version of benchmark `benchmark_slug`, one given
+    to the challenge (ChallengeBenchmark): a board change (the benchmark's disclosure now
+    follows the phase)."""
     if track.challenge_id != phase.challenge_id:
         raise ServiceError({"track": ["not a track of this challenge"]})
     if phase.revealed_at is not None:
@@ -191,6 +238,7 @@ def board_attach(*, phase: Phase, track: Track, benchmark_slug: str, actor) -> P
         .order_by("-version").first()
     if benchmark is None:
         raise ServiceError({"benchmark": [f"no benchmark is named {benchmark_slug!r}"]})
+    _given(phase.challenge, benchmark, actor)
     if PhaseBoard.objects.filter(benchmark=benchmark).exists():
         raise ServiceError({"benchmark": [f"{benchmark.slug} is the board of a phase already"]},
                            code="conflict")

@@ -6,16 +6,28 @@ shows, or a board attached, is a board change; every change is audited, in publi
 public should know."""
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import URLResolver, get_resolver
+from django.utils import timezone
 
 from audit.models import AuditEvent
-from challenges.models import Organizer, Phase, PhaseBoard, Track, Verification
+from challenges import organizer_services
+from challenges.models import (
+    Challenge,
+    ChallengeBenchmark,
+    Organizer,
+    Phase,
+    PhaseBoard,
+    Track,
+    Verification,
+)
 from scoring.models import Benchmark
 from tests.challenges.challenge_factories import add_team, build_challenge, enter
+from tests.conftest import cast_member
 from tests.factories import board_benchmark
 from tests.html import texts
 
@@ -187,6 +199,7 @@ def test_tracks_are_created_and_edited_with_rules_and_filters(client, built, aut
 def test_a_board_is_attached_by_slug_as_a_board_change(client, built, author):
     track = Track.objects.create(challenge=built.challenge, slug="extra", name="Extra")
     benchmark = board_benchmark(slug="final-extra", rubrics_hidden=True)
+    organizer_services.benchmark_give(challenge=built.challenge, slug="final-extra", actor=None)
     version = benchmark.board_version
     client.force_login(author)
     page = client.post("/c/icassp/manage/phases/final/boards/",
@@ -312,3 +325,47 @@ def test_the_dimensions_a_task_package_gives_out_are_chosen_on_the_phase_form(
     refused = client.post("/c/icassp/manage/phases/final-2/", {
         **fields, "released_dimensions": ["rubrics"]})
     assert refused.status_code == 400 and "rubrics" in refused.content.decode()
+
+
+def test_only_a_benchmark_given_to_the_challenge_is_attached(client, built, author,
+                                                            django_user_model):
+    """An organizer of another challenge could attach a hidden-rubric benchmark not yet
+    attached (between its import and its attachment, or once detached) and so read its
+    rubrics, reveal them to everyone and close its uploads: a benchmark is attached only by
+    the challenge it was given to (staff, or the organizer pages' import)."""
+    board_benchmark(slug="final-extra", rubrics_hidden=True)
+    eve = cast_member(django_user_model, "eve", "eve@example.com")
+    other = Challenge.objects.create(slug="other", title="Another challenge")
+    organizer_services.organizer_grant(challenge=other, actor=None, who="eve")
+    now = timezone.now()
+    phase = organizer_services.phase_save(challenge=other, actor=eve, fields={
+        "slug": "p", "name": "P", "kind": Phase.Kind.FINAL, "opens_at": now,
+        "closes_at": now + timedelta(days=1), "per_day": 1, "total": 1, "late_uploads": True,
+        "shown": Phase.Shown.NOTHING, "released_dimensions": []})
+    track = organizer_services.track_save(challenge=other, actor=eve, fields={
+        "slug": "t", "name": "T", "rules": "", "attestations": [], "where": {},
+        "position": 0})
+    client.force_login(eve)
+
+    def attach():
+        return client.post("/c/other/manage/phases/p/boards/",
+                           {"track": track.pk, "benchmark": "final-extra"})
+
+    refused = attach()  # given to no challenge yet
+    assert refused.status_code == 400, refused.status_code
+    assert "final-extra is not one of other&#x27;s benchmarks" in refused.content.decode()
+    call_command("challenge_benchmark", "icassp", "final-extra")
+    assert attach().status_code == 400  # given to icassp: still not hers
+    assert not PhaseBoard.objects.filter(benchmark__slug="final-extra").exists()
+    with pytest.raises(CommandError, match="final-extra is icassp's already"):
+        call_command("challenge_benchmark", "other", "final-extra")
+    # Its own organizer attaches it; staff attaching one given to no challenge give it.
+    client.force_login(author)
+    extra = Track.objects.create(challenge=built.challenge, slug="extra", name="Extra")
+    assert client.post("/c/icassp/manage/phases/final/boards/",
+                       {"track": extra.pk, "benchmark": "final-extra"}).status_code == 302
+    board_benchmark(slug="loose")
+    staff = cast_member(django_user_model, "sam", "sam@example.com", is_staff=True)
+    organizer_services.board_attach(phase=phase, track=track, benchmark_slug="loose",
+                                    actor=staff)
+    assert ChallengeBenchmark.objects.get(slug="loose").challenge == other

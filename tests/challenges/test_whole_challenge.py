@@ -130,6 +130,7 @@ def test_a_whole_challenge_from_development_to_the_reveal(
     challenge = Challenge.objects.create(slug="icassp", title="Audio Editing Challenge",
                                          time_zone="America/Los_Angeles")
     organizer_services.organizer_grant(challenge=challenge, actor=staff, who="organizer")
+    call_command("challenge_benchmark", "icassp", *(slug for slug, *_ in imports))
     now = timezone.now()
     tracks = {slug: organizer_services.track_save(
         challenge=challenge, actor=organizer, fields={
