@@ -110,19 +110,21 @@ class Phase(models.Model):
 
 
 class ChallengeBenchmark(models.Model):
-    """A benchmark (by slug, every version) given to a challenge: its organizers may attach it
-    as a board, and no other challenge's may. Made by the organizer pages' import, by staff
-    attaching a board, or by `manage.py challenge_benchmark`."""
+    """A benchmark version given to a challenge: its organizers may attach it as a board, and
+    no other challenge's may. One version, not its slug: a later version of the slug (another
+    import) is nobody's until given. Given by the organizer pages' import, by staff attaching
+    a board, or by `manage.py challenge_benchmark`."""
 
     challenge = models.ForeignKey(Challenge, on_delete=models.CASCADE,
                                   related_name="benchmarks")
-    slug = models.SlugField(max_length=50, unique=True)
+    benchmark = models.OneToOneField("scoring.Benchmark", on_delete=models.CASCADE,
+                                     related_name="challenge_grant")
     granted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     granted_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
-        return f"{self.slug} ({self.challenge})"
+        return f"{self.benchmark} ({self.challenge})"
 
 
 class PhaseBoard(models.Model):

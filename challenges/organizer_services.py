@@ -187,32 +187,40 @@ def track_save(*, challenge: Challenge, actor, fields: dict, track: Track | None
 
 # --- boards ----------------------------------------------------------------------------------
 
-def benchmark_give(*, challenge: Challenge, slug: str, actor) -> ChallengeBenchmark:
-    """Give benchmark `slug` (every version) to `challenge`: its organizers may attach it as a
-    board, no other challenge's may (staff's part, or the organizer pages' import of a new
-    slug). Audited; a slug given to another challenge is refused."""
-    slug = (slug or "").strip()
-    if not Benchmark.objects.filter(slug=slug).exists():
+def _newest(slug: str) -> Benchmark:
+    benchmark = Benchmark.objects.filter(slug=(slug or "").strip()).order_by("-version").first()
+    if benchmark is None:
         raise ServiceError({"benchmark": [f"no benchmark is named {slug!r}"]})
+    return benchmark
+
+
+def benchmark_give(*, challenge: Challenge, slug: str, actor) -> ChallengeBenchmark:
+    """Give the newest version of benchmark `slug` to `challenge`: its organizers may attach
+    it as a board, no other challenge's may (staff's part, or the organizer pages' import of a
+    new slug). Audited; a version given to another challenge is refused."""
+    benchmark = _newest(slug)
     try:
         with transaction.atomic():
-            given = ChallengeBenchmark.objects.create(challenge=challenge, slug=slug,
+            given = ChallengeBenchmark.objects.create(challenge=challenge, benchmark=benchmark,
                                                       granted_by=actor)
             audit_record(actor=actor, action=AuditEvent.Action.CHALLENGE, obj=given,
-                         after={"benchmark": slug, "challenge": challenge.slug},
-                         reason=f"{slug} given to {challenge.slug}", benchmark_slug=slug)
+                         after={"benchmark": benchmark.slug, "version": benchmark.version,
+                                "challenge": challenge.slug},
+                         reason=f"{benchmark} given to {challenge.slug}",
+                         benchmark_slug=benchmark.slug)
     except IntegrityError:
-        owner = ChallengeBenchmark.objects.get(slug=slug).challenge
-        raise ServiceError({"benchmark": [f"{slug} is {owner.slug}'s already"]},
+        owner = ChallengeBenchmark.objects.get(benchmark=benchmark).challenge
+        raise ServiceError({"benchmark": [f"{benchmark} is {owner.slug}'s already"]},
                            code="conflict") from None
     return given
 
 
 def _given(challenge: Challenge, benchmark: Benchmark, actor) -> None:
-    """Refuse a benchmark that is not this challenge's (one an organizer of another challenge,
-    or of none, could otherwise take: its hidden rubrics would be theirs to see and reveal, its
-    uploads theirs to close); staff attaching one that is no challenge's give it to this one."""
-    owner = ChallengeBenchmark.objects.filter(slug=benchmark.slug) \
+    """Refuse a benchmark version that is not this challenge's (one an organizer of another
+    challenge, or of none, could otherwise take: its hidden rubrics would be theirs to see and
+    reveal, its uploads theirs to close); staff attaching one that is no challenge's give it to
+    this one."""
+    owner = ChallengeBenchmark.objects.filter(benchmark=benchmark) \
         .values_list("challenge_id", flat=True).first()
     if owner == challenge.pk:
         return
@@ -220,24 +228,21 @@ def _given(challenge: Challenge, benchmark: Benchmark, actor) -> None:
         benchmark_give(challenge=challenge, slug=benchmark.slug, actor=actor)
         return
     raise ServiceError({"benchmark": [
-        f"{benchmark.slug} is not one of {challenge.slug}'s benchmarks: staff give a benchmark "
+        f"{benchmark} is not one of {challenge.slug}'s benchmarks: staff give a benchmark "
         f"to the challenge (manage.py challenge_benchmark {challenge.slug} {benchmark.slug}), "
         "or import it on a phase's page"]}, code="conflict")
 
 
 def board_attach(*, phase: Phase, track: Track, benchmark_slug: str, actor) -> PhaseBoard:
-    """Rank `track` in `phase` on the newest version of benchmark `benchmark_slug`, one given
-    to the challenge (ChallengeBenchmark): a board change (the benchmark's disclosure now
-    follows the phase)."""
+    """Rank `track` in `phase` on the newest version of benchmark `benchmark_slug`, if that
+    version was given to the challenge (ChallengeBenchmark): a board change (the benchmark's
+    disclosure now follows the phase)."""
     if track.challenge_id != phase.challenge_id:
         raise ServiceError({"track": ["not a track of this challenge"]})
     if phase.revealed_at is not None:
         raise ServiceError(f"{phase.name} was revealed: its boards stay as they were",
                            code="conflict")
-    benchmark = Benchmark.objects.filter(slug=(benchmark_slug or "").strip()) \
-        .order_by("-version").first()
-    if benchmark is None:
-        raise ServiceError({"benchmark": [f"no benchmark is named {benchmark_slug!r}"]})
+    benchmark = _newest(benchmark_slug)
     _given(phase.challenge, benchmark, actor)
     if PhaseBoard.objects.filter(benchmark=benchmark).exists():
         raise ServiceError({"benchmark": [f"{benchmark.slug} is the board of a phase already"]},

@@ -1,5 +1,5 @@
 """Boards attached before benchmarks were given to challenges (challenges 0005) stay their
-challenges' once migrated (0006): each attached benchmark's slug is given to the challenge of
+challenges' once migrated (0006): each attached benchmark version is given to the challenge of
 its phase, so its organizers may attach it again and no other challenge's may."""
 
 from datetime import timedelta
@@ -42,6 +42,6 @@ def test_each_attached_board_is_given_to_its_challenge(before):
             before.get_model("challenges", "PhaseBoard").objects.create(
                 phase=phase, track=track, benchmark_id=benchmark.id)
     migrate(latest())
-    given = {g.slug: g.challenge.slug for g in ChallengeBenchmark.objects.all()}
+    given = {g.benchmark.slug: g.challenge.slug for g in ChallengeBenchmark.objects.all()}
     assert given == {"final-single": "icassp"}
     assert loose.slug not in given

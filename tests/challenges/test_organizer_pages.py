@@ -331,8 +331,8 @@ def test_only_a_benchmark_given_to_the_challenge_is_attached(client, built, auth
                                                             django_user_model):
     """An organizer of another challenge could attach a hidden-rubric benchmark not yet
     attached (between its import and its attachment, or once detached) and so read its
-    rubrics, reveal them to everyone and close its uploads: a benchmark is attached only by
-    the challenge it was given to (staff, or the organizer pages' import)."""
+    rubrics, reveal them to everyone and close its uploads: a benchmark version is attached
+    only by the challenge it was given to (staff, or the organizer pages' import)."""
     board_benchmark(slug="final-extra", rubrics_hidden=True)
     eve = cast_member(django_user_model, "eve", "eve@example.com")
     other = Challenge.objects.create(slug="other", title="Another challenge")
@@ -347,18 +347,28 @@ def test_only_a_benchmark_given_to_the_challenge_is_attached(client, built, auth
         "position": 0})
     client.force_login(eve)
 
-    def attach():
+    def attach(slug="final-extra"):
         return client.post("/c/other/manage/phases/p/boards/",
-                           {"track": track.pk, "benchmark": "final-extra"})
+                           {"track": track.pk, "benchmark": slug})
 
     refused = attach()  # given to no challenge yet
     assert refused.status_code == 400, refused.status_code
-    assert "final-extra is not one of other&#x27;s benchmarks" in refused.content.decode()
+    assert "final-extra v1 is not one of other&#x27;s benchmarks" in refused.content.decode()
     call_command("challenge_benchmark", "icassp", "final-extra")
     assert attach().status_code == 400  # given to icassp: still not hers
     assert not PhaseBoard.objects.filter(benchmark__slug="final-extra").exists()
-    with pytest.raises(CommandError, match="final-extra is icassp's already"):
+    with pytest.raises(CommandError, match="final-extra v1 is icassp's already"):
         call_command("challenge_benchmark", "other", "final-extra")
+    # A slug of hers does not make a later version of it hers: staff importing the final set
+    # under a slug she took first (by her own import) give it to nobody.
+    board_benchmark(slug="squatted")
+    call_command("challenge_benchmark", "other", "squatted")
+    later = board_benchmark(slug="squatted", version=2, sha256="b" * 64, rubrics_hidden=True)
+    assert later.version == 2
+    assert attach("squatted").status_code == 400
+    assert not PhaseBoard.objects.filter(benchmark=later).exists()
+    call_command("challenge_benchmark", "icassp", "squatted")
+    assert ChallengeBenchmark.objects.get(benchmark=later).challenge == built.challenge
     # Its own organizer attaches it; staff attaching one given to no challenge give it.
     client.force_login(author)
     extra = Track.objects.create(challenge=built.challenge, slug="extra", name="Extra")
@@ -368,4 +378,4 @@ def test_only_a_benchmark_given_to_the_challenge_is_attached(client, built, auth
     staff = cast_member(django_user_model, "sam", "sam@example.com", is_staff=True)
     organizer_services.board_attach(phase=phase, track=track, benchmark_slug="loose",
                                     actor=staff)
-    assert ChallengeBenchmark.objects.get(slug="loose").challenge == other
+    assert ChallengeBenchmark.objects.get(benchmark__slug="loose").challenge == other

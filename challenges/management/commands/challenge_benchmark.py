@@ -6,8 +6,8 @@ from config.errors import ServiceError
 
 
 class Command(BaseCommand):
-    help = ("Give benchmarks (by slug, every version) to a challenge: its organizers may attach "
-            "them as boards, and no other challenge's may; audited.")
+    help = ("Give benchmarks (the newest version of each slug) to a challenge: its organizers "
+            "may attach them as boards, and no other challenge's may; audited.")
 
     def add_arguments(self, parser):
         parser.add_argument("slug", help="the challenge's slug")
