@@ -152,10 +152,14 @@ class TrackForm(forms.Form):
 class BoardAttachForm(forms.Form):
     benchmark = forms.SlugField(max_length=50, label="Benchmark (its slug)")
 
-    def __init__(self, *args, tracks, **kwargs):
+    def __init__(self, *args, tracks, attachable: list[str], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["track"] = forms.TypedChoiceField(
             coerce=int, choices=[(t.pk, t.name) for t in tracks])
+        self.fields["benchmark"].help_text = (
+            f"given to this challenge, on no board: {', '.join(attachable)}" if attachable else
+            "none given to this challenge is free: staff give benchmarks (manage.py "
+            "challenge_benchmark), or import one on this phase's page")
         self.order_fields(["track", "benchmark"])
 
 

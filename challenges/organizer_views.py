@@ -18,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from challenges import benchmark_imports as imports
 from challenges import organizer_services as services
+from challenges import selectors
 from challenges import verification as checks
 from challenges.models import (
     Entry,
@@ -175,7 +176,8 @@ def phase_edit(request, challenge, phase=None):
         "phase": found, "form": form,
         "boards": PhaseBoard.objects.filter(phase=found).select_related("track", "benchmark")
         if found else [],
-        "attach": BoardAttachForm(tracks=tracks) if found else None,
+        "attach": BoardAttachForm(tracks=tracks, attachable=selectors.attachable(challenge))
+        if found else None,
     }, active="phases", status=status)
 
 
@@ -183,7 +185,8 @@ def phase_edit(request, challenge, phase=None):
 def board_attach(request, challenge, phase):
     found = get_object_or_404(Phase, challenge=challenge, slug=phase)
     tracks = list(challenge.tracks.all())
-    form = BoardAttachForm(request.POST, tracks=tracks)
+    form = BoardAttachForm(request.POST, tracks=tracks,
+                           attachable=selectors.attachable(challenge))
     if form.is_valid():
         try:
             services.board_attach(phase=found, track=get_object_or_404(

@@ -351,6 +351,8 @@ def test_only_a_benchmark_given_to_the_challenge_is_attached(client, built, auth
         return client.post("/c/other/manage/phases/p/boards/",
                            {"track": track.pk, "benchmark": slug})
 
+    assert "none given to this challenge is free" in \
+        client.get("/c/other/manage/phases/p/").content.decode()
     refused = attach()  # given to no challenge yet
     assert refused.status_code == 400, refused.status_code
     assert "final-extra v1 is not one of other&#x27;s benchmarks" in refused.content.decode()
@@ -369,8 +371,11 @@ def test_only_a_benchmark_given_to_the_challenge_is_attached(client, built, auth
     assert not PhaseBoard.objects.filter(benchmark=later).exists()
     call_command("challenge_benchmark", "icassp", "squatted")
     assert ChallengeBenchmark.objects.get(benchmark=later).challenge == built.challenge
-    # Its own organizer attaches it; staff attaching one given to no challenge give it.
+    # Its own organizer attaches it (the board form names what is given and free); staff
+    # attaching one given to no challenge give it.
     client.force_login(author)
+    form = client.get("/c/icassp/manage/phases/final/").content.decode()
+    assert "given to this challenge, on no board: final-extra v1, squatted v2" in form
     extra = Track.objects.create(challenge=built.challenge, slug="extra", name="Extra")
     assert client.post("/c/icassp/manage/phases/final/boards/",
                        {"track": extra.pk, "benchmark": "final-extra"}).status_code == 302
