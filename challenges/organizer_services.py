@@ -198,7 +198,10 @@ def benchmark_give(*, challenge: Challenge, slug: str, actor) -> ChallengeBenchm
     """Give the newest version of benchmark `slug` to `challenge`: its organizers may attach
     it as a board, no other challenge's may (staff's part, or the organizer pages' import of a
     new slug). Audited; a version given to another challenge is refused."""
-    benchmark = _newest(slug)
+    return _give(challenge, _newest(slug), actor)
+
+
+def _give(challenge: Challenge, benchmark: Benchmark, actor) -> ChallengeBenchmark:
     try:
         with transaction.atomic():
             given = ChallengeBenchmark.objects.create(challenge=challenge, benchmark=benchmark,
@@ -225,7 +228,7 @@ def _given(challenge: Challenge, benchmark: Benchmark, actor) -> None:
     if owner == challenge.pk:
         return
     if owner is None and actor is not None and actor.is_staff:
-        benchmark_give(challenge=challenge, slug=benchmark.slug, actor=actor)
+        _give(challenge, benchmark, actor)
         return
     raise ServiceError({"benchmark": [
         f"{benchmark} is not one of {challenge.slug}'s benchmarks: staff give a benchmark "

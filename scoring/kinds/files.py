@@ -262,5 +262,3 @@ def keys_instead(entry: dict, key: str) -> str:
         return " (an empty object)"
     shown = ", ".join(show(k) for k in list(entry)[:6])
     return f" (its keys: {shown}{', ...' if len(entry) > 6 else ''})"
-
-
